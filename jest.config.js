@@ -1,0 +1,21 @@
+// One jest run over every project (libs/*, apps/*, test/). `npm test` is the README's test command.
+const { existsSync, readdirSync } = require('node:fs');
+const { join } = require('node:path');
+
+const projects = ['libs', 'apps']
+  .flatMap((group) =>
+    existsSync(join(__dirname, group))
+      ? readdirSync(join(__dirname, group)).map((d) => `${group}/${d}`)
+      : [],
+  )
+  .concat(['test'])
+  .filter((dir) => existsSync(join(__dirname, dir, 'jest.config.js')))
+  .map((dir) => `<rootDir>/${dir}/jest.config.js`);
+
+module.exports = {
+  projects,
+  coverageProvider: 'v8',
+  collectCoverageFrom: ['libs/*/src/**/*.ts', '!**/*.spec.ts', '!**/index.ts'],
+  coverageReporters: ['text-summary', 'text'],
+  coverageThreshold: { './libs/activity/src/': { lines: 95 } },
+};

@@ -1,0 +1,364 @@
+import { z } from 'zod';
+import {
+  AdmissionMode,
+  AdmissionPolicy,
+  Id,
+  IsoTime,
+  MAX_PROMPT_CHARS,
+  Meta,
+  PromptOrigin,
+  SchemaVersion,
+} from './common';
+import { BackgroundWork } from './background-work';
+
+/**
+ * Entries of a task stream. Facts (workers), commands (gateways) and decisions (the projector
+ * that owns the task) share one stream, so their relative order is total.
+ */
+export const WriterRole = z.enum(['worker', 'gateway', 'projector']);
+export type WriterRole = z.infer<typeof WriterRole>;
+
+export const Writer = z.object({
+  role: WriterRole,
+  instance: Id,
+  /** Per-writer sequence: the store appends a (writer instance, seq) at most once. */
+  seq: z.number().int().nonnegative(),
+});
+export type Writer = z.infer<typeof Writer>;
+
+const envelope = {
+  v: SchemaVersion,
+  taskId: Id,
+  sessionId: Id,
+  writer: Writer,
+};
+
+/** Facts come from one agent execution; its id and generation ride on every one of them. */
+const factEnvelope = {
+  ...envelope,
+  executionId: Id,
+  generation: z.number().int().positive(),
+};
+
+const fact = <T extends string, D extends z.ZodType>(type: T, data: D) =>
+  z.object({ ...factEnvelope, type: z.literal(type), data });
+const command = <T extends string, D extends z.ZodType>(type: T, data: D) =>
+  z.object({ ...envelope, type: z.literal(type), data });
+const decision = command;
+
+const Generation = z.number().int().nonnegative();
+const ToolOwnershipEvidence = z.enum(['foreground', 'background']);
+const ToolStatus = z.enum(['pending', 'in_progress', 'completed', 'failed']);
+
+// ---------------------------------------------------------------------------------------------
+// Facts
+// ---------------------------------------------------------------------------------------------
+
+export const ExecutionStarted = fact(
+  'execution.started',
+  z.object({
+    startedAt: IsoTime,
+    workerId: Id.optional(),
+    agentCommand: z.string().max(2_000).optional(),
+  }),
+);
+
+/**
+ * What the agent reported at `initialize` and what the dialect attests about it. The execution
+ * can take prompts once this fact is in the stream (its ACP session exists).
+ */
+export const Capabilities = z.object({
+  agent: z.object({ name: z.string().max(200), version: z.string().max(100).optional() }),
+  dialect: z.string().min(1).max(50),
+  /** `_meta.claudeCode.promptQueueing` at initialize: concurrent prompts queue agent-side. */
+  promptQueueing: z.boolean(),
+  /** The adapter is fixture-tested to take a human successor while an earlier prompt is held open. */
+  handoff: z.boolean(),
+  /** Background kinds whose launch, yield and identified completion the dialect attests. */
+  attestedKinds: z.array(z.string().max(100)).max(20),
+  /** Kinds whose completions without identity pair unambiguously (counts only, never admission). */
+  unambiguousCompletionKinds: z.array(z.string().max(100)).max(20).default([]),
+  _meta: Meta.optional(),
+});
+export type Capabilities = z.infer<typeof Capabilities>;
+export const CapabilitiesNegotiated = fact('capabilities.negotiated', Capabilities);
+
+export const ExecutionEnded = fact(
+  'execution.ended',
+  z.object({
+    reason: z.enum(['completed', 'failed', 'cancelled', 'crashed']),
+    exitCode: z.number().int().nullable().optional(),
+    error: z.string().max(4_000).optional(),
+  }),
+);
+
+export const PromptDispatched = fact(
+  'prompt.dispatched',
+  z.object({ promptId: Id, admissionGeneration: Generation }),
+);
+
+export const PromptDispatchFailed = fact(
+  'prompt.dispatch_failed',
+  z.object({ promptId: Id, admissionGeneration: Generation, error: z.string().max(4_000) }),
+);
+
+/** Foreground generation (message or thought chunks), coalesced by the worker. */
+export const ForegroundOutput = fact(
+  'foreground.output',
+  z.object({
+    channel: z.enum(['message', 'thought', 'plan']),
+    chars: z.number().int().nonnegative().optional(),
+  }),
+);
+
+/**
+ * A model cycle ended. `origin` is the cycle's origin (`human`, `task-notification`, …). A
+ * human-origin idle carrying the current admission generation is the foreground-yield boundary.
+ */
+export const ForegroundIdle = fact(
+  'foreground.idle',
+  z.object({ origin: z.string().min(1).max(100), admissionGeneration: Generation.optional() }),
+);
+
+export const TurnEnded = fact(
+  'turn.ended',
+  z.object({ admissionGeneration: Generation, stopReason: z.string().min(1).max(100) }),
+);
+
+export const ToolStarted = fact(
+  'tool.started',
+  z.object({
+    toolCallId: Id,
+    /** Ownership evidence the dialect read off the frame; absent when the frame carries none. */
+    ownership: ToolOwnershipEvidence.optional(),
+    parentToolCallId: Id.optional(),
+    status: ToolStatus.optional(),
+    title: z.string().max(2_000).optional(),
+    toolKind: z.string().max(100).optional(),
+  }),
+);
+
+export const ToolUpdated = fact(
+  'tool.updated',
+  z.object({
+    toolCallId: Id,
+    ownership: ToolOwnershipEvidence.optional(),
+    parentToolCallId: Id.optional(),
+    status: ToolStatus.optional(),
+  }),
+);
+
+export const BackgroundStarted = fact(
+  'background.started',
+  z.object({
+    work: BackgroundWork,
+    /** The tool call that launched it; its card completing is not the end of this work. */
+    toolCallId: Id.optional(),
+    /** Stamped by a dialect only on a path whose whole lifecycle its fixtures cover. */
+    attested: z.boolean(),
+  }),
+);
+
+/** Identified when it names `workId` or `toolCallId`; otherwise it never retires for admission. */
+export const BackgroundEnded = fact(
+  'background.ended',
+  z.object({
+    workId: Id.optional(),
+    toolCallId: Id.optional(),
+    kind: z.string().max(100).optional(),
+    status: z.enum(['completed', 'failed', 'stopped', 'unknown']),
+  }),
+);
+
+// ---------------------------------------------------------------------------------------------
+// Commands
+// ---------------------------------------------------------------------------------------------
+
+const commandData = <S extends z.ZodRawShape>(shape: S) => z.object({ commandId: Id, ...shape });
+
+export const PromptSubmit = command(
+  'prompt.submit',
+  commandData({
+    promptId: Id,
+    /** Client-chosen: a repeated key never makes a second prompt. */
+    idempotencyKey: Id,
+    text: z.string().min(1).max(MAX_PROMPT_CHARS),
+    origin: PromptOrigin,
+  }),
+);
+export const QueueCancel = command('queue.cancel', commandData({ promptId: Id }));
+export const QueueSendNow = command(
+  'queue.send_now',
+  commandData({
+    promptId: Id,
+    /** The admission generation the client saw running: only that turn may be replaced. */
+    observedGeneration: Generation.optional(),
+  }),
+);
+export const QueueSetAutoRun = command('queue.set_auto_run', commandData({ enabled: z.boolean() }));
+export const SessionCancel = command(
+  'session.cancel',
+  commandData({ observedGeneration: Generation.optional() }),
+);
+export const SessionReset = command('session.reset', commandData({}));
+export const SessionDelete = command('session.delete', commandData({}));
+export const SessionConfigure = command(
+  'session.configure',
+  commandData({
+    admission: AdmissionPolicy.optional(),
+    steering: z.boolean().optional(),
+    /** 0 means unlimited. */
+    queueCapacity: z.number().int().min(0).max(10_000).optional(),
+  }),
+);
+
+// ---------------------------------------------------------------------------------------------
+// Decisions
+// ---------------------------------------------------------------------------------------------
+
+export const PromptAdmitted = decision(
+  'prompt.admitted',
+  z.object({ promptId: Id, admissionGeneration: Generation, mode: AdmissionMode }),
+);
+export const QueueReason = z.enum([
+  'busy',
+  'no_execution',
+  'queue_not_empty',
+  'auto_run_off',
+  'released',
+]);
+export const PromptQueued = decision(
+  'prompt.queued',
+  z.object({ promptId: Id, position: z.number().int().positive(), reason: QueueReason }),
+);
+export const RejectReason = z.enum(['queue_full', 'session_deleted', 'dispatch_failed']);
+export const PromptRejected = decision(
+  'prompt.rejected',
+  z.object({ promptId: Id, reason: RejectReason, message: z.string().max(1_000) }),
+);
+/** A claim given back before dispatch: the prompt returns to the head of the queue. */
+export const PromptReleased = decision(
+  'prompt.released',
+  z.object({
+    promptId: Id,
+    admissionGeneration: Generation,
+    reason: z.enum(['session_cancelled', 'claim_expired']),
+  }),
+);
+export const PromptRemoved = decision(
+  'prompt.removed',
+  z.object({ promptId: Id, reason: z.enum(['cancelled', 'session_deleted']) }),
+);
+export const PromptPromoted = decision('prompt.promoted', z.object({ promptId: Id }));
+export const AutoRunSet = decision('queue.auto_run_set', z.object({ enabled: z.boolean() }));
+export const TurnCancelRequested = decision(
+  'turn.cancel_requested',
+  z.object({ admissionGeneration: Generation, reason: z.enum(['user', 'send_now']) }),
+);
+export const CommandRejected = decision(
+  'command.rejected',
+  z.object({
+    commandId: Id,
+    reason: z.enum(['unknown_prompt', 'not_queued', 'session_deleted', 'stale_generation']),
+    message: z.string().max(1_000),
+  }),
+);
+export const SessionConfigured = decision(
+  'session.configured',
+  z.object({
+    admission: AdmissionPolicy,
+    steering: z.boolean(),
+    queueCapacity: z.number().int().min(0),
+  }),
+);
+export const SessionWasReset = decision('session.was_reset', z.object({}));
+export const SessionDeleted = decision('session.deleted', z.object({}));
+export const ExecutionLost = decision(
+  'execution.lost',
+  z.object({
+    executionId: Id,
+    generation: z.number().int().positive(),
+    reason: z.enum(['lease_expired']),
+  }),
+);
+/** Advisory: a running prompt has seen no agent event for the watchdog's period. Once per generation. */
+export const TurnStalled = decision(
+  'turn.stalled',
+  z.object({ promptId: Id, admissionGeneration: Generation }),
+);
+/** A dispatched prompt produced no agent event at all by the watchdog's period: its turn fails. */
+export const TurnAbandoned = decision(
+  'turn.abandoned',
+  z.object({ promptId: Id, admissionGeneration: Generation }),
+);
+
+export const FACT_SCHEMAS = [
+  ExecutionStarted,
+  CapabilitiesNegotiated,
+  ExecutionEnded,
+  PromptDispatched,
+  PromptDispatchFailed,
+  ForegroundOutput,
+  ForegroundIdle,
+  TurnEnded,
+  ToolStarted,
+  ToolUpdated,
+  BackgroundStarted,
+  BackgroundEnded,
+] as const;
+export const COMMAND_SCHEMAS = [
+  PromptSubmit,
+  QueueCancel,
+  QueueSendNow,
+  QueueSetAutoRun,
+  SessionCancel,
+  SessionReset,
+  SessionDelete,
+  SessionConfigure,
+] as const;
+export const DECISION_SCHEMAS = [
+  PromptAdmitted,
+  PromptQueued,
+  PromptRejected,
+  PromptReleased,
+  PromptRemoved,
+  PromptPromoted,
+  AutoRunSet,
+  TurnCancelRequested,
+  CommandRejected,
+  SessionConfigured,
+  SessionWasReset,
+  SessionDeleted,
+  ExecutionLost,
+  TurnStalled,
+  TurnAbandoned,
+] as const;
+
+export const Fact = z.discriminatedUnion('type', [...FACT_SCHEMAS]);
+export type Fact = z.infer<typeof Fact>;
+export const Command = z.discriminatedUnion('type', [...COMMAND_SCHEMAS]);
+export type Command = z.infer<typeof Command>;
+export const Decision = z.discriminatedUnion('type', [...DECISION_SCHEMAS]);
+export type Decision = z.infer<typeof Decision>;
+
+/** One entry of a task stream. */
+export const StreamEntry = z.discriminatedUnion('type', [
+  ...FACT_SCHEMAS,
+  ...COMMAND_SCHEMAS,
+  ...DECISION_SCHEMAS,
+]);
+export type StreamEntry = z.infer<typeof StreamEntry>;
+export type EntryType = StreamEntry['type'];
+export type EntryOf<T extends EntryType> = Extract<StreamEntry, { type: T }>;
+
+export const FACT_TYPES: ReadonlySet<string> = new Set(FACT_SCHEMAS.map((s) => s.shape.type.value));
+export const COMMAND_TYPES: ReadonlySet<string> = new Set(
+  COMMAND_SCHEMAS.map((s) => s.shape.type.value),
+);
+export const DECISION_TYPES: ReadonlySet<string> = new Set(
+  DECISION_SCHEMAS.map((s) => s.shape.type.value),
+);
+
+export const isFact = (e: StreamEntry): e is Fact => FACT_TYPES.has(e.type);
+export const isCommand = (e: StreamEntry): e is Command => COMMAND_TYPES.has(e.type);
+export const isDecision = (e: StreamEntry): e is Decision => DECISION_TYPES.has(e.type);

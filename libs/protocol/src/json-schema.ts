@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { BackgroundWork } from './background-work';
+import { StreamEntry } from './entries';
+import { Update } from './updates';
+import { TaskView } from './views';
+import { ClientMessage, ServerMessage } from './wire';
+
+/** Every schema Baton publishes as JSON Schema, by file name. */
+export const PUBLISHED_SCHEMAS = {
+  'stream-entry': StreamEntry,
+  update: Update,
+  'task-view': TaskView,
+  'background-work': BackgroundWork,
+  'client-message': ClientMessage,
+  'server-message': ServerMessage,
+} as const;
+
+export function toJsonSchemas(): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, schema] of Object.entries(PUBLISHED_SCHEMAS)) {
+    out[name] = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+  }
+  return out;
+}

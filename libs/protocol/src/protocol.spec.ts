@@ -1,0 +1,155 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import {
+  BackgroundWork,
+  ClientMessage,
+  StreamEntry,
+  Update,
+  FACT_TYPES,
+  COMMAND_TYPES,
+  DECISION_TYPES,
+} from './index';
+
+const writer = { role: 'worker', instance: 'w1', seq: 1 } as const;
+
+describe('protocol', () => {
+  it('keeps every field of background work of an unknown kind', () => {
+    const work = {
+      kind: 'futureKind',
+      id: 'future-1',
+      label: 'Start review',
+      startedAt: '2026-09-25T00:01:00.000Z',
+      target: 'reviewer',
+      nested: { a: [1, 2] },
+    };
+    expect(BackgroundWork.parse(work)).toEqual(work);
+  });
+
+  it('keeps unmodelled fields of known kinds too', () => {
+    const shell = {
+      kind: 'shell',
+      id: 'shell-1',
+      label: 'Run tests',
+      command: 'npm test',
+      startedAt: '2026-09-25T00:00:00.000Z',
+      _meta: { 'vscode.copilot.shellAttachment': 'detached' },
+      extra: true,
+    };
+    expect(BackgroundWork.parse(shell)).toEqual(shell);
+  });
+
+  it('does not let a malformed known kind pass as an unknown one', () => {
+    const r = BackgroundWork.safeParse({
+      kind: 'shell',
+      id: 's',
+      label: 'x',
+      startedAt: '2026-09-25T00:00:00.000Z',
+    });
+    expect(r.success).toBe(false);
+  });
+
+  it('validates a fact under the versioned envelope', () => {
+    const entry = {
+      v: 1,
+      type: 'background.started',
+      taskId: 't1',
+      sessionId: 's1',
+      executionId: 'e1',
+      generation: 1,
+      writer,
+      data: {
+        attested: true,
+        toolCallId: 'toolu_1',
+        work: {
+          kind: 'subagent',
+          id: 'subagent:a1',
+          label: 'Review',
+          chat: 'ahp-chat:/x',
+          startedAt: '2026-09-25T00:00:00Z',
+        },
+      },
+    };
+    expect(StreamEntry.parse(entry)).toEqual(entry);
+  });
+
+  it('rejects a fact without its execution, an unknown type and a wrong version', () => {
+    const base = { v: 1, taskId: 't', sessionId: 's', writer, data: { channel: 'message' } };
+    expect(StreamEntry.safeParse({ ...base, type: 'foreground.output' }).success).toBe(false);
+    expect(
+      StreamEntry.safeParse({ ...base, type: 'foreground.output', executionId: 'e', generation: 1 })
+        .success,
+    ).toBe(true);
+    expect(
+      StreamEntry.safeParse({ ...base, type: 'nope', executionId: 'e', generation: 1 }).success,
+    ).toBe(false);
+    expect(
+      StreamEntry.safeParse({
+        ...base,
+        v: 2,
+        type: 'foreground.output',
+        executionId: 'e',
+        generation: 1,
+      }).success,
+    ).toBe(false);
+  });
+
+  it('names the field and the rule of an invalid client message', () => {
+    const r = ClientMessage.safeParse({
+      v: 1,
+      id: 'r1',
+      op: 'prompt',
+      taskId: 't',
+      sessionId: 's',
+      text: '',
+    });
+    expect(r.success).toBe(false);
+    const paths = r.error!.issues.map((i) => i.path.join('.'));
+    expect(paths).toEqual(expect.arrayContaining(['text', 'idempotencyKey']));
+  });
+
+  it('defaults a prompt origin to human', () => {
+    const m = ClientMessage.parse({
+      v: 1,
+      id: 'r',
+      op: 'prompt',
+      taskId: 't',
+      sessionId: 's',
+      text: 'hi',
+      idempotencyKey: 'k',
+    });
+    expect(m.op === 'prompt' && m.origin).toBe('human');
+  });
+
+  it('classifies every entry type exactly once', () => {
+    const all = [...FACT_TYPES, ...COMMAND_TYPES, ...DECISION_TYPES];
+    expect(new Set(all).size).toBe(all.length);
+  });
+
+  it('validates AHP background work updates', () => {
+    const u = {
+      v: 1,
+      taskId: 't',
+      seq: 3,
+      type: 'chat/backgroundWorkRemoved',
+      data: { sessionId: 's', id: 'shell-1' },
+    };
+    expect(Update.parse(u)).toEqual(u);
+  });
+
+  it('has committed JSON Schema that matches the zod schemas', () => {
+    // Fails when a schema changed without `npm run schema`.
+    expect(() =>
+      execFileSync(
+        process.execPath,
+        [
+          require.resolve('tsx/cli'),
+          join(__dirname, '../scripts/export-json-schema.ts'),
+          '--check',
+        ],
+        {
+          stdio: 'pipe',
+        },
+      ),
+    ).not.toThrow();
+  });
+});

@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import { AdmissionMode, Id, SchemaVersion } from './common';
+import { BackgroundWork } from './background-work';
+import { QueueReason, RejectReason } from './entries';
+import { QueueView, SessionActivityView, TaskActivityView } from './views';
+
+/**
+ * Updates published to clients, one per visible change, in a per-task sequence with no gaps.
+ * The sequence belongs to the folded state: any replica that folds the same stream publishes the
+ * same update under the same sequence.
+ */
+const update = <T extends string, D extends z.ZodType>(type: T, data: D) =>
+  z.object({
+    v: SchemaVersion,
+    taskId: Id,
+    seq: z.number().int().positive(),
+    type: z.literal(type),
+    data,
+  });
+
+export const SessionActivityChanged = update(
+  'session.activity',
+  SessionActivityView.extend({ sessionId: Id }),
+);
+export const SessionQueueChanged = update('session.queue', QueueView.extend({ sessionId: Id }));
+/** AHP `chat/backgroundWorkSet`: upsert the complete entry by id. */
+export const BackgroundWorkSet = update(
+  'chat/backgroundWorkSet',
+  z.object({ sessionId: Id, work: BackgroundWork }),
+);
+/** AHP `chat/backgroundWorkRemoved`: remove by id (a no-op when absent). */
+export const BackgroundWorkRemoved = update(
+  'chat/backgroundWorkRemoved',
+  z.object({ sessionId: Id, id: Id }),
+);
+export const TaskActivityChanged = update('task.activity', TaskActivityView);
+
+export const PromptOutcome = z.discriminatedUnion('outcome', [
+  z.object({
+    outcome: z.literal('admitted'),
+    mode: AdmissionMode,
+    admissionGeneration: z.number().int().min(0),
+  }),
+  z.object({
+    outcome: z.literal('queued'),
+    position: z.number().int().positive(),
+    reason: QueueReason,
+  }),
+  z.object({ outcome: z.literal('rejected'), reason: RejectReason, message: z.string() }),
+  z.object({ outcome: z.literal('removed'), reason: z.enum(['cancelled', 'session_deleted']) }),
+]);
+export type PromptOutcome = z.infer<typeof PromptOutcome>;
+
+/** The decision on one prompt, correlated by its idempotency key. */
+export const PromptDecided = update(
+  'prompt.decided',
+  z.object({ sessionId: Id, promptId: Id, idempotencyKey: Id, decision: PromptOutcome }),
+);
+/** A command that could not be carried out, correlated by its command id. */
+export const CommandFailed = update(
+  'command.failed',
+  z.object({ sessionId: Id, commandId: Id, reason: z.string(), message: z.string() }),
+);
+/** Advisory, at most once per admission generation. */
+export const TurnStalledUpdate = update(
+  'turn.stalled',
+  z.object({ sessionId: Id, promptId: Id, admissionGeneration: z.number().int().min(0) }),
+);
+export const SessionRemoved = update('session.deleted', z.object({ sessionId: Id }));
+
+export const UPDATE_SCHEMAS = [
+  SessionActivityChanged,
+  SessionQueueChanged,
+  BackgroundWorkSet,
+  BackgroundWorkRemoved,
+  TaskActivityChanged,
+  PromptDecided,
+  CommandFailed,
+  TurnStalledUpdate,
+  SessionRemoved,
+] as const;
+
+export const Update = z.discriminatedUnion('type', [...UPDATE_SCHEMAS]);
+export type Update = z.infer<typeof Update>;
+export type UpdateType = Update['type'];
+/** An update before the projector stamps it with the task's next sequence. */
+export type UnsequencedUpdate = Update extends infer U
+  ? U extends Update
+    ? Omit<U, 'seq' | 'v' | 'taskId'>
+    : never
+  : never;
