@@ -47,6 +47,8 @@ const command = <T extends string, D extends z.ZodType>(type: T, data: D) =>
 const decision = command;
 
 const Generation = z.number().int().nonnegative();
+/** The command a decision answers; the owner drops that command from its pending set. */
+const InReplyTo = { commandId: Id.optional() };
 const ToolOwnershipEvidence = z.enum(['foreground', 'background']);
 const ToolStatus = z.enum(['pending', 'in_progress', 'completed', 'failed']);
 
@@ -218,7 +220,7 @@ export const SessionConfigure = command(
 
 export const PromptAdmitted = decision(
   'prompt.admitted',
-  z.object({ promptId: Id, admissionGeneration: Generation, mode: AdmissionMode }),
+  z.object({ ...InReplyTo, promptId: Id, admissionGeneration: Generation, mode: AdmissionMode }),
 );
 export const QueueReason = z.enum([
   'busy',
@@ -227,52 +229,70 @@ export const QueueReason = z.enum([
   'auto_run_off',
   'released',
 ]);
+export type QueueReason = z.infer<typeof QueueReason>;
 export const PromptQueued = decision(
   'prompt.queued',
-  z.object({ promptId: Id, position: z.number().int().positive(), reason: QueueReason }),
+  z.object({
+    ...InReplyTo,
+    promptId: Id,
+    position: z.number().int().positive(),
+    reason: QueueReason,
+  }),
 );
 export const RejectReason = z.enum(['queue_full', 'session_deleted', 'dispatch_failed']);
+export type RejectReason = z.infer<typeof RejectReason>;
 export const PromptRejected = decision(
   'prompt.rejected',
-  z.object({ promptId: Id, reason: RejectReason, message: z.string().max(1_000) }),
+  z.object({ ...InReplyTo, promptId: Id, reason: RejectReason, message: z.string().max(1_000) }),
 );
 /** A claim given back before dispatch: the prompt returns to the head of the queue. */
 export const PromptReleased = decision(
   'prompt.released',
   z.object({
+    ...InReplyTo,
     promptId: Id,
     admissionGeneration: Generation,
-    reason: z.enum(['session_cancelled', 'claim_expired']),
+    reason: z.enum(['session_cancelled']),
   }),
 );
 export const PromptRemoved = decision(
   'prompt.removed',
-  z.object({ promptId: Id, reason: z.enum(['cancelled', 'session_deleted']) }),
+  z.object({ ...InReplyTo, promptId: Id, reason: z.enum(['cancelled', 'session_deleted']) }),
 );
-export const PromptPromoted = decision('prompt.promoted', z.object({ promptId: Id }));
-export const AutoRunSet = decision('queue.auto_run_set', z.object({ enabled: z.boolean() }));
+export const PromptPromoted = decision('prompt.promoted', z.object({ ...InReplyTo, promptId: Id }));
+export const AutoRunSet = decision(
+  'queue.auto_run_set',
+  z.object({ ...InReplyTo, enabled: z.boolean() }),
+);
 export const TurnCancelRequested = decision(
   'turn.cancel_requested',
-  z.object({ admissionGeneration: Generation, reason: z.enum(['user', 'send_now']) }),
+  z.object({ ...InReplyTo, admissionGeneration: Generation, reason: z.enum(['user', 'send_now']) }),
 );
 export const CommandRejected = decision(
   'command.rejected',
   z.object({
     commandId: Id,
-    reason: z.enum(['unknown_prompt', 'not_queued', 'session_deleted', 'stale_generation']),
+    reason: z.enum([
+      'unknown_prompt',
+      'not_queued',
+      'session_deleted',
+      'stale_generation',
+      'nothing_running',
+    ]),
     message: z.string().max(1_000),
   }),
 );
 export const SessionConfigured = decision(
   'session.configured',
   z.object({
+    ...InReplyTo,
     admission: AdmissionPolicy,
     steering: z.boolean(),
     queueCapacity: z.number().int().min(0),
   }),
 );
-export const SessionWasReset = decision('session.was_reset', z.object({}));
-export const SessionDeleted = decision('session.deleted', z.object({}));
+export const SessionWasReset = decision('session.was_reset', z.object({ ...InReplyTo }));
+export const SessionDeleted = decision('session.deleted', z.object({ ...InReplyTo }));
 export const ExecutionLost = decision(
   'execution.lost',
   z.object({

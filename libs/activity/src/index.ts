@@ -1,0 +1,6 @@
+export * from './state';
+export { evolve } from './evolve';
+export { decide, draftEntry, type DecisionDraft, type Timer } from './decide';
+export { fold, type Folded } from './fold';
+export * from './views';
+export * from './background-work-reducer';

@@ -1,0 +1,195 @@
+// Test driver: plays the projector's role in memory — fold every entry, and after each one let
+// the owner decide and fold its decisions, exactly as apps/projector does against Redis.
+import {
+  SCHEMA_VERSION,
+  type Capabilities,
+  type EntryOf,
+  type EntryType,
+  type StreamEntry,
+  type Update,
+} from '@baton/protocol';
+import {
+  decide,
+  fold,
+  initialTaskState,
+  type DecisionDraft,
+  type TaskState,
+  type Timer,
+} from '../src';
+
+type Data<T extends EntryType> = EntryOf<T>['data'];
+type FactType = Extract<StreamEntry, { executionId: string }>['type'];
+type CommandType =
+  EntryOf<EntryType> extends infer E
+    ? E extends { data: { commandId: string } }
+      ? E extends { executionId: string }
+        ? never
+        : E extends { type: infer T }
+          ? T
+          : never
+      : never
+    : never;
+
+export const CLAUDE_CAPS: Capabilities = {
+  agent: { name: 'claude-agent-acp', version: '0.101.0' },
+  dialect: 'claude',
+  promptQueueing: true,
+  handoff: true,
+  attestedKinds: ['subagent', 'shell', 'monitor'],
+  unambiguousCompletionKinds: [],
+};
+export const GENERIC_CAPS: Capabilities = {
+  agent: { name: 'some-agent' },
+  dialect: 'generic',
+  promptQueueing: false,
+  handoff: false,
+  attestedKinds: [],
+  unambiguousCompletionKinds: [],
+};
+
+export class Owner {
+  state: TaskState;
+  readonly entries: StreamEntry[] = [];
+  readonly updates: Update[] = [];
+  private seq = 0;
+  private commands = 0;
+  /** When false, commands wait for an explicit decideNow(). */
+  autoDecide = true;
+
+  constructor(readonly taskId = 't1') {
+    this.state = initialTaskState(taskId);
+  }
+
+  append(entry: StreamEntry): void {
+    this.entries.push(entry);
+    const f = fold(this.state, entry);
+    this.state = f.state;
+    this.updates.push(...f.updates);
+  }
+
+  decideNow(timer?: Timer): DecisionDraft[] {
+    const drafts = decide(this.state, timer);
+    for (const d of drafts) {
+      this.append({
+        v: SCHEMA_VERSION,
+        taskId: this.taskId,
+        writer: { role: 'projector', instance: 'p1', seq: ++this.seq },
+        ...d,
+      } as StreamEntry);
+    }
+    return drafts;
+  }
+
+  fact<T extends FactType>(
+    sessionId: string,
+    executionId: string,
+    generation: number,
+    type: T,
+    data: Data<T>,
+  ): void {
+    this.append({
+      v: SCHEMA_VERSION,
+      taskId: this.taskId,
+      sessionId,
+      executionId,
+      generation,
+      writer: { role: 'worker', instance: 'w1', seq: ++this.seq },
+      type,
+      data,
+    } as StreamEntry);
+    if (this.autoDecide) this.decideNow();
+  }
+
+  command<T extends CommandType>(
+    sessionId: string,
+    type: T,
+    data: Omit<Data<T>, 'commandId'> & { commandId?: string },
+  ): string {
+    const commandId = data.commandId ?? `c${++this.commands}`;
+    this.append({
+      v: SCHEMA_VERSION,
+      taskId: this.taskId,
+      sessionId,
+      writer: { role: 'gateway', instance: 'g1', seq: ++this.seq },
+      type,
+      data: { ...data, commandId },
+    } as StreamEntry);
+    if (this.autoDecide) this.decideNow();
+    return commandId;
+  }
+
+  session(id = 's1') {
+    return this.state.sessions[id]!;
+  }
+
+  /** Convenience: an execution of a session, with its facts. */
+  execution(sessionId: string, executionId: string, generation: number) {
+    const f = <T extends FactType>(type: T, data: Data<T>) =>
+      this.fact(sessionId, executionId, generation, type, data);
+    return {
+      start: (caps: Capabilities = GENERIC_CAPS) => {
+        f('execution.started', { startedAt: '2026-11-30T00:00:00Z' });
+        f('capabilities.negotiated', caps);
+      },
+      fact: f,
+      dispatch: (promptId: string, admissionGeneration: number) =>
+        f('prompt.dispatched', { promptId, admissionGeneration }),
+      output: () => f('foreground.output', { channel: 'message' }),
+      idle: (origin: string, admissionGeneration?: number) =>
+        f(
+          'foreground.idle',
+          admissionGeneration === undefined ? { origin } : { origin, admissionGeneration },
+        ),
+      endTurn: (admissionGeneration: number, stopReason = 'end_turn') =>
+        f('turn.ended', { admissionGeneration, stopReason }),
+      end: (reason: Data<'execution.ended'>['reason'] = 'completed') =>
+        f('execution.ended', { reason }),
+      subagent: (id: string, attested = true, toolCallId?: string) =>
+        f('background.started', {
+          attested,
+          ...(toolCallId ? { toolCallId } : {}),
+          work: {
+            kind: 'subagent',
+            id,
+            label: `agent ${id}`,
+            chat: `ahp-chat:/${id}`,
+            startedAt: '2026-11-30T00:00:01Z',
+          },
+        }),
+      shell: (id: string, attested = true, toolCallId?: string) =>
+        f('background.started', {
+          attested,
+          ...(toolCallId ? { toolCallId } : {}),
+          work: {
+            kind: 'shell',
+            id,
+            label: `shell ${id}`,
+            command: 'sleep 100',
+            startedAt: '2026-11-30T00:00:01Z',
+          },
+        }),
+      finished: (workId: string) => f('background.ended', { workId, status: 'completed' }),
+    };
+  }
+
+  submit(
+    sessionId: string,
+    key: string,
+    origin: Data<'prompt.submit'>['origin'] = 'human',
+    promptId = `p-${key}`,
+  ): string {
+    this.command(sessionId, 'prompt.submit', {
+      promptId,
+      idempotencyKey: key,
+      text: `prompt ${key}`,
+      origin,
+    });
+    return promptId;
+  }
+
+  decisionsFor(promptId: string) {
+    return this.updates
+      .filter((u) => u.type === 'prompt.decided' && u.data.promptId === promptId)
+      .map((u) => (u.type === 'prompt.decided' ? u.data.decision : null));
+  }
+}
