@@ -399,7 +399,7 @@ function setPrompt(s: SessionState, promptId: string, status: PromptStatus): Ses
     [promptId]: { ...record, status, text: settles ? null : record.text },
   };
   if (!settles) return { ...s, prompts };
-  let settled = s.settled.includes(promptId) ? s.settled : [...s.settled, promptId];
+  const settled = s.settled.includes(promptId) ? s.settled : [...s.settled, promptId];
   if (settled.length <= SETTLED_PROMPTS_KEPT) return { ...s, prompts, settled };
   const forget = settled.slice(0, settled.length - SETTLED_PROMPTS_KEPT);
   const promptByKey: Record<string, string> = { ...s.promptByKey };
