@@ -1,0 +1,211 @@
+/**
+ * Real redis-server processes for tests and benchmarks: a single server (optionally with AOF and
+ * `appendfsync always`), a Redis Cluster of N masters, kill -9 and restart on the same port and
+ * data dir. Every server gets its own temporary dir, removed on stop. Never touches port 6379:
+ * ports come from the OS.
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+const REDIS_CLI = process.env.REDIS_CLI_BIN ?? 'redis-cli';
+
+export interface RedisServerOptions {
+  /** `appendonly yes` with `appendfsync always`: every acknowledged write is on disk. */
+  aof?: boolean;
+  /** Starts the server as a Redis Cluster node (used by {@link startRedisCluster}). */
+  clusterEnabled?: boolean;
+  /** Extra `--name value` arguments. */
+  args?: string[];
+}
+
+export interface RedisServer {
+  readonly host: string;
+  readonly port: number;
+  readonly url: string;
+  readonly dir: string;
+  /** Kills the process with SIGKILL and waits for it to be gone; the data dir stays. */
+  kill(): Promise<void>;
+  /** Starts the server again on the same port and data dir (after {@link kill}). */
+  restart(): Promise<void>;
+  /** Stops the process and removes its data dir. */
+  stop(): Promise<void>;
+}
+
+export interface RedisClusterHandle {
+  readonly nodes: { host: string; port: number }[];
+  readonly servers: RedisServer[];
+  stop(): Promise<void>;
+}
+
+const live = new Set<ChildProcess>();
+// A test run that crashes must not leave redis-server processes behind.
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+/** A free TCP port whose cluster bus port (port + 10000) is free as well. */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = await listenOnce(0);
+    if (port > 55_000 || port === 6379) continue;
+    if (await isFree(port + 10_000)) return port;
+  }
+  throw new Error('no free port pair found');
+}
+
+function listenOnce(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(port, '127.0.0.1', () => {
+      const addr = srv.address();
+      const p = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(p));
+    });
+  });
+}
+
+async function isFree(port: number): Promise<boolean> {
+  try {
+    await listenOnce(port);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Sends one inline command and returns the raw reply, or null when the server does not answer. */
+function rawCommand(port: number, command: string, timeoutMs = 500): Promise<string | null> {
+  return new Promise((resolve) => {
+    const sock = connect({ host: '127.0.0.1', port });
+    let data = '';
+    const done = (value: string | null) => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(value);
+    };
+    const timer = setTimeout(() => done(null), timeoutMs);
+    sock.on('error', () => done(null));
+    sock.on('connect', () => sock.write(`${command}\r\n`));
+    sock.on('data', (chunk) => {
+      data += chunk.toString();
+      // Bulk replies announce their length; wait for the whole payload.
+      const m = /^\$(\d+)\r\n/.exec(data);
+      if (!m || data.length >= m[0].length + Number(m[1]) + 2) done(data);
+    });
+  });
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export async function startRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'baton-redis-'));
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--daemonize',
+    'no',
+    '--logfile',
+    join(dir, 'redis.log'),
+    '--appendonly',
+    options.aof ? 'yes' : 'no',
+    ...(options.aof ? ['--appendfsync', 'always'] : []),
+    ...(options.clusterEnabled
+      ? ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf')]
+      : []),
+    ...(options.args ?? []),
+  ];
+  let child: ChildProcess | undefined;
+
+  const launch = async () => {
+    const proc = spawn(REDIS_SERVER, args, { stdio: 'ignore' });
+    live.add(proc);
+    proc.once('exit', () => live.delete(proc));
+    child = proc;
+    await waitFor(`redis-server on ${port}`, async () => {
+      if (proc.exitCode !== null) throw new Error(`redis-server on ${port} exited early`);
+      // While loading the AOF the server answers -LOADING; only +PONG means ready.
+      return (await rawCommand(port, 'PING')) === '+PONG\r\n';
+    });
+  };
+
+  const killChild = async (signal: NodeJS.Signals) => {
+    const proc = child;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+    proc.kill(signal);
+    await exited;
+  };
+
+  await launch();
+  return {
+    host: '127.0.0.1',
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    dir,
+    kill: () => killChild('SIGKILL'),
+    restart: launch,
+    stop: async () => {
+      await killChild('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** N masters, no replicas, every slot assigned; resolves once every node reports cluster_state:ok. */
+export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle> {
+  const servers: RedisServer[] = [];
+  try {
+    for (let i = 0; i < masters; i++) servers.push(await startRedis({ clusterEnabled: true }));
+    await new Promise<void>((resolve, reject) => {
+      execFile(
+        REDIS_CLI,
+        [
+          '--cluster',
+          'create',
+          ...servers.map((s) => `${s.host}:${s.port}`),
+          '--cluster-replicas',
+          '0',
+          '--cluster-yes',
+        ],
+        { timeout: 30_000 },
+        (err, _stdout, stderr) =>
+          err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(),
+      );
+    });
+    for (const s of servers) {
+      await waitFor(`cluster_state:ok on ${s.port}`, async () => {
+        const info = await rawCommand(s.port, 'CLUSTER INFO');
+        return info?.includes('cluster_state:ok') ?? false;
+      });
+    }
+  } catch (err) {
+    await Promise.all(servers.map((s) => s.stop()));
+    throw err;
+  }
+  return {
+    nodes: servers.map((s) => ({ host: s.host, port: s.port })),
+    servers,
+    stop: async () => {
+      await Promise.all(servers.map((s) => s.stop()));
+    },
+  };
+}
