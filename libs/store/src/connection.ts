@@ -1,0 +1,97 @@
+import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
+
+export type RedisClient = Redis | Cluster;
+
+export interface RedisNode {
+  host: string;
+  port: number;
+}
+
+/** Where Redis is: one server by URL, or a Redis Cluster by seed nodes. */
+export type RedisTarget =
+  | { url: string }
+  | {
+      cluster: RedisNode[];
+      username?: string;
+      password?: string;
+      /** TLS to every node (rediss). */
+      tls?: boolean;
+    };
+
+export interface ConnectOptions {
+  /** Commands queued while disconnected fail after this many reconnect attempts (default 20). */
+  maxRetriesPerRequest?: number | null;
+  /** Upper bound of the reconnect backoff in ms (default 2000). */
+  maxReconnectDelayMs?: number;
+  connectionName?: string;
+}
+
+/**
+ * Options for ioredis from a `redis://` or `rediss://` URL:
+ * `rediss://user:password@host:port/db`. User and password are ACL credentials (percent-decoded);
+ * `rediss` turns on TLS with the host as SNI server name.
+ */
+export function parseRedisUrl(url: string): RedisOptions {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new Error(`REDIS_URL is not a URL: ${redact(url)}`);
+  }
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') {
+    throw new Error(`REDIS_URL must start with redis:// or rediss://, got ${u.protocol}//`);
+  }
+  const options: RedisOptions = {
+    host: u.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1',
+    port: u.port ? Number(u.port) : 6379,
+  };
+  if (u.username) options.username = decodeURIComponent(u.username);
+  if (u.password) options.password = decodeURIComponent(u.password);
+  const db = u.pathname.replace(/^\//, '');
+  if (db) {
+    if (!/^\d+$/.test(db)) throw new Error(`REDIS_URL database must be a number, got ${db}`);
+    options.db = Number(db);
+  }
+  if (u.protocol === 'rediss:') options.tls = { servername: options.host };
+  return options;
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}
+
+function backoff(maxDelayMs: number) {
+  // Never give up: a Redis restart or failover must not need a restart of Baton's processes.
+  return (times: number) => Math.min(50 * 2 ** Math.min(times, 10), maxDelayMs);
+}
+
+/** The one way Baton connects to Redis: a reconnecting client for a server or a Cluster. */
+export function connectRedis(target: RedisTarget, options: ConnectOptions = {}): RedisClient {
+  const maxDelay = options.maxReconnectDelayMs ?? 2000;
+  const common: RedisOptions = {
+    maxRetriesPerRequest:
+      options.maxRetriesPerRequest === undefined ? 20 : options.maxRetriesPerRequest,
+    enableAutoPipelining: true,
+    ...(options.connectionName ? { connectionName: options.connectionName } : {}),
+  };
+  if ('url' in target) {
+    return new Redis({ ...parseRedisUrl(target.url), ...common, retryStrategy: backoff(maxDelay) });
+  }
+  if (target.cluster.length === 0) throw new Error('a Redis Cluster needs at least one seed node');
+  const nodes: ClusterNode[] = target.cluster.map((n) => ({ host: n.host, port: n.port }));
+  return new Cluster(nodes, {
+    clusterRetryStrategy: backoff(maxDelay),
+    enableAutoPipelining: true,
+    redisOptions: {
+      maxRetriesPerRequest: common.maxRetriesPerRequest,
+      ...(target.username ? { username: target.username } : {}),
+      ...(target.password ? { password: target.password } : {}),
+      ...(target.tls ? { tls: {} } : {}),
+      ...(options.connectionName ? { connectionName: options.connectionName } : {}),
+    },
+  });
+}
+
+export function isCluster(client: RedisClient): client is Cluster {
+  return client instanceof Cluster;
+}

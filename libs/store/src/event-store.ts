@@ -1,0 +1,617 @@
+import { StreamEntry, Update } from '@baton/protocol';
+import type { z } from 'zod';
+import {
+  connectRedis,
+  isCluster,
+  type ConnectOptions,
+  type RedisClient,
+  type RedisTarget,
+} from './connection';
+import { InvalidEntryError, mapScriptError } from './errors';
+import { DEFAULT_PREFIX, DEFAULT_SHARDS, KeyLayout } from './keys';
+import { defineScripts, type Scripts } from './scripts';
+import { StreamTail, type TailGroup } from './tail';
+
+export interface EventStoreOptions {
+  /** Shards per deployment (default 64). Every process of a deployment must use the same. */
+  shards?: number;
+  prefix?: string;
+  /** Approximate bound of each shard feed (default 100,000 notes). */
+  feedMaxLen?: number;
+  /** Approximate bound of each shard update stream (default 100,000 updates). */
+  updatesMaxLen?: number;
+  /** Approximate bound of each execution inbox (default 1,000). */
+  inboxMaxLen?: number;
+  /** Approximate bound of each execution's raw-frame log (default 10,000 frames). */
+  rawFramesMaxLen?: number;
+  /** Approximate bound of each shard's dead-letter stream (default 10,000). */
+  deadLettersMaxLen?: number;
+  /** How long a task's append dedupe state outlives its last append (default 7 days). */
+  dedupeTtlMs?: number;
+  /** How long a blocking tail read waits before it re-issues (default 5,000 ms). */
+  tailBlockMs?: number;
+}
+
+/** The right to write for one shard, at one fencing epoch. */
+export interface Lease {
+  shard: number;
+  owner: string;
+  epoch: number;
+  /** Server time (ms since epoch) at which the lease lapses unless renewed. */
+  expiresAt: number;
+}
+
+export type AcquireResult =
+  { acquired: true; lease: Lease } | { acquired: false; owner: string; expiresAt: number };
+
+export interface StoredEntry {
+  id: string;
+  entry: StreamEntry;
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Id of the last stream entry looked at (dead-lettered ones included); resume after it. */
+  lastId: string;
+}
+
+export interface FeedNote {
+  shard: number;
+  /** Id of the note in the shard feed. */
+  id: string;
+  taskId: string;
+  /** Last id the append that wrote the note added to the task stream. */
+  lastId: string;
+}
+
+export interface StoredUpdate {
+  id: string;
+  update: Update;
+}
+
+export interface Snapshot<S> {
+  /** The task stream id the state covers: replay starts after it. */
+  id: string;
+  state: S;
+  epoch: number;
+}
+
+export interface RawFrame {
+  direction: 'in' | 'out';
+  line: string;
+}
+
+export interface DeadLetter {
+  id: string;
+  source: string;
+  sourceId: string;
+  reason: string;
+  raw: string;
+}
+
+type Fields = string[];
+type XEntry = [string, Fields];
+
+function field(fields: Fields, name: string): string | undefined {
+  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
+}
+
+type Decoded<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+function decode<T>(json: string | undefined, schema: z.ZodType<T>): Decoded<T> {
+  if (json === undefined) return { ok: false, reason: 'missing entry field' };
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (err) {
+    return { ok: false, reason: `not JSON: ${(err as Error).message}` };
+  }
+  const r = schema.safeParse(value);
+  return r.success ? { ok: true, value: r.data } : { ok: false, reason: zodReason(r.error) };
+}
+
+function zodReason(err: z.ZodError): string {
+  return err.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
+    .join('; ');
+}
+
+/**
+ * Baton's event store over Redis streams: idempotent and fenced appends to task streams, shard
+ * leases with fencing epochs, snapshots and trimming, per-shard client updates, execution inboxes,
+ * raw-frame logs and dead letters. Everything that enters or leaves is validated with
+ * `@baton/protocol`; what fails on the way out is dead-lettered and skipped.
+ */
+export class EventStore {
+  readonly keys: KeyLayout;
+  private readonly scripts: Scripts;
+  private readonly opts: Required<Omit<EventStoreOptions, 'shards' | 'prefix'>>;
+  private readonly tails = new Set<StreamTail<unknown>>();
+
+  constructor(
+    readonly redis: RedisClient,
+    options: EventStoreOptions = {},
+    private readonly ownsConnection = false,
+  ) {
+    this.keys = new KeyLayout(options.shards ?? DEFAULT_SHARDS, options.prefix ?? DEFAULT_PREFIX);
+    this.opts = {
+      feedMaxLen: options.feedMaxLen ?? 100_000,
+      updatesMaxLen: options.updatesMaxLen ?? 100_000,
+      inboxMaxLen: options.inboxMaxLen ?? 1_000,
+      rawFramesMaxLen: options.rawFramesMaxLen ?? 10_000,
+      deadLettersMaxLen: options.deadLettersMaxLen ?? 10_000,
+      dedupeTtlMs: options.dedupeTtlMs ?? 7 * 24 * 3600 * 1000,
+      tailBlockMs: options.tailBlockMs ?? 5_000,
+    };
+    this.scripts = defineScripts(redis);
+  }
+
+  /** A store over its own connection, closed by {@link close}. */
+  static connect(
+    target: RedisTarget,
+    options: EventStoreOptions = {},
+    connect: ConnectOptions = {},
+  ): EventStore {
+    return new EventStore(connectRedis(target, connect), options, true);
+  }
+
+  shardOf(taskId: string): number {
+    return this.keys.shardOf(taskId);
+  }
+
+  private async run<T>(p: Promise<unknown>): Promise<T> {
+    try {
+      return (await p) as T;
+    } catch (err) {
+      throw mapScriptError(err);
+    }
+  }
+
+  private validateIn(taskId: string, entries: readonly unknown[]): StreamEntry[] {
+    return entries.map((raw, index) => {
+      const r = StreamEntry.safeParse(raw);
+      if (!r.success) throw new InvalidEntryError(index, zodReason(r.error));
+      if (r.data.taskId !== taskId) {
+        throw new InvalidEntryError(index, `taskId ${r.data.taskId} does not belong in ${taskId}`);
+      }
+      return r.data;
+    });
+  }
+
+  private checkLease(lease: Lease, taskId: string) {
+    const shard = this.shardOf(taskId);
+    if (shard !== lease.shard) {
+      throw new Error(`task ${taskId} is in shard ${shard}, the lease is for shard ${lease.shard}`);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Task streams
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * Appends a batch to a task stream, at most once per (writer instance, writer seq). Returns, per
+   * entry, its stream id or null when it was already appended. See append.lua for the writer's
+   * side of the contract: per task, a writer's seqs increase and it retries until acknowledged.
+   */
+  async append(taskId: string, entries: readonly StreamEntry[]): Promise<(string | null)[]> {
+    const valid = this.validateIn(taskId, entries);
+    if (valid.length === 0) return [];
+    const args: (string | number)[] = [
+      this.keys.taskStream(taskId),
+      this.keys.taskDedupe(taskId),
+      this.keys.feed(this.shardOf(taskId)),
+      taskId,
+      this.opts.feedMaxLen,
+      this.opts.dedupeTtlMs,
+      valid.length,
+    ];
+    for (const e of valid) args.push(e.writer.instance, e.writer.seq, JSON.stringify(e));
+    const ids = await this.run<(string | number)[]>(this.scripts.append(...args));
+    return ids.map((id) => (typeof id === 'string' ? id : null));
+  }
+
+  /**
+   * Appends the owner's entries only if `lease` is still current (else {@link FencedError}) and the
+   * stream's last id is `expectedLastId`, `'0-0'` for an empty stream (else {@link ConflictError}
+   * with the actual last id). Returns the new ids.
+   */
+  async appendFenced(
+    lease: Lease,
+    taskId: string,
+    expectedLastId: string,
+    entries: readonly StreamEntry[],
+  ): Promise<string[]> {
+    this.checkLease(lease, taskId);
+    const valid = this.validateIn(taskId, entries);
+    return this.run<string[]>(
+      this.scripts.append_fenced(
+        this.keys.lease(lease.shard),
+        this.keys.taskStream(taskId),
+        this.keys.feed(lease.shard),
+        lease.epoch,
+        expectedLastId,
+        taskId,
+        this.opts.feedMaxLen,
+        ...valid.map((e) => JSON.stringify(e)),
+      ),
+    );
+  }
+
+  /** Up to `count` entries after `afterId` (exclusive; `'0-0'` from the start), validated. */
+  async readTask(taskId: string, afterId = '0-0', count = 1_000): Promise<Page<StoredEntry>> {
+    const key = this.keys.taskStream(taskId);
+    const start = afterId === '0-0' ? '-' : `(${afterId}`;
+    const raw = (await this.redis.xrange(key, start, '+', 'COUNT', count)) as XEntry[];
+    const items: StoredEntry[] = [];
+    for (const [id, fields] of raw) {
+      const entry = await this.decodeEntry(key, this.shardOf(taskId), id, fields, taskId);
+      if (entry) items.push({ id, entry });
+    }
+    return { items, lastId: raw.length > 0 ? raw[raw.length - 1]![0] : afterId };
+  }
+
+  /** The id of the last entry of a task stream, `'0-0'` when it has none. */
+  async lastId(taskId: string): Promise<string> {
+    const last = (await this.redis.xrevrange(
+      this.keys.taskStream(taskId),
+      '+',
+      '-',
+      'COUNT',
+      1,
+    )) as XEntry[];
+    return last[0]?.[0] ?? '0-0';
+  }
+
+  private async decodeEntry(
+    key: string,
+    shard: number,
+    id: string,
+    fields: Fields,
+    taskId: string,
+  ): Promise<StreamEntry | null> {
+    const r = decode(field(fields, 'e'), StreamEntry);
+    if (r.ok && r.value.taskId === taskId) return r.value;
+    const reason = r.ok ? `taskId ${r.value.taskId} in the stream of ${taskId}` : r.reason;
+    await this.deadLetter(shard, key, id, reason, fields);
+    return null;
+  }
+
+  /**
+   * Follows the feeds of `shards` with blocking reads on dedicated connections: one for all shards
+   * on a single Redis, one per shard on a Cluster (a blocking read covers one slot there). `from`
+   * gives the feed id to start after per shard; by default only notes written from now on.
+   * One consumer per tail.
+   */
+  tailFeeds(
+    shards: readonly number[],
+    from: Readonly<Record<number, string>> = {},
+  ): StreamTail<FeedNote> {
+    const sources = shards.map((s) => ({ key: this.keys.feed(s), from: from[s] ?? '$' }));
+    const shardOfKey = new Map(shards.map((s) => [this.keys.feed(s), s]));
+    return this.follow(sources, async (key, id, fields) => {
+      const shard = shardOfKey.get(key)!;
+      const taskId = field(fields, 't');
+      const lastId = field(fields, 'l');
+      if (taskId && lastId) return { shard, id, taskId, lastId };
+      await this.deadLetter(shard, key, id, 'feed note without t or l', fields);
+      return null;
+    });
+  }
+
+  private follow<T>(
+    sources: { key: string; from: string }[],
+    parse: (key: string, id: string, fields: Fields) => Promise<T | null>,
+  ): StreamTail<T> {
+    const r = this.redis;
+    const groups: TailGroup[] = isCluster(r)
+      ? sources.map((s) => ({ conn: r.duplicate(), sources: [s] }))
+      : sources.length > 0
+        ? [{ conn: r.duplicate(), sources }]
+        : [];
+    const t = new StreamTail<T>(groups, parse, this.opts.tailBlockMs);
+    this.tails.add(t as StreamTail<unknown>);
+    return t;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Leases
+  // ---------------------------------------------------------------------------------------------
+
+  readonly leases = {
+    /** Takes the shard if it is free or expired, with a new, greater epoch. */
+    acquire: async (shard: number, owner: string, ttlMs: number): Promise<AcquireResult> => {
+      const r = await this.run<[number, number | string, number]>(
+        this.scripts.lease_acquire(this.keys.lease(shard), this.keys.epoch(shard), owner, ttlMs),
+      );
+      return r[0] === 1
+        ? { acquired: true, lease: { shard, owner, epoch: Number(r[1]), expiresAt: r[2] } }
+        : { acquired: false, owner: String(r[1]), expiresAt: r[2] };
+    },
+    /** Extends a held lease; {@link FencedError} if it was lost or had expired. */
+    renew: async (lease: Lease, ttlMs: number): Promise<Lease> => {
+      const expiresAt = await this.run<number>(
+        this.scripts.lease_renew(this.keys.lease(lease.shard), lease.owner, lease.epoch, ttlMs),
+      );
+      return { ...lease, expiresAt };
+    },
+    /** Gives the shard up at once; false if the lease was no longer held. */
+    release: async (lease: Lease): Promise<boolean> => {
+      const r = await this.run<number>(
+        this.scripts.lease_release(this.keys.lease(lease.shard), lease.owner, lease.epoch),
+      );
+      return r === 1;
+    },
+    /** The highest epoch ever issued for the shard (0 if none). */
+    epoch: async (shard: number): Promise<number> =>
+      Number((await this.redis.get(this.keys.epoch(shard))) ?? 0),
+  };
+
+  // ---------------------------------------------------------------------------------------------
+  // Snapshots
+  // ---------------------------------------------------------------------------------------------
+
+  readonly snapshots = {
+    /** Stores `state` as covering the task stream up to `id`, fenced; never moves back. */
+    write: async (lease: Lease, taskId: string, id: string, state: unknown): Promise<void> => {
+      this.checkLease(lease, taskId);
+      await this.run(
+        this.scripts.snapshot_write(
+          this.keys.lease(lease.shard),
+          this.keys.snapshot(taskId),
+          lease.epoch,
+          id,
+          JSON.stringify(state),
+        ),
+      );
+    },
+    /** The task's snapshot, its state checked with `schema` when given. */
+    read: async <S = unknown>(
+      taskId: string,
+      schema?: z.ZodType<S>,
+    ): Promise<Snapshot<S> | null> => {
+      const [id, state, epoch] = await this.redis.hmget(
+        this.keys.snapshot(taskId),
+        'id',
+        'state',
+        'epoch',
+      );
+      if (!id || state === null || state === undefined) return null;
+      const parsed: unknown = JSON.parse(state);
+      return { id, state: schema ? schema.parse(parsed) : (parsed as S), epoch: Number(epoch) };
+    },
+    /** Removes the entries strictly before the snapshot's id, fenced. Returns how many. */
+    trim: async (lease: Lease, taskId: string): Promise<number> => {
+      this.checkLease(lease, taskId);
+      return this.run<number>(
+        this.scripts.trim(
+          this.keys.lease(lease.shard),
+          this.keys.snapshot(taskId),
+          this.keys.taskStream(taskId),
+          lease.epoch,
+        ),
+      );
+    },
+  };
+
+  // ---------------------------------------------------------------------------------------------
+  // Client updates
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * Publishes a task's updates (ascending seq) to its shard's update stream, fenced. Seqs already
+   * published are skipped; a seq past last + 1 fails with {@link GapError} and writes nothing.
+   */
+  async publishUpdates(
+    lease: Lease,
+    taskId: string,
+    updates: readonly Update[],
+  ): Promise<{ published: number; lastSeq: number }> {
+    this.checkLease(lease, taskId);
+    const args: (string | number)[] = [];
+    updates.forEach((u, index) => {
+      const r = Update.safeParse(u);
+      if (!r.success) throw new InvalidEntryError(index, zodReason(r.error));
+      if (r.data.taskId !== taskId) {
+        throw new InvalidEntryError(index, `update of ${r.data.taskId} published for ${taskId}`);
+      }
+      args.push(r.data.seq, JSON.stringify(r.data));
+    });
+    const [published, lastSeq] = await this.run<[number, number]>(
+      this.scripts.publish_updates(
+        this.keys.lease(lease.shard),
+        this.keys.updates(lease.shard),
+        this.keys.updateSeqs(lease.shard),
+        lease.epoch,
+        taskId,
+        this.opts.updatesMaxLen,
+        ...args,
+      ),
+    );
+    return { published, lastSeq };
+  }
+
+  /** Updates of a shard after `afterId` (exclusive), validated. */
+  async readUpdates(shard: number, afterId = '0-0', count = 1_000): Promise<Page<StoredUpdate>> {
+    const key = this.keys.updates(shard);
+    const start = afterId === '0-0' ? '-' : `(${afterId}`;
+    const raw = (await this.redis.xrange(key, start, '+', 'COUNT', count)) as XEntry[];
+    const items: StoredUpdate[] = [];
+    for (const [id, fields] of raw) {
+      const update = await this.decodeUpdate(shard, key, id, fields);
+      if (update) items.push({ id, update });
+    }
+    return { items, lastId: raw.length > 0 ? raw[raw.length - 1]![0] : afterId };
+  }
+
+  /** Follows the update streams of `shards` (see {@link tailFeeds} for connections and `from`). */
+  tailUpdates(
+    shards: readonly number[],
+    from: Readonly<Record<number, string>> = {},
+  ): StreamTail<StoredUpdate> {
+    const sources = shards.map((s) => ({ key: this.keys.updates(s), from: from[s] ?? '$' }));
+    const shardOfKey = new Map(shards.map((s) => [this.keys.updates(s), s]));
+    return this.follow(sources, async (key, id, fields) => {
+      const update = await this.decodeUpdate(shardOfKey.get(key)!, key, id, fields);
+      return update ? { id, update } : null;
+    });
+  }
+
+  /** The last update seq published for a task (0 if none). */
+  async lastUpdateSeq(taskId: string): Promise<number> {
+    const v = await this.redis.hget(this.keys.updateSeqs(this.shardOf(taskId)), taskId);
+    return Number(v ?? 0);
+  }
+
+  private async decodeUpdate(shard: number, key: string, id: string, fields: Fields) {
+    const r = decode(field(fields, 'u'), Update);
+    if (r.ok) return r.value;
+    await this.deadLetter(shard, key, id, r.reason, fields);
+    return null;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Execution inbox and raw frames
+  // ---------------------------------------------------------------------------------------------
+
+  readonly inbox = {
+    /** Hands entries (e.g. an admitted prompt) to an execution's worker, fenced. */
+    append: async (
+      lease: Lease,
+      taskId: string,
+      executionId: string,
+      entries: readonly StreamEntry[],
+    ): Promise<string[]> => {
+      this.checkLease(lease, taskId);
+      const valid = this.validateIn(taskId, entries);
+      return this.run<string[]>(
+        this.scripts.inbox_append(
+          this.keys.lease(lease.shard),
+          this.keys.inbox(taskId, executionId),
+          lease.epoch,
+          this.opts.inboxMaxLen,
+          ...valid.map((e) => JSON.stringify(e)),
+        ),
+      );
+    },
+    read: async (
+      taskId: string,
+      executionId: string,
+      afterId = '0-0',
+      count = 100,
+    ): Promise<Page<StoredEntry>> => {
+      const key = this.keys.inbox(taskId, executionId);
+      const start = afterId === '0-0' ? '-' : `(${afterId}`;
+      const raw = (await this.redis.xrange(key, start, '+', 'COUNT', count)) as XEntry[];
+      const items: StoredEntry[] = [];
+      for (const [id, fields] of raw) {
+        const entry = await this.decodeEntry(key, this.shardOf(taskId), id, fields, taskId);
+        if (entry) items.push({ id, entry });
+      }
+      return { items, lastId: raw.length > 0 ? raw[raw.length - 1]![0] : afterId };
+    },
+    /** Follows one execution's inbox with a blocking read on a dedicated connection. */
+    tail: (taskId: string, executionId: string, from = '$'): StreamTail<StoredEntry> => {
+      const key = this.keys.inbox(taskId, executionId);
+      return this.follow([{ key, from }], async (_key, id, fields) => {
+        const entry = await this.decodeEntry(key, this.shardOf(taskId), id, fields, taskId);
+        return entry ? { id, entry } : null;
+      });
+    },
+  };
+
+  readonly rawFrames = {
+    /** Appends raw ACP lines to the execution's bounded log, the batch atomically. */
+    append: async (
+      taskId: string,
+      executionId: string,
+      frames: readonly RawFrame[],
+    ): Promise<string | null> => {
+      if (frames.length === 0) return null;
+      const args: string[] = [];
+      for (const f of frames) args.push(f.direction, f.line);
+      return this.run<string>(
+        this.scripts.append_bounded(
+          this.keys.rawFrames(taskId, executionId),
+          this.opts.rawFramesMaxLen,
+          ...args,
+        ),
+      );
+    },
+    read: async (
+      taskId: string,
+      executionId: string,
+      afterId = '0-0',
+      count = 1_000,
+    ): Promise<Page<{ id: string } & RawFrame>> => {
+      const start = afterId === '0-0' ? '-' : `(${afterId}`;
+      const raw = (await this.redis.xrange(
+        this.keys.rawFrames(taskId, executionId),
+        start,
+        '+',
+        'COUNT',
+        count,
+      )) as XEntry[];
+      const items = raw.map(([id, fields]) => ({
+        id,
+        direction: field(fields, 'd') === 'out' ? ('out' as const) : ('in' as const),
+        line: field(fields, 'f') ?? '',
+      }));
+      return { items, lastId: raw.length > 0 ? raw[raw.length - 1]![0] : afterId };
+    },
+  };
+
+  // ---------------------------------------------------------------------------------------------
+  // Dead letters
+  // ---------------------------------------------------------------------------------------------
+
+  private async deadLetter(
+    shard: number,
+    source: string,
+    id: string,
+    reason: string,
+    fields: Fields,
+  ) {
+    await this.run(
+      this.scripts.dead_letter(
+        this.keys.deadLetters(shard),
+        this.keys.deadIndex(shard),
+        source,
+        id,
+        reason,
+        JSON.stringify(fields),
+        this.opts.deadLettersMaxLen,
+      ),
+    );
+  }
+
+  readonly deadLetters = {
+    read: async (shard: number, afterId = '0-0', count = 1_000): Promise<Page<DeadLetter>> => {
+      const start = afterId === '0-0' ? '-' : `(${afterId}`;
+      const raw = (await this.redis.xrange(
+        this.keys.deadLetters(shard),
+        start,
+        '+',
+        'COUNT',
+        count,
+      )) as XEntry[];
+      const items = raw.map(([id, f]) => ({
+        id,
+        source: field(f, 'src') ?? '',
+        sourceId: field(f, 'id') ?? '',
+        reason: field(f, 'reason') ?? '',
+        raw: field(f, 'raw') ?? '',
+      }));
+      return { items, lastId: raw.length > 0 ? raw[raw.length - 1]![0] : afterId };
+    },
+  };
+
+  /** Closes the tails and, when the store opened it, the connection. */
+  async close(): Promise<void> {
+    await Promise.all([...this.tails].map((t) => t.close()));
+    this.tails.clear();
+    if (this.ownsConnection) await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}

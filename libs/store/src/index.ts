@@ -1,0 +1,24 @@
+export { EventStore } from './event-store';
+export type {
+  AcquireResult,
+  DeadLetter,
+  EventStoreOptions,
+  FeedNote,
+  Lease,
+  Page,
+  RawFrame,
+  Snapshot,
+  StoredEntry,
+  StoredUpdate,
+} from './event-store';
+export { StreamTail } from './tail';
+export { connectRedis, parseRedisUrl, isCluster } from './connection';
+export type { ConnectOptions, RedisClient, RedisNode, RedisTarget } from './connection';
+export { KeyLayout, fnv1a32, DEFAULT_SHARDS, DEFAULT_PREFIX } from './keys';
+export {
+  ConflictError,
+  FencedError,
+  GapError,
+  InvalidEntryError,
+  StaleSnapshotError,
+} from './errors';

@@ -1,0 +1,102 @@
+/**
+ * The Redis key layout of Baton, in one place.
+ *
+ * Tasks map to a fixed number of shards (per deployment; changing it moves tasks to other keys, so
+ * it is chosen once). A task's shard is FNV-1a (32-bit) of the UTF-8 bytes of its id, modulo the
+ * shard count. Every key of a shard carries the hash tag `{b:<shard>}`, so all keys one script
+ * touches live in one Redis Cluster slot and Baton runs unchanged on a Cluster.
+ *
+ * With prefix `baton` and shard 7:
+ *
+ * | key                              | type   | holds                                                |
+ * |----------------------------------|--------|------------------------------------------------------|
+ * | baton:{b:7}:ts:<taskId>          | stream | the task stream: facts, commands, decisions (`e`)    |
+ * | baton:{b:7}:tw:<taskId>          | hash   | append dedupe: writer instance -> highest seq        |
+ * | baton:{b:7}:tsnap:<taskId>       | hash   | snapshot: `state` JSON, stream `id` covered, `epoch` |
+ * | baton:{b:7}:feed                 | stream | one note per append: task `t`, last id `l`           |
+ * | baton:{b:7}:lease                | hash   | lease: `owner`, `epoch`, `expiresAt`; PEXPIREs       |
+ * | baton:{b:7}:epoch                | string | fencing epoch counter; never deleted or expired      |
+ * | baton:{b:7}:updates              | stream | client updates: task `t`, seq `s`, update JSON `u`   |
+ * | baton:{b:7}:useq                 | hash   | task id -> last published update seq                 |
+ * | baton:{b:7}:xi:<executionId>     | stream | the execution's inbox (prompts handed to the worker) |
+ * | baton:{b:7}:xr:<executionId>     | stream | the execution's raw ACP frames: direction `d`, `f`   |
+ * | baton:{b:7}:dead                 | stream | dead letters: `src` key, `id`, `reason`, `raw`       |
+ * | baton:{b:7}:deadidx              | hash   | source entries already dead-lettered                 |
+ *
+ * Ids come last in every key and each kind has its own infix, so no task or execution id (which
+ * may contain `:`) can make one key collide with another. An execution's keys live in its task's
+ * shard so the owner's fenced inbox write is one slot with the lease.
+ */
+
+export const DEFAULT_SHARDS = 64;
+export const DEFAULT_PREFIX = 'baton';
+
+/** FNV-1a, 32 bit, over the UTF-8 bytes of `s`. Stable across processes, versions and platforms. */
+export function fnv1a32(s: string): number {
+  let h = 0x811c9dc5;
+  for (const byte of Buffer.from(s, 'utf8')) {
+    h ^= byte;
+    // h * 16777619 mod 2^32, split so the product stays exact in a double.
+    h = (h + (h << 1) + (h << 4) + (h << 7) + (h << 8) + (h << 24)) >>> 0;
+  }
+  return h >>> 0;
+}
+
+export class KeyLayout {
+  constructor(
+    readonly shards: number = DEFAULT_SHARDS,
+    readonly prefix: string = DEFAULT_PREFIX,
+  ) {
+    if (!Number.isInteger(shards) || shards < 1 || shards > 16_384) {
+      throw new RangeError(`shard count must be an integer in 1..16384, got ${shards}`);
+    }
+    // A brace in the prefix would become the hash tag and put every shard in one slot.
+    if (/[{}]/.test(prefix)) throw new RangeError(`key prefix must not contain braces: ${prefix}`);
+  }
+
+  shardOf(taskId: string): number {
+    return fnv1a32(taskId) % this.shards;
+  }
+
+  /** Prefix of every key of a shard, hash tag included. */
+  shardBase(shard: number): string {
+    return `${this.prefix}:{b:${shard}}`;
+  }
+
+  taskStream(taskId: string): string {
+    return `${this.shardBase(this.shardOf(taskId))}:ts:${taskId}`;
+  }
+  taskDedupe(taskId: string): string {
+    return `${this.shardBase(this.shardOf(taskId))}:tw:${taskId}`;
+  }
+  snapshot(taskId: string): string {
+    return `${this.shardBase(this.shardOf(taskId))}:tsnap:${taskId}`;
+  }
+  feed(shard: number): string {
+    return `${this.shardBase(shard)}:feed`;
+  }
+  lease(shard: number): string {
+    return `${this.shardBase(shard)}:lease`;
+  }
+  epoch(shard: number): string {
+    return `${this.shardBase(shard)}:epoch`;
+  }
+  updates(shard: number): string {
+    return `${this.shardBase(shard)}:updates`;
+  }
+  updateSeqs(shard: number): string {
+    return `${this.shardBase(shard)}:useq`;
+  }
+  inbox(taskId: string, executionId: string): string {
+    return `${this.shardBase(this.shardOf(taskId))}:xi:${executionId}`;
+  }
+  rawFrames(taskId: string, executionId: string): string {
+    return `${this.shardBase(this.shardOf(taskId))}:xr:${executionId}`;
+  }
+  deadLetters(shard: number): string {
+    return `${this.shardBase(shard)}:dead`;
+  }
+  deadIndex(shard: number): string {
+    return `${this.shardBase(shard)}:deadidx`;
+  }
+}

@@ -1,0 +1,77 @@
+import type { StreamEntry, Update } from '@baton/protocol';
+import { connectRedis, type RedisClient } from '../src';
+import { startRedis, startRedisCluster } from '@baton/redis-harness';
+
+/** A valid ~300-byte fact, the typical entry of a task stream. */
+export function fact(taskId: string, instance: string, seq: number, chars = seq): StreamEntry {
+  return {
+    v: 1,
+    type: 'foreground.output',
+    taskId,
+    sessionId: `${taskId}-session`,
+    executionId: `${taskId}-exec-1`,
+    generation: 1,
+    writer: { role: 'worker', instance, seq },
+    data: { channel: 'message', chars },
+  };
+}
+
+export function decision(taskId: string, seq: number, promptId = `p${seq}`): StreamEntry {
+  return {
+    v: 1,
+    type: 'prompt.queued',
+    taskId,
+    sessionId: `${taskId}-session`,
+    writer: { role: 'projector', instance: 'projector-a', seq },
+    data: { promptId, position: 1, reason: 'busy' },
+  };
+}
+
+export function update(taskId: string, seq: number): Update {
+  return {
+    v: 1,
+    taskId,
+    seq,
+    type: 'session.deleted',
+    data: { sessionId: `${taskId}-session` },
+  };
+}
+
+export interface Backend {
+  name: string;
+  client: () => RedisClient;
+  stop: () => Promise<void>;
+}
+
+/** A single redis-server or a 3-master Cluster, each with one shared client for the suite. */
+export async function startBackend(kind: 'single' | 'cluster'): Promise<Backend> {
+  if (kind === 'single') {
+    const server = await startRedis();
+    const client = connectRedis({ url: server.url });
+    return {
+      name: kind,
+      client: () => client,
+      stop: async () => {
+        client.disconnect();
+        await server.stop();
+      },
+    };
+  }
+  const cluster = await startRedisCluster(3);
+  const client = connectRedis({ cluster: cluster.nodes });
+  return {
+    name: kind,
+    client: () => client,
+    stop: async () => {
+      client.disconnect();
+      await cluster.stop();
+    },
+  };
+}
+
+let prefixes = 0;
+/** A fresh key prefix, so tests sharing one Redis never see each other's keys. */
+export function freshPrefix(): string {
+  prefixes += 1;
+  return `t${process.pid}x${prefixes}`;
+}

@@ -1,0 +1,361 @@
+import type { Cluster } from 'ioredis';
+import {
+  ConflictError,
+  EventStore,
+  FencedError,
+  GapError,
+  InvalidEntryError,
+  StaleSnapshotError,
+  isCluster,
+  type Lease,
+} from '../src';
+import { decision, fact, freshPrefix, startBackend, update, type Backend } from './fixtures';
+
+jest.setTimeout(60_000);
+
+async function mustAcquire(store: EventStore, shard: number, owner: string, ttlMs = 30_000) {
+  const r = await store.leases.acquire(shard, owner, ttlMs);
+  if (!r.acquired) throw new Error(`${owner} could not acquire shard ${shard}`);
+  return r.lease;
+}
+
+describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) => {
+  let backend: Backend;
+  let store: EventStore;
+
+  beforeAll(async () => {
+    backend = await startBackend(kind);
+  });
+  afterAll(async () => {
+    await backend?.stop();
+  });
+  beforeEach(() => {
+    store = new EventStore(backend.client(), {
+      shards: 16,
+      prefix: freshPrefix(),
+      tailBlockMs: 200,
+    });
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+
+  it('puts every key of a shard in one cluster slot', async () => {
+    const k = store.keys;
+    const t = 'task-slot';
+    const s = k.shardOf(t);
+    const keys = [
+      k.taskStream(t),
+      k.taskDedupe(t),
+      k.snapshot(t),
+      k.feed(s),
+      k.lease(s),
+      k.epoch(s),
+      k.updates(s),
+      k.updateSeqs(s),
+      k.inbox(t, 'exec-1'),
+      k.rawFrames(t, 'exec-1'),
+      k.deadLetters(s),
+      k.deadIndex(s),
+    ];
+    const client = backend.client();
+    const slots = await Promise.all(
+      keys.map((key) => client.call('CLUSTER', 'KEYSLOT', key).catch(() => null)),
+    );
+    if (kind === 'cluster') {
+      expect(new Set(slots).size).toBe(1);
+      expect(slots[0]).not.toBeNull();
+    }
+    // The hash tag is the same for all of them whatever the server mode.
+    const tags = keys.map((key) => /\{([^}]*)\}/.exec(key)?.[1]);
+    expect(new Set(tags)).toEqual(new Set([`b:${s}`]));
+  });
+
+  it('appends a batch once even when the whole batch is retried', async () => {
+    const batch = [fact('t1', 'w1', 1), fact('t1', 'w1', 2), fact('t1', 'w2', 1)];
+    const first = await store.append('t1', batch);
+    expect(first.every((id) => typeof id === 'string')).toBe(true);
+    expect(await store.append('t1', batch)).toEqual([null, null, null]);
+    // A retry that overlaps the acknowledged part and carries new seqs appends only the new ones.
+    const overlap = await store.append('t1', [fact('t1', 'w1', 2), fact('t1', 'w1', 3)]);
+    expect(overlap[0]).toBeNull();
+    expect(overlap[1]).toEqual(expect.any(String));
+    const page = await store.readTask('t1');
+    expect(page.items.map((i) => [i.entry.writer.instance, i.entry.writer.seq])).toEqual([
+      ['w1', 1],
+      ['w1', 2],
+      ['w2', 1],
+      ['w1', 3],
+    ]);
+    expect(page.lastId).toBe(page.items[3]!.id);
+  });
+
+  it('rejects a batch with an invalid entry and appends nothing of it', async () => {
+    const bad = { ...fact('t2', 'w1', 2), data: { channel: 'shout' } };
+    await expect(
+      store.append('t2', [fact('t2', 'w1', 1), bad as never, fact('t2', 'w1', 3)]),
+    ).rejects.toThrow(InvalidEntryError);
+    await expect(store.append('t2', [fact('t2', 'w1', 1), bad as never])).rejects.toThrow(
+      /entry 1 of the batch is invalid.*data\.channel/,
+    );
+    await expect(store.append('t2', [fact('other', 'w1', 1)])).rejects.toThrow(InvalidEntryError);
+    expect((await store.readTask('t2')).items).toEqual([]);
+    // Nothing was recorded as seen either: the same seqs still go in.
+    expect(await store.append('t2', [fact('t2', 'w1', 1)])).toEqual([expect.any(String)]);
+  });
+
+  it('reads a task stream in pages with an exclusive start', async () => {
+    const entries = Array.from({ length: 25 }, (_, i) => fact('t3', 'w1', i + 1));
+    await store.append('t3', entries);
+    const seen: number[] = [];
+    let after = '0-0';
+    for (;;) {
+      const page = await store.readTask('t3', after, 10);
+      if (page.items.length === 0) break;
+      seen.push(...page.items.map((i) => i.entry.writer.seq));
+      after = page.lastId;
+    }
+    expect(seen).toEqual(entries.map((e) => e.writer.seq));
+    expect(await store.lastId('t3')).toBe(after);
+  });
+
+  it('appends fenced only at the current epoch and the expected last id', async () => {
+    const shard = store.shardOf('t4');
+    const lease = await mustAcquire(store, shard, 'projector-a');
+    const [id1] = await store.appendFenced(lease, 't4', '0-0', [decision('t4', 1)]);
+    await expect(store.appendFenced(lease, 't4', '0-0', [decision('t4', 2)])).rejects.toEqual(
+      new ConflictError(id1!),
+    );
+    const conflict = await store
+      .appendFenced(lease, 't4', '0-0', [decision('t4', 2)])
+      .catch((e: unknown) => e);
+    expect(conflict).toBeInstanceOf(ConflictError);
+    expect((conflict as ConflictError).actualLastId).toBe(id1);
+    // A worker's fact moves the stream on: the owner must catch up before deciding again.
+    const [factId] = await store.append('t4', [fact('t4', 'w1', 1)]);
+    await expect(store.appendFenced(lease, 't4', id1!, [decision('t4', 2)])).rejects.toThrow(
+      ConflictError,
+    );
+    const ids = await store.appendFenced(lease, 't4', factId!, [
+      decision('t4', 2),
+      decision('t4', 3),
+    ]);
+    expect(ids).toHaveLength(2);
+    const stale: Lease = { ...lease, epoch: lease.epoch - 1 };
+    await expect(store.appendFenced(stale, 't4', ids[1]!, [decision('t4', 4)])).rejects.toThrow(
+      FencedError,
+    );
+    await expect(
+      store.appendFenced(lease, 't4', ids[1]!, [{ ...decision('t4', 4), type: 'nope' } as never]),
+    ).rejects.toThrow(InvalidEntryError);
+    expect((await store.readTask('t4')).items.map((i) => i.entry.type)).toEqual([
+      'prompt.queued',
+      'foreground.output',
+      'prompt.queued',
+      'prompt.queued',
+    ]);
+  });
+
+  it('rejects every write of an owner whose lease was taken over', async () => {
+    const t = 't5';
+    const shard = store.shardOf(t);
+    const a = await mustAcquire(store, shard, 'projector-a');
+    const [id] = await store.appendFenced(a, t, '0-0', [decision(t, 1)]);
+    await store.snapshots.write(a, t, id!, { n: 1 });
+    // A's lease lapses (as if A paused past its TTL) and B takes the shard.
+    await backend.client().pexpire(store.keys.lease(shard), 1);
+    await waitUntil(async () => (await backend.client().exists(store.keys.lease(shard))) === 0);
+    const b = await mustAcquire(store, shard, 'projector-b');
+    expect(b.epoch).toBeGreaterThan(a.epoch);
+
+    await expect(store.appendFenced(a, t, id!, [decision(t, 2)])).rejects.toThrow(FencedError);
+    await expect(store.snapshots.write(a, t, id!, { n: 2 })).rejects.toThrow(FencedError);
+    await expect(store.snapshots.trim(a, t)).rejects.toThrow(FencedError);
+    await expect(store.publishUpdates(a, t, [update(t, 1)])).rejects.toThrow(FencedError);
+    await expect(store.inbox.append(a, t, 'exec-1', [decision(t, 3)])).rejects.toThrow(FencedError);
+    await expect(store.leases.renew(a, 30_000)).rejects.toThrow(FencedError);
+    expect(await store.leases.release(a)).toBe(false);
+
+    expect((await store.readTask(t)).items).toHaveLength(1);
+    expect((await store.snapshots.read(t))?.state).toEqual({ n: 1 });
+    expect(await store.lastUpdateSeq(t)).toBe(0);
+    expect((await store.inbox.read(t, 'exec-1')).items).toEqual([]);
+
+    // The new owner writes normally.
+    await store.appendFenced(b, t, id!, [decision(t, 2)]);
+    expect(await store.publishUpdates(b, t, [update(t, 1)])).toEqual({ published: 1, lastSeq: 1 });
+  });
+
+  it('leases: held, renewed, released, and the epoch only grows', async () => {
+    const shard = 3;
+    const a = await mustAcquire(store, shard, 'a');
+    const busy = await store.leases.acquire(shard, 'b', 30_000);
+    expect(busy).toEqual({ acquired: false, owner: 'a', expiresAt: a.expiresAt });
+    const renewed = await store.leases.renew(a, 60_000);
+    expect(renewed.epoch).toBe(a.epoch);
+    expect(renewed.expiresAt).toBeGreaterThan(a.expiresAt);
+    expect(await store.leases.release(renewed)).toBe(true);
+    const b = await mustAcquire(store, shard, 'b');
+    expect(b.epoch).toBe(a.epoch + 1);
+    // Re-acquiring one's own lease still fences the previous epoch.
+    const b2 = await mustAcquire(store, shard, 'b');
+    expect(b2.epoch).toBe(b.epoch + 1);
+    await expect(store.leases.renew(b, 30_000)).rejects.toThrow(FencedError);
+    expect(await store.leases.epoch(shard)).toBe(b2.epoch);
+  });
+
+  it('snapshots never move back and trimming keeps the snapshot entry and what follows', async () => {
+    const t = 't6';
+    const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');
+    const ids = (await store.append(
+      t,
+      Array.from({ length: 10 }, (_, i) => fact(t, 'w1', i + 1)),
+    )) as string[];
+    expect(await store.snapshots.trim(lease, t)).toBe(0);
+    await store.snapshots.write(lease, t, ids[6]!, { folded: 7 });
+    await expect(store.snapshots.write(lease, t, ids[5]!, { folded: 6 })).rejects.toEqual(
+      new StaleSnapshotError(ids[6]!),
+    );
+    expect(await store.snapshots.read(t)).toEqual({
+      id: ids[6],
+      state: { folded: 7 },
+      epoch: lease.epoch,
+    });
+    expect(await store.snapshots.trim(lease, t)).toBe(6);
+    const rest = await store.readTask(t);
+    expect(rest.items.map((i) => i.id)).toEqual(ids.slice(6));
+    // The expected-version anchor survives the trim.
+    await store.appendFenced(lease, t, ids[9]!, [decision(t, 1)]);
+  });
+
+  it('publishes updates without gaps and skips what was already published', async () => {
+    const t = 't7';
+    const shard = store.shardOf(t);
+    const lease = await mustAcquire(store, shard, 'projector-a');
+    expect(await store.publishUpdates(lease, t, [update(t, 1), update(t, 2)])).toEqual({
+      published: 2,
+      lastSeq: 2,
+    });
+    // A new owner folding the same stream re-publishes 1..3: only 3 is new.
+    expect(
+      await store.publishUpdates(lease, t, [update(t, 1), update(t, 2), update(t, 3)]),
+    ).toEqual({ published: 1, lastSeq: 3 });
+    await expect(store.publishUpdates(lease, t, [update(t, 4), update(t, 6)])).rejects.toEqual(
+      new GapError(4, 6),
+    );
+    await expect(store.publishUpdates(lease, t, [update(t, 5)])).rejects.toThrow(GapError);
+    expect(await store.lastUpdateSeq(t)).toBe(3);
+    const page = await store.readUpdates(shard);
+    expect(page.items.map((i) => i.update.seq)).toEqual([1, 2, 3]);
+    expect((await store.readUpdates(shard, page.items[0]!.id)).items).toHaveLength(2);
+  });
+
+  it('tails shard feeds and update streams with blocking reads', async () => {
+    const tasks = ['feed-a', 'feed-b', 'feed-c'];
+    const shards = [...new Set(tasks.map((t) => store.shardOf(t)))];
+    const from = Object.fromEntries(shards.map((s) => [s, '0-0']));
+    const feeds = store.tailFeeds(shards, from);
+    const seen: string[] = [];
+    for (const t of tasks) await store.append(t, [fact(t, 'w1', 1)]);
+    while (seen.length < tasks.length) seen.push(...(await feeds.next()).map((n) => n.taskId));
+    expect(seen.sort()).toEqual([...tasks].sort());
+
+    const shard = store.shardOf('feed-a');
+    const updates = store.tailUpdates([shard]);
+    // The tail starts at '$': give it a moment to block, then publish until it reports.
+    const lease = await mustAcquire(store, shard, 'projector-a');
+    let seq = 0;
+    const got = updates.next();
+    let done = false;
+    void got.then(() => (done = true));
+    while (!done) {
+      seq += 1;
+      await store.publishUpdates(lease, 'feed-a', [update('feed-a', seq)]);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const batch = await got;
+    expect(batch[0]!.update.taskId).toBe('feed-a');
+    await feeds.close();
+    await updates.close();
+  });
+
+  it('moves a corrupt entry to the dead-letter stream and reads on', async () => {
+    const t = 't8';
+    const shard = store.shardOf(t);
+    const key = store.keys.taskStream(t);
+    await store.append(t, [fact(t, 'w1', 1)]);
+    const client = backend.client();
+    const notJson = await client.xadd(key, '*', 'e', '{"v":1,');
+    const badShape = await client.xadd(key, '*', 'e', JSON.stringify({ v: 1, type: 'x' }));
+    const noField = await client.xadd(key, '*', 'other', '1');
+    const foreign = await client.xadd(key, '*', 'e', JSON.stringify(fact('elsewhere', 'w1', 9)));
+    await store.append(t, [fact(t, 'w1', 2)]);
+
+    const page = await store.readTask(t);
+    expect(page.items.map((i) => i.entry.writer.seq)).toEqual([1, 2]);
+    // Readers of the same stream (replicas, a replay) do not duplicate the dead letters.
+    await store.readTask(t);
+    const dead = await store.deadLetters.read(shard);
+    expect(dead.items.map((d) => d.sourceId)).toEqual([notJson, badShape, noField, foreign]);
+    expect(dead.items.every((d) => d.source === key)).toBe(true);
+    expect(dead.items[0]!.reason).toMatch(/not JSON/);
+    expect(dead.items[1]!.reason).toMatch(/type/);
+    expect(dead.items[3]!.reason).toMatch(/elsewhere/);
+    expect(JSON.parse(dead.items[0]!.raw)).toEqual(['e', '{"v":1,']);
+
+    // Updates go the same way.
+    const badUpdate = await client.xadd(store.keys.updates(shard), '*', 'u', '{"seq":"x"}');
+    expect((await store.readUpdates(shard)).items).toEqual([]);
+    expect((await store.deadLetters.read(shard, dead.lastId)).items[0]!.sourceId).toBe(badUpdate);
+  });
+
+  it('hands entries to an execution inbox and logs raw frames, bounded', async () => {
+    const t = 't9';
+    const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');
+    const ids = await store.inbox.append(lease, t, 'exec-1', [decision(t, 1), decision(t, 2)]);
+    const inbox = await store.inbox.read(t, 'exec-1');
+    expect(inbox.items.map((i) => i.id)).toEqual(ids);
+    expect((await store.inbox.read(t, 'exec-1', ids[0]!)).items).toHaveLength(1);
+
+    const bounded = new EventStore(backend.client(), {
+      prefix: freshPrefix(),
+      rawFramesMaxLen: 10,
+    });
+    for (let i = 0; i < 150; i++) {
+      await bounded.rawFrames.append(t, 'exec-1', [
+        { direction: 'out', line: `{"jsonrpc":"2.0","id":${i}}` },
+        { direction: 'in', line: `{"jsonrpc":"2.0","result":${i}}` },
+      ]);
+    }
+    const frames = await bounded.rawFrames.read(t, 'exec-1');
+    // MAXLEN ~ trims whole macro nodes (stream-node-max-entries, 100 by default): the log holds
+    // at most the bound plus one node.
+    expect(frames.items.length).toBeLessThanOrEqual(10 + 100);
+    expect(frames.items.at(-1)).toEqual({
+      id: expect.any(String),
+      direction: 'in',
+      line: '{"jsonrpc":"2.0","result":149}',
+    });
+    await bounded.close();
+  });
+
+  it('keeps working after the scripts are flushed from Redis', async () => {
+    const client = backend.client();
+    if (isCluster(client)) {
+      await Promise.all((client as Cluster).nodes('master').map((n) => n.script('FLUSH')));
+    } else {
+      await client.script('FLUSH');
+    }
+    expect(await store.append('t10', [fact('t10', 'w1', 1)])).toEqual([expect.any(String)]);
+    const lease = await mustAcquire(store, store.shardOf('t10'), 'projector-a');
+    expect(lease.epoch).toBe(1);
+  });
+});
+
+async function waitUntil(check: () => Promise<boolean>) {
+  for (let i = 0; i < 500; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('condition never held');
+}
