@@ -1,0 +1,457 @@
+import type { BackgroundWork, Capabilities } from '@baton/protocol';
+import type { FactBody, FactBodyOf } from '../facts';
+import { asId, isRecord, path, rec, str, text, type JsonRecord } from '../json';
+import {
+  outputFact,
+  sessionUpdate,
+  toolFact,
+  toolFrame,
+  type Ownership,
+  type ToolFrame,
+} from './common';
+import { baseCapabilities } from './generic';
+import type { AgentIdentity, Dialect, SessionSetup, Step, StepContext } from './types';
+import { versionAtLeast } from './version';
+
+/**
+ * `@agentclientprotocol/claude-agent-acp` (and its earlier names) as a plain ACP v1 client sees
+ * it. Every rule here is keyed on structured fields (`_meta.claudeCode.*`, hook `toolResponse`,
+ * raw SDK task messages); text a model or a tool produced never creates or ends a registration.
+ */
+
+export type ClaudeWorkKind = 'subagent' | 'shell' | 'monitor';
+
+/** The adapter stamps `parentToolUseId` on everything a subagent does from this version on. */
+const LINEAGE_SINCE = '0.25.0';
+/** `_claude/sdkMessage` (raw SDK task messages) exists from this version on. */
+const RAW_SDK_SINCE = '0.60.0';
+
+const SUBAGENT_TOOLS = new Set(['Agent', 'Task']);
+const STOP_TOOLS = new Set(['TaskStop', 'KillShell']);
+
+interface ToolState {
+  toolName?: string;
+  parent?: string;
+  ownership?: Ownership;
+  /** The model asked for this launch to run in the background (`rawInput.run_in_background`). */
+  runInBackground?: boolean;
+  command?: string;
+  description?: string;
+  /** For TaskStop: the task it stops. */
+  stopsTask?: string;
+  /** Id of the work this tool call launched, once registered. */
+  workId?: string;
+}
+
+interface WorkState {
+  kind: ClaudeWorkKind;
+  toolCallId?: string;
+  ended: boolean;
+}
+
+type EndStatus = FactBodyOf<'background.ended'>['data']['status'];
+
+export interface ClaudeState {
+  /** Top-level tool calls can be called foreground only when the adapter stamps lineage. */
+  lineage: boolean;
+  attested: boolean;
+  tools: Record<string, ToolState>;
+  works: Record<string, WorkState>;
+  /** SDK task id -> registered work id. */
+  tasks: Record<string, string>;
+  /** SDK task id -> launching tool use id, from `task_started`, for launches not yet registered. */
+  taskTools: Record<string, string>;
+  /** Terminal statuses reported before the work was registered (reordered frames). */
+  earlyEnds: Record<string, EndStatus>;
+}
+
+const claudeMeta = (v: unknown): JsonRecord | undefined => rec(path(v, '_meta', 'claudeCode'));
+
+const isClaudeName = (name: string): boolean => /claude-(agent|code)-acp$/.test(name);
+
+export const isClaudeAgent = (agent: AgentIdentity): boolean =>
+  isClaudeName(agent.name) || isRecord(agent.capabilitiesMeta?.claudeCode);
+
+/**
+ * Which raw SDK messages the session asked for. A filter entry matches a subtype when it names
+ * `system` with that subtype or with none; an `origin` narrows it to some cycles only, so it
+ * cannot be relied on for every task.
+ */
+const rawSubtypeEnabled = (setup: SessionSetup | undefined, subtype: string): boolean => {
+  const opt = path(setup?.meta, 'claudeCode', 'emitRawSDKMessages');
+  if (opt === true) return true;
+  if (!Array.isArray(opt)) return false;
+  return opt.some(
+    (f) =>
+      isRecord(f) &&
+      f.type === 'system' &&
+      (f.subtype === undefined || f.subtype === subtype) &&
+      f.origin === undefined,
+  );
+};
+
+/**
+ * Identified completion needs the launch-to-task link (`task_started`) and a terminal message
+ * (`task_notification` or `task_updated`), on an adapter that can send them.
+ */
+export const rawTaskEventsEnabled = (agent: AgentIdentity, setup: SessionSetup | undefined) =>
+  versionAtLeast(agent.version, RAW_SDK_SINCE) &&
+  rawSubtypeEnabled(setup, 'task_started') &&
+  (rawSubtypeEnabled(setup, 'task_notification') || rawSubtypeEnabled(setup, 'task_updated'));
+
+const ATTESTED_KINDS: ClaudeWorkKind[] = ['shell', 'subagent', 'monitor'];
+
+const claudeCapabilities = (
+  agent: AgentIdentity,
+  setup: SessionSetup | undefined,
+): Capabilities => {
+  const attested = rawTaskEventsEnabled(agent, setup);
+  return {
+    ...baseCapabilities('claude', agent),
+    promptQueueing: path(agent.capabilitiesMeta, 'claudeCode', 'promptQueueing') === true,
+    handoff: attested,
+    attestedKinds: attested ? [...ATTESTED_KINDS] : [],
+    _meta: {
+      claudeCode: {
+        rawTaskEvents: attested,
+        lineage: versionAtLeast(agent.version, LINEAGE_SINCE),
+      },
+    },
+  };
+};
+
+// ------------------------------------------------------------------------------------------------
+
+type Acc = { state: ClaudeState; facts: FactBody[] };
+
+const setTool = (acc: Acc, id: string, patch: Partial<ToolState>): void => {
+  acc.state = {
+    ...acc.state,
+    tools: { ...acc.state.tools, [id]: { ...acc.state.tools[id], ...patch } },
+  };
+};
+
+/**
+ * Ownership of work under a parent tool call: the children of a background launch are
+ * background; those of a foreground subagent share its ownership. Unknown parents give none.
+ */
+const ownershipUnder = (state: ClaudeState, parent: string): Ownership | undefined => {
+  const p = state.tools[parent];
+  if (p === undefined) return undefined;
+  if (p.runInBackground === true || p.workId !== undefined) return 'background';
+  return p.ownership;
+};
+
+const workFor = (
+  kind: ClaudeWorkKind,
+  id: string,
+  tool: ToolState,
+  toolCallId: string,
+  at: string,
+): BackgroundWork => {
+  const meta = {
+    claudeCode: { toolCallId, ...(tool.toolName ? { toolName: tool.toolName } : {}) },
+  };
+  switch (kind) {
+    case 'subagent':
+      return {
+        kind,
+        id,
+        label: tool.description ?? 'Subagent',
+        startedAt: at,
+        chat: id,
+        _meta: meta,
+      };
+    case 'shell':
+      return {
+        kind,
+        id,
+        label: tool.description ?? tool.command ?? 'Background shell',
+        startedAt: at,
+        command: tool.command ?? '',
+        _meta: meta,
+      };
+    case 'monitor':
+      return {
+        kind,
+        id,
+        label: tool.description ?? tool.command ?? 'Monitor',
+        startedAt: at,
+        ...(tool.command !== undefined ? { command: tool.command } : {}),
+        _meta: meta,
+      };
+  }
+};
+
+const launchKind = (tool: ToolState): ClaudeWorkKind | undefined => {
+  if (tool.toolName === 'Monitor') return 'monitor';
+  if (tool.toolName === 'Bash' || tool.toolName === 'PowerShell') return 'shell';
+  if (tool.toolName !== undefined && SUBAGENT_TOOLS.has(tool.toolName)) return 'subagent';
+  return undefined;
+};
+
+/**
+ * Registers the work a launch tool call started, once. The work id is the SDK task id when one
+ * is known, else the launch's tool call id; either way the dialect resolves later completions to
+ * it, so the core sees one identity per registration.
+ */
+const register = (
+  acc: Acc,
+  toolCallId: string,
+  kind: ClaudeWorkKind,
+  at: string,
+  taskId?: string,
+): void => {
+  const tool = acc.state.tools[toolCallId] ?? {};
+  if (tool.workId !== undefined) {
+    if (taskId !== undefined)
+      acc.state = { ...acc.state, tasks: { ...acc.state.tasks, [taskId]: tool.workId } };
+    return;
+  }
+  const knownTask =
+    taskId ?? Object.keys(acc.state.taskTools).find((t) => acc.state.taskTools[t] === toolCallId);
+  const workId = knownTask ?? toolCallId;
+  setTool(acc, toolCallId, { workId });
+  acc.state = {
+    ...acc.state,
+    works: { ...acc.state.works, [workId]: { kind, toolCallId, ended: false } },
+    tasks: knownTask !== undefined ? { ...acc.state.tasks, [knownTask]: workId } : acc.state.tasks,
+  };
+  acc.facts.push({
+    type: 'background.started',
+    data: {
+      work: workFor(kind, workId, acc.state.tools[toolCallId] ?? {}, toolCallId, at),
+      toolCallId,
+      attested: acc.state.attested,
+    },
+  });
+  const early = knownTask !== undefined ? acc.state.earlyEnds[knownTask] : undefined;
+  if (early !== undefined) end(acc, workId, early);
+};
+
+const end = (acc: Acc, workId: string, status: EndStatus): void => {
+  const work = acc.state.works[workId];
+  if (work === undefined || work.ended) return;
+  acc.state = { ...acc.state, works: { ...acc.state.works, [workId]: { ...work, ended: true } } };
+  const data: FactBodyOf<'background.ended'>['data'] = { workId, kind: work.kind, status };
+  if (work.toolCallId !== undefined) data.toolCallId = work.toolCallId;
+  acc.facts.push({ type: 'background.ended', data });
+};
+
+/** Resolves an SDK task (by task id, else by its launching tool use id) to registered work. */
+const workOfTask = (state: ClaudeState, taskId: string | undefined, toolUseId?: string) => {
+  if (taskId !== undefined && state.tasks[taskId] !== undefined) return state.tasks[taskId];
+  if (toolUseId !== undefined) return state.tools[toolUseId]?.workId;
+  return undefined;
+};
+
+// ------------------------------------------------------------------------------------------------
+
+const readInput = (update: JsonRecord): Partial<ToolState> => {
+  const input = rec(update.rawInput);
+  if (input === undefined) return {};
+  const patch: Partial<ToolState> = {};
+  if (input.run_in_background === true) patch.runInBackground = true;
+  const command = text(input.command, 20_000);
+  if (command !== undefined) patch.command = command;
+  const description = text(input.description, 2_000);
+  if (description !== undefined) patch.description = description;
+  const stops = asId(input.task_id) ?? asId(input.shell_id);
+  if (stops !== undefined) patch.stopsTask = stops;
+  return patch;
+};
+
+const onTool = (acc: Acc, update: JsonRecord, frame: ToolFrame, at: string): void => {
+  const meta = claudeMeta(update);
+  const id = frame.toolCallId;
+  const known = acc.state.tools[id];
+  const toolName = text(meta?.toolName, 200) ?? text(update.name, 200);
+  const parent = asId(meta?.parentToolUseId);
+
+  // Ownership is fixed by the first frame that carries evidence of it: a lineage stamp, or a
+  // `tool_call` without one from an adapter that stamps lineage (a top-level call). An update
+  // that lacks the stamp is no evidence: 0.60 sends child hook updates without it.
+  let ownership: Ownership | undefined;
+  let newParent: string | undefined;
+  if (known?.ownership === undefined && known?.parent === undefined) {
+    if (parent !== undefined) {
+      newParent = parent;
+      ownership = ownershipUnder(acc.state, parent);
+    } else if (frame.first && acc.state.lineage && meta !== undefined) {
+      ownership = 'foreground';
+    }
+  } else if (known.ownership === undefined && known.parent !== undefined) {
+    // The parent was unknown when this child appeared; its ownership may be known now.
+    ownership = ownershipUnder(acc.state, known.parent);
+  }
+
+  setTool(acc, id, {
+    ...(toolName !== undefined && known?.toolName === undefined ? { toolName } : {}),
+    ...(newParent !== undefined ? { parent: newParent } : {}),
+    ...(ownership !== undefined ? { ownership } : {}),
+    ...readInput(update),
+  });
+
+  const tool = acc.state.tools[id] ?? {};
+  const kind = launchKind(tool);
+  const response = rec(meta?.toolResponse);
+
+  // Register before the launch card's completion, so no fact order shows the session idle
+  // between the card ending and its work appearing.
+  if (kind !== undefined && frame.status === 'completed') {
+    if (kind === 'monitor' || tool.runInBackground === true) register(acc, id, kind, at);
+  }
+  if (response !== undefined) {
+    if (kind === 'subagent' && response.status === 'async_launched')
+      register(acc, id, kind, at, asId(response.agentId));
+    const bgTask = asId(response.backgroundTaskId);
+    if (kind === 'shell' && bgTask !== undefined) register(acc, id, kind, at, bgTask);
+    const monitorTask = asId(response.taskId);
+    if (kind === 'monitor' && monitorTask !== undefined) register(acc, id, kind, at, monitorTask);
+  }
+
+  const isNew = known === undefined;
+  const carriesEvidence = ownership !== undefined || newParent !== undefined;
+  if (isNew || frame.status !== undefined || carriesEvidence) {
+    acc.facts.push(
+      toolFact(frame, {
+        started: isNew && frame.first,
+        ...(ownership !== undefined ? { ownership } : {}),
+        ...(newParent !== undefined ? { parentToolCallId: newParent } : {}),
+      }),
+    );
+  }
+
+  // A stop that ran names its task in the tool's input: that task is over.
+  if (
+    tool.toolName !== undefined &&
+    STOP_TOOLS.has(tool.toolName) &&
+    frame.status === 'completed' &&
+    tool.stopsTask !== undefined
+  ) {
+    const workId = workOfTask(acc.state, tool.stopsTask);
+    if (workId !== undefined) end(acc, workId, 'stopped');
+  }
+};
+
+const endStatus = (v: unknown): EndStatus | undefined => {
+  switch (v) {
+    case 'completed':
+      return 'completed';
+    case 'failed':
+      return 'failed';
+    case 'stopped':
+    case 'killed':
+      return 'stopped';
+    default:
+      return undefined;
+  }
+};
+
+/** `_claude/sdkMessage` task messages: the only identified completion on a plain client. */
+const onSdkMessage = (acc: Acc, message: JsonRecord, at: string): void => {
+  if (message.type !== 'system') return;
+  const taskId = asId(message.task_id);
+  const toolUseId = asId(message.tool_use_id);
+  switch (message.subtype) {
+    case 'task_started': {
+      if (taskId === undefined) return;
+      if (toolUseId !== undefined) {
+        acc.state = { ...acc.state, taskTools: { ...acc.state.taskTools, [taskId]: toolUseId } };
+        const tool = acc.state.tools[toolUseId];
+        const kind = tool === undefined ? undefined : launchKind(tool);
+        if (tool?.workId !== undefined) {
+          acc.state = { ...acc.state, tasks: { ...acc.state.tasks, [taskId]: tool.workId } };
+        } else if (
+          tool !== undefined &&
+          kind !== undefined &&
+          (kind === 'monitor' || tool.runInBackground === true || message.is_backgrounded === true)
+        ) {
+          register(acc, toolUseId, kind, at, taskId);
+        }
+      }
+      return;
+    }
+    case 'task_updated': {
+      if (taskId === undefined) return;
+      const patch = rec(message.patch);
+      const launch = acc.state.taskTools[taskId];
+      if (patch?.is_backgrounded === true && launch !== undefined) {
+        const tool = acc.state.tools[launch];
+        const kind = tool === undefined ? undefined : launchKind(tool);
+        if (kind !== undefined) register(acc, launch, kind, at, taskId);
+      }
+      const status = endStatus(patch?.status);
+      if (status !== undefined) finishTask(acc, taskId, undefined, status);
+      return;
+    }
+    case 'task_notification': {
+      const status = endStatus(message.status);
+      if (status !== undefined && (taskId !== undefined || toolUseId !== undefined)) {
+        finishTask(acc, taskId, toolUseId, status);
+      }
+      return;
+    }
+    default:
+      return;
+  }
+};
+
+const finishTask = (
+  acc: Acc,
+  taskId: string | undefined,
+  toolUseId: string | undefined,
+  status: EndStatus,
+): void => {
+  const workId = workOfTask(acc.state, taskId, toolUseId);
+  if (workId !== undefined) return end(acc, workId, status);
+  if (taskId !== undefined && acc.state.earlyEnds[taskId] === undefined) {
+    acc.state = { ...acc.state, earlyEnds: { ...acc.state.earlyEnds, [taskId]: status } };
+  }
+};
+
+const step = (state: ClaudeState, { message, at }: StepContext): Step<ClaudeState> => {
+  const acc: Acc = { state, facts: [] };
+  if (message.method === '_claude/sdkMessage') {
+    const sdk = rec(rec(message.params)?.message);
+    if (sdk !== undefined) onSdkMessage(acc, sdk, at);
+    return acc;
+  }
+  const update = sessionUpdate(message);
+  if (update === undefined) return acc;
+
+  const parent = asId(claudeMeta(update)?.parentToolUseId);
+  const output = outputFact(update);
+  if (output !== undefined) {
+    // A background subagent talking is not the foreground generating. An unknown parent could
+    // be either; busy is the safe reading.
+    if (parent === undefined || ownershipUnder(state, parent) !== 'background')
+      acc.facts.push(output);
+    return acc;
+  }
+  if (update.sessionUpdate === 'usage_update') {
+    const origin = text(str(path(update, '_meta', '_claude/origin', 'kind')), 100);
+    if (origin !== undefined && parent === undefined) {
+      acc.facts.push({ type: 'foreground.idle', data: { origin } });
+    }
+    return acc;
+  }
+  const frame = toolFrame(update);
+  if (frame !== undefined) onTool(acc, update, frame, at);
+  return acc;
+};
+
+export const claudeDialect: Dialect<ClaudeState> = {
+  name: 'claude',
+  capabilities: claudeCapabilities,
+  initial: (agent, setup) => ({
+    lineage: versionAtLeast(agent.version, LINEAGE_SINCE),
+    attested: rawTaskEventsEnabled(agent, setup),
+    tools: {},
+    works: {},
+    tasks: {},
+    taskTools: {},
+    earlyEnds: {},
+  }),
+  step,
+};

@@ -1,0 +1,98 @@
+import type { FactBody, FactBodyOf } from '../facts';
+import { asId, rec, str, text, type JsonRecord } from '../json';
+
+/** The `update` of a `session/update` notification, if the message is one. */
+export const sessionUpdate = (message: JsonRecord): JsonRecord | undefined =>
+  message.method === 'session/update' ? rec(rec(message.params)?.update) : undefined;
+
+type ToolStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
+
+/**
+ * ACP v1 statuses pass through; the v2 draft's `cancelled` is terminal like `failed`, and
+ * `paused` (or anything unknown) says nothing we can use.
+ */
+export const toolStatus = (v: unknown): ToolStatus | undefined => {
+  switch (v) {
+    case 'pending':
+    case 'in_progress':
+    case 'completed':
+    case 'failed':
+      return v;
+    case 'cancelled':
+      return 'failed';
+    default:
+      return undefined;
+  }
+};
+
+const chunkChars = (update: JsonRecord): number | undefined => {
+  const content = rec(update.content);
+  const t = str(content?.text);
+  return t === undefined ? undefined : t.length;
+};
+
+/** Message, thought and plan updates are foreground generation. */
+export const outputFact = (update: JsonRecord): FactBody | undefined => {
+  switch (update.sessionUpdate) {
+    case 'agent_message_chunk': {
+      const chars = chunkChars(update);
+      return {
+        type: 'foreground.output',
+        data: chars === undefined ? { channel: 'message' } : { channel: 'message', chars },
+      };
+    }
+    case 'agent_thought_chunk': {
+      const chars = chunkChars(update);
+      return {
+        type: 'foreground.output',
+        data: chars === undefined ? { channel: 'thought' } : { channel: 'thought', chars },
+      };
+    }
+    case 'plan':
+      return { type: 'foreground.output', data: { channel: 'plan' } };
+    default:
+      return undefined;
+  }
+};
+
+export interface ToolFrame {
+  toolCallId: string;
+  first: boolean;
+  status?: ToolStatus;
+  title?: string;
+  toolKind?: string;
+}
+
+/** Reads the fields every dialect needs from a `tool_call` / `tool_call_update`. */
+export const toolFrame = (update: JsonRecord): ToolFrame | undefined => {
+  const kind = update.sessionUpdate;
+  if (kind !== 'tool_call' && kind !== 'tool_call_update') return undefined;
+  const toolCallId = asId(update.toolCallId);
+  if (toolCallId === undefined) return undefined;
+  const frame: ToolFrame = { toolCallId, first: kind === 'tool_call' };
+  const status = toolStatus(update.status);
+  if (status !== undefined) frame.status = status;
+  const title = text(update.title, 2_000);
+  if (title !== undefined) frame.title = title;
+  const toolKind = text(update.kind, 100);
+  if (toolKind !== undefined) frame.toolKind = toolKind;
+  return frame;
+};
+
+export type Ownership = 'foreground' | 'background';
+
+/** Builds a tool fact, leaving out every field the frame did not carry. */
+export const toolFact = (
+  frame: ToolFrame,
+  opts: { started: boolean; ownership?: Ownership; parentToolCallId?: string },
+): FactBody => {
+  const data: FactBodyOf<'tool.updated'>['data'] = { toolCallId: frame.toolCallId };
+  if (opts.ownership !== undefined) data.ownership = opts.ownership;
+  if (opts.parentToolCallId !== undefined) data.parentToolCallId = opts.parentToolCallId;
+  if (frame.status !== undefined) data.status = frame.status;
+  if (!opts.started) return { type: 'tool.updated', data };
+  const started: FactBodyOf<'tool.started'>['data'] = { ...data };
+  if (frame.title !== undefined) started.title = frame.title;
+  if (frame.toolKind !== undefined) started.toolKind = frame.toolKind;
+  return { type: 'tool.started', data: started };
+};

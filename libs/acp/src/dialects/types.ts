@@ -1,0 +1,45 @@
+import type { Capabilities } from '@baton/protocol';
+import type { FactBody } from '../facts';
+import type { JsonRecord } from '../json';
+
+export type DialectName = 'claude' | 'codex' | 'generic';
+
+/** What the agent said about itself in its `initialize` result. */
+export interface AgentIdentity {
+  name: string;
+  version?: string;
+  /** `agentCapabilities._meta`, where adapters advertise their extensions. */
+  capabilitiesMeta?: JsonRecord;
+}
+
+/** What the client asked for when it set up the session (`session/new`, `load` or `resume`). */
+export interface SessionSetup {
+  method: string;
+  meta?: JsonRecord;
+}
+
+/** Context a dialect step gets from the composite reducer. */
+export interface StepContext {
+  /** When the tap saw the frame: the only clock a pure dialect has. */
+  at: string;
+  /** The agent->client message (notification or request) as parsed JSON. */
+  message: JsonRecord;
+}
+
+export interface Step<S> {
+  state: S;
+  facts: FactBody[];
+}
+
+/**
+ * A dialect is a pure reducer over the agent->client messages of one session, plus the
+ * capabilities it attests for the agent that answered `initialize`. Turn bookkeeping (prompt
+ * dispatch, turn end, `session/load` history) is shared and lives in the composite reducer.
+ */
+export interface Dialect<S> {
+  name: DialectName;
+  capabilities(agent: AgentIdentity, setup: SessionSetup | undefined): Capabilities;
+  initial(agent: AgentIdentity, setup: SessionSetup | undefined): S;
+  /** An agent->client notification or request in the live session. */
+  step(state: S, ctx: StepContext): Step<S>;
+}

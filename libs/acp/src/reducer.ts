@@ -1,0 +1,232 @@
+import type { Capabilities } from '@baton/protocol';
+import { claudeDialect, isClaudeAgent, type ClaudeState } from './dialects/claude';
+import { codexDialect, isCodexAgent, type CodexState } from './dialects/codex';
+import { genericDialect, type GenericState } from './dialects/generic';
+import type { AgentIdentity, DialectName, SessionSetup } from './dialects/types';
+import type { FactBody } from './facts';
+import { classify, idKey, type Frame } from './frames';
+import { asId, path, rec, text, type JsonRecord } from './json';
+
+/**
+ * The whole frame-to-fact function for one execution: shared JSON-RPC bookkeeping (which request
+ * a response answers, prompt dispatch and turn end, `session/load` history) plus the dialect the
+ * agent's own `initialize` answer selects. It is pure and its state is plain data, so the raw
+ * frame log alone reproduces every fact.
+ */
+
+/** Where a prompt's Baton identity rides on the wire: `session/prompt` `_meta.baton`. */
+export const BATON_META_KEY = 'baton';
+export interface PromptIdentity {
+  promptId: string;
+  admissionGeneration: number;
+}
+
+type ActiveDialect =
+  | { name: 'claude'; state: ClaudeState }
+  | { name: 'codex'; state: CodexState }
+  | { name: 'generic'; state: GenericState };
+
+interface PendingRequest {
+  method: string;
+  prompt?: PromptIdentity;
+  setup?: SessionSetup;
+}
+
+export interface AcpState {
+  agent?: AgentIdentity;
+  setup?: SessionSetup;
+  dialect?: ActiveDialect;
+  /** Client-originated requests still waiting for an answer, by JSON-RPC id. */
+  pending: Record<string, PendingRequest>;
+  /**
+   * Admission generations of dispatched prompts whose human cycle has not ended yet, oldest
+   * first. A human-origin idle belongs to the oldest: queued prompts run in order.
+   */
+  awaitingYield: number[];
+  /** Updates sent while a `session/load` is answered are history, not activity. */
+  loading: boolean;
+  negotiated: boolean;
+}
+
+export const initialAcpState = (): AcpState => ({
+  pending: {},
+  awaitingYield: [],
+  loading: false,
+  negotiated: false,
+});
+
+const DIALECTS = {
+  claude: claudeDialect,
+  codex: codexDialect,
+  generic: genericDialect,
+} as const;
+
+/** Chosen from what the agent reports about itself, never from what a user called it. */
+export const selectDialect = (agent: AgentIdentity): DialectName =>
+  isClaudeAgent(agent) ? 'claude' : isCodexAgent(agent) ? 'codex' : 'generic';
+
+/** Reads the agent's identity from an `initialize` result. */
+export const agentIdentity = (result: unknown): AgentIdentity => {
+  const info = rec(path(result, 'agentInfo'));
+  const name = text(info?.name, 200) ?? 'unknown';
+  const version = text(info?.version, 100);
+  const capabilitiesMeta = rec(path(result, 'agentCapabilities', '_meta'));
+  return {
+    name,
+    ...(version !== undefined ? { version } : {}),
+    ...(capabilitiesMeta !== undefined ? { capabilitiesMeta } : {}),
+  };
+};
+
+/** Capabilities of an agent as a pure function of its `initialize` result and session setup. */
+export const negotiate = (initializeResult: unknown, setup?: SessionSetup): Capabilities => {
+  const agent = agentIdentity(initializeResult);
+  return DIALECTS[selectDialect(agent)].capabilities(agent, setup);
+};
+
+const promptIdentity = (params: unknown): PromptIdentity | undefined => {
+  const baton = rec(path(params, '_meta', BATON_META_KEY));
+  const promptId = asId(baton?.promptId);
+  const gen = baton?.admissionGeneration;
+  if (promptId === undefined || typeof gen !== 'number' || !Number.isSafeInteger(gen) || gen < 0) {
+    return undefined;
+  }
+  return { promptId, admissionGeneration: gen };
+};
+
+const SETUP_METHODS = new Set(['session/new', 'session/load', 'session/resume']);
+
+export interface Reduction {
+  state: AcpState;
+  facts: FactBody[];
+}
+
+const onClientRequest = (state: AcpState, message: JsonRecord): Reduction => {
+  const method = message.method as string;
+  const entry: PendingRequest = { method };
+  const facts: FactBody[] = [];
+  let next = state;
+  if (method === 'session/prompt') {
+    const prompt = promptIdentity(message.params);
+    if (prompt !== undefined) {
+      entry.prompt = prompt;
+      facts.push({ type: 'prompt.dispatched', data: prompt });
+      next = { ...next, awaitingYield: [...next.awaitingYield, prompt.admissionGeneration] };
+    }
+  } else if (SETUP_METHODS.has(method)) {
+    const meta = rec(path(message.params, '_meta'));
+    entry.setup = meta !== undefined ? { method, meta } : { method };
+    if (method === 'session/load') next = { ...next, loading: true };
+  }
+  return { state: { ...next, pending: { ...next.pending, [idKey(message)]: entry } }, facts };
+};
+
+const startDialect = (agent: AgentIdentity, setup: SessionSetup | undefined): ActiveDialect => {
+  const name = selectDialect(agent);
+  switch (name) {
+    case 'claude':
+      return { name, state: claudeDialect.initial(agent, setup) };
+    case 'codex':
+      return { name, state: codexDialect.initial(agent, setup) };
+    case 'generic':
+      return { name, state: genericDialect.initial(agent, setup) };
+  }
+};
+
+const onAgentResponse = (state: AcpState, message: JsonRecord): Reduction => {
+  const key = idKey(message);
+  const request = state.pending[key];
+  if (request === undefined) return { state, facts: [] };
+  const pending = { ...state.pending };
+  delete pending[key];
+  let next: AcpState = { ...state, pending };
+  const ok = 'result' in message;
+  const facts: FactBody[] = [];
+
+  if (request.method === 'initialize' && ok) {
+    next = { ...next, agent: agentIdentity(message.result) };
+  } else if (request.setup !== undefined) {
+    if (request.method === 'session/load') next = { ...next, loading: false };
+    if (ok && !next.negotiated) {
+      const agent = next.agent ?? { name: 'unknown' };
+      const dialect = startDialect(agent, request.setup);
+      next = { ...next, setup: request.setup, dialect, negotiated: true };
+      facts.push({
+        type: 'capabilities.negotiated',
+        data: DIALECTS[dialect.name].capabilities(agent, request.setup),
+      });
+    }
+  } else if (request.method === 'session/prompt' && request.prompt !== undefined) {
+    const gen = request.prompt.admissionGeneration;
+    // An error answer still ends the turn: the agent is no longer working on that prompt.
+    const stopReason = ok ? (text(path(message.result, 'stopReason'), 100) ?? 'unknown') : 'error';
+    next = { ...next, awaitingYield: next.awaitingYield.filter((g) => g !== gen) };
+    facts.push({ type: 'turn.ended', data: { admissionGeneration: gen, stopReason } });
+  }
+  return { state: next, facts };
+};
+
+const runDialect = (state: AcpState, message: JsonRecord, at: string): Reduction => {
+  if (state.loading) return { state, facts: [] };
+  const active = state.dialect ?? startDialect(state.agent ?? { name: 'unknown' }, state.setup);
+  let dialect: ActiveDialect;
+  let facts: FactBody[];
+  const ctx = { message, at };
+  switch (active.name) {
+    case 'claude': {
+      const r = claudeDialect.step(active.state, ctx);
+      dialect = { name: 'claude', state: r.state };
+      facts = r.facts;
+      break;
+    }
+    case 'codex': {
+      const r = codexDialect.step(active.state, ctx);
+      dialect = { name: 'codex', state: r.state };
+      facts = r.facts;
+      break;
+    }
+    case 'generic': {
+      const r = genericDialect.step(active.state, ctx);
+      dialect = { name: 'generic', state: r.state };
+      facts = r.facts;
+      break;
+    }
+  }
+  let awaitingYield = state.awaitingYield;
+  facts = facts.map((f) => {
+    if (f.type !== 'foreground.idle' || f.data.origin !== 'human') return f;
+    const [gen, ...rest] = awaitingYield;
+    if (gen === undefined) return f;
+    awaitingYield = rest;
+    return { type: 'foreground.idle', data: { ...f.data, admissionGeneration: gen } };
+  });
+  return { state: { ...state, dialect, awaitingYield }, facts };
+};
+
+/** One frame in, the facts it proves out. Never throws, whatever the frame holds. */
+export const reduceFrame = (state: AcpState, frame: Frame): Reduction => {
+  const message = frame.message;
+  const kind = classify(message);
+  if (kind === 'invalid') return { state, facts: [] };
+  const m = message as JsonRecord;
+  if (frame.direction === 'client->agent') {
+    return kind === 'request' ? onClientRequest(state, m) : { state, facts: [] };
+  }
+  if (kind === 'response') return onAgentResponse(state, m);
+  return runDialect(state, m, frame.at);
+};
+
+/** Folds a whole recording: the fixture tests' entry point, and a raw-log re-derivation. */
+export const reduceFrames = (
+  frames: Iterable<Frame>,
+  state: AcpState = initialAcpState(),
+): Reduction => {
+  let s = state;
+  const facts: FactBody[] = [];
+  for (const frame of frames) {
+    const r = reduceFrame(s, frame);
+    s = r.state;
+    facts.push(...r.facts);
+  }
+  return { state: s, facts };
+};

@@ -1,0 +1,190 @@
+import { negotiate, reduceFrames, type FactBody } from '../src';
+import { EXPECTED } from './expected-facts';
+import { assertValidFact, loadFixture } from './helpers';
+
+const run = (name: string): FactBody[] => reduceFrames(loadFixture(name)).facts;
+const ofType = <T extends FactBody['type']>(facts: FactBody[], type: T) =>
+  facts.filter((f): f is Extract<FactBody, { type: T }> => f.type === type);
+
+/** Each case: the rule it proves and the fixture that proves it. */
+const CASES: [rule: string, fixture: string][] = [
+  [
+    'claude: a foreground Agent subagent and its stamped children are foreground, nothing registers',
+    'claude-subagent-foreground',
+  ],
+  [
+    'claude: a background Agent registers at its async launch; children are background; raw task_notification ends it',
+    'claude-subagent-background-raw',
+  ],
+  [
+    'claude: without raw SDK messages a background subagent registers unattested and never ends on a task-notification cycle',
+    'claude-subagent-background-plain',
+  ],
+  [
+    'claude: a run_in_background Bash registers under its SDK task id; the raw notification after the turn ends it',
+    'claude-shell-background-raw',
+  ],
+  [
+    'claude: a run_in_background Bash without raw messages registers under its launch id and stays',
+    'claude-shell-background-plain',
+  ],
+  ['claude: a completed TaskStop naming a registered task stops it', 'claude-shell-taskstop'],
+  [
+    'claude: a Monitor registers at task_started; event cycles are not completions; task_updated ends it',
+    'claude-monitor-raw',
+  ],
+  [
+    'claude: a Monitor without raw messages stays registered through its event cycles',
+    'claude-monitor-plain',
+  ],
+  [
+    'claude: each human-origin idle carries the generation of its own prompt while an earlier one is held open',
+    'claude-handoff-held-prompt',
+  ],
+  [
+    'claude: updates replayed by session/load are history and produce no facts',
+    'claude-session-load-history',
+  ],
+  [
+    'claude: an adapter that predates lineage claims no ownership for top-level tools',
+    'claude-legacy-no-lineage',
+  ],
+  [
+    'codex: a spawnAgent child registers unattested by thread id; a wait card with its terminal state ends it',
+    'codex-subagent-1x',
+  ],
+  [
+    'codex: a 2.x spawnAgent without _meta registers by title and thread id and does not end at turn end',
+    'codex-subagent-2x-no-end',
+  ],
+  ['codex: exec commands are foreground tools, never background work', 'codex-exec-command'],
+  [
+    'generic: tools without lineage are foreground; plan, thought and message are output; unknown updates are ignored',
+    'generic-turn',
+  ],
+  ['generic: a cancelled prompt ends its turn with stopReason cancelled', 'generic-cancelled'],
+];
+
+describe('dialect fixtures', () => {
+  it('covers every fixture file with a rule', () => {
+    expect(CASES.map(([, f]) => f).sort()).toEqual(Object.keys(EXPECTED).sort());
+  });
+
+  it.each(CASES)('%s', (_rule, fixture) => {
+    const facts = run(fixture);
+    expect(facts).toEqual(EXPECTED[fixture]);
+    facts.forEach(assertValidFact);
+  });
+});
+
+describe('rules stated directly', () => {
+  it('claude: the work is registered before its launch card completes', () => {
+    for (const name of [
+      'claude-subagent-background-raw',
+      'claude-shell-background-plain',
+      'claude-monitor-plain',
+    ]) {
+      const facts = run(name);
+      const started = facts.findIndex((f) => f.type === 'background.started');
+      const launchId = ofType(facts, 'background.started')[0]?.data.toolCallId;
+      const cardDone = facts.findIndex(
+        (f) =>
+          f.type === 'tool.updated' &&
+          f.data.toolCallId === launchId &&
+          f.data.status === 'completed',
+      );
+      expect(started).toBeGreaterThanOrEqual(0);
+      expect(started).toBeLessThan(cardDone);
+    }
+  });
+
+  it('claude: a task-notification cycle end is an idle, never a completion', () => {
+    const facts = run('claude-monitor-plain');
+    expect(
+      ofType(facts, 'foreground.idle').filter((f) => f.data.origin === 'task-notification'),
+    ).toHaveLength(2);
+    expect(ofType(facts, 'background.ended')).toEqual([]);
+  });
+
+  it('claude: a background subagent child message is not foreground output', () => {
+    const plain = run('claude-subagent-background-plain');
+    const fg = run('claude-subagent-foreground');
+    // "Reviewing now." (14 chars) is the child message in both recordings.
+    expect(ofType(plain, 'foreground.output').map((f) => f.data.chars)).not.toContain(14);
+    expect(ofType(fg, 'foreground.output').map((f) => f.data.chars)).toContain(14);
+  });
+
+  it('every background.ended a dialect emits names its work', () => {
+    for (const name of Object.keys(EXPECTED)) {
+      for (const f of ofType(run(name), 'background.ended')) {
+        expect(f.data.workId ?? f.data.toolCallId).toBeDefined();
+      }
+    }
+  });
+});
+
+describe('capabilities from initialize', () => {
+  const init = (name: string, version?: string, meta?: object) => ({
+    protocolVersion: 1,
+    agentInfo: { name, ...(version ? { version } : {}) },
+    agentCapabilities: meta ? { _meta: meta } : {},
+  });
+  const allRaw = { method: 'session/new', meta: { claudeCode: { emitRawSDKMessages: true } } };
+
+  it('claude attests its kinds and handoff only with raw SDK task messages enabled', () => {
+    const agent = init('@agentclientprotocol/claude-agent-acp', '0.101.0', {
+      claudeCode: { promptQueueing: true },
+    });
+    expect(negotiate(agent, allRaw)).toMatchObject({
+      dialect: 'claude',
+      promptQueueing: true,
+      handoff: true,
+      attestedKinds: ['shell', 'subagent', 'monitor'],
+    });
+    expect(negotiate(agent, { method: 'session/new' })).toMatchObject({
+      handoff: false,
+      attestedKinds: [],
+    });
+  });
+
+  it('claude: a raw filter without task_started (no launch link) or restricted by origin attests nothing', () => {
+    const agent = init('@agentclientprotocol/claude-agent-acp', '0.101.0');
+    const only = (filters: object[]) => ({
+      method: 'session/new',
+      meta: { claudeCode: { emitRawSDKMessages: filters } },
+    });
+    expect(
+      negotiate(agent, only([{ type: 'system', subtype: 'task_notification' }])).attestedKinds,
+    ).toEqual([]);
+    expect(
+      negotiate(agent, only([{ type: 'system', origin: { kind: 'human' } }])).attestedKinds,
+    ).toEqual([]);
+    expect(negotiate(agent, only([{ type: 'system' }])).attestedKinds).toHaveLength(3);
+  });
+
+  it('claude before raw SDK messages (0.25) or without a version attests nothing', () => {
+    expect(negotiate(init('@zed-industries/claude-agent-acp', '0.25.0'), allRaw).handoff).toBe(
+      false,
+    );
+    expect(negotiate(init('@agentclientprotocol/claude-agent-acp'), allRaw).handoff).toBe(false);
+  });
+
+  it('the dialect follows what the agent reports, not its display title', () => {
+    expect(negotiate(init('@agentclientprotocol/codex-acp', '2.6.0')).dialect).toBe('codex');
+    expect(
+      negotiate(init('my-agent', '1.0.0', { claudeCode: { promptQueueing: false } })).dialect,
+    ).toBe('claude');
+    expect(negotiate({ agentInfo: { name: 'x', title: 'Claude Agent' } }).dialect).toBe('generic');
+    expect(negotiate(undefined).dialect).toBe('generic');
+  });
+
+  it('codex and generic attest nothing', () => {
+    for (const name of ['@agentclientprotocol/codex-acp', 'goose']) {
+      expect(negotiate(init(name, '9.9.9'), allRaw)).toMatchObject({
+        handoff: false,
+        attestedKinds: [],
+        promptQueueing: false,
+      });
+    }
+  });
+});
