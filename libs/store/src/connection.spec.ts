@@ -1,0 +1,60 @@
+import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { connectRedis, parseRedisUrl } from './connection';
+
+describe('REDIS_URL', () => {
+  it('reads ACL user and percent-encoded password, host, port and db', () => {
+    expect(parseRedisUrl('redis://alice:p%40ss%3Aword@redis.internal:6380/2')).toEqual({
+      host: 'redis.internal',
+      port: 6380,
+      username: 'alice',
+      password: 'p@ss:word',
+      db: 2,
+    });
+    expect(parseRedisUrl('redis://:secret@localhost')).toEqual({
+      host: 'localhost',
+      port: 6379,
+      password: 'secret',
+    });
+  });
+
+  it('turns on TLS with SNI for rediss://', () => {
+    expect(parseRedisUrl('rediss://u:p@cache.example.com:6380')).toMatchObject({
+      host: 'cache.example.com',
+      tls: { servername: 'cache.example.com' },
+    });
+  });
+
+  it('explains what is wrong with a bad URL without echoing the password', () => {
+    expect(() => parseRedisUrl('http://x')).toThrow(/redis:\/\/ or rediss:\/\//);
+    expect(() => parseRedisUrl('redis://h/db')).toThrow(/database must be a number/);
+    expect(() => parseRedisUrl('redis://u:hunter2@[bad')).toThrow(/\*\*\*@/);
+    expect(() => parseRedisUrl('redis://u:hunter2@[bad')).not.toThrow(/hunter2/);
+  });
+});
+
+describe('connectRedis with ACL credentials', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis();
+    const admin = connectRedis({ url: server.url });
+    await admin.call('ACL', 'SETUSER', 'alice', 'on', '>p@ss', '~*', '+@all');
+    admin.disconnect();
+  });
+  afterAll(() => server.stop());
+
+  it('authenticates as the URL user', async () => {
+    const ok = connectRedis({ url: `redis://alice:p%40ss@127.0.0.1:${server.port}` });
+    expect(await ok.call('ACL', 'WHOAMI')).toBe('alice');
+    ok.disconnect();
+  });
+
+  it('fails with a wrong password', async () => {
+    const bad = connectRedis(
+      { url: `redis://alice:wrong@127.0.0.1:${server.port}` },
+      { maxRetriesPerRequest: 0 },
+    );
+    bad.on('error', () => undefined);
+    await expect(bad.ping()).rejects.toThrow(/WRONGPASS|invalid/i);
+    bad.disconnect();
+  });
+});
