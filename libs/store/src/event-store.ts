@@ -242,13 +242,35 @@ export class EventStore {
 
   /** Up to `count` entries after `afterId` (exclusive; `'0-0'` from the start), validated. */
   async readTask(taskId: string, afterId = '0-0', count = 1_000): Promise<Page<StoredEntry>> {
-    const key = this.keys.taskStream(taskId);
+    return this.readEntries(this.keys.taskStream(taskId), taskId, afterId, count);
+  }
+
+  /**
+   * One page of a stream of entries of `taskId`. Decoding stays synchronous per entry (this is the
+   * catch-up hot path); the rare dead letters are written after the page is decoded.
+   */
+  private async readEntries(
+    key: string,
+    taskId: string,
+    afterId: string,
+    count: number,
+  ): Promise<Page<StoredEntry>> {
     const start = afterId === '0-0' ? '-' : `(${afterId}`;
     const raw = (await this.redis.xrange(key, start, '+', 'COUNT', count)) as XEntry[];
     const items: StoredEntry[] = [];
+    let dead: [string, Fields, string][] | undefined;
     for (const [id, fields] of raw) {
-      const entry = await this.decodeEntry(key, this.shardOf(taskId), id, fields, taskId);
-      if (entry) items.push({ id, entry });
+      const r = decode(field(fields, 'e'), StreamEntry);
+      if (r.ok && r.value.taskId === taskId) items.push({ id, entry: r.value });
+      else {
+        const reason = r.ok ? `taskId ${r.value.taskId} in the stream of ${taskId}` : r.reason;
+        (dead ??= []).push([id, fields, reason]);
+      }
+    }
+    if (dead) {
+      const shard = this.shardOf(taskId);
+      for (const [id, fields, reason] of dead)
+        await this.deadLetter(shard, key, id, reason, fields);
     }
     return { items, lastId: raw.length > 0 ? raw[raw.length - 1]![0] : afterId };
   }
@@ -496,22 +518,8 @@ export class EventStore {
         ),
       );
     },
-    read: async (
-      taskId: string,
-      executionId: string,
-      afterId = '0-0',
-      count = 100,
-    ): Promise<Page<StoredEntry>> => {
-      const key = this.keys.inbox(taskId, executionId);
-      const start = afterId === '0-0' ? '-' : `(${afterId}`;
-      const raw = (await this.redis.xrange(key, start, '+', 'COUNT', count)) as XEntry[];
-      const items: StoredEntry[] = [];
-      for (const [id, fields] of raw) {
-        const entry = await this.decodeEntry(key, this.shardOf(taskId), id, fields, taskId);
-        if (entry) items.push({ id, entry });
-      }
-      return { items, lastId: raw.length > 0 ? raw[raw.length - 1]![0] : afterId };
-    },
+    read: (taskId: string, executionId: string, afterId = '0-0', count = 100) =>
+      this.readEntries(this.keys.inbox(taskId, executionId), taskId, afterId, count),
     /** Follows one execution's inbox with a blocking read on a dedicated connection. */
     tail: (taskId: string, executionId: string, from = '$'): StreamTail<StoredEntry> => {
       const key = this.keys.inbox(taskId, executionId);
