@@ -1,0 +1,308 @@
+import {
+  client,
+  type ClientConnection,
+  type PromptResponse,
+  type RequestPermissionRequest,
+  type RequestPermissionResponse,
+} from '@agentclientprotocol/sdk';
+import type { Capabilities } from '@baton/protocol';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Readable, Writable } from 'node:stream';
+import type { FactBody } from './facts';
+import { parseLine, type Direction, type Frame } from './frames';
+import { BATON_META_KEY, initialAcpState, reduceFrame, type AcpState } from './reducer';
+import { tappedNdJsonStream } from './tap';
+
+/**
+ * Hosts one ACP agent process for one execution: spawns it in its own process group, speaks ACP
+ * over its stdio through the SDK, taps every raw line in both directions before the SDK parses
+ * it, and feeds those lines to the dialect reducer, so facts come from the wire and not from
+ * what the SDK chose to keep. Facts are delivered synchronously in wire order.
+ */
+
+export type PermissionPolicy = 'allow-once' | 'deny' | 'first-option';
+
+/** The Claude raw SDK task messages that give identified background completion. */
+export const CLAUDE_RAW_TASK_FILTERS = [
+  { type: 'system', subtype: 'task_started' },
+  { type: 'system', subtype: 'task_updated' },
+  { type: 'system', subtype: 'task_notification' },
+];
+
+export interface AgentHostOptions {
+  command: string;
+  args?: string[];
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Working directory of the ACP session (absolute). */
+  sessionCwd: string;
+  /** Ask a Claude adapter for raw SDK task messages (ignored by other agents as unknown `_meta`). */
+  rawSdkMessages?: boolean;
+  permissionPolicy?: PermissionPolicy;
+  onFact: (fact: FactBody) => void;
+  /** Every raw line with the frame it parsed to, in wire order: the raw-frame log. */
+  onRawFrame?: (frame: Frame, line: string) => void;
+  onStderr?: (chunk: string) => void;
+  clock?: () => string;
+  /** How long the group gets between SIGTERM and SIGKILL on teardown. */
+  killGraceMs?: number;
+  /** How long `initialize` + `session/new` may take before the agent counts as hung. */
+  setupTimeoutMs?: number;
+}
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface PromptInput {
+  promptId: string;
+  admissionGeneration: number;
+  text: string;
+}
+
+const choosePermission = (
+  policy: PermissionPolicy,
+  req: RequestPermissionRequest,
+): RequestPermissionResponse => {
+  const pick = (kinds: string[]) => req.options.find((o) => kinds.includes(o.kind));
+  const option =
+    policy === 'first-option'
+      ? req.options[0]
+      : policy === 'allow-once'
+        ? pick(['allow_once', 'allow_always'])
+        : pick(['reject_once', 'reject_always']);
+  return option === undefined
+    ? { outcome: { outcome: 'cancelled' } }
+    : { outcome: { outcome: 'selected', optionId: option.optionId } };
+};
+
+export class AgentHost {
+  private state: AcpState = initialAcpState();
+  private readonly dispatched = new Set<string>();
+  private closing = false;
+  private ended = false;
+  private stderrTail = '';
+  /** Set when setup failed: the execution ends as failed, whoever stopped the process. */
+  private failure?: string;
+  private connection!: ClientConnection;
+  private sessionIdValue?: string;
+  private capabilitiesValue?: Capabilities;
+  readonly exited: Promise<ExitInfo>;
+
+  private constructor(
+    private readonly options: AgentHostOptions,
+    private readonly child: ChildProcess,
+  ) {
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        this.end(code, signal);
+        resolve({ code, signal });
+      });
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid as number;
+  }
+  get sessionId(): string | undefined {
+    return this.sessionIdValue;
+  }
+  get capabilities(): Capabilities | undefined {
+    return this.capabilitiesValue;
+  }
+
+  /** Spawns the agent and runs `initialize` and `session/new`; the execution can then take prompts. */
+  static async start(options: AgentHostOptions): Promise<AgentHost> {
+    const child = spawn(options.command, options.args ?? [], {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      // Its own process group, so teardown reaches everything it spawned.
+      detached: true,
+    });
+    const host = new AgentHost(options, child);
+    await host.begin();
+    return host;
+  }
+
+  private now(): string {
+    return (this.options.clock ?? (() => new Date().toISOString()))();
+  }
+
+  private emit(fact: FactBody): void {
+    if (fact.type === 'capabilities.negotiated') this.capabilitiesValue = fact.data;
+    if (fact.type === 'prompt.dispatched') this.dispatched.add(fact.data.promptId);
+    this.options.onFact(fact);
+  }
+
+  private onLine(direction: Direction, line: string): void {
+    const frame = parseLine(direction, line, this.now());
+    this.options.onRawFrame?.(frame, line);
+    const r = reduceFrame(this.state, frame);
+    this.state = r.state;
+    r.facts.forEach((f) => this.emit(f));
+  }
+
+  private end(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.connection?.close();
+    const error = this.stderrTail.trim();
+    if (this.failure !== undefined) {
+      this.options.onFact({
+        type: 'execution.ended',
+        data: { reason: 'failed', exitCode: code, error: this.failure.slice(0, 4_000) },
+      });
+      return;
+    }
+    this.options.onFact({
+      type: 'execution.ended',
+      data: {
+        reason: this.closing ? 'completed' : 'crashed',
+        exitCode: code,
+        ...(!this.closing && error !== '' ? { error: error.slice(-4_000) } : {}),
+        ...(!this.closing && error === '' && signal !== null
+          ? { error: `killed by ${signal}` }
+          : {}),
+      },
+    });
+  }
+
+  private async begin(): Promise<void> {
+    const { child, options } = this;
+    const spawned = new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+    try {
+      await spawned;
+    } catch (e) {
+      this.ended = true;
+      options.onFact({ type: 'execution.ended', data: { reason: 'failed', error: String(e) } });
+      throw e;
+    }
+    this.options.onFact({
+      type: 'execution.started',
+      data: {
+        startedAt: this.now(),
+        agentCommand: [options.command, ...(options.args ?? [])].join(' ').slice(0, 2_000),
+      },
+    });
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (chunk: string) => {
+      this.stderrTail = (this.stderrTail + chunk).slice(-4_000);
+      options.onStderr?.(chunk);
+    });
+    const policy = options.permissionPolicy ?? 'deny';
+    const app = client({ name: 'baton' })
+      .onRequest('session/request_permission', ({ params }) => choosePermission(policy, params))
+      // Facts come from the tap; the SDK's typed handlers would drop variants it does not know.
+      .onNotification('*', () => undefined);
+    this.connection = app.connect(
+      tappedNdJsonStream(
+        Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>,
+        Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>,
+        (direction, line) => this.onLine(direction, line),
+      ),
+    );
+    const exitedEarly = this.exited.then((e) => {
+      throw new Error(`agent exited during setup (code ${e.code}, signal ${e.signal})`);
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const hung = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error('agent did not finish initialize and session/new in time')),
+        options.setupTimeoutMs ?? 30_000,
+      );
+    });
+    try {
+      await Promise.race([this.setup(), exitedEarly, hung]);
+    } catch (e) {
+      this.failure = String(e);
+      await this.close();
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async setup(): Promise<void> {
+    const agent = this.connection.agent;
+    await agent.request('initialize', {
+      protocolVersion: 1,
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientInfo: { name: 'baton', version: '0.1.0' },
+    });
+    const session = await agent.request('session/new', {
+      cwd: this.options.sessionCwd,
+      mcpServers: [],
+      ...(this.options.rawSdkMessages
+        ? { _meta: { claudeCode: { emitRawSDKMessages: CLAUDE_RAW_TASK_FILTERS } } }
+        : {}),
+    });
+    this.sessionIdValue = session.sessionId;
+  }
+
+  /**
+   * Sends one admitted prompt. The prompt's identity rides in `_meta.baton`, so the dispatch and
+   * the turn's end are read off the wire like every other fact. If the request never reached the
+   * wire, the host reports the dispatch as failed.
+   */
+  async prompt(input: PromptInput): Promise<PromptResponse> {
+    const sessionId = this.sessionIdValue;
+    try {
+      if (sessionId === undefined || this.ended) throw new Error('no live ACP session');
+      return await this.connection.agent.request('session/prompt', {
+        sessionId,
+        prompt: [{ type: 'text', text: input.text }],
+        _meta: {
+          [BATON_META_KEY]: {
+            promptId: input.promptId,
+            admissionGeneration: input.admissionGeneration,
+          },
+        },
+      });
+    } catch (e) {
+      if (!this.dispatched.has(input.promptId)) {
+        this.options.onFact({
+          type: 'prompt.dispatch_failed',
+          data: {
+            promptId: input.promptId,
+            admissionGeneration: input.admissionGeneration,
+            error: String(e).slice(0, 4_000),
+          },
+        });
+      }
+      throw e;
+    }
+  }
+
+  async cancel(): Promise<void> {
+    if (this.sessionIdValue === undefined || this.ended) return;
+    await this.connection.agent.notify('session/cancel', { sessionId: this.sessionIdValue });
+  }
+
+  /** Ends the execution: the whole process group gets SIGTERM, then SIGKILL after the grace. */
+  async close(): Promise<ExitInfo> {
+    this.closing = true;
+    const group = -this.pid;
+    const signalGroup = (sig: NodeJS.Signals) => {
+      try {
+        process.kill(group, sig);
+      } catch {
+        // ESRCH: the group is already gone.
+      }
+    };
+    signalGroup('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((r) => {
+      timer = setTimeout(r, this.options.killGraceMs ?? 2_000);
+    });
+    await Promise.race([this.exited, grace]);
+    clearTimeout(timer);
+    // The leader may be gone while its children linger (or ignore SIGTERM): finish the group.
+    signalGroup('SIGKILL');
+    return this.exited;
+  }
+}

@@ -1,0 +1,23 @@
+import { join } from 'node:path';
+
+export interface ReplayCommandOptions {
+  pace?: number;
+  crashAfterFrames?: number;
+  hangOnInitialize?: boolean;
+  spawnChildPidFile?: string;
+}
+
+/** The command line that runs the replay agent as a real stdio process (node + tsx). */
+export const replayAgentCommand = (
+  recordingPath: string,
+  options: ReplayCommandOptions = {},
+): { command: string; args: string[] } => {
+  const args = ['--import', 'tsx', join(__dirname, 'main.ts'), recordingPath];
+  if (options.pace !== undefined) args.push('--pace', String(options.pace));
+  if (options.crashAfterFrames !== undefined)
+    args.push('--crash-after', String(options.crashAfterFrames));
+  if (options.hangOnInitialize) args.push('--hang-on-initialize');
+  if (options.spawnChildPidFile !== undefined)
+    args.push('--spawn-child', options.spawnChildPidFile);
+  return { command: process.execPath, args };
+};

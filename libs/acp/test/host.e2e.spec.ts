@@ -1,0 +1,221 @@
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  AgentHost,
+  replayAgentCommand,
+  type FactBody,
+  type Frame,
+  type ReplayCommandOptions,
+} from '../src';
+import { EXPECTED } from './expected-facts';
+import { assertValidFact, fixturePath, loadFixture } from './helpers';
+
+/**
+ * AgentHost drives the replay agent as a real child process over stdio ACP. The dialect facts it
+ * emits must equal the fixture's expected facts. The only normalisation is time: the host stamps
+ * frames with its clock, fixed here, where the fixture carries recorded times.
+ */
+
+const NOW = '2026-11-10T12:00:00.000Z';
+
+const atNow = (f: FactBody): FactBody =>
+  f.type === 'background.started'
+    ? { ...f, data: { ...f.data, work: { ...f.data.work, startedAt: NOW } } }
+    : f;
+
+interface Run {
+  host: AgentHost;
+  facts: FactBody[];
+  frames: Frame[];
+}
+
+const startHost = async (
+  fixture: string,
+  opts: ReplayCommandOptions & { rawSdkMessages?: boolean; setupTimeoutMs?: number } = {},
+): Promise<Run> => {
+  const facts: FactBody[] = [];
+  const frames: Frame[] = [];
+  const { command, args } = replayAgentCommand(fixturePath(fixture), { pace: 0, ...opts });
+  const host = await AgentHost.start({
+    command,
+    args,
+    sessionCwd: '/tmp',
+    permissionPolicy: 'allow-once',
+    clock: () => NOW,
+    onFact: (f) => facts.push(f),
+    onRawFrame: (f) => frames.push(f),
+    ...(opts.rawSdkMessages !== undefined ? { rawSdkMessages: opts.rawSdkMessages } : {}),
+    ...(opts.setupTimeoutMs !== undefined ? { setupTimeoutMs: opts.setupTimeoutMs } : {}),
+  });
+  return { host, facts, frames };
+};
+
+/** Each recorded prompt with how many agent frames the recording shows before it was sent. */
+const recordedPrompts = (frames: Frame[]) => {
+  let seen = 0;
+  return frames.flatMap((f) => {
+    if (f.direction === 'agent->client') seen++;
+    const m = f.message as {
+      method?: string;
+      params?: { _meta?: { baton?: { promptId: string; admissionGeneration: number } } };
+    };
+    const b = m.params?._meta?.baton;
+    return f.direction === 'client->agent' && m.method === 'session/prompt' && b
+      ? [{ ...b, after: seen }]
+      : [];
+  });
+};
+
+const optsInto = (frames: Frame[]) =>
+  frames.some((f) => {
+    const m = f.message as { method?: string; params?: { _meta?: { claudeCode?: unknown } } };
+    return m.method === 'session/new' && m.params?._meta?.claudeCode !== undefined;
+  });
+
+const agentFrames = (frames: Frame[]) =>
+  frames.filter((f) => f.direction === 'agent->client').length;
+
+/** Resolves once `cond` holds, checking after every raw frame; jest's timeout bounds it. */
+const until = async (cond: () => boolean): Promise<void> => {
+  while (!cond()) await new Promise((r) => setTimeout(r, 10));
+};
+
+const E2E = Object.keys(EXPECTED).filter((n) => n !== 'claude-session-load-history');
+
+describe('AgentHost with the replay agent (real child processes, stdio ACP)', () => {
+  it.each(E2E)('%s: the host emits the fixture facts', async (fixture) => {
+    const recording = loadFixture(fixture);
+    const run = await startHost(fixture, { rawSdkMessages: optsInto(recording) });
+    try {
+      // The client side of the recording, replayed: each prompt goes out when the agent frames
+      // that preceded it in the recording have arrived.
+      const turns: Promise<unknown>[] = [];
+      for (const { after, promptId, admissionGeneration } of recordedPrompts(recording)) {
+        await until(() => agentFrames(run.frames) >= after);
+        turns.push(run.host.prompt({ promptId, admissionGeneration, text: `prompt ${promptId}` }));
+      }
+      if (recording.some((f) => (f.message as { method?: string }).method === 'session/cancel')) {
+        await until(() => run.facts.some((f) => f.type === 'foreground.output'));
+        await run.host.cancel();
+      }
+      await Promise.all(turns);
+      // Everything the agent recorded, including cycles after the last turn, has been played.
+      await until(() => agentFrames(run.frames) >= agentFrames(recording));
+    } finally {
+      await run.host.close();
+    }
+    const [started, ...rest] = run.facts;
+    const ended = rest.pop();
+    expect(started).toMatchObject({ type: 'execution.started', data: { startedAt: NOW } });
+    expect(ended).toMatchObject({ type: 'execution.ended', data: { reason: 'completed' } });
+    expect(rest).toEqual((EXPECTED[fixture] as FactBody[]).map(atNow));
+    run.facts.forEach(assertValidFact);
+  });
+
+  it('taps every raw line in both directions, including extension messages the SDK would drop', async () => {
+    const run = await startHost('claude-subagent-background-raw', { rawSdkMessages: true });
+    try {
+      await run.host.prompt({ promptId: 'p1', admissionGeneration: 1, text: 'go' });
+    } finally {
+      await run.host.close();
+    }
+    const methods = run.frames.map((f) => (f.message as { method?: string }).method);
+    expect(methods).toContain('_claude/sdkMessage');
+    const newSession = run.frames.find(
+      (f) => (f.message as { method?: string }).method === 'session/new',
+    );
+    expect(newSession?.direction).toBe('client->agent');
+    expect(newSession?.message).toMatchObject({
+      params: { _meta: { claudeCode: { emitRawSDKMessages: expect.any(Array) } } },
+    });
+  });
+
+  it('a live cancel the recording does not expect answers the open prompt with cancelled', async () => {
+    const run = await startHost('claude-subagent-background-plain', { pace: 1 });
+    let stop: string;
+    try {
+      const turn = run.host.prompt({ promptId: 'p1', admissionGeneration: 1, text: 'go' });
+      await until(() => run.facts.some((f) => f.type === 'tool.started'));
+      await run.host.cancel();
+      stop = (await turn).stopReason;
+    } finally {
+      await run.host.close();
+    }
+    expect(stop).toBe('cancelled');
+    expect(run.facts).toContainEqual({
+      type: 'turn.ended',
+      data: { admissionGeneration: 1, stopReason: 'cancelled' },
+    });
+  });
+
+  it('closing the host kills the whole process group, children included', async () => {
+    const pidFile = join(mkdtempSync(join(tmpdir(), 'baton-acp-')), 'child.pid');
+    const run = await startHost('generic-turn', { spawnChildPidFile: pidFile });
+    await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '');
+    const childPid = Number(readFileSync(pidFile, 'utf8'));
+    expect(alive(run.host.pid)).toBe(true);
+    expect(alive(childPid)).toBe(true);
+    await run.host.close();
+    await until(() => !alive(childPid));
+    expect(alive(run.host.pid)).toBe(false);
+  });
+
+  it('an agent that crashes mid-turn ends the execution as crashed and fails the prompt', async () => {
+    const run = await startHost('generic-turn', { crashAfterFrames: 5 });
+    await expect(
+      run.host.prompt({ promptId: 'p1', admissionGeneration: 1, text: 'go' }),
+    ).rejects.toThrow();
+    await run.host.exited;
+    expect(run.facts.at(-1)).toMatchObject({
+      type: 'execution.ended',
+      data: { reason: 'crashed', exitCode: 70 },
+    });
+    expect(run.facts).toContainEqual({
+      type: 'prompt.dispatched',
+      data: { promptId: 'p1', admissionGeneration: 1 },
+    });
+  });
+
+  it('an agent that never answers initialize ends as failed and the host gives up', async () => {
+    const facts: FactBody[] = [];
+    const { command, args } = replayAgentCommand(fixturePath('generic-turn'), {
+      hangOnInitialize: true,
+    });
+    await expect(
+      AgentHost.start({
+        command,
+        args,
+        sessionCwd: '/tmp',
+        setupTimeoutMs: 1_000,
+        onFact: (f) => facts.push(f),
+      }),
+    ).rejects.toThrow(/in time/);
+    expect(facts.map((f) => f.type)).toEqual(['execution.started', 'execution.ended']);
+    expect(facts[1]).toMatchObject({ data: { reason: 'failed' } });
+  });
+
+  it('a prompt that cannot reach the agent is reported as a failed dispatch', async () => {
+    const run = await startHost('generic-turn');
+    await run.host.close();
+    await expect(
+      run.host.prompt({ promptId: 'p9', admissionGeneration: 9, text: 'late' }),
+    ).rejects.toThrow();
+    expect(run.facts).toContainEqual(
+      expect.objectContaining({
+        type: 'prompt.dispatch_failed',
+        data: expect.objectContaining({ promptId: 'p9', admissionGeneration: 9 }),
+      }),
+    );
+  });
+});
+
+/** A zombie (exited, not yet reaped) counts as dead. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
