@@ -86,7 +86,7 @@ function onTimer(s: SessionState, timer: Timer): DecisionDraft[] {
   const t = s.turn;
   if (!t || t.generation !== timer.admissionGeneration || t.phase !== 'dispatched') return [];
   const ref = { promptId: t.promptId, admissionGeneration: t.generation };
-  if (t.agentEvents === 0) return [{ type: 'turn.abandoned', sessionId, data: ref }];
+  if (!t.heardFromAgent) return [{ type: 'turn.abandoned', sessionId, data: ref }];
   if (s.stallAdvised < t.generation) return [{ type: 'turn.stalled', sessionId, data: ref }];
   return [];
 }

@@ -125,7 +125,7 @@ export function evolveSession(s: SessionState, e: StreamEntry): SessionState {
         phase: 'claimed',
         claimEpoch: next.foregroundEpoch,
         yielded: false,
-        agentEvents: 0,
+        heardFromAgent: false,
         cancelRequested: false,
       };
       // A handoff replaces the held-open turn: its late end is stale by generation.
@@ -208,17 +208,22 @@ function isLive(s: SessionState, e: { executionId: string }): boolean {
 }
 
 function countEvent(s: SessionState): SessionState {
-  if (!s.turn || s.turn.phase !== 'dispatched') return s;
-  return { ...s, turn: { ...s.turn, agentEvents: s.turn.agentEvents + 1 } };
+  if (!s.turn || s.turn.phase !== 'dispatched' || s.turn.heardFromAgent) return s;
+  return { ...s, turn: { ...s.turn, heardFromAgent: true } };
 }
 
+/** Foreground output. Most entries of a stream are this, so an unchanged session is returned as is. */
 function foregroundOutput(s: SessionState): SessionState {
-  const counted = countEvent(s);
+  const t = s.turn;
+  const turnChanges = t !== null && (t.yielded || (t.phase === 'dispatched' && !t.heardFromAgent));
+  if (s.generating && !turnChanges) return s;
   return {
-    ...counted,
+    ...s,
     generating: true,
-    foregroundEpoch: counted.foregroundEpoch + 1,
-    turn: counted.turn && counted.turn.yielded ? { ...counted.turn, yielded: false } : counted.turn,
+    foregroundEpoch: s.generating ? s.foregroundEpoch : s.foregroundEpoch + 1,
+    turn: turnChanges
+      ? { ...t, yielded: false, heardFromAgent: t.heardFromAgent || t.phase === 'dispatched' }
+      : t,
   };
 }
 

@@ -7,7 +7,14 @@ import {
 } from '@baton/protocol';
 import { evolve } from './evolve';
 import type { PromptRecord, SessionState, TaskState } from './state';
-import { liveRegistrations, queueEntries, sessionActivity, taskActivity } from './views';
+import {
+  activeSubagentCount,
+  foregroundActivity,
+  liveRegistrations,
+  queueEntries,
+  sessionActivity,
+  taskActivity,
+} from './views';
 
 export interface Folded {
   readonly state: TaskState;
@@ -23,18 +30,19 @@ export interface Folded {
 export function fold(state: TaskState, entry: StreamEntry): Folded {
   const next = evolve(state, entry);
   if (next === state) return { state, updates: [] };
-  const drafts = sessionChanges(
-    state.sessions[entry.sessionId],
-    next.sessions[entry.sessionId]!,
-    entry,
-  );
-  const taskBefore = taskActivity(state);
-  const taskAfter = taskActivity(next);
-  if (
-    taskBefore.foregroundActivity !== taskAfter.foregroundActivity ||
-    taskBefore.activeSubagentCount !== taskAfter.activeSubagentCount
-  ) {
-    drafts.push({ type: 'task.activity', data: taskAfter });
+  const before = state.sessions[entry.sessionId];
+  const after = next.sessions[entry.sessionId]!;
+  const drafts = sessionChanges(before, after, entry);
+  // The aggregate can move only when this session's own tier or count moved.
+  if (!before || !sameTierAndCount(before, after)) {
+    const taskBefore = taskActivity(state);
+    const taskAfter = taskActivity(next);
+    if (
+      taskBefore.foregroundActivity !== taskAfter.foregroundActivity ||
+      taskBefore.activeSubagentCount !== taskAfter.activeSubagentCount
+    ) {
+      drafts.push({ type: 'task.activity', data: taskAfter });
+    }
   }
   if (drafts.length === 0) return { state: next, updates: [] };
   let seq = next.seq;
@@ -42,6 +50,14 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
     (d) => ({ v: SCHEMA_VERSION, taskId: next.taskId, seq: ++seq, ...d }) as Update,
   );
   return { state: { ...next, seq }, updates };
+}
+
+function sameTierAndCount(a: SessionState, b: SessionState): boolean {
+  return (
+    a.deleted === b.deleted &&
+    foregroundActivity(a) === foregroundActivity(b) &&
+    activeSubagentCount(a) === activeSubagentCount(b)
+  );
 }
 
 function sessionChanges(

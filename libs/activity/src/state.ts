@@ -64,8 +64,8 @@ export interface Turn {
   readonly claimEpoch: number;
   /** A human-origin idle for this generation was seen and no foreground output since. */
   readonly yielded: boolean;
-  /** Agent facts seen since dispatch (the stall watchdog's "no agent event at all"). */
-  readonly agentEvents: number;
+  /** An agent fact arrived since dispatch (the stall watchdog's "no agent event at all"). */
+  readonly heardFromAgent: boolean;
   readonly cancelRequested: boolean;
 }
 
@@ -110,7 +110,10 @@ export interface SessionState {
   readonly steer: Turn | null;
   /** Foreground output seen since the last idle boundary. */
   readonly generating: boolean;
-  /** Bumped by every foreground output. */
+  /**
+   * Bumped by foreground output that starts generating. A turn claim needs an idle foreground,
+   * so any output after a claim moves the epoch away from the claim's.
+   */
   readonly foregroundEpoch: number;
   /** Tool ownership of the live execution, by tool call id (provider ids are per execution). */
   readonly tools: Readonly<Record<string, ToolOwnership>>;

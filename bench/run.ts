@@ -1,0 +1,69 @@
+// One entry point for every benchmark of the project: `npm run bench`.
+// Runs each suite in turn, prints a table and rewrites BENCHMARKS.md (results, machine, command, date).
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { formatResults, type BenchResult } from './lib';
+import { runFoldBench } from './fold.bench';
+import { runStoreBench } from './store.bench';
+
+const NOTES_MARKER = '<!-- notes below are kept by bench/run.ts -->';
+
+interface Suite {
+  title: string;
+  note: string;
+  run: () => Promise<BenchResult[]>;
+}
+
+const SUITES: Suite[] = [
+  {
+    title: 'Domain core (libs/activity)',
+    note:
+      'Replays a recorded stream (executions, prompts with their decisions, coalesced output, tools, subagents) through `fold` = `evolve` + sequenced updates. ' +
+      'Baseline: `JSON.parse` of the same entries, the cost a projector pays anyway to read them.',
+    run: runFoldBench,
+  },
+  {
+    title: 'Event store (libs/store)',
+    note: 'Against its own redis-server on a free port; baselines are raw pipelined XADD and raw XRANGE + JSON.parse of the same payloads, in the same run.',
+    run: runStoreBench,
+  },
+];
+
+async function main(): Promise<void> {
+  const only = process.argv.slice(2);
+  const sections: string[] = [];
+  for (const suite of SUITES) {
+    if (only.length > 0 && !only.some((o) => suite.title.toLowerCase().includes(o.toLowerCase())))
+      continue;
+    console.log(`\n## ${suite.title}`);
+    const results = await suite.run();
+    const table = formatResults(results);
+    console.log(table);
+    sections.push(`## ${suite.title}\n\n${suite.note}\n\n${table}\n`);
+  }
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}`;
+  const header = [
+    '# Benchmarks',
+    '',
+    `Command: \`npm run bench\` (= \`node --expose-gc --import tsx bench/run.ts\`). Date: ${new Date().toISOString().slice(0, 10)}. Machine: ${machine}.`,
+    '',
+    'Every figure is measured side by side with its baseline in the same run; ratios are value / baseline. This machine is a noisy shared 2-core VM: compare ratios, not absolute figures.',
+    '',
+  ].join('\n');
+  // Written analysis (what bounds an unmet goal, the next step) lives below the marker and survives reruns.
+  const file = join(__dirname, '..', 'BENCHMARKS.md');
+  const previous = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const at = previous.indexOf(NOTES_MARKER);
+  const notes = at === -1 ? `${NOTES_MARKER}\n` : previous.slice(at);
+  writeFileSync(file, `${header}${sections.join('\n')}\n${notes}`);
+  console.log('\nBENCHMARKS.md rewritten');
+}
+
+void main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
