@@ -21,7 +21,11 @@ export type WriterRole = z.infer<typeof WriterRole>;
 export const Writer = z.object({
   role: WriterRole,
   instance: Id,
-  /** Per-writer sequence: the store appends a (writer instance, seq) at most once. */
+  /**
+   * Per-writer sequence for deduplication: within one task a writer's seqs only grow, and a writer
+   * retries a batch until it is acknowledged before sending later ones; the store then appends a
+   * (writer instance, seq) at most once.
+   */
   seq: z.number().int().nonnegative(),
 });
 export type Writer = z.infer<typeof Writer>;
