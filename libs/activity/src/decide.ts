@@ -6,7 +6,7 @@ import {
   type StreamEntry,
 } from '@baton/protocol';
 import { evolve } from './evolve';
-import type { PendingCommand, SessionState, TaskState } from './state';
+import type { PendingCommand, SessionState, TaskState, Turn } from './state';
 import { supportsSteering, yieldedToAttestedWork } from './views';
 
 /** A decision before the owner stamps it with its writer envelope. */
@@ -136,6 +136,20 @@ function admit(
   };
 }
 
+/** Gives a claim that has not reached the agent back to the head of the queue. */
+function release(s: SessionState, t: Turn, commandId?: string): DecisionDraft {
+  return {
+    type: 'prompt.released',
+    sessionId: s.id,
+    data: {
+      promptId: t.promptId,
+      admissionGeneration: t.generation,
+      reason: 'session_cancelled',
+      ...(commandId ? { commandId } : {}),
+    },
+  };
+}
+
 function rejectCommand(
   s: SessionState,
   commandId: string,
@@ -173,15 +187,7 @@ function answer(s: SessionState, c: PendingCommand): DecisionDraft[] {
         t !== null &&
         (c.data.observedGeneration === undefined || c.data.observedGeneration === t.generation);
       if (t && replaces && t.phase === 'claimed') {
-        out.push({
-          type: 'prompt.released',
-          sessionId,
-          data: {
-            promptId: t.promptId,
-            admissionGeneration: t.generation,
-            reason: 'session_cancelled',
-          },
-        });
+        out.push(release(s, t));
       }
       out.push({
         type: 'prompt.promoted',
@@ -220,16 +226,7 @@ function answer(s: SessionState, c: PendingCommand): DecisionDraft[] {
       }
       const out: DecisionDraft[] = [
         t.phase === 'claimed'
-          ? {
-              type: 'prompt.released',
-              sessionId,
-              data: {
-                promptId: t.promptId,
-                admissionGeneration: t.generation,
-                reason: 'session_cancelled',
-                commandId,
-              },
-            }
+          ? release(s, t, commandId)
           : {
               type: 'turn.cancel_requested',
               sessionId,
