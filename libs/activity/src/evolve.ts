@@ -84,7 +84,6 @@ export function evolveSession(s: SessionState, e: StreamEntry): SessionState {
       const record: PromptRecord = {
         promptId: d.promptId,
         idempotencyKey: d.idempotencyKey,
-        commandId: d.commandId,
         origin: d.origin,
         text: d.text,
         status: 'pending',

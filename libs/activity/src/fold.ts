@@ -1,20 +1,14 @@
 import {
   SCHEMA_VERSION,
   type PromptOutcome,
+  type SessionActivityView,
   type StreamEntry,
   type UnsequencedUpdate,
   type Update,
 } from '@baton/protocol';
 import { evolve } from './evolve';
 import type { PromptRecord, SessionState, TaskState } from './state';
-import {
-  activeSubagentCount,
-  foregroundActivity,
-  liveRegistrations,
-  queueEntries,
-  sessionActivity,
-  taskActivity,
-} from './views';
+import { liveRegistrations, queueEntries, sessionActivity, taskActivity } from './views';
 
 export interface Folded {
   readonly state: TaskState;
@@ -32,9 +26,17 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
   if (next === state) return { state, updates: [] };
   const before = state.sessions[entry.sessionId];
   const after = next.sessions[entry.sessionId]!;
-  const drafts = sessionChanges(before, after, entry);
+  const a0 = before && sessionActivity(before);
+  const a1 = sessionActivity(after);
+  const drafts = sessionChanges(before, after, a0, a1, entry);
   // The aggregate can move only when this session's own tier or count moved.
-  if (!before || !sameTierAndCount(before, after)) {
+  if (
+    !before ||
+    !a0 ||
+    before.deleted !== after.deleted ||
+    a0.foregroundActivity !== a1.foregroundActivity ||
+    a0.activeSubagentCount !== a1.activeSubagentCount
+  ) {
     const taskBefore = taskActivity(state);
     const taskAfter = taskActivity(next);
     if (
@@ -52,17 +54,11 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
   return { state: { ...next, seq }, updates };
 }
 
-function sameTierAndCount(a: SessionState, b: SessionState): boolean {
-  return (
-    a.deleted === b.deleted &&
-    foregroundActivity(a) === foregroundActivity(b) &&
-    activeSubagentCount(a) === activeSubagentCount(b)
-  );
-}
-
 function sessionChanges(
   before: SessionState | undefined,
   after: SessionState,
+  a0: SessionActivityView | undefined,
+  a1: SessionActivityView,
   entry: StreamEntry,
 ): UnsequencedUpdate[] {
   const sessionId = after.id;
@@ -73,8 +69,6 @@ function sessionChanges(
     out.push(...promptChanges(before, after, entry));
     return out;
   }
-  const a0 = before && sessionActivity(before);
-  const a1 = sessionActivity(after);
   if (
     !a0 ||
     a0.state !== a1.state ||

@@ -86,7 +86,6 @@ export type PromptStatus = 'pending' | 'queued' | 'admitted' | 'rejected' | 'rem
 export interface PromptRecord {
   readonly promptId: string;
   readonly idempotencyKey: string;
-  readonly commandId: string;
   readonly origin: PromptOrigin;
   /** Dropped once the prompt is settled: only queued and claimed prompts need their text. */
   readonly text: string | null;
