@@ -4,4 +4,5 @@ export * from './entries';
 export * from './views';
 export * from './updates';
 export * from './wire';
+export * from './execution';
 export * from './json-schema';

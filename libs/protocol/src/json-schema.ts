@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { BackgroundWork } from './background-work';
 import { StreamEntry } from './entries';
+import { ExecutionJob, InboxMessage } from './execution';
 import { Update } from './updates';
 import { TaskView } from './views';
 import { ClientMessage, ServerMessage } from './wire';
@@ -13,6 +14,8 @@ export const PUBLISHED_SCHEMAS = {
   'background-work': BackgroundWork,
   'client-message': ClientMessage,
   'server-message': ServerMessage,
+  'execution-job': ExecutionJob,
+  'inbox-message': InboxMessage,
 } as const;
 
 export function toJsonSchemas(): Record<string, unknown> {

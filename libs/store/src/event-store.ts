@@ -1,4 +1,4 @@
-import { StreamEntry, Update } from '@baton/protocol';
+import { InboxMessage, StreamEntry, TaskView, Update } from '@baton/protocol';
 import type { z } from 'zod';
 import {
   connectRedis,
@@ -74,6 +74,46 @@ export interface Snapshot<S> {
   id: string;
   state: S;
   epoch: number;
+}
+
+export interface StoredInboxMessage {
+  id: string;
+  message: InboxMessage;
+}
+
+/** One execution of one session of a task. */
+export interface ExecutionRef {
+  taskId: string;
+  sessionId: string;
+  executionId: string;
+}
+
+export interface ExpiredExecutionLease extends ExecutionRef {
+  /** Server time (ms) at which the lease lapsed or lapses. */
+  expiresAt: number;
+}
+
+function executionMember(ref: ExecutionRef): string {
+  return JSON.stringify([ref.taskId, ref.sessionId, ref.executionId]);
+}
+
+function parseExecutionMember(member: string): ExecutionRef | null {
+  try {
+    const v: unknown = JSON.parse(member);
+    if (Array.isArray(v) && v.length === 3) {
+      const [taskId, sessionId, executionId] = v as unknown[];
+      if (
+        typeof taskId === 'string' &&
+        typeof sessionId === 'string' &&
+        typeof executionId === 'string'
+      ) {
+        return { taskId, sessionId, executionId };
+      }
+    }
+  } catch {
+    // fall through: a member Baton did not write
+  }
+  return null;
 }
 
 export interface RawFrame {
@@ -287,20 +327,6 @@ export class EventStore {
     return last[0]?.[0] ?? '0-0';
   }
 
-  private async decodeEntry(
-    key: string,
-    shard: number,
-    id: string,
-    fields: Fields,
-    taskId: string,
-  ): Promise<StreamEntry | null> {
-    const r = decode(field(fields, 'e'), StreamEntry);
-    if (r.ok && r.value.taskId === taskId) return r.value;
-    const reason = r.ok ? `taskId ${r.value.taskId} in the stream of ${taskId}` : r.reason;
-    await this.deadLetter(shard, key, id, reason, fields);
-    return null;
-  }
-
   /**
    * Follows the feeds of `shards` with blocking reads on dedicated connections: one for all shards
    * on a single Redis, one per shard on a Cluster (a blocking read covers one slot there). `from`
@@ -365,6 +391,21 @@ export class EventStore {
         this.scripts.lease_release(this.keys.lease(lease.shard), lease.owner, lease.epoch),
       );
       return r === 1;
+    },
+    /** Who holds each shard now (shards never leased or lapsed are absent). */
+    list: async (): Promise<Lease[]> => {
+      const out: Lease[] = [];
+      const replies = await Promise.all(
+        Array.from({ length: this.keys.shards }, (_, shard) =>
+          this.redis.hmget(this.keys.lease(shard), 'owner', 'epoch', 'expiresAt'),
+        ),
+      );
+      replies.forEach(([owner, epoch, expiresAt], shard) => {
+        if (owner && epoch && expiresAt) {
+          out.push({ shard, owner, epoch: Number(epoch), expiresAt: Number(expiresAt) });
+        }
+      });
+      return out;
     },
     /** The highest epoch ever issued for the shard (0 if none). */
     epoch: async (shard: number): Promise<number> =>
@@ -499,35 +540,183 @@ export class EventStore {
   // ---------------------------------------------------------------------------------------------
 
   readonly inbox = {
-    /** Hands entries (e.g. an admitted prompt) to an execution's worker, fenced. */
+    /** Hands messages (an admitted prompt, a cancel) to an execution's worker, fenced. */
     append: async (
       lease: Lease,
       taskId: string,
       executionId: string,
-      entries: readonly StreamEntry[],
+      messages: readonly InboxMessage[],
     ): Promise<string[]> => {
       this.checkLease(lease, taskId);
-      const valid = this.validateIn(taskId, entries);
+      const valid = messages.map((raw, index) => {
+        const r = InboxMessage.safeParse(raw);
+        if (!r.success) throw new InvalidEntryError(index, zodReason(r.error));
+        if (r.data.taskId !== taskId || r.data.executionId !== executionId) {
+          throw new InvalidEntryError(index, `message for ${r.data.taskId}/${r.data.executionId}`);
+        }
+        return r.data;
+      });
       return this.run<string[]>(
         this.scripts.inbox_append(
           this.keys.lease(lease.shard),
           this.keys.inbox(taskId, executionId),
           lease.epoch,
           this.opts.inboxMaxLen,
-          ...valid.map((e) => JSON.stringify(e)),
+          ...valid.map((m) => JSON.stringify(m)),
         ),
       );
     },
-    read: (taskId: string, executionId: string, afterId = '0-0', count = 100) =>
-      this.readEntries(this.keys.inbox(taskId, executionId), taskId, afterId, count),
+    read: async (
+      taskId: string,
+      executionId: string,
+      afterId = '0-0',
+      count = 100,
+    ): Promise<Page<StoredInboxMessage>> => {
+      const key = this.keys.inbox(taskId, executionId);
+      const start = afterId === '0-0' ? '-' : `(${afterId}`;
+      const raw = (await this.redis.xrange(key, start, '+', 'COUNT', count)) as XEntry[];
+      const items: StoredInboxMessage[] = [];
+      for (const [id, fields] of raw) {
+        const message = await this.decodeInbox(key, taskId, id, fields);
+        if (message) items.push({ id, message });
+      }
+      return { items, lastId: raw.length > 0 ? raw[raw.length - 1]![0] : afterId };
+    },
     /** Follows one execution's inbox with a blocking read on a dedicated connection. */
-    tail: (taskId: string, executionId: string, from = '$'): StreamTail<StoredEntry> => {
+    tail: (taskId: string, executionId: string, from = '$'): StreamTail<StoredInboxMessage> => {
       const key = this.keys.inbox(taskId, executionId);
       return this.follow([{ key, from }], async (_key, id, fields) => {
-        const entry = await this.decodeEntry(key, this.shardOf(taskId), id, fields, taskId);
-        return entry ? { id, entry } : null;
+        const message = await this.decodeInbox(key, taskId, id, fields);
+        return message ? { id, message } : null;
       });
     },
+    /** Removes an ended execution's inbox. */
+    remove: async (taskId: string, executionId: string): Promise<void> => {
+      await this.redis.del(this.keys.inbox(taskId, executionId));
+    },
+  };
+
+  private async decodeInbox(
+    key: string,
+    taskId: string,
+    id: string,
+    fields: Fields,
+  ): Promise<InboxMessage | null> {
+    const r = decode(field(fields, 'e'), InboxMessage);
+    if (r.ok && r.value.taskId === taskId) return r.value;
+    const reason = r.ok ? `taskId ${r.value.taskId} in an inbox of ${taskId}` : r.reason;
+    await this.deadLetter(this.shardOf(taskId), key, id, reason, fields);
+    return null;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Executions: leases and generations
+  // ---------------------------------------------------------------------------------------------
+
+  readonly executions = {
+    /**
+     * The next generation of a session's executions (1, 2, ...). Taken once per execution when it
+     * starts, so a restarted execution always carries a higher generation than its predecessor.
+     */
+    nextGeneration: async (taskId: string, sessionId: string): Promise<number> =>
+      this.redis.hincrby(this.keys.executionGenerations(taskId), sessionId, '1'),
+    /** Takes or renews an execution's lease for `ttlMs` by the server clock; returns the expiry. */
+    renewLease: async (ref: ExecutionRef, ttlMs: number): Promise<number> =>
+      this.run<number>(
+        this.scripts.execution_lease_renew(
+          this.keys.executionLeases(this.shardOf(ref.taskId)),
+          executionMember(ref),
+          ttlMs,
+        ),
+      ),
+    /** Drops an execution's lease (its end is recorded, or it was declared lost). */
+    dropLease: async (ref: ExecutionRef): Promise<void> => {
+      await this.redis.zrem(
+        this.keys.executionLeases(this.shardOf(ref.taskId)),
+        executionMember(ref),
+      );
+    },
+    /** Leases of a shard that lapsed by the server clock, oldest first. */
+    expiredLeases: async (shard: number, limit = 1_000): Promise<ExpiredExecutionLease[]> => {
+      const flat = await this.run<string[]>(
+        this.scripts.execution_leases_expired(this.keys.executionLeases(shard), limit),
+      );
+      const out: ExpiredExecutionLease[] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const ref = parseExecutionMember(flat[i]!);
+        if (ref) out.push({ ...ref, expiresAt: Number(flat[i + 1]) });
+      }
+      return out;
+    },
+    /** Every execution holding a lease in a shard, live or lapsed. */
+    leases: async (shard: number): Promise<ExpiredExecutionLease[]> => {
+      const flat = await this.redis.zrange(
+        this.keys.executionLeases(shard),
+        '0',
+        '-1',
+        'WITHSCORES',
+      );
+      const out: ExpiredExecutionLease[] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const ref = parseExecutionMember(flat[i]!);
+        if (ref) out.push({ ...ref, expiresAt: Number(flat[i + 1]) });
+      }
+      return out;
+    },
+  };
+
+  // ---------------------------------------------------------------------------------------------
+  // Read models and tenancy
+  // ---------------------------------------------------------------------------------------------
+
+  readonly views = {
+    /** Stores a task's current view, fenced; a view older than the stored one is ignored. */
+    write: async (lease: Lease, view: TaskView): Promise<boolean> => {
+      this.checkLease(lease, view.taskId);
+      const r = await this.run<number>(
+        this.scripts.view_write(
+          this.keys.lease(lease.shard),
+          this.keys.views(lease.shard),
+          this.keys.viewSeqs(lease.shard),
+          lease.epoch,
+          view.taskId,
+          view.seq,
+          JSON.stringify(view),
+        ),
+      );
+      return r === 1;
+    },
+    /** The task's current view, or null when no owner has written one yet. */
+    read: async (taskId: string): Promise<TaskView | null> => {
+      const shard = this.shardOf(taskId);
+      const json = await this.redis.hget(this.keys.views(shard), taskId);
+      if (json === null) return null;
+      const r = decode(json, TaskView);
+      if (r.ok) return r.value;
+      await this.deadLetter(shard, this.keys.views(shard), taskId, r.reason, ['v', json]);
+      return null;
+    },
+  };
+
+  readonly tenants = {
+    /**
+     * Makes `tenant` the owner of `taskId` unless another tenant already owns it. Returns the
+     * owner: compare it with `tenant` to know whether the caller may act on the task.
+     */
+    claim: async (taskId: string, tenant: string): Promise<string> => {
+      const key = this.keys.tenants(this.shardOf(taskId));
+      await this.redis.hsetnx(key, taskId, tenant);
+      const owner = (await this.redis.hget(key, taskId)) ?? tenant;
+      // Idempotent, so a claim interrupted between the two keys is completed by the next one.
+      if (owner === tenant) await this.redis.sadd(this.keys.tenantTasks(tenant), taskId);
+      return owner;
+    },
+    /** The tenant that owns a task, or null. */
+    of: async (taskId: string): Promise<string | null> =>
+      this.redis.hget(this.keys.tenants(this.shardOf(taskId)), taskId),
+    /** The tasks of a tenant, sorted. */
+    tasks: async (tenant: string): Promise<string[]> =>
+      (await this.redis.smembers(this.keys.tenantTasks(tenant))).sort(),
   };
 
   readonly rawFrames = {

@@ -2,6 +2,9 @@ export { EventStore } from './event-store';
 export type {
   AcquireResult,
   DeadLetter,
+  ExecutionRef,
+  ExpiredExecutionLease,
+  StoredInboxMessage,
   EventStoreOptions,
   FeedNote,
   Lease,

@@ -22,6 +22,12 @@
  * | baton:{b:7}:xr:<executionId>     | stream | the execution's raw ACP frames: direction `d`, `f`   |
  * | baton:{b:7}:dead                 | stream | dead letters: `src` key, `id`, `reason`, `raw`       |
  * | baton:{b:7}:deadidx              | hash   | source entries already dead-lettered                 |
+ * | baton:{b:7}:xleases              | zset   | execution leases: [task, session, exec] -> expiry  |
+ * | baton:{b:7}:xgen:<taskId>        | hash   | session id -> last execution generation handed out   |
+ * | baton:{b:7}:views                | hash   | task id -> current TaskView JSON (the read model)    |
+ * | baton:{b:7}:vseq                 | hash   | task id -> update seq of the stored view             |
+ * | baton:{b:7}:tenant               | hash   | task id -> the tenant that owns the task             |
+ * | baton:{t:<tenant>}:tasks         | set    | the task ids of one tenant                           |
  *
  * Ids come last in every key and each kind has its own infix, so no task or execution id (which
  * may contain `:`) can make one key collide with another. An execution's keys live in its task's
@@ -98,5 +104,25 @@ export class KeyLayout {
   }
   deadIndex(shard: number): string {
     return `${this.shardBase(shard)}:deadidx`;
+  }
+  executionLeases(shard: number): string {
+    return `${this.shardBase(shard)}:xleases`;
+  }
+  executionGenerations(taskId: string): string {
+    return `${this.shardBase(this.shardOf(taskId))}:xgen:${taskId}`;
+  }
+  views(shard: number): string {
+    return `${this.shardBase(shard)}:views`;
+  }
+  viewSeqs(shard: number): string {
+    return `${this.shardBase(shard)}:vseq`;
+  }
+  tenants(shard: number): string {
+    return `${this.shardBase(shard)}:tenant`;
+  }
+  /** Not in a shard: a tenant's task list spans shards. Braces in a tenant id are refused. */
+  tenantTasks(tenant: string): string {
+    if (/[{}]/.test(tenant)) throw new RangeError(`tenant id must not contain braces: ${tenant}`);
+    return `${this.prefix}:{t:${tenant}}:tasks`;
   }
 }

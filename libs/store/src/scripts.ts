@@ -18,6 +18,9 @@ const SCRIPTS = {
   inbox_append: { keys: 2, prelude: true },
   append_bounded: { keys: 1, prelude: false },
   dead_letter: { keys: 2, prelude: false },
+  execution_lease_renew: { keys: 1, prelude: false },
+  execution_leases_expired: { keys: 1, prelude: false },
+  view_write: { keys: 3, prelude: true },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

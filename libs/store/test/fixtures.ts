@@ -1,4 +1,4 @@
-import type { StreamEntry, Update } from '@baton/protocol';
+import type { InboxMessage, StreamEntry, Update } from '@baton/protocol';
 import { connectRedis, type RedisClient } from '../src';
 import { startRedis, startRedisCluster } from '@baton/redis-harness';
 
@@ -74,4 +74,22 @@ let prefixes = 0;
 export function freshPrefix(): string {
   prefixes += 1;
   return `t${process.pid}x${prefixes}`;
+}
+
+/** An admitted prompt handed to an execution's inbox. */
+export function delivery(taskId: string, executionId: string, generation: number): InboxMessage {
+  return {
+    v: 1,
+    type: 'prompt.deliver',
+    taskId,
+    sessionId: `${taskId}-session`,
+    executionId,
+    data: {
+      promptId: `p${generation}`,
+      admissionGeneration: generation,
+      mode: 'turn',
+      origin: 'human',
+      text: `prompt ${generation}`,
+    },
+  };
 }

@@ -9,7 +9,15 @@ import {
   isCluster,
   type Lease,
 } from '../src';
-import { decision, fact, freshPrefix, startBackend, update, type Backend } from './fixtures';
+import {
+  decision,
+  delivery,
+  fact,
+  freshPrefix,
+  startBackend,
+  update,
+  type Backend,
+} from './fixtures';
 
 jest.setTimeout(60_000);
 
@@ -57,6 +65,11 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       k.rawFrames(t, 'exec-1'),
       k.deadLetters(s),
       k.deadIndex(s),
+      k.executionLeases(s),
+      k.executionGenerations(t),
+      k.views(s),
+      k.viewSeqs(s),
+      k.tenants(s),
     ];
     const client = backend.client();
     const slots = await Promise.all(
@@ -172,7 +185,9 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     await expect(store.snapshots.write(a, t, id!, { n: 2 })).rejects.toThrow(FencedError);
     await expect(store.snapshots.trim(a, t)).rejects.toThrow(FencedError);
     await expect(store.publishUpdates(a, t, [update(t, 1)])).rejects.toThrow(FencedError);
-    await expect(store.inbox.append(a, t, 'exec-1', [decision(t, 3)])).rejects.toThrow(FencedError);
+    await expect(store.inbox.append(a, t, 'exec-1', [delivery(t, 'exec-1', 3)])).rejects.toThrow(
+      FencedError,
+    );
     await expect(store.leases.renew(a, 30_000)).rejects.toThrow(FencedError);
     expect(await store.leases.release(a)).toBe(false);
 
@@ -309,13 +324,33 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect((await store.deadLetters.read(shard, dead.lastId)).items[0]!.sourceId).toBe(badUpdate);
   });
 
-  it('hands entries to an execution inbox and logs raw frames, bounded', async () => {
+  it('hands messages to an execution inbox and logs raw frames, bounded', async () => {
     const t = 't9';
     const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');
-    const ids = await store.inbox.append(lease, t, 'exec-1', [decision(t, 1), decision(t, 2)]);
+    const sent = [delivery(t, 'exec-1', 1), delivery(t, 'exec-1', 2)];
+    const ids = await store.inbox.append(lease, t, 'exec-1', sent);
     const inbox = await store.inbox.read(t, 'exec-1');
-    expect(inbox.items.map((i) => i.id)).toEqual(ids);
+    expect(inbox.items).toEqual(ids.map((id, i) => ({ id, message: sent[i] })));
     expect((await store.inbox.read(t, 'exec-1', ids[0]!)).items).toHaveLength(1);
+    // A message for another execution, or one that is not a message, is refused whole.
+    await expect(
+      store.inbox.append(lease, t, 'exec-1', [delivery(t, 'exec-2', 3)]),
+    ).rejects.toThrow(InvalidEntryError);
+    await expect(store.inbox.append(lease, t, 'exec-1', [decision(t, 3) as never])).rejects.toThrow(
+      InvalidEntryError,
+    );
+    // What a worker would tail from the start.
+    const tail = store.inbox.tail(t, 'exec-1', '0-0');
+    const seen: number[] = [];
+    for await (const batch of tail) {
+      for (const m of batch) {
+        if (m.message.type === 'prompt.deliver') seen.push(m.message.data.admissionGeneration);
+      }
+      if (seen.length >= 2) break;
+    }
+    expect(seen).toEqual([1, 2]);
+    await store.inbox.remove(t, 'exec-1');
+    expect((await store.inbox.read(t, 'exec-1')).items).toEqual([]);
 
     const bounded = new EventStore(backend.client(), {
       prefix: freshPrefix(),
@@ -349,6 +384,70 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect(await store.append('t10', [fact('t10', 'w1', 1)])).toEqual([expect.any(String)]);
     const lease = await mustAcquire(store, store.shardOf('t10'), 'projector-a');
     expect(lease.epoch).toBe(1);
+  });
+
+  it('execution leases lapse by the server clock and generations only grow', async () => {
+    const t = 'task-x';
+    const shard = store.shardOf(t);
+    const a = { taskId: t, sessionId: 's1', executionId: 'x-a' };
+    const b = { taskId: t, sessionId: 's1', executionId: 'x-b' };
+    expect(await store.executions.nextGeneration(t, 's1')).toBe(1);
+    expect(await store.executions.nextGeneration(t, 's1')).toBe(2);
+    expect(await store.executions.nextGeneration(t, 's2')).toBe(1);
+
+    expect(await store.executions.renewLease(a, 30_000)).toBeGreaterThan(0);
+    await store.executions.renewLease(b, 1);
+    await waitUntil(async () => (await store.executions.expiredLeases(shard)).length === 1);
+    expect(await store.executions.expiredLeases(shard)).toEqual([
+      { ...b, expiresAt: expect.any(Number) },
+    ]);
+    // Renewing moves it back into the future; dropping removes it.
+    await store.executions.renewLease(b, 30_000);
+    expect(await store.executions.expiredLeases(shard)).toEqual([]);
+    expect((await store.executions.leases(shard)).map((l) => l.executionId).sort()).toEqual([
+      'x-a',
+      'x-b',
+    ]);
+    await store.executions.dropLease(a);
+    await store.executions.dropLease(b);
+    expect(await store.executions.leases(shard)).toEqual([]);
+  });
+
+  it('stores task views fenced and never older than the stored one', async () => {
+    const t = 'task-v';
+    const shard = store.shardOf(t);
+    const a = await mustAcquire(store, shard, 'projector-a');
+    const view = (seq: number) => ({
+      taskId: t,
+      seq,
+      activity: { foregroundActivity: null, activeSubagentCount: seq },
+      sessions: [],
+    });
+    expect(await store.views.read(t)).toBeNull();
+    expect(await store.views.write(a, view(2))).toBe(true);
+    expect(await store.views.write(a, view(1))).toBe(false);
+    expect(await store.views.read(t)).toEqual(view(2));
+    expect(await store.leases.list()).toEqual([
+      { shard, owner: 'projector-a', epoch: a.epoch, expiresAt: a.expiresAt },
+    ]);
+
+    expect(await store.leases.release(a)).toBe(true);
+    const b = await mustAcquire(store, shard, 'projector-b');
+    await expect(store.views.write(a, view(3))).rejects.toThrow(FencedError);
+    expect(await store.views.write(b, view(3))).toBe(true);
+    expect((await store.views.read(t))?.seq).toBe(3);
+  });
+
+  it('gives each task one tenant, first claim wins', async () => {
+    expect(await store.tenants.of('t-1')).toBeNull();
+    expect(await store.tenants.claim('t-1', 'acme')).toBe('acme');
+    expect(await store.tenants.claim('t-1', 'globex')).toBe('acme');
+    expect(await store.tenants.claim('t-2', 'acme')).toBe('acme');
+    expect(await store.tenants.claim('t-3', 'globex')).toBe('globex');
+    expect(await store.tenants.of('t-1')).toBe('acme');
+    expect(await store.tenants.tasks('acme')).toEqual(['t-1', 't-2']);
+    expect(await store.tenants.tasks('globex')).toEqual(['t-3']);
+    expect(() => store.keys.tenantTasks('a{b}')).toThrow(RangeError);
   });
 });
 

@@ -1,0 +1,58 @@
+import {
+  COMMON,
+  ConfigError,
+  GATEWAY,
+  PROJECTOR,
+  SETTINGS,
+  loadConfig,
+  settingsTable,
+} from './index';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+describe('configuration', () => {
+  it('applies the defaults and coerces values', () => {
+    const c = loadConfig(
+      { ...COMMON, ...PROJECTOR },
+      { BATON_SHARDS: '16', PROJECTOR_LEASE_TTL_MS: '' },
+    );
+    expect(c.REDIS_URL).toBe('redis://127.0.0.1:6379');
+    expect(c.BATON_SHARDS).toBe(16);
+    expect(c.PROJECTOR_LEASE_TTL_MS).toBe(2000);
+    expect(c.BATON_INSTANCE_ID).toBeUndefined();
+  });
+
+  it('names every bad variable, its value and the rule, in one error', () => {
+    let error: unknown;
+    try {
+      loadConfig(
+        { ...COMMON, ...GATEWAY },
+        {
+          REDIS_URL: 'http://x',
+          BATON_SHARDS: 'many',
+          GATEWAY_PORT: '70000',
+          BATON_JWT_SECRET: 'short',
+        },
+      );
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems).toHaveLength(4);
+    expect(problems[0]).toMatch(/^REDIS_URL="http:\/\/x": must be a redis/);
+    expect(problems[1]).toMatch(/^BATON_SHARDS="many": /);
+    expect(problems[2]).toMatch(/^GATEWAY_PORT="70000": .*65535/);
+    expect(problems[3]).toMatch(/^BATON_JWT_SECRET="short": must be at least 32 characters/);
+  });
+
+  it('is documented in the README, every variable', () => {
+    const readme = readFileSync(join(__dirname, '../../../README.md'), 'utf8');
+    for (const group of Object.values(SETTINGS)) {
+      for (const name of Object.keys(group)) expect(readme).toContain(`\`${name}\``);
+    }
+    expect(settingsTable().split('\n').length).toBe(
+      2 + Object.values(SETTINGS).reduce((n, g) => n + Object.keys(g).length, 0),
+    );
+  });
+});

@@ -1,0 +1,230 @@
+import { z } from 'zod';
+
+/**
+ * Every setting of Baton is an environment variable, declared here once with its default and its
+ * meaning. Each process validates the settings it uses at start and refuses to run, with one
+ * line per bad value, rather than run with a surprise. The README's configuration table is
+ * checked against these declarations by a test.
+ */
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const redisUrl = z
+  .string()
+  .refine(
+    (v) => /^rediss?(\+cluster)?:\/\//.test(v),
+    'must be a redis://, rediss:// or redis+cluster:// URL',
+  );
+
+/** One documented setting: the schema of its value and what it means. */
+interface Setting<S extends z.ZodType = z.ZodType> {
+  schema: S;
+  default: string | undefined;
+  meaning: string;
+}
+
+function setting<S extends z.ZodType>(
+  schema: S,
+  def: string | undefined,
+  meaning: string,
+): Setting<S> {
+  return { schema, default: def, meaning };
+}
+
+/** Settings every process reads. */
+export const COMMON = {
+  REDIS_URL: setting(
+    redisUrl,
+    'redis://127.0.0.1:6379',
+    'Redis to use (`rediss://` for TLS, `redis+cluster://` for a Cluster; user:password for ACL)',
+  ),
+  BATON_PREFIX: setting(
+    z.string().regex(/^[A-Za-z0-9_.-]{1,50}$/, 'letters, digits, _ . - only'),
+    'baton',
+    'Prefix of every Redis key (one deployment per prefix)',
+  ),
+  BATON_SHARDS: setting(
+    int(1, 16_384),
+    '64',
+    'Shards tasks are spread over; every process of a deployment must agree, chosen once',
+  ),
+  BATON_INSTANCE_ID: setting(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'letters, digits, _ . : - only')
+      .optional(),
+    undefined,
+    'Name of this process in leases, writers and logs (default: role, host name and pid)',
+  ),
+  LOG_LEVEL: setting(
+    z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    'info',
+    'Structured (JSON) log level',
+  ),
+} satisfies Record<string, Setting>;
+
+export const PROJECTOR = {
+  PROJECTOR_LEASE_TTL_MS: setting(
+    int(200, 600_000),
+    '2000',
+    'Shard lease time: a dead projector’s shards are taken over after at most this long',
+  ),
+  PROJECTOR_RENEW_MS: setting(
+    int(50, 300_000),
+    '500',
+    'How often a projector renews its shard leases and balances',
+  ),
+  PROJECTOR_SNAPSHOT_ENTRIES: setting(
+    int(1, 10_000_000),
+    '1000',
+    'Snapshot a task after this many new entries',
+  ),
+  PROJECTOR_SNAPSHOT_MS: setting(
+    int(100, 86_400_000),
+    '30000',
+    'Snapshot a task with new entries after this long',
+  ),
+  PROJECTOR_STALL_MS: setting(
+    int(100, 86_400_000),
+    '120000',
+    'A running prompt with no agent event for this long is reported stalled (and fails if nothing came at all)',
+  ),
+  PROJECTOR_METRICS_PORT: setting(
+    int(0, 65_535),
+    '9464',
+    'Port of the projector’s /metrics (0: pick a free one; off in the one-process run)',
+  ),
+} satisfies Record<string, Setting>;
+
+export const WORKER = {
+  WORKER_CONCURRENCY: setting(int(1, 10_000), '4', 'Agent executions one worker hosts at once'),
+  WORKER_EXECUTION_LEASE_MS: setting(
+    int(200, 600_000),
+    '3000',
+    'Execution lease time: executions of a dead worker are declared lost after at most this long',
+  ),
+  WORKER_RECORDINGS_DIR: setting(
+    z.string().min(1).optional(),
+    undefined,
+    'Folder of replay recordings an execution may name (default: the bundled recordings)',
+  ),
+  WORKER_COALESCE_MS: setting(
+    int(0, 10_000),
+    '250',
+    'Foreground output is reported at most once per this period per session',
+  ),
+} satisfies Record<string, Setting>;
+
+export const GATEWAY = {
+  GATEWAY_HOST: setting(
+    z.string().min(1),
+    '127.0.0.1',
+    'Address the gateway listens on (0.0.0.0 in containers)',
+  ),
+  GATEWAY_PORT: setting(
+    int(0, 65_535),
+    '8080',
+    'Port of the gateway (WebSocket, AHP channel, REST, page)',
+  ),
+  BATON_JWT_SECRET: setting(
+    z.string().min(32, 'must be at least 32 characters').optional(),
+    undefined,
+    'HS256 secret that signs client tokens (the one-process run makes one and prints a token)',
+  ),
+  BATON_JWT_ISSUER: setting(
+    z.string().min(1).optional(),
+    undefined,
+    'Required `iss` of client tokens, if set',
+  ),
+  GATEWAY_ADMISSION_WAIT_MS: setting(
+    int(0, 60_000),
+    '2000',
+    'How long a prompt reply waits for its decision before it answers "pending"',
+  ),
+  GATEWAY_MAX_MESSAGE_BYTES: setting(
+    int(1_024, 16_777_216),
+    '262144',
+    'Largest client WebSocket message',
+  ),
+  GATEWAY_MAX_SUBSCRIPTIONS: setting(int(1, 100_000), '100', 'Subscriptions per connection'),
+  GATEWAY_MAX_MESSAGES_PER_SECOND: setting(
+    int(1, 1_000_000),
+    '50',
+    'Messages per second per connection',
+  ),
+  GATEWAY_MAX_BUFFERED_BYTES: setting(
+    int(1_024, 1_073_741_824),
+    '4194304',
+    'Unsent bytes a connection may hold before it is told to resync',
+  ),
+  GATEWAY_HEARTBEAT_MS: setting(
+    int(100, 600_000),
+    '15000',
+    'Ping interval; a connection silent for two intervals is closed',
+  ),
+} satisfies Record<string, Setting>;
+
+export const RUN = {
+  BATON_DATA_DIR: setting(
+    z.string().min(1),
+    '.baton',
+    'Where the one-process run keeps the data of the redis-server it starts',
+  ),
+  BATON_DEMO: setting(
+    bool,
+    'false',
+    'The one-process run starts replay executions of bundled recordings',
+  ),
+} satisfies Record<string, Setting>;
+
+/** Every setting, by group, for the documentation. */
+export const SETTINGS = { COMMON, PROJECTOR, WORKER, GATEWAY, RUN } as const;
+
+type Group = Record<string, Setting>;
+type ValueOf<S extends Setting> = z.infer<S['schema']>;
+export type ConfigOf<G extends Group> = { [K in keyof G]: ValueOf<G[K]> };
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Reads the settings of `group` (merge groups with spread) from `env`, defaults applied. Throws
+ * {@link ConfigError} naming every bad variable, its value and the rule it breaks.
+ */
+export function loadConfig<G extends Group>(
+  group: G,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): ConfigOf<G> {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [name, s] of Object.entries(group)) {
+    const raw = env[name] === '' ? undefined : env[name];
+    const r = s.schema.safeParse(raw ?? s.default);
+    if (r.success) out[name] = r.data;
+    else {
+      const rule = r.error.issues.map((i) => i.message).join('; ');
+      problems.push(`${name}=${JSON.stringify(raw ?? s.default ?? '')}: ${rule}`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return out as ConfigOf<G>;
+}
+
+/** The configuration table of the README, as Markdown. */
+export function settingsTable(): string {
+  const rows = ['| Variable | Default | Meaning |', '|---|---|---|'];
+  for (const group of Object.values(SETTINGS)) {
+    for (const [name, s] of Object.entries(group as Group)) {
+      rows.push(
+        `| \`${name}\` | ${s.default === undefined ? '—' : `\`${s.default}\``} | ${s.meaning} |`,
+      );
+    }
+  }
+  return rows.join('\n');
+}

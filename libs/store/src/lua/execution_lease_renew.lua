@@ -1,0 +1,12 @@
+-- Renew (or take) an execution's lease: the worker hosting it proves, every few seconds, that the
+-- agent process is alive. The score is the server time at which the lease lapses, so every
+-- process compares against one clock (Redis's), never its own.
+--
+-- KEYS[1] shard zset of execution leases (member: JSON [taskId, sessionId, executionId])
+-- ARGV[1] member               ARGV[2] ttl in ms
+--
+-- Returns the new expiry (server ms).
+local t = redis.call('TIME')
+local expires = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], expires, ARGV[1])
+return expires
