@@ -1,5 +1,5 @@
 import { startRedis, type RedisServer } from '@baton/redis-harness';
-import { connectRedis, parseRedisUrl } from './connection';
+import { connectRedis, parseRedisUrl, redisTargetFromUrl } from './connection';
 
 describe('REDIS_URL', () => {
   it('reads ACL user and percent-encoded password, host, port and db', () => {
@@ -56,5 +56,24 @@ describe('connectRedis with ACL credentials', () => {
     bad.on('error', () => undefined);
     await expect(bad.ping()).rejects.toThrow(/WRONGPASS|invalid/i);
     bad.disconnect();
+  });
+});
+
+describe('redisTargetFromUrl', () => {
+  it('reads one server or a cluster from REDIS_URL', () => {
+    expect(redisTargetFromUrl('redis://h:1/2')).toEqual({ url: 'redis://h:1/2' });
+    expect(redisTargetFromUrl('redis+cluster://a:7000,b:7001')).toEqual({
+      cluster: [
+        { host: 'a', port: 7000 },
+        { host: 'b', port: 7001 },
+      ],
+    });
+    expect(redisTargetFromUrl('rediss+cluster://u:p%40ss@a:7000')).toEqual({
+      cluster: [{ host: 'a', port: 7000 }],
+      tls: true,
+      username: 'u',
+      password: 'p@ss',
+    });
+    expect(() => redisTargetFromUrl('redis+cluster://a:x')).toThrow(/bad cluster node: a:x/);
   });
 });

@@ -95,3 +95,30 @@ export function connectRedis(target: RedisTarget, options: ConnectOptions = {}):
 export function isCluster(client: RedisClient): client is Cluster {
   return client instanceof Cluster;
 }
+
+/**
+ * The target a REDIS_URL names: `redis://` or `rediss://` for one server, and
+ * `redis+cluster://[user:password@]host:port,host:port` (or `rediss+cluster://`) for a Cluster by
+ * its seed nodes.
+ */
+export function redisTargetFromUrl(url: string): RedisTarget {
+  const m = /^(rediss?)\+cluster:\/\/(?:([^@/]*)@)?([^/?#]+)\/?$/.exec(url);
+  if (!m) return { url };
+  const [, scheme, auth, hosts] = m;
+  const cluster = hosts!.split(',').map((hp) => {
+    const i = hp.lastIndexOf(':');
+    const host = (i > 0 ? hp.slice(0, i) : hp).replace(/^\[|\]$/g, '');
+    const port = i > 0 ? Number(hp.slice(i + 1)) : 6379;
+    if (!host || !Number.isInteger(port) || port < 1 || port > 65_535) {
+      throw new Error(`REDIS_URL has a bad cluster node: ${hp}`);
+    }
+    return { host, port };
+  });
+  const target: RedisTarget = { cluster, ...(scheme === 'rediss' ? { tls: true } : {}) };
+  if (auth) {
+    const [user, password] = auth.includes(':') ? auth.split(/:(.*)/s) : ['', auth];
+    if (user) target.username = decodeURIComponent(user);
+    if (password) target.password = decodeURIComponent(password);
+  }
+  return target;
+}
