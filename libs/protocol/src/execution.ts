@@ -65,7 +65,8 @@ export const AgentSpec = z.discriminatedUnion('kind', [
 ]);
 export type AgentSpec = z.infer<typeof AgentSpec>;
 
-export const PermissionPolicy = z.enum(['allow_once', 'allow_always', 'reject']);
+/** How permission requests are answered (see AgentHost in libs/acp). */
+export const PermissionPolicy = z.enum(['allow-once', 'deny', 'first-option']);
 export type PermissionPolicy = z.infer<typeof PermissionPolicy>;
 
 /**
@@ -84,7 +85,7 @@ export const ExecutionJob = z.object({
   cwd: z.string().min(1).max(4_000).optional(),
   /** ACP session mode to set after session/new (session/set_mode), e.g. `default`. */
   mode: z.string().min(1).max(200).optional(),
-  permissionPolicy: PermissionPolicy.default('allow_once'),
+  permissionPolicy: PermissionPolicy.default('allow-once'),
   /** Ask claude-agent-acp for raw SDK task messages (identified background completion). */
   rawSdkMessages: z.boolean().default(true),
 });
