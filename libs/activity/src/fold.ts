@@ -23,7 +23,7 @@ export interface Folded {
  */
 export function fold(state: TaskState, entry: StreamEntry): Folded {
   const next = evolve(state, entry);
-  if (next === state) return { state, updates: [] };
+  if (next === state) return repeatedSubmit(state, entry);
   const before = state.sessions[entry.sessionId];
   const after = next.sessions[entry.sessionId]!;
   const a0 = before && sessionActivity(before);
@@ -52,6 +52,34 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
     (d) => ({ v: SCHEMA_VERSION, taskId: next.taskId, seq: ++seq, ...d }) as Update,
   );
   return { state: { ...next, seq }, updates };
+}
+
+/**
+ * A prompt submitted again under a key the session already knows changes nothing, but its sender
+ * (a client retrying, perhaps through another gateway) is owed the answer: the prompt's decision
+ * as it stands is announced again.
+ */
+function repeatedSubmit(state: TaskState, entry: StreamEntry): Folded {
+  if (entry.type !== 'prompt.submit') return { state, updates: [] };
+  const s = state.sessions[entry.sessionId];
+  const promptId = s?.promptByKey[entry.data.idempotencyKey];
+  const record = promptId === undefined ? undefined : s!.prompts[promptId];
+  const decision = record && outcome(s!, record, entry);
+  if (!decision) return { state, updates: [] };
+  const seq = state.seq + 1;
+  const update = {
+    v: SCHEMA_VERSION,
+    taskId: state.taskId,
+    seq,
+    type: 'prompt.decided',
+    data: {
+      sessionId: s!.id,
+      promptId: record.promptId,
+      idempotencyKey: record.idempotencyKey,
+      decision,
+    },
+  } as Update;
+  return { state: { ...state, seq }, updates: [update] };
 }
 
 function sessionChanges(

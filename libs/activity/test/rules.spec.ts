@@ -488,6 +488,16 @@ describe('the durable prompt queue', () => {
     o.submit('s1', 'b', 'human', 'p-b-2');
     expect(o.session().queue).toEqual(['p-b-1']);
     expect(o.decisionsFor('p-b-2')).toEqual([]);
+    // The retry is answered with the first prompt's decision as it stands.
+    expect(o.updates.at(-1)).toMatchObject({
+      type: 'prompt.decided',
+      data: {
+        promptId: 'p-b-1',
+        idempotencyKey: 'b',
+        decision: { outcome: 'queued', position: 1 },
+      },
+    });
+    expect(o.decisionsFor('p-b-1')).toHaveLength(2);
   });
 
   it('capacity: a full queue rejects with a clear reason; 0 is unlimited', () => {
