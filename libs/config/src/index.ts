@@ -110,6 +110,11 @@ export const WORKER = {
     undefined,
     'Folder of replay recordings an execution may name (default: the bundled recordings)',
   ),
+  WORKER_METRICS_PORT: setting(
+    int(0, 65_535),
+    '9465',
+    'Port of the worker’s /healthz and /metrics (0: pick a free one; off in the one-process run)',
+  ),
   WORKER_COALESCE_MS: setting(
     int(0, 10_000),
     '250',
