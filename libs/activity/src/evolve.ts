@@ -180,6 +180,7 @@ export function evolveSession(s: SessionState, e: StreamEntry): SessionState {
     case 'session.deleted': {
       let next: SessionState = { ...answered(s, e.data.commandId), deleted: true };
       for (const id of next.queue) next = setPrompt(next, id, 'removed');
+      for (const claim of [s.turn, s.steer]) if (claim) next = dropText(next, claim.promptId);
       return { ...retireExecution(next), queue: [] };
     }
     case 'execution.lost':
@@ -240,7 +241,14 @@ function onIdle(s: SessionState, origin: string, generation: number | undefined)
 function onDispatched(s: SessionState, promptId: string, generation: number): SessionState {
   const slot = claimSlot(s, promptId, generation);
   if (!slot || s[slot]!.phase !== 'claimed') return s;
-  return { ...s, [slot]: { ...s[slot]!, phase: 'dispatched' } };
+  return dropText({ ...s, [slot]: { ...s[slot]!, phase: 'dispatched' } }, promptId);
+}
+
+/** The agent has the prompt: its text is no longer needed for (re-)delivery. */
+function dropText(s: SessionState, promptId: string): SessionState {
+  const record = s.prompts[promptId];
+  if (!record || record.text === null) return s;
+  return { ...s, prompts: { ...s.prompts, [promptId]: { ...record, text: null } } };
 }
 
 function onDispatchFailed(s: SessionState, promptId: string, generation: number): SessionState {
@@ -392,7 +400,9 @@ const SETTLED: ReadonlySet<PromptStatus> = new Set(['admitted', 'rejected', 'rem
 
 /**
  * Sets a prompt's status. A settled prompt drops its text and joins the bounded memory of settled
- * prompts, so a retried idempotency key is answered without the session growing forever.
+ * prompts, so a retried idempotency key is answered without the session growing forever. An
+ * admitted prompt keeps its text until it is dispatched: until then the owner may have to deliver
+ * it again (a new owner re-delivers every claim still undelivered after a failover).
  */
 function setPrompt(s: SessionState, promptId: string, status: PromptStatus): SessionState {
   const record = s.prompts[promptId];
@@ -400,7 +410,7 @@ function setPrompt(s: SessionState, promptId: string, status: PromptStatus): Ses
   const settles = SETTLED.has(status);
   const prompts = {
     ...s.prompts,
-    [promptId]: { ...record, status, text: settles ? null : record.text },
+    [promptId]: { ...record, status, text: settles && status !== 'admitted' ? null : record.text },
   };
   if (!settles) return { ...s, prompts };
   const settled = s.settled.includes(promptId) ? s.settled : [...s.settled, promptId];

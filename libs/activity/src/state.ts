@@ -87,7 +87,7 @@ export interface PromptRecord {
   readonly promptId: string;
   readonly idempotencyKey: string;
   readonly origin: PromptOrigin;
-  /** Dropped once the prompt is settled: only queued and claimed prompts need their text. */
+  /** Kept while queued or claimed (the owner delivers it); dropped once dispatched or settled. */
   readonly text: string | null;
   readonly status: PromptStatus;
   readonly dispatchAttempts: number;

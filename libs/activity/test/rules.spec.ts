@@ -268,6 +268,22 @@ describe('admission', () => {
     expect(activity(o).foregroundActivity).toBe('generating');
   });
 
+  it('a claimed prompt keeps its text until dispatched, so a new owner can deliver it again', () => {
+    const o = new Owner();
+    const x = o.execution('s1', 'e1', 1);
+    x.start();
+    const a = o.submit('s1', 'a');
+    expect(o.session().turn).toMatchObject({ promptId: a, phase: 'claimed' });
+    expect(o.session().prompts[a]).toMatchObject({ status: 'admitted', text: 'prompt a' });
+    x.dispatch(a, 1);
+    expect(o.session().prompts[a]?.text).toBeNull();
+    const b = o.submit('s1', 'b');
+    x.endTurn(1);
+    expect(o.session().turn).toMatchObject({ promptId: b, phase: 'claimed' });
+    o.command('s1', 'session.delete', {});
+    expect(o.session().prompts[b]?.text).toBeNull();
+  });
+
   it('a failed pre-dispatch reopens the gate when no foreground output came after the claim', () => {
     const o = new Owner();
     const x = o.execution('s1', 'e1', 1);
