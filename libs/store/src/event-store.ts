@@ -412,6 +412,47 @@ export class EventStore {
       Number((await this.redis.get(this.keys.epoch(shard))) ?? 0),
   };
 
+  /** Projector instances: heartbeats, so instances that own nothing yet count when balancing. */
+  readonly projectors = {
+    /** Marks `instance` alive for `ttlMs` (server clock); returns every live instance, sorted. */
+    heartbeat: async (instance: string, ttlMs: number): Promise<string[]> =>
+      this.run<string[]>(
+        this.scripts.projectors_heartbeat(this.keys.projectors(), instance, ttlMs),
+      ),
+    /** Removes `instance` at once (it is shutting down). */
+    leave: async (instance: string): Promise<void> => {
+      await this.redis.zrem(this.keys.projectors(), instance);
+    },
+  };
+
+  /**
+   * The task ids of each shard that its owners have loaded. Feeds are bounded, so a new owner
+   * finds a task whose notes were trimmed away here (with its snapshot).
+   */
+  readonly shardTasks = {
+    add: async (shard: number, taskIds: readonly string[]): Promise<void> => {
+      if (taskIds.length === 0) return;
+      for (const t of taskIds) {
+        if (this.shardOf(t) !== shard) throw new Error(`task ${t} is not in shard ${shard}`);
+      }
+      await this.redis.sadd(this.keys.shardTasks(shard), ...taskIds);
+    },
+    list: async (shard: number): Promise<string[]> =>
+      (await this.redis.smembers(this.keys.shardTasks(shard))).sort(),
+  };
+
+  /** The id of the last note of a shard feed, `'0-0'` when it has none. */
+  async feedLastId(shard: number): Promise<string> {
+    const last = (await this.redis.xrevrange(
+      this.keys.feed(shard),
+      '+',
+      '-',
+      'COUNT',
+      1,
+    )) as XEntry[];
+    return last[0]?.[0] ?? '0-0';
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Snapshots
   // ---------------------------------------------------------------------------------------------

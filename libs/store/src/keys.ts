@@ -28,6 +28,8 @@
  * | baton:{b:7}:vseq                 | hash   | task id -> update seq of the stored view             |
  * | baton:{b:7}:tenant               | hash   | task id -> the tenant that owns the task             |
  * | baton:{t:<tenant>}:tasks         | set    | the task ids of one tenant                           |
+ * | baton:{b:7}:tasks                | set    | every task id the shard's owners have loaded         |
+ * | baton:projectors                 | zset   | live projector instances -> heartbeat expiry         |
  *
  * Ids come last in every key and each kind has its own infix, so no task or execution id (which
  * may contain `:`) can make one key collide with another. An execution's keys live in its task's
@@ -119,6 +121,17 @@ export class KeyLayout {
   }
   tenants(shard: number): string {
     return `${this.shardBase(shard)}:tenant`;
+  }
+  /**
+   * Task ids of a shard an owner has seen: a new owner finds tasks whose feed notes were trimmed
+   * away through it.
+   */
+  shardTasks(shard: number): string {
+    return `${this.shardBase(shard)}:tasks`;
+  }
+  /** Not in a shard: projector instances of the deployment, for balancing shards among them. */
+  projectors(): string {
+    return `${this.prefix}:projectors`;
   }
   /** Not in a shard: a tenant's task list spans shards. Braces in a tenant id are refused. */
   tenantTasks(tenant: string): string {

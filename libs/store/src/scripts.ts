@@ -21,6 +21,7 @@ const SCRIPTS = {
   execution_lease_renew: { keys: 1, prelude: false },
   execution_leases_expired: { keys: 1, prelude: false },
   view_write: { keys: 3, prelude: true },
+  projectors_heartbeat: { keys: 1, prelude: false },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -70,6 +70,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       k.views(s),
       k.viewSeqs(s),
       k.tenants(s),
+      k.shardTasks(s),
     ];
     const client = backend.client();
     const slots = await Promise.all(
@@ -448,6 +449,33 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect(await store.tenants.tasks('acme')).toEqual(['t-1', 't-2']);
     expect(await store.tenants.tasks('globex')).toEqual(['t-3']);
     expect(() => store.keys.tenantTasks('a{b}')).toThrow(RangeError);
+  });
+
+  it('projector heartbeats lapse by the server clock; shards list their tasks; feeds their end', async () => {
+    expect(await store.projectors.heartbeat('p-b', 60_000)).toEqual(['p-b']);
+    expect(await store.projectors.heartbeat('p-short', 150)).toEqual(['p-b', 'p-short']);
+    expect(await store.projectors.heartbeat('p-a', 60_000)).toEqual(['p-a', 'p-b', 'p-short']);
+    await waitUntil(
+      async () => !(await store.projectors.heartbeat('p-a', 60_000)).includes('p-short'),
+    );
+    await store.projectors.leave('p-b');
+    expect(await store.projectors.heartbeat('p-a', 60_000)).toEqual(['p-a']);
+
+    const t = 'task-listed';
+    const s = store.shardOf(t);
+    expect(await store.shardTasks.list(s)).toEqual([]);
+    expect(await store.feedLastId(s)).toBe('0-0');
+    await store.shardTasks.add(s, [t, t]);
+    expect(await store.shardTasks.list(s)).toEqual([t]);
+    const other = Array.from({ length: 50 }, (_, i) => `task-${i}`).find(
+      (x) => store.shardOf(x) !== s,
+    )!;
+    await expect(store.shardTasks.add(s, [other])).rejects.toThrow(/not in shard/);
+    const [id] = await store.append(t, [fact(t, 'w', 1)]);
+    const notes = (await store.redis.xrange(store.keys.feed(s), '-', '+')) as [string, string[]][];
+    expect(notes).toHaveLength(1);
+    expect(await store.feedLastId(s)).toBe(notes[0]![0]);
+    expect(id).not.toBeNull();
   });
 });
 
