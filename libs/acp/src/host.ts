@@ -9,7 +9,7 @@ import type { Capabilities } from '@baton/protocol';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
 import type { FactBody } from './facts';
-import { parseLine, type Direction, type Frame } from './frames';
+import { classify, parseLine, type Direction, type Frame } from './frames';
 import { BATON_META_KEY, initialAcpState, reduceFrame, type AcpState } from './reducer';
 import { tappedNdJsonStream } from './tap';
 
@@ -81,6 +81,7 @@ export class AgentHost {
   private state: AcpState = initialAcpState();
   private readonly dispatched = new Set<string>();
   private closing = false;
+  private closeReason: 'completed' | 'cancelled' = 'completed';
   private ended = false;
   private stderrTail = '';
   /** Set when setup failed: the execution ends as failed, whoever stopped the process. */
@@ -139,9 +140,24 @@ export class AgentHost {
   private onLine(direction: Direction, line: string): void {
     const frame = parseLine(direction, line, this.now());
     this.options.onRawFrame?.(frame, line);
+    if (direction === 'agent->client' && classify(frame.message) === 'invalid') {
+      this.protocolViolation(line);
+      return;
+    }
     const r = reduceFrame(this.state, frame);
     this.state = r.state;
     r.facts.forEach((f) => this.emit(f));
+  }
+
+  /**
+   * stdout is the ACP channel: a line that is not JSON-RPC means the process is not speaking ACP
+   * (a wrong command, or logs on the wrong stream). The SDK would answer a parse error and wait
+   * forever; the execution ends instead, naming what the agent wrote.
+   */
+  private protocolViolation(line: string): void {
+    if (this.failure !== undefined || this.ended) return;
+    this.failure = `agent wrote a line that is not JSON-RPC to stdout: ${JSON.stringify(line.slice(0, 200))}`;
+    void this.close();
   }
 
   private end(code: number | null, signal: NodeJS.Signals | null): void {
@@ -159,7 +175,7 @@ export class AgentHost {
     this.options.onFact({
       type: 'execution.ended',
       data: {
-        reason: this.closing ? 'completed' : 'crashed',
+        reason: this.closing ? this.closeReason : 'crashed',
         exitCode: code,
         ...(!this.closing && error !== '' ? { error: error.slice(-4_000) } : {}),
         ...(!this.closing && error === '' && signal !== null
@@ -219,7 +235,8 @@ export class AgentHost {
     try {
       await Promise.race([this.setup(), exitedEarly, hung]);
     } catch (e) {
-      this.failure = String(e);
+      // A protocol violation already named the cause; the early exit it led to is its effect.
+      this.failure ??= String(e);
       await this.close();
       throw e;
     } finally {
@@ -283,8 +300,12 @@ export class AgentHost {
     await this.connection.agent.notify('session/cancel', { sessionId: this.sessionIdValue });
   }
 
-  /** Ends the execution: the whole process group gets SIGTERM, then SIGKILL after the grace. */
-  async close(): Promise<ExitInfo> {
+  /**
+   * Ends the execution: the whole process group gets SIGTERM, then SIGKILL after the grace. The
+   * execution ends as `reason` (`cancelled` when it was stopped before its work was done).
+   */
+  async close(reason: 'completed' | 'cancelled' = 'completed'): Promise<ExitInfo> {
+    if (!this.closing) this.closeReason = reason;
     this.closing = true;
     const group = -this.pid;
     const signalGroup = (sig: NodeJS.Signals) => {

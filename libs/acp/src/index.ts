@@ -7,6 +7,7 @@ export type { ClaudeState, ClaudeWorkKind } from './dialects/claude';
 export { codexDialect } from './dialects/codex';
 export { genericDialect } from './dialects/generic';
 export * from './recording';
+export * from './coalesce';
 export * from './tap';
 export * from './host';
 export { ReplayAgent, type ReplayOptions } from './replay/player';
