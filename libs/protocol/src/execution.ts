@@ -42,7 +42,26 @@ export const TurnCancelDelivery = z.object({
 });
 export type TurnCancelDelivery = z.infer<typeof TurnCancelDelivery>;
 
-export const InboxMessage = z.discriminatedUnion('type', [PromptDelivery, TurnCancelDelivery]);
+/**
+ * The owner ends the execution (session reset or delete, or an operator's stop): the worker tears
+ * the agent's process group down and reports `execution.ended` with reason `cancelled`. It rides
+ * the inbox, not a BullMQ-side cancel, because the inbox is fenced by the shard lease (a deposed
+ * owner cannot stop a successor's execution), ordered with the prompts handed to the execution,
+ * durable while the worker reconnects, and read from its start, so a stop written before the job
+ * was picked up still applies.
+ */
+export const ExecutionStopDelivery = z.object({
+  ...inboxEnvelope,
+  type: z.literal('execution.stop'),
+  data: z.object({ reason: z.enum(['session_reset', 'session_deleted', 'operator']) }),
+});
+export type ExecutionStopDelivery = z.infer<typeof ExecutionStopDelivery>;
+
+export const InboxMessage = z.discriminatedUnion('type', [
+  PromptDelivery,
+  TurnCancelDelivery,
+  ExecutionStopDelivery,
+]);
 export type InboxMessage = z.infer<typeof InboxMessage>;
 
 /** How to start the agent of an execution. */

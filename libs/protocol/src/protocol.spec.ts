@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import {
   BackgroundWork,
   ClientMessage,
+  InboxMessage,
   StreamEntry,
   Update,
   FACT_TYPES,
@@ -134,6 +135,19 @@ describe('protocol', () => {
       data: { sessionId: 's', id: 'shell-1' },
     };
     expect(Update.parse(u)).toEqual(u);
+  });
+
+  it('validates an execution stop in the inbox, with a known reason only', () => {
+    const stop = {
+      v: 1,
+      taskId: 't1',
+      sessionId: 's1',
+      executionId: 'e1',
+      type: 'execution.stop',
+      data: { reason: 'session_deleted' },
+    };
+    expect(InboxMessage.parse(stop)).toEqual(stop);
+    expect(InboxMessage.safeParse({ ...stop, data: { reason: 'because' } }).success).toBe(false);
   });
 
   it('has committed JSON Schema that matches the zod schemas', () => {
