@@ -108,23 +108,23 @@ function sessionChanges(
   ) {
     out.push({ type: 'session.activity', data: { sessionId, ...a1 } });
   }
+  // A new session's queue is published with it: a client that saw the task before the session
+  // existed must not have to know the defaults (capacity) to build the session's view.
   if (
     !before ||
     before.queue !== after.queue ||
     before.autoRun !== after.autoRun ||
     before.config.queueCapacity !== after.config.queueCapacity
   ) {
-    if (before || after.queue.length > 0 || !after.autoRun) {
-      out.push({
-        type: 'session.queue',
-        data: {
-          sessionId,
-          autoRun: after.autoRun,
-          capacity: after.config.queueCapacity,
-          entries: queueEntries(after),
-        },
-      });
-    }
+    out.push({
+      type: 'session.queue',
+      data: {
+        sessionId,
+        autoRun: after.autoRun,
+        capacity: after.config.queueCapacity,
+        entries: queueEntries(after),
+      },
+    });
   }
   if (!before || before.background !== after.background)
     out.push(...backgroundChanges(before, after));

@@ -1,0 +1,222 @@
+import type {
+  BackgroundWork,
+  QueueView,
+  SessionActivityView,
+  SessionView,
+  TaskActivityView,
+  TaskView,
+  Update,
+} from '@baton/protocol';
+
+/**
+ * The client's local view of a task, kept by applying updates to a snapshot. Everything here is
+ * pure and synchronous, so the same code runs in Node, in a browser and in property tests.
+ */
+
+/** What applying one update did. Anything but `applied` and `duplicate` asks for a new snapshot. */
+export type StepResult =
+  | { readonly kind: 'applied'; readonly view: TaskView }
+  /** `seq ≤ view.seq`: already applied (a replayed or resent update); the view is unchanged. */
+  | { readonly kind: 'duplicate'; readonly view: TaskView }
+  /** `seq > view.seq + 1`: updates were missed; the view is unchanged and must be resynced. */
+  | { readonly kind: 'gap'; readonly view: TaskView; readonly expected: number }
+  /** The update names a session the view does not have: the view is stale; resync. */
+  | { readonly kind: 'unknown_session'; readonly view: TaskView; readonly sessionId: string }
+  /** The update belongs to another task; the view is unchanged. */
+  | { readonly kind: 'other_task'; readonly view: TaskView };
+
+export class UpdateGapError extends Error {
+  constructor(
+    readonly result: Exclude<StepResult, { kind: 'applied' | 'duplicate' }>,
+    readonly update: Update,
+  ) {
+    super(
+      result.kind === 'gap'
+        ? `update ${update.seq} of task ${update.taskId} arrived while ${result.expected} was expected`
+        : result.kind === 'unknown_session'
+          ? `update ${update.seq} names session ${result.sessionId}, absent from the view`
+          : `update of task ${update.taskId} applied to the view of task ${result.view.taskId}`,
+    );
+    this.name = 'UpdateGapError';
+  }
+}
+
+/**
+ * Applies one update to a task view: duplicates (`seq ≤ view.seq`) return the same view object;
+ * a gap, an unknown session or another task's update throws {@link UpdateGapError} so the caller
+ * fetches a snapshot instead of building on a view that missed something.
+ */
+export function applyUpdate(view: TaskView, update: Update): TaskView {
+  const r = stepUpdate(view, update);
+  if (r.kind === 'applied' || r.kind === 'duplicate') return r.view;
+  throw new UpdateGapError(r, update);
+}
+
+/** Non-throwing {@link applyUpdate}: says what happened, for a client that resyncs on its own. */
+export function stepUpdate(view: TaskView, update: Update): StepResult {
+  if (update.taskId !== view.taskId) return { kind: 'other_task', view };
+  if (update.seq <= view.seq) return { kind: 'duplicate', view };
+  if (update.seq > view.seq + 1) return { kind: 'gap', view, expected: view.seq + 1 };
+  const seq = update.seq;
+  switch (update.type) {
+    case 'task.activity':
+      return applied({ ...view, seq, activity: mergeDefined(view.activity, update.data) });
+    case 'session.activity': {
+      const { sessionId, ...activity } = update.data;
+      const existing = view.sessions.find((s) => s.sessionId === sessionId);
+      const session: SessionView = existing
+        ? { ...existing, activity: mergeDefined(existing.activity, activity) }
+        : newSession(sessionId, activity);
+      return applied({ ...view, seq, sessions: putSession(view.sessions, session) });
+    }
+    case 'session.queue':
+    case 'chat/backgroundWorkSet':
+    case 'chat/backgroundWorkRemoved': {
+      const sessionId = update.data.sessionId;
+      const existing = view.sessions.find((s) => s.sessionId === sessionId);
+      if (!existing) return { kind: 'unknown_session', view, sessionId };
+      const session = applySessionUpdate(existing, update);
+      return applied({ ...view, seq, sessions: putSession(view.sessions, session) });
+    }
+    case 'session.deleted': {
+      const sessionId = update.data.sessionId;
+      return applied({
+        ...view,
+        seq,
+        sessions: view.sessions.filter((s) => s.sessionId !== sessionId),
+      });
+    }
+    // Events: they change no view field, but they are part of the sequence.
+    case 'prompt.decided':
+    case 'command.failed':
+    case 'turn.stalled':
+      return applied({ ...view, seq });
+    default:
+      // A newer server's update type: keep the sequence moving, change nothing (AHP: clients
+      // silently ignore unknown action types).
+      return applied({ ...view, seq: (update as Update).seq });
+  }
+}
+
+const applied = (view: TaskView): StepResult => ({ kind: 'applied', view });
+
+/** The session-level part: one update that names this session, applied to its view. */
+export function applySessionUpdate(session: SessionView, update: Update): SessionView {
+  switch (update.type) {
+    case 'session.activity': {
+      const { sessionId: _sessionId, ...activity } = update.data;
+      return { ...session, activity: mergeDefined(session.activity, activity) };
+    }
+    case 'session.queue': {
+      const { sessionId: _sessionId, ...queue } = update.data;
+      return { ...session, queue: mergeDefined(session.queue, queue) as QueueView };
+    }
+    case 'chat/backgroundWorkSet':
+    case 'chat/backgroundWorkRemoved': {
+      const action =
+        update.type === 'chat/backgroundWorkSet'
+          ? { type: update.type, work: update.data.work }
+          : { type: update.type, id: update.data.id };
+      const next = reduceBackgroundWork(session, action);
+      return next === session ? session : { ...session, backgroundWork: [...next.backgroundWork] };
+    }
+    default:
+      return session;
+  }
+}
+
+/** The two AHP chat actions on `backgroundWork`, plus any other chat action (left alone). */
+export type ChatAction =
+  | { readonly type: 'chat/backgroundWorkSet'; readonly work: BackgroundWork }
+  | { readonly type: 'chat/backgroundWorkRemoved'; readonly id: string }
+  | { readonly type: string; readonly [key: string]: unknown };
+
+/**
+ * AHP 1.0.0's chat reducer for `backgroundWork`, over any object that has (or lacks) the list:
+ * Set replaces an entry with the same id in place or appends it; Removed deletes by id, returns
+ * the very same object when the id is absent (no key is created) and leaves `[]` once the last
+ * entry goes — absent means "no inventory yet", empty means "no active work". Kinds are never
+ * inspected, so a kind this client does not know is kept, replaced and removed like any other.
+ */
+export function reduceBackgroundWork<
+  S extends { readonly backgroundWork?: readonly BackgroundWork[] },
+>(chat: S, action: ChatAction): S {
+  if (action.type === 'chat/backgroundWorkSet') {
+    const work = (action as { work: BackgroundWork }).work;
+    const list = chat.backgroundWork ?? [];
+    const at = list.findIndex((w) => w.id === work.id);
+    return {
+      ...chat,
+      backgroundWork: at === -1 ? [...list, work] : list.map((w, i) => (i === at ? work : w)),
+    };
+  }
+  if (action.type === 'chat/backgroundWorkRemoved') {
+    const id = (action as { id: string }).id;
+    const list = chat.backgroundWork;
+    if (!list || !list.some((w) => w.id === id)) return chat;
+    return { ...chat, backgroundWork: list.filter((w) => w.id !== id) };
+  }
+  return chat;
+}
+
+/**
+ * Field-wise merge where an omitted (undefined) field keeps the previous value and any value
+ * given — including 0, `false` and `null` — replaces it: a count left out of an update is
+ * unchanged, an explicit 0 clears it.
+ */
+export function mergeDefined<T extends object>(previous: T, patch: Partial<T>): T {
+  let out: T | undefined;
+  for (const key of Object.keys(patch) as (keyof T)[]) {
+    const value = patch[key];
+    if (value === undefined || Object.is(value, previous[key])) continue;
+    out ??= { ...previous };
+    out[key] = value as T[keyof T];
+  }
+  return out ?? previous;
+}
+
+const NEW_ACTIVITY: SessionActivityView = {
+  state: 'created',
+  foregroundActivity: null,
+  activeSubagentCount: 0,
+  supportsSteering: false,
+  runningGeneration: null,
+  admission: 'coarse',
+};
+const NEW_QUEUE: QueueView = { autoRun: true, capacity: 0, entries: [] };
+
+function newSession(sessionId: string, activity: Partial<SessionActivityView>): SessionView {
+  return {
+    sessionId,
+    activity: mergeDefined(NEW_ACTIVITY, activity),
+    queue: NEW_QUEUE,
+    backgroundWork: [],
+  };
+}
+
+/**
+ * Replaces a session in place or adds a new one where the server lists it: the server's views
+ * list sessions in the order of a JSON object keyed by session id (first appearance, with
+ * integer-like ids first), so the same construction gives the same order.
+ */
+function putSession(sessions: readonly SessionView[], session: SessionView): SessionView[] {
+  const at = sessions.findIndex((s) => s.sessionId === session.sessionId);
+  if (at !== -1) return sessions.map((s, i) => (i === at ? session : s));
+  const byId: Record<string, SessionView> = {};
+  for (const s of sessions) byId[s.sessionId] = s;
+  byId[session.sessionId] = session;
+  return Object.values(byId);
+}
+
+/** The task aggregate computed from session views: most active wins, subagent counts summed. */
+export function aggregateActivity(sessions: readonly SessionView[]): TaskActivityView {
+  let foregroundActivity: TaskActivityView['foregroundActivity'] = null;
+  let activeSubagentCount = 0;
+  for (const s of sessions) {
+    activeSubagentCount += s.activity.activeSubagentCount;
+    const f = s.activity.foregroundActivity;
+    if (f === 'generating' || (f === 'background' && foregroundActivity === null))
+      foregroundActivity = f;
+  }
+  return { foregroundActivity, activeSubagentCount };
+}
