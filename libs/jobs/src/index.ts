@@ -1,0 +1,144 @@
+import {
+  ExecutionJob,
+  SCHEMA_VERSION,
+  type ExecutionJobInput,
+  type ExecutionStopDelivery,
+} from '@baton/protocol';
+import { DEFAULT_PREFIX, type RedisClient } from '@baton/store';
+import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+
+/**
+ * The BullMQ queue of agent executions, shared by the worker (which consumes it), and by the
+ * gateway, the CLI and the one-process run (which start executions). One job is one execution
+ * and lasts as long as it does.
+ *
+ * Keys: BullMQ names every key `<prefix>:executions:<suffix>`. The prefix is `{<BATON_PREFIX>:q}`,
+ * so its braces are the Cluster hash tag of every queue key: BullMQ's scripts touch several keys
+ * at once and need them in one slot. The store's own keys are `<BATON_PREFIX>:{b:<shard>}:...`
+ * (braces are refused in BATON_PREFIX), so the two never collide.
+ */
+
+export const EXECUTIONS_QUEUE = 'executions';
+export const EXECUTION_JOB_NAME = 'execution';
+
+export const queuePrefix = (batonPrefix: string = DEFAULT_PREFIX): string => {
+  if (/[{}]/.test(batonPrefix))
+    throw new RangeError(`prefix must not contain braces: ${batonPrefix}`);
+  return `{${batonPrefix}:q}`;
+};
+
+/**
+ * The BullMQ job id of an execution. BullMQ refuses ids that look like integers or contain `:`,
+ * and execution ids are chosen by clients; so the id is escaped (`%` and `:`), which keeps the
+ * mapping one-to-one, and prefixed, which keeps it from ever being an integer.
+ */
+export const executionJobId = (executionId: string): string =>
+  `x.${executionId.replace(/%/g, '%25').replace(/:/g, '%3A')}`;
+
+/**
+ * How long a finished job is kept. While it is, adding its execution id again is a no-op: an
+ * execution never runs twice (a restart is a new execution id with a higher generation).
+ */
+export const FINISHED_JOB_RETENTION = { age: 7 * 24 * 3600, count: 100_000 } as const;
+
+const JOB_OPTIONS: JobsOptions = {
+  // A failed or lost execution is never retried under the same id; its owner starts a new one.
+  attempts: 1,
+  removeOnComplete: FINISHED_JOB_RETENTION,
+  removeOnFail: FINISHED_JOB_RETENTION,
+};
+
+export type ExecutionQueue = Queue<ExecutionJob, void, typeof EXECUTION_JOB_NAME>;
+
+/**
+ * The queue of executions over `connection` (an ioredis client or Cluster; BullMQ duplicates it
+ * for its own blocking reads). Close it with `queue.close()`; the connection stays the caller's.
+ */
+export const executionQueue = (
+  connection: RedisClient,
+  batonPrefix: string = DEFAULT_PREFIX,
+): ExecutionQueue =>
+  new Queue<ExecutionJob, void, typeof EXECUTION_JOB_NAME>(EXECUTIONS_QUEUE, {
+    connection: connection as unknown as ConnectionOptions,
+    prefix: queuePrefix(batonPrefix),
+    defaultJobOptions: JOB_OPTIONS,
+  });
+
+export class InvalidExecutionJobError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid execution job: ${problems.join('; ')}`);
+    this.name = 'InvalidExecutionJobError';
+  }
+}
+
+/** Validates an execution job, naming each bad field. */
+export const parseExecutionJob = (input: unknown): ExecutionJob => {
+  const r = ExecutionJob.safeParse(input);
+  if (r.success) return r.data;
+  throw new InvalidExecutionJobError(
+    r.error.issues.slice(0, 10).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`),
+  );
+};
+
+/**
+ * Starts an execution: validates the job and adds it under its execution's job id, so adding the
+ * same execution twice (a retried request) is one job. Returns the job id.
+ */
+export const enqueueExecution = async (
+  queue: ExecutionQueue,
+  input: ExecutionJobInput,
+): Promise<string> => {
+  const job = parseExecutionJob(input);
+  const jobId = executionJobId(job.executionId);
+  await queue.add(EXECUTION_JOB_NAME, job, { ...JOB_OPTIONS, jobId });
+  return jobId;
+};
+
+export type ExecutionJobState =
+  'waiting' | 'active' | 'completed' | 'failed' | 'delayed' | 'prioritized' | 'unknown';
+
+/** Where an execution's job is: waiting for a worker, running, finished, or not known. */
+export const executionJobState = async (
+  queue: ExecutionQueue,
+  executionId: string,
+): Promise<ExecutionJobState> => {
+  const state = await queue.getJobState(executionJobId(executionId));
+  return state === 'waiting-children' ? 'waiting' : (state as ExecutionJobState);
+};
+
+/**
+ * Takes back an execution no worker has started yet. Returns false when it has started (stop it
+ * through its inbox: {@link executionStop}) or is unknown. A job that is picked up in between is
+ * not removed: BullMQ does not remove a locked job.
+ */
+export const withdrawExecution = async (
+  queue: ExecutionQueue,
+  executionId: string,
+): Promise<boolean> => {
+  const job = await queue.getJob(executionJobId(executionId));
+  if (!job || !(await job.isWaiting())) return false;
+  try {
+    await job.remove();
+    return true;
+  } catch {
+    // Locked: a worker took it between the two calls.
+    return false;
+  }
+};
+
+/**
+ * The inbox message that stops a running execution (written by the task's owner with
+ * `store.inbox.append`, fenced by its shard lease). The worker ends the agent's process group
+ * and reports `execution.ended` with reason `cancelled`.
+ */
+export const executionStop = (
+  ref: { taskId: string; sessionId: string; executionId: string },
+  reason: ExecutionStopDelivery['data']['reason'],
+): ExecutionStopDelivery => ({
+  v: SCHEMA_VERSION,
+  taskId: ref.taskId,
+  sessionId: ref.sessionId,
+  executionId: ref.executionId,
+  type: 'execution.stop',
+  data: { reason },
+});

@@ -1,0 +1,141 @@
+import {
+  startRedis,
+  startRedisCluster,
+  type RedisClusterHandle,
+  type RedisServer,
+} from '@baton/redis-harness';
+import { connectRedis, type RedisClient } from '@baton/store';
+import { Worker, type ConnectionOptions } from 'bullmq';
+import {
+  EXECUTIONS_QUEUE,
+  InvalidExecutionJobError,
+  enqueueExecution,
+  executionJobId,
+  executionJobState,
+  executionQueue,
+  executionStop,
+  queuePrefix,
+  withdrawExecution,
+  type ExecutionQueue,
+} from '../src';
+import { InboxMessage, type ExecutionJobInput } from '@baton/protocol';
+
+const job = (executionId: string): ExecutionJobInput => ({
+  v: 1,
+  taskId: 'task-1',
+  sessionId: 'session-1',
+  executionId,
+  agent: { kind: 'recording', recording: 'generic-turn.jsonl' },
+});
+
+describe('the executions queue', () => {
+  let server: RedisServer;
+  let redis: RedisClient;
+  let queue: ExecutionQueue;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = connectRedis({ url: server.url }, { maxRetriesPerRequest: null });
+    queue = executionQueue(redis, 'jt');
+  });
+  afterAll(async () => {
+    await queue.close();
+    redis.disconnect();
+    await server.stop();
+  });
+
+  it('keeps every key under one hash tag, apart from the store keys', async () => {
+    await enqueueExecution(queue, job('keys-1'));
+    const keys = await redis.keys('*');
+    expect(keys.length).toBeGreaterThan(0);
+    for (const k of keys) expect(k.startsWith(`{jt:q}:${EXECUTIONS_QUEUE}:`)).toBe(true);
+    expect(queuePrefix('baton')).toBe('{baton:q}');
+    expect(() => queuePrefix('a{b}')).toThrow(/braces/);
+  });
+
+  it('validates the job and names the bad fields', async () => {
+    const bad = { ...job('bad-1'), taskId: '', agent: { kind: 'command' } } as never;
+    const err = await enqueueExecution(queue, bad).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidExecutionJobError);
+    expect((err as InvalidExecutionJobError).problems.join('\n')).toMatch(/taskId/);
+    expect((err as InvalidExecutionJobError).problems.join('\n')).toMatch(/agent\.command/);
+    expect(await executionJobState(queue, 'bad-1')).toBe('unknown');
+  });
+
+  it('adds the same execution once, defaults applied', async () => {
+    const a = await enqueueExecution(queue, job('twice'));
+    const b = await enqueueExecution(queue, { ...job('twice'), sessionId: 'other' });
+    expect(a).toBe(b);
+    const stored = await queue.getJob(a);
+    expect(stored?.data).toMatchObject({
+      sessionId: 'session-1',
+      permissionPolicy: 'allow-once',
+      rawSdkMessages: true,
+      agent: { speed: 1 },
+    });
+    const waiting = await queue.getWaiting();
+    expect(waiting.filter((j) => j.data.executionId === 'twice')).toHaveLength(1);
+  });
+
+  it('takes any execution id, one job per id (colons, integers, escapes)', async () => {
+    const ids = ['42', 'a:b', 'a%3Ab', 'a%b', 'x.42'];
+    const jobIds = await Promise.all(ids.map((id) => enqueueExecution(queue, job(id))));
+    expect(new Set(jobIds).size).toBe(ids.length);
+    expect(jobIds.map((j) => j.includes(':'))).toEqual(ids.map(() => false));
+    for (const id of ids)
+      expect((await queue.getJob(executionJobId(id)))?.data.executionId).toBe(id);
+  });
+
+  it('withdraws an execution no worker has started, and says so', async () => {
+    await enqueueExecution(queue, job('withdraw-me'));
+    expect(await executionJobState(queue, 'withdraw-me')).toBe('waiting');
+    expect(await withdrawExecution(queue, 'withdraw-me')).toBe(true);
+    expect(await executionJobState(queue, 'withdraw-me')).toBe('unknown');
+    expect(await withdrawExecution(queue, 'never-added')).toBe(false);
+  });
+
+  it('builds a valid stop message for the inbox', () => {
+    const stop = executionStop(
+      { taskId: 't', sessionId: 's', executionId: 'e' },
+      'session_deleted',
+    );
+    expect(InboxMessage.parse(stop)).toEqual(stop);
+  });
+});
+
+describe('the executions queue on a Redis Cluster', () => {
+  let cluster: RedisClusterHandle;
+  let redis: RedisClient;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3);
+    redis = connectRedis({ cluster: cluster.nodes }, { maxRetriesPerRequest: null });
+  }, 60_000);
+  afterAll(async () => {
+    redis.disconnect();
+    await cluster.stop();
+  });
+
+  it('enqueues and runs a job (every script stays in one slot)', async () => {
+    const queue = executionQueue(redis, 'cl');
+    const ran: string[] = [];
+    const worker = new Worker(
+      EXECUTIONS_QUEUE,
+      async (j) => {
+        ran.push((j.data as { executionId: string }).executionId);
+      },
+      { connection: redis as unknown as ConnectionOptions, prefix: queuePrefix('cl') },
+    );
+    try {
+      await enqueueExecution(queue, job('on-cluster'));
+      await enqueueExecution(queue, job('on-cluster'));
+      while ((await executionJobState(queue, 'on-cluster')) !== 'completed') {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(ran).toEqual(['on-cluster']);
+    } finally {
+      await worker.close();
+      await queue.close();
+    }
+  }, 60_000);
+});
