@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { DIRECTIONS, type Direction, type Frame } from './frames';
 import { isRecord } from './json';
 
@@ -30,3 +31,6 @@ export const parseRecording = (source: string): Frame[] =>
   });
 
 export const toRecordingLine = (frame: Frame): string => JSON.stringify(frame);
+
+/** The recordings that ship with Baton (the dialect fixtures), for demos and tests. */
+export const BUNDLED_RECORDINGS_DIR = join(__dirname, '..', 'fixtures');

@@ -120,6 +120,11 @@ export const WORKER = {
     '250',
     'Foreground output is reported at most once per this period per session',
   ),
+  WORKER_SETUP_TIMEOUT_MS: setting(
+    int(100, 600_000),
+    '30000',
+    'An agent that has not finished its ACP session setup (initialize, session/new) by then ends as failed',
+  ),
 } satisfies Record<string, Setting>;
 
 export const GATEWAY = {
