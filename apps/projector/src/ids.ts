@@ -1,0 +1,15 @@
+/** Redis stream ids (`<ms>-<seq>`) compared as numbers, not strings ('10-0' > '9-0'). */
+export function compareIds(a: string, b: string): number {
+  const [am, as] = parts(a);
+  const [bm, bs] = parts(b);
+  return am !== bm ? (am < bm ? -1 : 1) : as !== bs ? (as < bs ? -1 : 1) : 0;
+}
+
+export function maxId(a: string, b: string): string {
+  return compareIds(a, b) >= 0 ? a : b;
+}
+
+function parts(id: string): [number, number] {
+  const dash = id.indexOf('-');
+  return dash === -1 ? [Number(id), 0] : [Number(id.slice(0, dash)), Number(id.slice(dash + 1))];
+}

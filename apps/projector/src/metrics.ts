@@ -1,0 +1,150 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Per-shard figures read at scrape time. */
+export interface ShardStats {
+  shard: number;
+  tasks: number;
+  /** Tasks whose stream has entries the owner has not folded yet. */
+  tasksBehind: number;
+  /** How long the oldest of those entries has been waiting, in seconds (0 when caught up). */
+  lagSeconds: number;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly entriesFolded: Counter<'shard'>;
+  readonly decisions: Counter<'type' | 'outcome'>;
+  readonly leaseChanges: Counter<'change'>;
+  readonly updatesPublished: Counter<'shard'>;
+  readonly inboxMessages: Counter<'type'>;
+  readonly fencedWrites: Counter<'shard'>;
+  readonly snapshots: Counter<'shard'>;
+  readonly timers: Counter<'type'>;
+  readonly errors: Counter<'op'>;
+
+  constructor(stats: () => ShardStats[]) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'baton_projector_' });
+    this.entriesFolded = new Counter({
+      name: 'baton_projector_entries_folded_total',
+      help: 'Task stream entries folded (replays after a takeover included)',
+      labelNames: ['shard'],
+      registers,
+    });
+    this.decisions = new Counter({
+      name: 'baton_projector_decisions_total',
+      help: 'Decisions by type and outcome (appended, conflict: retried after catching up, fenced: lease lost)',
+      labelNames: ['type', 'outcome'],
+      registers,
+    });
+    this.leaseChanges = new Counter({
+      name: 'baton_projector_lease_changes_total',
+      help: 'Shard lease changes of this instance (acquired, released, lost)',
+      labelNames: ['change'],
+      registers,
+    });
+    this.updatesPublished = new Counter({
+      name: 'baton_projector_updates_published_total',
+      help: 'Client updates published (seqs already published by a previous owner are not counted)',
+      labelNames: ['shard'],
+      registers,
+    });
+    this.inboxMessages = new Counter({
+      name: 'baton_projector_inbox_messages_total',
+      help: 'Messages handed to execution inboxes',
+      labelNames: ['type'],
+      registers,
+    });
+    this.fencedWrites = new Counter({
+      name: 'baton_projector_fenced_writes_total',
+      help: 'Writes refused because this instance no longer held the shard lease',
+      labelNames: ['shard'],
+      registers,
+    });
+    this.snapshots = new Counter({
+      name: 'baton_projector_snapshots_total',
+      help: 'Task snapshots written',
+      labelNames: ['shard'],
+      registers,
+    });
+    this.timers = new Counter({
+      name: 'baton_projector_timers_total',
+      help: 'Timers raised into decisions (execution_lease_expired, watchdog)',
+      labelNames: ['type'],
+      registers,
+    });
+    this.errors = new Counter({
+      name: 'baton_projector_errors_total',
+      help: 'Operations that failed and will be retried',
+      labelNames: ['op'],
+      registers,
+    });
+    const owned = new Gauge({
+      name: 'baton_projector_owned_shards',
+      help: 'Shards this instance owns',
+      registers,
+      collect() {
+        this.set(stats().length);
+      },
+    });
+    void owned;
+    const perShard = (name: string, help: string, pick: (s: ShardStats) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['shard'],
+        registers,
+        collect() {
+          this.reset();
+          for (const s of stats()) this.set({ shard: String(s.shard) }, pick(s));
+        },
+      });
+    perShard('baton_projector_shard_tasks', 'Tasks held in memory per owned shard', (s) => s.tasks);
+    perShard(
+      'baton_projector_shard_tasks_behind',
+      'Tasks with appended entries not folded yet, per owned shard',
+      (s) => s.tasksBehind,
+    );
+    perShard(
+      'baton_projector_shard_lag_seconds',
+      'Age of the oldest appended entry not folded yet, per owned shard',
+      (s) => s.lagSeconds,
+    );
+  }
+}
+
+/** Serves the registry at /metrics; resolves with the bound port. */
+export async function serveMetrics(
+  registry: Registry,
+  port: number,
+): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    if (req.url === '/metrics' || req.url?.startsWith('/metrics?')) {
+      registry.metrics().then(
+        (body) => {
+          res.writeHead(200, { 'content-type': registry.contentType });
+          res.end(body);
+        },
+        (err: unknown) => {
+          res.writeHead(500, { 'content-type': 'text/plain' });
+          res.end(String(err));
+        },
+      );
+      return;
+    }
+    if (req.url === '/healthz') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('ok\n');
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' });
+    res.end('not found\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '0.0.0.0', () => resolve());
+  });
+  return { server, port: (server.address() as AddressInfo).port };
+}

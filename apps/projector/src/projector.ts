@@ -1,0 +1,278 @@
+import type { Server } from 'node:http';
+import {
+  EventStore,
+  redisTargetFromUrl,
+  type FencedError,
+  type Lease,
+  type StreamTail,
+  type FeedNote,
+} from '@baton/store';
+import type { Registry } from 'prom-client';
+import { maxId } from './ids';
+import { createLogger, type Logger } from './logger';
+import { Metrics, serveMetrics } from './metrics';
+import { resolveOptions, type ProjectorOptionsInput, type ResolvedOptions } from './options';
+import { ShardOwnership } from './shard-ownership';
+import { ShardRunner, type ShardHost } from './shard';
+
+export type ProjectorOptions = ProjectorOptionsInput;
+
+export interface ProjectorHandle {
+  readonly instanceId: string;
+  /** Shards this instance owns now, ascending. */
+  ownedShards(): number[];
+  readonly registry: Registry;
+  /** Port /metrics is served on, or null when it is not served. */
+  readonly metricsPort: number | null;
+  /** Resolves once the first ownership round is done and every shard owned is caught up. */
+  ready(): Promise<void>;
+  /** Releases every lease (after the steps in flight) and closes everything. */
+  stop(): Promise<void>;
+}
+
+/** How long a released shard waits for its steps in flight before the lease goes anyway. */
+const RELEASE_WAIT_MS = 2_000;
+
+class Projector implements ShardHost {
+  readonly store: EventStore;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  readonly instanceId: string;
+  readonly leaseTtlMs: number;
+  readonly snapshotEntries: number;
+  readonly snapshotMs: number;
+  readonly stallMs: number;
+  private readonly runners = new Map<number, ShardRunner>();
+  private readonly cursors = new Map<number, string>();
+  private readonly ownership: ShardOwnership;
+  private tail: StreamTail<FeedNote> | null = null;
+  private tailDirty = false;
+  private writerSeq = 0;
+  private stopping: Promise<void> | null = null;
+  private tickTimer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> = Promise.resolve();
+  private timersRunning = false;
+  private firstTick!: () => void;
+  private readonly firstTickDone = new Promise<void>((r) => (this.firstTick = r));
+  private server: Server | null = null;
+  metricsPort: number | null = null;
+  // Concurrency limit of task steps.
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly opts: ResolvedOptions) {
+    this.instanceId = opts.instanceId;
+    this.leaseTtlMs = opts.leaseTtlMs;
+    this.snapshotEntries = opts.snapshotEntries;
+    this.snapshotMs = opts.snapshotMs;
+    this.stallMs = opts.stallMs;
+    this.log = createLogger(opts.instanceId, opts.logLevel);
+    this.store = EventStore.connect(redisTargetFromUrl(opts.redisUrl), {
+      shards: opts.shards,
+      prefix: opts.prefix,
+      // A short block keeps the tail responsive to reconnects; notes wake it at once anyway.
+      tailBlockMs: 1_000,
+    });
+    this.metrics = new Metrics(() => [...this.runners.values()].map((r) => r.stats()));
+    this.ownership = new ShardOwnership(
+      this.store,
+      this.instanceId,
+      opts.leaseTtlMs,
+      this.log,
+      this.metrics,
+      {
+        acquired: (lease) => this.acquired(lease),
+        lost: (shard) => this.dropShard(shard),
+        releasing: (shard) => this.releasing(shard),
+      },
+    );
+  }
+
+  async start(): Promise<void> {
+    if (this.opts.metricsPort !== null) {
+      const { server, port } = await serveMetrics(this.metrics.registry, this.opts.metricsPort);
+      this.server = server;
+      this.metricsPort = port;
+    }
+    this.log.info(
+      {
+        shards: this.opts.shards,
+        prefix: this.opts.prefix,
+        leaseTtlMs: this.opts.leaseTtlMs,
+        renewMs: this.opts.renewMs,
+        metricsPort: this.metricsPort,
+      },
+      'projector started',
+    );
+    this.scheduleTick(0);
+  }
+
+  nextWriterSeq(): number {
+    return ++this.writerSeq;
+  }
+
+  async limit<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.active >= this.opts.concurrency) {
+      await new Promise<void>((r) => this.waiting.push(r));
+    }
+    this.active += 1;
+    try {
+      return await fn();
+    } finally {
+      this.active -= 1;
+      this.waiting.shift()?.();
+    }
+  }
+
+  lost(shard: number, err: FencedError): void {
+    this.metrics.fencedWrites.inc({ shard: String(shard) });
+    this.ownership.lose(shard, `write fenced: ${err.message}`);
+  }
+
+  ownedShards(): number[] {
+    return [...this.runners.keys()].sort((a, b) => a - b);
+  }
+
+  async ready(): Promise<void> {
+    await this.firstTickDone;
+    for (;;) {
+      const runners = [...this.runners.values()];
+      await Promise.all(runners.map((r) => r.ready));
+      const now = [...this.runners.values()];
+      if (now.length === runners.length && now.every((r, i) => r === runners[i])) return;
+    }
+  }
+
+  private scheduleTick(delay: number): void {
+    if (this.stopping) return;
+    this.tickTimer = setTimeout(() => {
+      this.ticking = this.tick().finally(() => this.scheduleTick(this.opts.renewMs));
+    }, delay);
+  }
+
+  private async tick(): Promise<void> {
+    try {
+      await this.ownership.tick();
+      this.firstTick();
+    } catch (err) {
+      this.metrics.errors.inc({ op: 'ownership_tick' });
+      this.log.warn({ err }, 'ownership round failed; retrying next tick');
+    }
+    if (this.tailDirty) this.restartTail();
+    // Timers must not delay lease renewal: they run beside the next ticks, one round at a time.
+    if (!this.timersRunning && !this.stopping) {
+      this.timersRunning = true;
+      void Promise.all(
+        [...this.runners.values()].map((r) =>
+          r.timers().catch((err: unknown) => {
+            this.metrics.errors.inc({ op: 'timers' });
+            this.log.warn({ err, shard: r.shard }, 'timer round failed');
+          }),
+        ),
+      ).finally(() => (this.timersRunning = false));
+    }
+  }
+
+  private acquired(lease: Lease): void {
+    const runner = new ShardRunner(lease, this);
+    this.runners.set(lease.shard, runner);
+    this.cursors.set(lease.shard, '0-0');
+    this.tailDirty = true;
+    runner.start().catch((err: unknown) => {
+      this.metrics.errors.inc({ op: 'shard_start' });
+      this.log.error({ err, shard: lease.shard }, 'could not load the shard; releasing it');
+      void this.ownership.release(lease.shard, 'load failed');
+    });
+  }
+
+  private dropShard(shard: number): void {
+    const runner = this.runners.get(shard);
+    if (!runner) return;
+    runner.drop();
+    this.runners.delete(shard);
+    this.cursors.delete(shard);
+    this.tailDirty = true;
+  }
+
+  private async releasing(shard: number): Promise<void> {
+    const runner = this.runners.get(shard);
+    if (!runner) return;
+    this.runners.delete(shard);
+    this.cursors.delete(shard);
+    this.tailDirty = true;
+    await runner.stop(RELEASE_WAIT_MS);
+  }
+
+  /**
+   * One tail follows the feeds of every owned shard; when the set changes it is replaced by one
+   * that resumes each shard after the last note handled (a new shard starts at the feed's start).
+   */
+  private restartTail(): void {
+    this.tailDirty = false;
+    const old = this.tail;
+    const shards = this.ownedShards();
+    this.tail =
+      shards.length > 0 && !this.stopping
+        ? this.store.tailFeeds(shards, Object.fromEntries(this.cursors))
+        : null;
+    if (old) void old.close();
+    if (this.tail) void this.consume(this.tail);
+  }
+
+  private async consume(tail: StreamTail<FeedNote>): Promise<void> {
+    try {
+      for await (const batch of tail) {
+        for (const note of batch) {
+          const runner = this.runners.get(note.shard);
+          if (!runner) continue;
+          this.cursors.set(note.shard, maxId(this.cursors.get(note.shard) ?? '0-0', note.id));
+          runner.onNote(note);
+        }
+      }
+    } catch (err) {
+      this.log.error({ err }, 'feed tail failed; restarting it');
+      this.tailDirty = true;
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      clearTimeout(this.tickTimer);
+      await this.ticking;
+      await this.ownership.releaseAll().catch((err: unknown) => {
+        this.log.warn({ err }, 'could not release every lease; they lapse by themselves');
+      });
+      const tail = this.tail;
+      this.tail = null;
+      await tail?.close();
+      await this.store.close();
+      if (this.server) {
+        const server = this.server;
+        server.closeAllConnections();
+        await new Promise<void>((r) => server.close(() => r()));
+      }
+      this.log.info('projector stopped');
+      await new Promise<void>((r) => this.log.flush(() => r()));
+    })();
+    return this.stopping;
+  }
+}
+
+/**
+ * Starts a projector instance: it joins the instances of its deployment (same Redis and prefix),
+ * takes its share of the shards and owns their tasks until stopped.
+ */
+export async function startProjector(options: ProjectorOptions): Promise<ProjectorHandle> {
+  const p = new Projector(resolveOptions(options));
+  await p.start();
+  return {
+    instanceId: p.instanceId,
+    ownedShards: () => p.ownedShards(),
+    registry: p.metrics.registry,
+    get metricsPort() {
+      return p.metricsPort;
+    },
+    ready: () => p.ready(),
+    stop: () => p.stop(),
+  };
+}

@@ -1,0 +1,116 @@
+import { FencedError, type EventStore, type Lease } from '@baton/store';
+import { plan } from './balance';
+import type { Logger } from './logger';
+import type { Metrics } from './metrics';
+
+export interface OwnershipHooks {
+  /** A shard was acquired under `lease`: start owning it. */
+  acquired(lease: Lease): void;
+  /** The lease was lost (taken over, or lapsed): stop writing for the shard at once. */
+  lost(shard: number, reason: string): void;
+  /** The shard is about to be released: finish or abandon the steps in flight. */
+  releasing(shard: number): Promise<void>;
+}
+
+/**
+ * The shard leases of one instance: every tick it announces itself, renews what it holds, and
+ * takes or gives up shards so that live instances hold about N/k each (see balance.ts).
+ */
+export class ShardOwnership {
+  readonly held = new Map<number, Lease>();
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly instanceId: string,
+    private readonly ttlMs: number,
+    private readonly log: Logger,
+    private readonly metrics: Metrics,
+    private readonly hooks: OwnershipHooks,
+  ) {}
+
+  async tick(): Promise<void> {
+    const instances = await this.store.projectors.heartbeat(this.instanceId, this.ttlMs);
+    await this.renewAll();
+    const owners = new Map<number, string>();
+    for (const l of await this.store.leases.list()) {
+      // A lease under our name that we do not hold (a lost reply) is ours to take again.
+      if (l.owner === this.instanceId && !this.held.has(l.shard)) continue;
+      owners.set(l.shard, l.owner);
+    }
+    // Held shards missing from the list lapsed between renew and list; the next renew says so.
+    for (const s of this.held.keys()) if (!owners.has(s)) owners.set(s, this.instanceId);
+    const p = plan({
+      self: this.instanceId,
+      shards: this.store.keys.shards,
+      instances,
+      owners,
+    });
+    const results = await Promise.all(
+      p.acquire.map((shard) => this.store.leases.acquire(shard, this.instanceId, this.ttlMs)),
+    );
+    for (const r of results) {
+      if (!r.acquired) continue;
+      const shard = r.lease.shard;
+      this.held.set(shard, r.lease);
+      this.metrics.leaseChanges.inc({ change: 'acquired' });
+      this.log.info(
+        {
+          shard,
+          epoch: r.lease.epoch,
+          expiresAt: r.lease.expiresAt,
+          acquiredAt: r.lease.expiresAt - this.ttlMs,
+        },
+        'lease acquired',
+      );
+      this.hooks.acquired(r.lease);
+    }
+    for (const shard of p.release) await this.release(shard, 'rebalance');
+  }
+
+  private async renewAll(): Promise<void> {
+    await Promise.all(
+      [...this.held.values()].map(async (lease) => {
+        try {
+          const renewed = await this.store.leases.renew(lease, this.ttlMs);
+          if (this.held.get(lease.shard)?.epoch === lease.epoch)
+            this.held.set(lease.shard, renewed);
+        } catch (err) {
+          if (err instanceof FencedError) this.lose(lease.shard, err.message);
+          else {
+            this.metrics.errors.inc({ op: 'lease_renew' });
+            this.log.warn({ err, shard: lease.shard }, 'lease renewal failed; retrying next tick');
+          }
+        }
+      }),
+    );
+  }
+
+  /** The lease is gone (a renewal or a write was fenced). */
+  lose(shard: number, reason: string): void {
+    const lease = this.held.get(shard);
+    if (!lease) return;
+    this.held.delete(shard);
+    this.metrics.leaseChanges.inc({ change: 'lost' });
+    this.log.warn({ shard, epoch: lease.epoch, reason }, 'lease lost: dropping the shard');
+    this.hooks.lost(shard, reason);
+  }
+
+  async release(shard: number, why: string): Promise<void> {
+    const lease = this.held.get(shard);
+    if (!lease) return;
+    await this.hooks.releasing(shard);
+    this.held.delete(shard);
+    const released = await this.store.leases.release(lease).catch((err: unknown) => {
+      this.log.warn({ err, shard }, 'lease release failed; it lapses by itself');
+      return false;
+    });
+    this.metrics.leaseChanges.inc({ change: 'released' });
+    this.log.info({ shard, epoch: lease.epoch, released, why }, 'lease released');
+  }
+
+  /** Gives every shard up (shutdown), then leaves the instance set. */
+  async releaseAll(): Promise<void> {
+    await Promise.all([...this.held.keys()].map((s) => this.release(s, 'shutdown')));
+    await this.store.projectors.leave(this.instanceId).catch(() => undefined);
+  }
+}

@@ -1,0 +1,515 @@
+import {
+  decide,
+  fold,
+  initialTaskState,
+  taskView,
+  type TaskState,
+  type Timer,
+} from '@baton/activity';
+import { SCHEMA_VERSION, type InboxMessage, type StreamEntry, type Update } from '@baton/protocol';
+import {
+  ConflictError,
+  FencedError,
+  GapError,
+  StaleSnapshotError,
+  type EventStore,
+  type ExecutionRef,
+  type Lease,
+} from '@baton/store';
+import { compareIds } from './ids';
+import type { Logger } from './logger';
+import type { Metrics } from './metrics';
+
+/** What a task needs from the shard it belongs to. */
+export interface TaskContext {
+  readonly store: EventStore;
+  readonly instanceId: string;
+  readonly shard: number;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  readonly snapshotEntries: number;
+  readonly snapshotMs: number;
+  readonly stallMs: number;
+  /** The shard lease (its epoch fences every write). */
+  lease(): Lease;
+  /** False once the shard is lost or released: stop writing. */
+  active(): boolean;
+  nextWriterSeq(): number;
+  /** Runs one task step under the projector-wide concurrency limit. */
+  limit<T>(fn: () => Promise<T>): Promise<T>;
+  /** A write was fenced: the shard is lost. */
+  fenced(err: FencedError): void;
+  /** Task loops running in this shard: +1 when one starts, -1 when it ends. */
+  busy(delta: 1 | -1): void;
+}
+
+const PAGE = 1_000;
+const PUBLISH_CHUNK = 500;
+const MAX_CONFLICTS = 100;
+
+/** A stop the owner owes an execution (its session was reset or deleted). */
+interface OwedStop {
+  executionId: string;
+  reason: 'session_reset' | 'session_deleted';
+}
+
+function isTaskState(v: unknown, taskId: string): v is TaskState {
+  if (typeof v !== 'object' || v === null) return false;
+  const s = v as Partial<TaskState>;
+  return (
+    s.taskId === taskId &&
+    Number.isInteger(s.seq) &&
+    typeof s.sessions === 'object' &&
+    s.sessions !== null
+  );
+}
+
+/**
+ * One task under its shard's lease: its folded state (a fold of the task stream and nothing
+ * else), and the steps that keep the world in line with it — publish its updates and view, decide
+ * with a fenced expected-version append, hand admitted prompts to executions, snapshot.
+ *
+ * Every step runs in one serial loop per task, so one task never has two steps in flight; work
+ * requested meanwhile (a feed note, a timer) runs in the next turn of the loop.
+ */
+export class TaskOwner {
+  state: TaskState;
+  /** Id of the last stream entry folded ('0-0': none). */
+  lastId = '0-0';
+  loaded = false;
+  private loadedAt = 0;
+  /** Highest last id a feed note announced. */
+  private notedId = '0-0';
+  /** Local time since when the stream has had entries not folded yet (null: caught up). */
+  behindSince: number | null = null;
+  /** Last update seq known published: updates up to it are not sent again. */
+  private publishedSeq = 0;
+  private readonly unpublished: Update[] = [];
+  private viewSeq = -1;
+  /** Inbox deliveries done by this owner (claims and cancels), so each is written once per owner. */
+  private delivered = new Set<string>();
+  private readonly stops = new Map<string, OwedStop>();
+  private readonly cancelReasons = new Map<string, 'user' | 'send_now'>();
+  private readonly timers: Timer[] = [];
+  private readonly leaseDrops = new Map<string, ExecutionRef>();
+  private entriesSinceSnapshot = 0;
+  private lastSnapshotAt = 0;
+  /** Local monotonic time of the last agent fact, per session: the stall watchdog's clock. */
+  private readonly lastAgentAt = new Map<string, number>();
+  private running = false;
+  private wanted = false;
+  private failures = 0;
+  private retry: NodeJS.Timeout | undefined;
+  private gapRebuilt = false;
+
+  constructor(
+    readonly taskId: string,
+    private readonly ctx: TaskContext,
+  ) {
+    this.state = initialTaskState(taskId);
+  }
+
+  /** A feed note: the stream has entries up to `lastId`. */
+  noted(lastId: string): void {
+    if (compareIds(lastId, this.notedId) > 0) this.notedId = lastId;
+    if (compareIds(lastId, this.lastId) > 0) {
+      this.behindSince ??= performance.now();
+      this.request();
+    }
+  }
+
+  behind(): boolean {
+    return !this.loaded || compareIds(this.notedId, this.lastId) > 0;
+  }
+
+  idle(): boolean {
+    return !this.running;
+  }
+
+  /** Asks for a step (catch up, publish, decide, deliver, snapshot), with a timer to raise. */
+  request(timer?: Timer): void {
+    if (timer && !this.timers.some((t) => sameTimer(t, timer))) this.timers.push(timer);
+    this.wanted = true;
+    if (!this.running) void this.loop();
+  }
+
+  /** The execution's lease lapsed: declare it lost if it is live, then drop the lease. */
+  leaseExpired(ref: ExecutionRef): void {
+    this.leaseDrops.set(ref.executionId, ref);
+    this.request({
+      type: 'execution_lease_expired',
+      sessionId: ref.sessionId,
+      executionId: ref.executionId,
+    });
+  }
+
+  /** Clock-driven work, called every renew tick: the stall watchdog and time-based snapshots. */
+  tick(now: number): void {
+    if (!this.loaded) return;
+    if (this.entriesSinceSnapshot > 0 && now - this.lastSnapshotAt >= this.ctx.snapshotMs) {
+      this.request();
+    }
+    for (const s of Object.values(this.state.sessions)) {
+      const t = s.turn;
+      if (!t || t.phase !== 'dispatched') continue;
+      // decide answers once per generation; skip asking when it has nothing left to say.
+      if (t.heardFromAgent && s.stallAdvised >= t.generation) continue;
+      const last = this.lastAgentAt.get(s.id) ?? this.loadedAt;
+      if (now - last >= this.ctx.stallMs) {
+        this.request({ type: 'watchdog', sessionId: s.id, admissionGeneration: t.generation });
+      }
+    }
+  }
+
+  /** Live executions in the folded state (for the shard's missing-lease check). */
+  liveExecutions(): ExecutionRef[] {
+    const out: ExecutionRef[] = [];
+    for (const s of Object.values(this.state.sessions)) {
+      const x = s.execution;
+      if (x && x.phase !== 'ended') {
+        out.push({ taskId: this.taskId, sessionId: s.id, executionId: x.id });
+      }
+    }
+    return out;
+  }
+
+  private async loop(): Promise<void> {
+    this.running = true;
+    this.ctx.busy(1);
+    try {
+      while (this.wanted && this.ctx.active()) {
+        this.wanted = false;
+        try {
+          await this.ctx.limit(() => this.step());
+          this.failures = 0;
+        } catch (err) {
+          if (!this.ctx.active()) break;
+          if (err instanceof RestartStep) {
+            this.wanted = true;
+            continue;
+          }
+          if (err instanceof FencedError) {
+            this.ctx.fenced(err);
+            break;
+          }
+          this.failures += 1;
+          this.ctx.metrics.errors.inc({ op: 'task_step' });
+          this.ctx.log.warn(
+            { err, taskId: this.taskId, shard: this.ctx.shard, failures: this.failures },
+            'task step failed; retrying',
+          );
+          clearTimeout(this.retry);
+          this.retry = setTimeout(
+            () => this.request(),
+            Math.min(5_000, 50 * 2 ** Math.min(this.failures, 7)),
+          );
+          this.retry.unref();
+          break;
+        }
+      }
+    } finally {
+      this.running = false;
+      this.ctx.busy(-1);
+    }
+  }
+
+  private async step(): Promise<void> {
+    if (!this.loaded) await this.load();
+    await this.catchUp();
+    await this.flush();
+    await this.decideAndAppend();
+    await this.flush();
+    await this.deliver();
+    await this.dropLeases();
+    await this.maybeSnapshot();
+  }
+
+  private async load(): Promise<void> {
+    const { store } = this.ctx;
+    const [snap, published] = await Promise.all([
+      store.snapshots.read(this.taskId),
+      store.lastUpdateSeq(this.taskId),
+    ]);
+    if (snap && isTaskState(snap.state, this.taskId)) {
+      this.state = snap.state;
+      this.lastId = snap.id;
+    } else if (snap) {
+      this.ctx.log.error(
+        { taskId: this.taskId, snapshotId: snap.id },
+        'snapshot is not a state of this task; replaying the stream from its start',
+      );
+    }
+    this.publishedSeq = published;
+    this.loaded = true;
+    this.loadedAt = performance.now();
+    this.lastSnapshotAt = this.loadedAt;
+  }
+
+  /** Folds everything after lastId, to the end of the stream. */
+  private async catchUp(): Promise<void> {
+    const { store, metrics } = this.ctx;
+    for (;;) {
+      const page = await store.readTask(this.taskId, this.lastId, PAGE);
+      this.assertActive();
+      for (const { id, entry } of page.items) this.apply(id, entry);
+      if (page.items.length > 0)
+        metrics.entriesFolded.inc({ shard: String(this.ctx.shard) }, page.items.length);
+      // Past dead-lettered entries too: the expected last id of a fenced append counts them.
+      if (compareIds(page.lastId, this.lastId) > 0) this.lastId = page.lastId;
+      if (page.items.length < PAGE) break;
+    }
+    if (compareIds(this.lastId, this.notedId) >= 0) this.behindSince = null;
+  }
+
+  private apply(id: string, entry: StreamEntry): void {
+    const before = this.state.sessions[entry.sessionId];
+    if (entry.type === 'session.was_reset' || entry.type === 'session.deleted') {
+      const x = before?.execution;
+      if (x && x.phase !== 'ended') {
+        this.stops.set(entry.sessionId, {
+          executionId: x.id,
+          reason: entry.type === 'session.deleted' ? 'session_deleted' : 'session_reset',
+        });
+      }
+    } else if (entry.type === 'turn.cancel_requested') {
+      this.cancelReasons.set(
+        `${entry.sessionId}/${entry.data.admissionGeneration}`,
+        entry.data.reason,
+      );
+    }
+    const f = fold(this.state, entry);
+    this.state = f.state;
+    for (const u of f.updates) if (u.seq > this.publishedSeq) this.unpublished.push(u);
+    if ('executionId' in entry) this.lastAgentAt.set(entry.sessionId, performance.now());
+    this.lastId = id;
+    this.entriesSinceSnapshot += 1;
+  }
+
+  /** Publishes folded updates (the gapless per-task sequence), then the view that reflects them. */
+  private async flush(): Promise<void> {
+    const { store, metrics } = this.ctx;
+    while (this.unpublished.length > 0) {
+      const chunk = this.unpublished.slice(0, PUBLISH_CHUNK);
+      let r: { published: number; lastSeq: number };
+      try {
+        r = await store.publishUpdates(this.ctx.lease(), this.taskId, chunk);
+      } catch (err) {
+        if (err instanceof GapError) this.onGap(err);
+        throw err;
+      }
+      this.unpublished.splice(0, chunk.length);
+      this.publishedSeq = Math.max(this.publishedSeq, r.lastSeq);
+      if (r.published > 0)
+        metrics.updatesPublished.inc({ shard: String(this.ctx.shard) }, r.published);
+    }
+    if (this.state.seq > this.viewSeq) {
+      await store.views.write(this.ctx.lease(), taskView(this.state));
+      this.viewSeq = this.state.seq;
+    }
+  }
+
+  /**
+   * Updates from our fold would leave clients a gap: the state we folded from (a snapshot) is
+   * ahead of what was published. Replay the stream from its start once; if it still gaps (the
+   * stream was trimmed), keep retrying loudly rather than publish a hole.
+   */
+  private onGap(err: GapError): never {
+    this.ctx.metrics.errors.inc({ op: 'publish_gap' });
+    if (this.gapRebuilt) throw err;
+    this.ctx.log.error(
+      { taskId: this.taskId, lastPublished: err.lastPublished, seq: err.seq },
+      'update sequence gap; replaying the task stream from its start',
+    );
+    this.gapRebuilt = true;
+    this.state = initialTaskState(this.taskId);
+    this.lastId = '0-0';
+    this.unpublished.length = 0;
+    this.entriesSinceSnapshot = 0;
+    throw new RestartStep();
+  }
+
+  private async decideAndAppend(): Promise<void> {
+    const { store, metrics } = this.ctx;
+    for (let conflicts = 0; ;) {
+      const timer = this.timers[0];
+      const drafts = decide(this.state, timer);
+      if (drafts.length === 0) {
+        if (timer) {
+          this.timers.shift();
+          continue;
+        }
+        return;
+      }
+      const entries = drafts.map(
+        (d) =>
+          ({
+            v: SCHEMA_VERSION,
+            taskId: this.taskId,
+            writer: {
+              role: 'projector',
+              instance: this.ctx.instanceId,
+              seq: this.ctx.nextWriterSeq(),
+            },
+            ...d,
+          }) as StreamEntry,
+      );
+      let ids: string[];
+      try {
+        ids = await store.appendFenced(this.ctx.lease(), this.taskId, this.lastId, entries);
+      } catch (err) {
+        const outcome =
+          err instanceof ConflictError ? 'conflict' : err instanceof FencedError ? 'fenced' : null;
+        if (outcome) for (const d of drafts) metrics.decisions.inc({ type: d.type, outcome });
+        if (!(err instanceof ConflictError)) throw err;
+        // Someone appended after what we folded: catch up and decide again on the new state.
+        if (++conflicts > MAX_CONFLICTS) {
+          this.wanted = true;
+          return;
+        }
+        await this.catchUp();
+        continue;
+      }
+      for (const d of drafts) metrics.decisions.inc({ type: d.type, outcome: 'appended' });
+      if (timer) {
+        this.timers.shift();
+        metrics.timers.inc({ type: timer.type });
+      }
+      // Appended right after lastId, in this order: folding them is folding the stream.
+      entries.forEach((e, i) => this.apply(ids[i]!, e));
+    }
+  }
+
+  /**
+   * Hands every claim still waiting for its dispatch to the execution that holds it, once per
+   * owner: a new owner delivers them all again (the worker ignores a promptId + generation it has
+   * already sent), since its predecessor may have died between the decision and the inbox write.
+   */
+  private async deliver(): Promise<void> {
+    const { store, metrics } = this.ctx;
+    const outbox = new Map<string, { messages: InboxMessage[]; keys: string[] }>();
+    const wanted = new Set<string>();
+    const send = (executionId: string, key: string, message: InboxMessage) => {
+      wanted.add(key);
+      if (this.delivered.has(key)) return;
+      const box = outbox.get(executionId) ?? { messages: [], keys: [] };
+      box.messages.push(message);
+      box.keys.push(key);
+      outbox.set(executionId, box);
+    };
+    const envelope = (sessionId: string, executionId: string) => ({
+      v: SCHEMA_VERSION,
+      taskId: this.taskId,
+      sessionId,
+      executionId,
+    });
+    for (const s of Object.values(this.state.sessions)) {
+      const x = s.execution;
+      if (!x || x.phase === 'ended' || s.deleted) continue;
+      for (const claim of [s.turn, s.steer]) {
+        if (!claim || claim.phase !== 'claimed') continue;
+        const record = s.prompts[claim.promptId];
+        if (!record?.text) {
+          this.ctx.log.error(
+            { taskId: this.taskId, sessionId: s.id, promptId: claim.promptId },
+            'claimed prompt has no text to deliver',
+          );
+          continue;
+        }
+        send(x.id, `p/${s.id}/${claim.promptId}/${claim.generation}`, {
+          ...envelope(s.id, x.id),
+          type: 'prompt.deliver',
+          data: {
+            promptId: claim.promptId,
+            admissionGeneration: claim.generation,
+            mode: claim.mode,
+            origin: record.origin,
+            text: record.text,
+          },
+        });
+      }
+      const t = s.turn;
+      if (t && t.cancelRequested && t.phase === 'dispatched') {
+        const k = `${s.id}/${t.generation}`;
+        send(x.id, `c/${k}`, {
+          ...envelope(s.id, x.id),
+          type: 'turn.cancel',
+          data: { admissionGeneration: t.generation, reason: this.cancelReasons.get(k) ?? 'user' },
+        });
+      }
+    }
+    for (const [sessionId, stop] of this.stops) {
+      const x = this.state.sessions[sessionId]?.execution;
+      if (!x || x.id !== stop.executionId || x.phase === 'ended') {
+        this.stops.delete(sessionId);
+        continue;
+      }
+      send(x.id, `s/${sessionId}/${x.id}`, {
+        ...envelope(sessionId, x.id),
+        type: 'execution.stop',
+        data: { reason: stop.reason },
+      });
+    }
+    for (const [executionId, box] of outbox) {
+      await store.inbox.append(this.ctx.lease(), this.taskId, executionId, box.messages);
+      for (const k of box.keys) this.delivered.add(k);
+      for (const m of box.messages) metrics.inboxMessages.inc({ type: m.type });
+    }
+    // Forget deliveries whose claim is settled; an owed stop is forgotten once it was written.
+    for (const [sessionId, stop] of this.stops) {
+      if (this.delivered.has(`s/${sessionId}/${stop.executionId}`)) this.stops.delete(sessionId);
+    }
+    if (this.delivered.size > wanted.size) {
+      this.delivered = new Set([...this.delivered].filter((k) => wanted.has(k)));
+    }
+    if (this.cancelReasons.size > 0) {
+      for (const k of this.cancelReasons.keys())
+        if (!wanted.has(`c/${k}`)) this.cancelReasons.delete(k);
+    }
+  }
+
+  /** Execution leases whose end is now recorded in the state (or that it never knew) go. */
+  private async dropLeases(): Promise<void> {
+    for (const [executionId, ref] of this.leaseDrops) {
+      const x = this.state.sessions[ref.sessionId]?.execution;
+      if (x && x.id === executionId && x.phase !== 'ended') continue;
+      this.assertActive();
+      await this.ctx.store.executions.dropLease(ref);
+      this.leaseDrops.delete(executionId);
+    }
+  }
+
+  private async maybeSnapshot(): Promise<void> {
+    if (this.entriesSinceSnapshot === 0 || this.unpublished.length > 0) return;
+    const now = performance.now();
+    if (
+      this.entriesSinceSnapshot < this.ctx.snapshotEntries &&
+      now - this.lastSnapshotAt < this.ctx.snapshotMs
+    ) {
+      return;
+    }
+    const { store } = this.ctx;
+    try {
+      await store.snapshots.write(this.ctx.lease(), this.taskId, this.lastId, this.state);
+    } catch (err) {
+      if (!(err instanceof StaleSnapshotError)) throw err;
+    }
+    await store.snapshots.trim(this.ctx.lease(), this.taskId);
+    this.ctx.metrics.snapshots.inc({ shard: String(this.ctx.shard) });
+    this.entriesSinceSnapshot = 0;
+    this.lastSnapshotAt = now;
+  }
+
+  private assertActive(): void {
+    if (!this.ctx.active()) throw new FencedError(`shard ${this.ctx.shard} is no longer owned`);
+  }
+}
+
+/** The step's state was reset (replay from the stream's start): run the step again. */
+class RestartStep extends Error {}
+
+function sameTimer(a: Timer, b: Timer): boolean {
+  if (a.type !== b.type || a.sessionId !== b.sessionId) return false;
+  return a.type === 'watchdog'
+    ? a.admissionGeneration === (b as typeof a).admissionGeneration
+    : a.executionId === (b as typeof a).executionId;
+}
