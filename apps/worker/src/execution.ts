@@ -1,0 +1,361 @@
+import {
+  AgentHost,
+  coalesce,
+  flushAll,
+  flushDue,
+  initialCoalesceState,
+  nextFlushAt,
+  replayAgentCommand,
+  toFact,
+  type CoalesceState,
+  type FactBody,
+  type Frame,
+} from '@baton/acp';
+import type { ExecutionJob, Fact, InboxMessage } from '@baton/protocol';
+import {
+  InvalidEntryError,
+  type EventStore,
+  type ExecutionRef,
+  type RawFrame,
+  type StoredInboxMessage,
+  type StreamTail,
+} from '@baton/store';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Logger } from './logger';
+import { Pump } from './pump';
+import { resolveRecording } from './recordings';
+
+export interface ExecutionSettings {
+  workerId: string;
+  executionLeaseMs: number;
+  coalesceMs: number;
+  setupTimeoutMs: number;
+  killGraceMs: number;
+  recordingsDir: string;
+}
+
+export interface ExecutionOutcome {
+  generation: number;
+  reason: string;
+  /** False when the end could not be recorded (Redis gone during a shutdown). */
+  recorded: boolean;
+}
+
+interface AgentLaunch {
+  command: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  /** Where the process runs. */
+  cwd: string;
+}
+
+class StoppedBeforeStart extends Error {
+  constructor() {
+    super('stopped before the agent was started');
+  }
+}
+
+/** How long a stopping worker waits for an execution's last facts to be acknowledged. */
+const SHUTDOWN_DRAIN_MS = 10_000;
+
+/**
+ * One agent execution, from its generation to its end: the lease that proves it alive, the agent
+ * process (through AgentHost), its facts (coalesced, batched, retried until the store has them),
+ * its raw frames, and its inbox (prompts, cancels, a stop). It ends when the agent exits; a stop
+ * makes the agent exit.
+ */
+export class Execution {
+  readonly ref: ExecutionRef;
+  private generation = 0;
+  private writerInstance = '';
+  private seq = 0;
+  private coalesceState: CoalesceState = initialCoalesceState();
+  private flushTimer: NodeJS.Timeout | undefined;
+  private host: AgentHost | undefined;
+  private hostSettled!: Promise<AgentHost | undefined>;
+  private stopRequested = false;
+  private shuttingDown = false;
+  private endReason = 'unknown';
+  private started = false;
+  private readonly sent = new Set<string>();
+  private readonly facts: Pump<Fact>;
+  private readonly rawFrames: Pump<RawFrame>;
+  private readonly log: Logger;
+  private tempDir: string | undefined;
+
+  constructor(
+    private readonly job: ExecutionJob,
+    private readonly store: EventStore,
+    private readonly settings: ExecutionSettings,
+    log: Logger,
+  ) {
+    this.ref = { taskId: job.taskId, sessionId: job.sessionId, executionId: job.executionId };
+    this.log = log.child({ ...this.ref });
+    this.facts = new Pump<Fact>({
+      send: async (batch) => {
+        try {
+          await this.store.append(this.ref.taskId, batch);
+        } catch (err) {
+          // Invalid entries cannot become valid by retrying; anything else is Redis, retried.
+          if (err instanceof InvalidEntryError) {
+            this.log.error({ err }, 'facts refused by the store');
+            return;
+          }
+          throw err;
+        }
+      },
+      onRetry: (err, attempt) =>
+        this.log.warn({ err, attempt }, 'appending facts failed; retrying'),
+      onGiveUp: (err, batch) =>
+        this.log.error({ err, facts: batch.length }, 'facts abandoned: the worker is stopping'),
+    });
+    this.rawFrames = new Pump<RawFrame>({
+      send: async (batch) => {
+        await this.store.rawFrames.append(this.ref.taskId, this.ref.executionId, batch);
+      },
+      maxAttempts: 10,
+      onGiveUp: (err, batch) =>
+        this.log.warn({ err, frames: batch.length }, 'raw frames dropped after retries'),
+    });
+  }
+
+  /** Asks the agent to end; the execution then ends as `cancelled`. Does not wait for it. */
+  requestStop(): void {
+    if (this.stopRequested) return;
+    this.stopRequested = true;
+    void this.hostSettled?.then((host) => host?.close('cancelled'));
+  }
+
+  /** The worker is going away: end now, and do not wait forever for Redis to take the end. */
+  shutdown(): void {
+    this.shuttingDown = true;
+    this.requestStop();
+  }
+
+  async run(): Promise<ExecutionOutcome> {
+    const { store, ref, settings } = this;
+    this.generation = await store.executions.nextGeneration(ref.taskId, ref.sessionId);
+    // Unique per execution start, so the store's (instance, seq) dedupe never spans two runs.
+    this.writerInstance = `${settings.workerId}.${randomBytes(6).toString('hex')}`;
+    const log = this.log.child({ generation: this.generation });
+    // The lease comes first: once execution.started is in the stream, a dead worker must be
+    // detectable.
+    await store.executions.renewLease(ref, settings.executionLeaseMs);
+    const renew = setInterval(
+      () => {
+        store.executions
+          .renewLease(ref, settings.executionLeaseMs)
+          .catch((err: unknown) => log.warn({ err }, 'execution lease renewal failed'));
+      },
+      Math.max(1, Math.floor(settings.executionLeaseMs / 3)),
+    );
+
+    const inbox = store.inbox.tail(ref.taskId, ref.executionId, '0-0');
+    let settle!: (h: AgentHost | undefined) => void;
+    this.hostSettled = new Promise((r) => (settle = r));
+    const inboxDone = this.followInbox(inbox, log);
+
+    try {
+      if (this.stopRequested) throw new StoppedBeforeStart();
+      const launch = this.launch();
+      log.info({ command: launch.command, generation: this.generation }, 'starting agent');
+      this.host = await AgentHost.start({
+        command: launch.command,
+        args: launch.args,
+        env: launch.env,
+        cwd: launch.cwd,
+        sessionCwd: this.job.cwd ?? this.tempCwd(),
+        rawSdkMessages: this.job.rawSdkMessages,
+        permissionPolicy: this.job.permissionPolicy,
+        ...(this.job.mode !== undefined ? { mode: this.job.mode } : {}),
+        setupTimeoutMs: settings.setupTimeoutMs,
+        killGraceMs: settings.killGraceMs,
+        onFact: (f) => this.onFact(f),
+        onRawFrame: (frame, line) => this.onRawFrame(frame, line),
+        onStderr: (chunk) => log.debug({ stderr: chunk.slice(0, 2_000) }, 'agent stderr'),
+      });
+      log.info({ agentPid: this.host.pid }, 'agent ready');
+      settle(this.host);
+      if (this.stopRequested) void this.host.close('cancelled');
+      const exit = await this.host.exited;
+      log.info({ ...exit, reason: this.endReason }, 'agent exited');
+    } catch (err) {
+      settle(undefined);
+      // A launch that failed before AgentHost could report it is reported here.
+      if (this.endReason === 'unknown') {
+        this.onFact(
+          err instanceof StoppedBeforeStart
+            ? { type: 'execution.ended', data: { reason: 'cancelled' } }
+            : {
+                type: 'execution.ended',
+                data: { reason: 'failed', error: String(err).slice(0, 4_000) },
+              },
+        );
+      }
+      log.warn({ err: String(err), reason: this.endReason }, 'execution did not start');
+    } finally {
+      settle(undefined);
+    }
+
+    // Teardown: the end must be in the stream before the lease goes, or a worker dying here
+    // would leave an execution nobody declares lost.
+    clearTimeout(this.flushTimer);
+    this.emit(flushAll(this.coalesceState, Date.now()).facts);
+    await inbox.close();
+    await inboxDone;
+    const deadline = this.shuttingDown ? SHUTDOWN_DRAIN_MS : undefined;
+    const recorded = await this.facts.drain(deadline);
+    await this.rawFrames.drain(deadline ?? 30_000);
+    clearInterval(renew);
+    if (recorded) {
+      // Best effort: a lease left behind lapses and its execution is declared lost, which is
+      // harmless once its end is recorded.
+      await store.executions.dropLease(ref).catch((err: unknown) => log.warn({ err }, 'dropLease'));
+      await store.inbox
+        .remove(ref.taskId, ref.executionId)
+        .catch((err: unknown) => log.warn({ err }, 'inbox remove'));
+    } else {
+      log.error('execution end not recorded; its lease is left to lapse');
+    }
+    if (this.tempDir) rmSync(this.tempDir, { recursive: true, force: true });
+    return { generation: this.generation, reason: this.endReason, recorded };
+  }
+
+  private describeAgent(): string {
+    const a = this.job.agent;
+    return (
+      a.kind === 'command' ? [a.command, ...a.args].join(' ') : `replay ${a.recording}`
+    ).slice(0, 2_000);
+  }
+
+  private tempCwd(): string {
+    this.tempDir ??= mkdtempSync(join(tmpdir(), 'baton-exec-'));
+    return this.tempDir;
+  }
+
+  private launch(): AgentLaunch {
+    const agent = this.job.agent;
+    if (agent.kind === 'command') {
+      return {
+        command: agent.command,
+        args: agent.args,
+        env: { ...process.env, ...agent.env },
+        cwd: this.job.cwd ?? this.tempCwd(),
+      };
+    }
+    const file = resolveRecording(agent.recording, this.settings.recordingsDir);
+    const { command, args } = replayAgentCommand(file, {
+      pace: agent.speed === 0 ? 0 : 1 / agent.speed,
+    });
+    // The replay agent is Baton's own code: it runs where Baton's modules resolve.
+    return { command, args, env: process.env, cwd: process.cwd() };
+  }
+
+  private onFact(body: FactBody): void {
+    let fact = body;
+    if (fact.type === 'execution.started') {
+      this.started = true;
+      fact = { ...fact, data: { ...fact.data, workerId: this.settings.workerId } };
+    } else if (fact.type === 'execution.ended' && !this.started) {
+      // An execution that ends before its agent ran (bad recording, spawn failure, an early
+      // stop) still starts in the stream: an end alone would not reach the session.
+      this.onFact({
+        type: 'execution.started',
+        data: { startedAt: new Date().toISOString(), agentCommand: this.describeAgent() },
+      });
+    }
+    if (fact.type === 'execution.ended') this.endReason = fact.data.reason;
+    const r = coalesce(this.coalesceState, fact, Date.now(), this.settings.coalesceMs);
+    this.coalesceState = r.state;
+    this.emit(r.facts);
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer !== undefined) return;
+    const at = nextFlushAt(this.coalesceState, this.settings.coalesceMs);
+    if (at === undefined) return;
+    this.flushTimer = setTimeout(
+      () => {
+        this.flushTimer = undefined;
+        const r = flushDue(this.coalesceState, Date.now(), this.settings.coalesceMs);
+        this.coalesceState = r.state;
+        this.emit(r.facts);
+        this.scheduleFlush();
+      },
+      Math.max(0, at - Date.now()),
+    );
+  }
+
+  private emit(bodies: FactBody[]): void {
+    for (const body of bodies) {
+      try {
+        const fact = toFact(
+          {
+            v: 1,
+            taskId: this.ref.taskId,
+            sessionId: this.ref.sessionId,
+            executionId: this.ref.executionId,
+            generation: this.generation,
+            writer: { role: 'worker', instance: this.writerInstance, seq: this.seq + 1 },
+          },
+          body,
+        );
+        this.seq++;
+        this.facts.push(fact);
+      } catch (err) {
+        this.log.error({ err: String(err), type: body.type }, 'dialect produced an invalid fact');
+      }
+    }
+  }
+
+  private onRawFrame(frame: Frame, line: string): void {
+    this.rawFrames.push({ direction: frame.direction === 'agent->client' ? 'in' : 'out', line });
+  }
+
+  private async followInbox(tail: StreamTail<StoredInboxMessage>, log: Logger): Promise<void> {
+    for await (const batch of tail) {
+      for (const { message } of batch) await this.onInbox(message, log);
+    }
+  }
+
+  private async onInbox(message: InboxMessage, log: Logger): Promise<void> {
+    if (message.sessionId !== this.ref.sessionId) {
+      log.warn(
+        { type: message.type, sessionId: message.sessionId },
+        'inbox message of another session',
+      );
+      return;
+    }
+    switch (message.type) {
+      case 'execution.stop':
+        log.info({ reason: message.data.reason }, 'stop requested');
+        this.requestStop();
+        return;
+      case 'turn.cancel': {
+        const host = await this.hostSettled;
+        await host?.cancel().catch((err: unknown) => log.warn({ err }, 'session/cancel failed'));
+        return;
+      }
+      case 'prompt.deliver': {
+        const { promptId, admissionGeneration, text } = message.data;
+        // Deliveries are at least once (an owner failover may deliver again): send each once.
+        const key = JSON.stringify([promptId, admissionGeneration]);
+        if (this.sent.has(key)) return;
+        this.sent.add(key);
+        const host = await this.hostSettled;
+        // No host: the execution failed to start and has ended; its end retires the claim.
+        if (!host) return;
+        // The turn lasts long; dispatch and turn end are read off the wire as facts.
+        host.prompt({ promptId, admissionGeneration, text }).then(
+          (r) => log.debug({ promptId, stopReason: r.stopReason }, 'turn ended'),
+          (err: unknown) => log.info({ promptId, err: String(err) }, 'prompt failed'),
+        );
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,8 @@
+import pino, { type Logger } from 'pino';
+
+export type { Logger };
+
+/** JSON lines on stdout, every line naming the instance. */
+export function createLogger(instance: string, level: string): Logger {
+  return pino({ level, base: { role: 'worker', instance, pid: process.pid } });
+}

@@ -1,0 +1,52 @@
+/**
+ * The worker process: `node --import tsx apps/worker/src/main.ts`, configured by environment
+ * variables (libs/config COMMON + WORKER). SIGTERM or SIGINT stops it cleanly: no new jobs, every
+ * running execution ended (with its execution.ended fact, its agent's process group killed), then
+ * exit 0.
+ */
+import { COMMON, ConfigError, WORKER, loadConfig } from '@baton/config';
+import { startWorker } from './worker';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig({ ...COMMON, ...WORKER });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const worker = await startWorker({
+    redisUrl: config.REDIS_URL,
+    prefix: config.BATON_PREFIX,
+    shards: config.BATON_SHARDS,
+    ...(config.BATON_INSTANCE_ID !== undefined ? { instanceId: config.BATON_INSTANCE_ID } : {}),
+    concurrency: config.WORKER_CONCURRENCY,
+    executionLeaseMs: config.WORKER_EXECUTION_LEASE_MS,
+    ...(config.WORKER_RECORDINGS_DIR !== undefined
+      ? { recordingsDir: config.WORKER_RECORDINGS_DIR }
+      : {}),
+    coalesceMs: config.WORKER_COALESCE_MS,
+    setupTimeoutMs: config.WORKER_SETUP_TIMEOUT_MS,
+    logLevel: config.LOG_LEVEL,
+  });
+  const onSignal = (signal: NodeJS.Signals) => {
+    process.stderr.write(`worker ${worker.instanceId}: ${signal}, stopping\n`);
+    worker.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`worker ${worker.instanceId}: stop failed: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`worker failed to start: ${String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,79 @@
+/**
+ * Sends items in order, in batches: everything pushed while a send is in flight goes out in the
+ * next one, so items that arrive together (the facts of one frame, a burst of frames) share a
+ * round trip. A failed batch is sent again, the same batch, until it is acknowledged or the
+ * attempts run out; later items wait behind it, so order holds.
+ */
+export interface PumpOptions<T> {
+  send: (batch: T[]) => Promise<void>;
+  /** Most items per send. */
+  maxBatch?: number;
+  /** Attempts per batch before it is given up (default: no limit). */
+  maxAttempts?: number;
+  onRetry?: (err: unknown, attempt: number) => void;
+  onGiveUp?: (err: unknown, batch: T[]) => void;
+}
+
+export class Pump<T> {
+  private readonly queue: T[] = [];
+  private running: Promise<void> | undefined;
+  private aborted = false;
+
+  constructor(private readonly options: PumpOptions<T>) {}
+
+  push(...items: T[]): void {
+    if (items.length === 0) return;
+    this.queue.push(...items);
+    // Deferred to a microtask: the rest of what arrives in this tick joins the batch.
+    this.running ??= Promise.resolve().then(() => this.run());
+  }
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  private async run(): Promise<void> {
+    try {
+      while (this.queue.length > 0 && !this.aborted) {
+        const batch = this.queue.splice(0, this.options.maxBatch ?? 500);
+        await this.sendUntilAcknowledged(batch);
+      }
+    } finally {
+      this.running = undefined;
+    }
+  }
+
+  private async sendUntilAcknowledged(batch: T[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.options.send(batch);
+        return;
+      } catch (err) {
+        if (this.aborted || attempt >= (this.options.maxAttempts ?? Infinity)) {
+          this.options.onGiveUp?.(err, batch);
+          return;
+        }
+        this.options.onRetry?.(err, attempt);
+        await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** Math.min(attempt, 6), 2_000)));
+      }
+    }
+  }
+
+  /**
+   * Resolves once everything pushed so far is sent. With `deadlineMs`, gives up waiting after it
+   * (the batch in flight is abandoned after its current attempt) and resolves false.
+   */
+  async drain(deadlineMs?: number): Promise<boolean> {
+    const done = (async () => {
+      while (this.running) await this.running;
+      return true;
+    })();
+    if (deadlineMs === undefined) return done;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), deadlineMs)));
+    const ok = await Promise.race([done, late]);
+    clearTimeout(timer);
+    if (!ok) this.aborted = true;
+    return ok;
+  }
+}

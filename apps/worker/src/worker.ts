@@ -1,0 +1,113 @@
+import { BUNDLED_RECORDINGS_DIR } from '@baton/acp';
+import { EXECUTIONS_QUEUE, parseExecutionJob, queuePrefix } from '@baton/jobs';
+import type { ExecutionJob } from '@baton/protocol';
+import { EventStore, connectRedis, redisTargetFromUrl } from '@baton/store';
+import { WaitingError, Worker, type ConnectionOptions } from 'bullmq';
+import { Execution } from './execution';
+import { createLogger, type Logger } from './logger';
+import { resolveOptions, type WorkerOptionsInput } from './options';
+
+export { WorkerOptionsError, type WorkerOptionsInput } from './options';
+
+export interface WorkerHandle {
+  readonly instanceId: string;
+  /**
+   * Stops taking jobs, ends every running execution (each gets its execution.ended, its agent's
+   * process group is killed) and closes the connections.
+   */
+  stop(): Promise<void>;
+  /** Execution ids running here now. */
+  running(): string[];
+}
+
+/**
+ * A worker: consumes the executions queue with one BullMQ job per agent execution, `concurrency`
+ * at a time, each job lasting as long as its execution. A job is never retried or resumed under
+ * the same execution id: a stalled job (its worker died) fails, and the task's owner declares the
+ * execution lost when its execution lease lapses.
+ */
+export async function startWorker(
+  input: WorkerOptionsInput & { logger?: Logger },
+): Promise<WorkerHandle> {
+  const { logger, ...rest } = input;
+  const opts = resolveOptions(rest);
+  const log = logger ?? createLogger(opts.instanceId, opts.logLevel);
+  const target = redisTargetFromUrl(opts.redisUrl);
+  const store = EventStore.connect(
+    target,
+    { shards: opts.shards, prefix: opts.prefix },
+    { connectionName: opts.instanceId },
+  );
+  // BullMQ blocks on its connections, so they must never give up on a command.
+  const bull = connectRedis(target, {
+    maxRetriesPerRequest: null,
+    connectionName: `${opts.instanceId}:jobs`,
+  });
+  const settings = {
+    workerId: opts.instanceId,
+    executionLeaseMs: opts.executionLeaseMs,
+    coalesceMs: opts.coalesceMs,
+    setupTimeoutMs: opts.setupTimeoutMs,
+    killGraceMs: opts.killGraceMs,
+    recordingsDir: opts.recordingsDir ?? BUNDLED_RECORDINGS_DIR,
+  };
+  const runs = new Map<string, Execution>();
+  let stopping = false;
+
+  const worker = new Worker<ExecutionJob, void>(
+    EXECUTIONS_QUEUE,
+    async (job, token) => {
+      if (stopping) {
+        // Taken while shutting down: hand it back untouched for another worker.
+        await job.moveToWait(token);
+        throw new WaitingError();
+      }
+      let data: ExecutionJob;
+      try {
+        data = parseExecutionJob(job.data);
+      } catch (err) {
+        log.error({ jobId: job.id, err: String(err) }, 'invalid execution job');
+        throw err;
+      }
+      if (runs.has(data.executionId)) throw new Error(`${data.executionId} already runs here`);
+      const run = new Execution(data, store, settings, log);
+      runs.set(data.executionId, run);
+      try {
+        const outcome = await run.run();
+        log.info({ executionId: data.executionId, ...outcome }, 'execution ended');
+      } finally {
+        runs.delete(data.executionId);
+      }
+    },
+    {
+      connection: bull as unknown as ConnectionOptions,
+      prefix: queuePrefix(opts.prefix),
+      concurrency: opts.concurrency,
+      name: opts.instanceId,
+      // A stalled job belongs to a dead worker; its execution is declared lost, never rerun.
+      maxStalledCount: 0,
+    },
+  );
+  worker.on('error', (err) => log.error({ err: String(err) }, 'queue error'));
+  worker.on('failed', (job, err) =>
+    log.warn({ jobId: job?.id, err: String(err) }, 'execution job failed'),
+  );
+  await worker.waitUntilReady();
+  log.info({ concurrency: opts.concurrency }, 'worker ready');
+
+  let stopped: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopped ??= (async () => {
+      stopping = true;
+      log.info({ running: runs.size }, 'worker stopping');
+      // close() stops fetching at once and resolves when the running jobs have returned.
+      const closing = worker.close();
+      for (const run of runs.values()) run.shutdown();
+      await closing;
+      await store.close();
+      await bull.quit().catch(() => bull.disconnect());
+      log.info('worker stopped');
+    })());
+
+  return { instanceId: opts.instanceId, stop, running: () => [...runs.keys()] };
+}

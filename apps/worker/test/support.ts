@@ -1,0 +1,227 @@
+import type { FactBody } from '@baton/acp';
+import { SCHEMA_VERSION, type InboxMessage, type StreamEntry } from '@baton/protocol';
+import type { EventStore, Lease } from '@baton/store';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const ROOT = join(__dirname, '..', '..', '..');
+
+/** Resolves once `cond` holds; jest's timeout bounds it. */
+export async function until<T>(
+  cond: () => Promise<T | undefined | false> | T | undefined | false,
+  what = 'condition',
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await cond();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Every entry of a task stream, in order. */
+export async function readAll(store: EventStore, taskId: string): Promise<StreamEntry[]> {
+  const out: StreamEntry[] = [];
+  let after = '0-0';
+  for (;;) {
+    const page = await store.readTask(taskId, after);
+    out.push(...page.items.map((i) => i.entry));
+    if (page.items.length === 0) return out;
+    after = page.lastId;
+  }
+}
+
+type WithExecution = Extract<StreamEntry, { executionId: string }>;
+export const factsOf = (entries: StreamEntry[], executionId: string): WithExecution[] =>
+  entries.filter((e): e is WithExecution => 'executionId' in e && e.executionId === executionId);
+
+/** A fact as a dialect produced it: the envelope stripped. */
+export const body = (e: WithExecution): FactBody => ({ type: e.type, data: e.data }) as FactBody;
+
+export interface WorkerProcess {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  readonly instanceId: string;
+  output(): string;
+  /** Resolves with the exit code (or the signal) when the process is gone. */
+  readonly exited: Promise<number | NodeJS.Signals>;
+}
+
+/** A real worker process: `node --import tsx apps/worker/src/main.ts`, ready when it says so. */
+export async function spawnWorker(env: Record<string, string>): Promise<WorkerProcess> {
+  const instanceId = env.BATON_INSTANCE_ID ?? `w-${Math.random().toString(36).slice(2, 8)}`;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'apps/worker/src/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env, BATON_INSTANCE_ID: instanceId },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  const exited = new Promise<number | NodeJS.Signals>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  );
+  let gone = false;
+  void exited.then(() => (gone = true));
+  await until(() => out.includes('"worker ready"') || gone, `worker ${instanceId} ready`);
+  if (gone) throw new Error(`worker exited at start:\n${out}`);
+  return { child, pid: child.pid!, instanceId, output: () => out, exited };
+}
+
+/** Pids of the live (non-zombie) children of `pid`: a worker's agent process group leaders. */
+export function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] !== 'Z' && Number(fields[1]) === pid) out.push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** Whether a process group still has a member (ESRCH: none). */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw err;
+  }
+}
+
+/**
+ * A stand-in for the shard owner (the projector) in tests: it holds the shard leases, so it may
+ * write execution inboxes, and hands prompts, cancels and stops to executions as a test says.
+ */
+export class OwnerDouble {
+  private readonly leases = new Map<number, Lease>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly store: EventStore) {}
+
+  async start(): Promise<void> {
+    for (let shard = 0; shard < this.store.keys.shards; shard++) {
+      const r = await this.store.leases.acquire(shard, 'owner-double', 60_000);
+      if (!r.acquired) throw new Error(`shard ${shard} is held by ${r.owner}`);
+      this.leases.set(shard, r.lease);
+    }
+    this.timer = setInterval(() => {
+      for (const [shard, lease] of this.leases) {
+        this.store.leases.renew(lease, 60_000).then(
+          (l) => this.leases.set(shard, l),
+          () => undefined,
+        );
+      }
+    }, 10_000);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    for (const lease of this.leases.values()) await this.store.leases.release(lease);
+  }
+
+  private async send(
+    ref: { taskId: string; sessionId: string; executionId: string },
+    rest: Pick<InboxMessage, 'type' | 'data'>,
+  ): Promise<void> {
+    const lease = this.leases.get(this.store.shardOf(ref.taskId))!;
+    await this.store.inbox.append(lease, ref.taskId, ref.executionId, [
+      { v: SCHEMA_VERSION, ...ref, ...rest } as InboxMessage,
+    ]);
+  }
+
+  deliver(
+    ref: { taskId: string; sessionId: string; executionId: string },
+    promptId: string,
+    admissionGeneration: number,
+    text = `prompt ${promptId}`,
+  ): Promise<void> {
+    return this.send(ref, {
+      type: 'prompt.deliver',
+      data: { promptId, admissionGeneration, mode: 'turn', origin: 'human', text },
+    } as InboxMessage);
+  }
+
+  stopExecution(ref: { taskId: string; sessionId: string; executionId: string }): Promise<void> {
+    return this.send(ref, { type: 'execution.stop', data: { reason: 'operator' } } as InboxMessage);
+  }
+}
+
+/** A recording that holds a session busy: after the prompt, `chunks` message chunks `gapMs` apart. */
+export function writeBusyRecording(file: string, chunks: number, gapMs: number): void {
+  const t0 = Date.parse('2026-11-10T10:00:00.000Z');
+  const at = (ms: number) => new Date(t0 + ms).toISOString();
+  const lines: unknown[] = [
+    {
+      direction: 'client->agent',
+      at: at(0),
+      message: { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: 1 } },
+    },
+    {
+      direction: 'agent->client',
+      at: at(1),
+      message: {
+        jsonrpc: '2.0',
+        id: 0,
+        result: { protocolVersion: 1, agentInfo: { name: 'busy-agent', version: '1.0.0' } },
+      },
+    },
+    {
+      direction: 'client->agent',
+      at: at(2),
+      message: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'session/new',
+        params: { cwd: '/', mcpServers: [] },
+      },
+    },
+    {
+      direction: 'agent->client',
+      at: at(3),
+      message: { jsonrpc: '2.0', id: 1, result: { sessionId: 's' } },
+    },
+    {
+      direction: 'client->agent',
+      at: at(4),
+      message: {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'session/prompt',
+        params: { sessionId: 's', prompt: [] },
+      },
+    },
+  ];
+  for (let i = 0; i < chunks; i++) {
+    lines.push({
+      direction: 'agent->client',
+      at: at(5 + i * gapMs),
+      message: {
+        jsonrpc: '2.0',
+        method: 'session/update',
+        params: {
+          sessionId: 's',
+          update: {
+            sessionUpdate: 'agent_message_chunk',
+            content: { type: 'text', text: `chunk ${i} ` },
+          },
+        },
+      },
+    });
+  }
+  lines.push({
+    direction: 'agent->client',
+    at: at(5 + chunks * gapMs),
+    message: { jsonrpc: '2.0', id: 2, result: { stopReason: 'end_turn' } },
+  });
+  writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+}

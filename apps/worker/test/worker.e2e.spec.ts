@@ -1,0 +1,329 @@
+import { parseRecording, replayAgentCommand, type FactBody, type Frame } from '@baton/acp';
+import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
+import type { ExecutionJobInput } from '@baton/protocol';
+import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { EventStore, connectRedis, type RedisClient } from '@baton/store';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EXPECTED } from '../../../libs/acp/test/expected-facts';
+import {
+  OwnerDouble,
+  ROOT,
+  body,
+  childrenOf,
+  factsOf,
+  groupAlive,
+  readAll,
+  spawnWorker,
+  until,
+  writeBusyRecording,
+  type WorkerProcess,
+} from './support';
+
+/**
+ * Real worker processes (`node --import tsx apps/worker/src/main.ts`) against a real redis-server,
+ * hosting real replay agents. A test double of the shard owner holds the shard leases and writes
+ * the execution inboxes (prompts, stops), as the projector does.
+ */
+
+const PREFIX = 'wt';
+const SHARDS = 4;
+const FIXTURES = join(ROOT, 'libs', 'acp', 'fixtures');
+
+let server: RedisServer;
+let store: EventStore;
+let queueConn: RedisClient;
+let queue: ExecutionQueue;
+let owner: OwnerDouble;
+let n = 0;
+
+beforeAll(async () => {
+  server = await startRedis();
+  store = EventStore.connect({ url: server.url }, { shards: SHARDS, prefix: PREFIX });
+  queueConn = connectRedis({ url: server.url }, { maxRetriesPerRequest: null });
+  queue = executionQueue(queueConn, PREFIX);
+  owner = new OwnerDouble(store);
+  await owner.start();
+});
+afterAll(async () => {
+  await owner.stop();
+  await queue.close();
+  queueConn.disconnect();
+  await store.close();
+  await server.stop();
+});
+
+const env = (extra: Record<string, string> = {}) => ({
+  REDIS_URL: server.url,
+  BATON_PREFIX: PREFIX,
+  BATON_SHARDS: String(SHARDS),
+  WORKER_EXECUTION_LEASE_MS: '1500',
+  ...extra,
+});
+
+const newRef = () => {
+  n++;
+  return { taskId: `task-${n}`, sessionId: `session-${n}`, executionId: `exec-${n}` };
+};
+type Ref = ReturnType<typeof newRef>;
+
+const start = async (agent: ExecutionJobInput['agent'], extra: Partial<ExecutionJobInput> = {}) => {
+  const ref = newRef();
+  await enqueueExecution(queue, { v: 1, ...ref, agent, ...extra });
+  return ref;
+};
+
+const factTypes = async (ref: Ref) =>
+  factsOf(await readAll(store, ref.taskId), ref.executionId).map((f) => f.type);
+
+const ended = (ref: Ref) =>
+  until(async () => {
+    const facts = factsOf(await readAll(store, ref.taskId), ref.executionId);
+    return facts.find((f) => f.type === 'execution.ended');
+  }, `execution.ended of ${ref.executionId}`);
+
+const leaseHeld = async (ref: Ref) =>
+  (await store.executions.leases(store.shardOf(ref.taskId))).some(
+    (l) => l.executionId === ref.executionId,
+  );
+
+/** Recorded prompts with how many agent frames preceded each in the recording. */
+const recordedPrompts = (frames: Frame[]) => {
+  let seen = 0;
+  return frames.flatMap((f) => {
+    if (f.direction === 'agent->client') seen++;
+    const m = f.message as {
+      method?: string;
+      params?: { _meta?: { baton?: { promptId: string; admissionGeneration: number } } };
+    };
+    const b = m.params?._meta?.baton;
+    return f.direction === 'client->agent' && m.method === 'session/prompt' && b
+      ? [{ ...b, after: seen }]
+      : [];
+  });
+};
+
+const NOW = '2026-11-10T12:00:00.000Z';
+const normalise = (f: FactBody): FactBody =>
+  f.type === 'background.started'
+    ? { ...f, data: { ...f.data, work: { ...f.data.work, startedAt: NOW } } }
+    : f;
+
+describe('one worker process', () => {
+  let worker: WorkerProcess;
+
+  beforeAll(async () => {
+    worker = await spawnWorker(
+      env({ WORKER_CONCURRENCY: '1', WORKER_COALESCE_MS: '0', WORKER_SETUP_TIMEOUT_MS: '1500' }),
+    );
+  });
+  afterAll(async () => {
+    worker.child.kill('SIGTERM');
+    await worker.exited;
+  });
+
+  it.each([
+    'claude-subagent-background-raw',
+    'claude-handoff-held-prompt',
+    'codex-exec-command',
+    'codex-subagent-1x',
+  ])('replays %s: the facts land in the task stream in wire order', async (fixture) => {
+    const recording = parseRecording(readFileSync(join(FIXTURES, `${fixture}.jsonl`), 'utf8'));
+    const optsIn = recording.some((f) =>
+      JSON.stringify(f.message).includes('"emitRawSDKMessages"'),
+    );
+    const ref = await start(
+      { kind: 'recording', recording: fixture, speed: 0 },
+      { rawSdkMessages: optsIn },
+    );
+    const agentFrames = async () =>
+      (await store.rawFrames.read(ref.taskId, ref.executionId)).items.filter(
+        (f) => f.direction === 'in',
+      ).length;
+    // The owner hands each prompt over once the agent has said what it said before it.
+    for (const p of recordedPrompts(recording)) {
+      await until(async () => (await agentFrames()) >= p.after, `${p.after} agent frames`);
+      await owner.deliver(ref, p.promptId, p.admissionGeneration);
+    }
+    const total = recording.filter((f) => f.direction === 'agent->client').length;
+    await until(async () => (await agentFrames()) >= total, 'the whole recording played');
+    await owner.stopExecution(ref);
+    await ended(ref);
+
+    const facts = factsOf(await readAll(store, ref.taskId), ref.executionId);
+    const [first, ...rest] = facts;
+    const last = rest.pop();
+    expect(first).toMatchObject({
+      type: 'execution.started',
+      generation: 1,
+      data: { workerId: worker.instanceId },
+    });
+    expect(last).toMatchObject({ type: 'execution.ended', data: { reason: 'cancelled' } });
+    expect(rest.map(body).map(normalise)).toEqual(EXPECTED[fixture]!.map(normalise));
+    // One writer per execution start, its sequence growing by one in stream order.
+    expect(new Set(facts.map((f) => f.writer.instance)).size).toBe(1);
+    expect(facts.map((f) => f.writer.seq)).toEqual(facts.map((_, i) => i + 1));
+    // The raw-frame log holds every line in both directions.
+    expect(await agentFrames()).toBe(total);
+    // Ended, so: lease dropped, inbox removed.
+    await until(async () => !(await leaseHeld(ref)), 'lease dropped');
+    await until(
+      async () => (await store.redis.exists(store.keys.inbox(ref.taskId, ref.executionId))) === 0,
+      'inbox removed',
+    );
+  });
+
+  it('ends each misbehaving agent with a clear reason, then runs the next execution', async () => {
+    const crash = await start(
+      {
+        kind: 'command',
+        ...replayAgentCommand(join(FIXTURES, 'generic-turn.jsonl'), {
+          pace: 0,
+          crashAfterFrames: 5,
+        }),
+      },
+      { cwd: ROOT },
+    );
+    const hang = await start(
+      {
+        kind: 'command',
+        ...replayAgentCommand(join(FIXTURES, 'generic-turn.jsonl'), { hangOnInitialize: true }),
+      },
+      { cwd: ROOT },
+    );
+    const garbage = await start({
+      kind: 'command',
+      command: process.execPath,
+      args: ['-e', "process.stdout.write('Hello from a CLI\\n'); setInterval(() => {}, 1000)"],
+    });
+    const outside = await start({ kind: 'recording', recording: '../../../package.json' });
+    const healthy = await start({ kind: 'recording', recording: 'generic-turn', speed: 0 });
+    // Prompts may be handed over before the job runs: the worker reads its inbox from the start.
+    await owner.deliver(crash, 'p1', 1);
+    await owner.deliver(healthy, 'p1', 1);
+
+    expect((await ended(crash)).data).toMatchObject({ reason: 'crashed', exitCode: 70 });
+    expect(await factTypes(crash)).toContain('prompt.dispatched');
+    expect((await ended(hang)).data).toMatchObject({
+      reason: 'failed',
+      error: expect.stringMatching(/in time/),
+    });
+    expect((await ended(garbage)).data).toMatchObject({
+      reason: 'failed',
+      error: expect.stringMatching(/not JSON-RPC to stdout: "Hello from a CLI"/),
+    });
+    expect((await ended(outside)).data).toMatchObject({
+      reason: 'failed',
+      error: expect.stringMatching(/outside the recordings folder/),
+    });
+    // Each of them still started in the stream, so its end reaches the session.
+    for (const ref of [crash, hang, garbage, outside]) {
+      expect((await factTypes(ref))[0]).toBe('execution.started');
+      expect(await leaseHeld(ref)).toBe(false);
+    }
+
+    // The same worker (concurrency 1) then runs a healthy execution through its turn.
+    await until(async () => (await factTypes(healthy)).includes('turn.ended'), 'healthy turn');
+    await owner.stopExecution(healthy);
+    expect((await ended(healthy)).data).toMatchObject({ reason: 'cancelled' });
+    const types = await factTypes(healthy);
+    expect(types.slice(0, 3)).toEqual([
+      'execution.started',
+      'capabilities.negotiated',
+      'prompt.dispatched',
+    ]);
+    expect(types.filter((t) => t === 'prompt.dispatched')).toHaveLength(1);
+  });
+
+  it('sends a prompt delivered twice once', async () => {
+    const ref = await start({ kind: 'recording', recording: 'generic-turn', speed: 0 });
+    await owner.deliver(ref, 'p1', 1);
+    await owner.deliver(ref, 'p1', 1);
+    await until(async () => (await factTypes(ref)).includes('turn.ended'), 'turn ended');
+    await owner.stopExecution(ref);
+    await ended(ref);
+    const raw = (await store.rawFrames.read(ref.taskId, ref.executionId)).items;
+    expect(
+      raw.filter((f) => f.direction === 'out' && f.line.includes('session/prompt')),
+    ).toHaveLength(1);
+  });
+});
+
+describe('output coalescing in the worker', () => {
+  let worker: WorkerProcess;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-recordings-'));
+    worker = await spawnWorker(env({ WORKER_COALESCE_MS: '10000', WORKER_RECORDINGS_DIR: dir }));
+  });
+  afterAll(async () => {
+    worker.child.kill('SIGTERM');
+    await worker.exited;
+  });
+
+  it('reports a burst of output as few facts, chars summed, flushed before the turn ends', async () => {
+    writeBusyRecording(join(dir, 'burst.jsonl'), 200, 1);
+    const ref = await start({ kind: 'recording', recording: 'burst', speed: 0 });
+    await owner.deliver(ref, 'p1', 1);
+    await until(async () => (await factTypes(ref)).includes('turn.ended'), 'turn ended');
+    await owner.stopExecution(ref);
+    await ended(ref);
+    const facts = factsOf(await readAll(store, ref.taskId), ref.executionId).map(body);
+    const outputs = facts.filter((f) => f.type === 'foreground.output');
+    const chars = Array.from({ length: 200 }, (_, i) => `chunk ${i} `.length).reduce(
+      (a, b) => a + b,
+    );
+    // The first chunk at once; the rest (within the 10 s period) flushed before turn.ended.
+    expect(outputs).toHaveLength(2);
+    expect(
+      outputs.reduce((s, f) => s + (f.type === 'foreground.output' ? (f.data.chars ?? 0) : 0), 0),
+    ).toBe(chars);
+    expect(facts.map((f) => f.type)).toEqual([
+      'execution.started',
+      'capabilities.negotiated',
+      'prompt.dispatched',
+      'foreground.output',
+      'foreground.output',
+      'turn.ended',
+      'execution.ended',
+    ]);
+  });
+});
+
+describe('SIGTERM', () => {
+  it('ends every running execution with its fact, kills the agent groups, exits 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-recordings-'));
+    writeBusyRecording(join(dir, 'busy.jsonl'), 600, 100);
+    const worker = await spawnWorker(
+      env({ WORKER_CONCURRENCY: '3', WORKER_RECORDINGS_DIR: dir, WORKER_COALESCE_MS: '50' }),
+    );
+    const refs = [];
+    for (let i = 0; i < 3; i++) {
+      const ref = await start({ kind: 'recording', recording: 'busy' });
+      await owner.deliver(ref, 'p1', 1);
+      refs.push(ref);
+    }
+    for (const ref of refs) {
+      await until(async () => (await factTypes(ref)).includes('foreground.output'), 'busy');
+    }
+    const groups = childrenOf(worker.pid);
+    expect(groups).toHaveLength(3);
+    for (const g of groups) expect(groupAlive(g)).toBe(true);
+
+    worker.child.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+
+    for (const ref of refs) {
+      const facts = factsOf(await readAll(store, ref.taskId), ref.executionId);
+      expect(facts.at(-1)).toMatchObject({
+        type: 'execution.ended',
+        data: { reason: expect.stringMatching(/^(cancelled|completed)$/) },
+      });
+      expect(facts.filter((f) => f.type === 'execution.ended')).toHaveLength(1);
+      expect(await leaseHeld(ref)).toBe(false);
+    }
+    for (const g of groups) expect(groupAlive(g)).toBe(false);
+  });
+});
