@@ -225,3 +225,129 @@ export function writeBusyRecording(file: string, chunks: number, gapMs: number):
   });
   writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
 }
+
+/** Commands as a gateway writes them: one writer instance, its seq growing, appends awaited. */
+export class GatewayDouble {
+  private seq = 0;
+  private n = 0;
+
+  constructor(
+    private readonly store: EventStore,
+    readonly instance = `gateway-double-${process.pid}`,
+  ) {}
+
+  async command(
+    ref: { taskId: string; sessionId: string },
+    type: CommandEntry['type'],
+    data: Record<string, unknown>,
+  ): Promise<string> {
+    const commandId = `c${++this.n}`;
+    await this.store.append(ref.taskId, [
+      {
+        v: SCHEMA_VERSION,
+        taskId: ref.taskId,
+        sessionId: ref.sessionId,
+        writer: { role: 'gateway', instance: this.instance, seq: ++this.seq },
+        type,
+        data: { commandId, ...data },
+      } as StreamEntry,
+    ]);
+    return commandId;
+  }
+
+  submit(ref: { taskId: string; sessionId: string }, promptId: string): Promise<string> {
+    return this.command(ref, 'prompt.submit', {
+      promptId,
+      idempotencyKey: `key-${promptId}`,
+      text: `prompt ${promptId}`,
+      origin: 'human',
+    });
+  }
+}
+type CommandEntry = Extract<StreamEntry, { data: { commandId: string } }>;
+
+export interface ProjectorProcess {
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | NodeJS.Signals>;
+  output(): string;
+}
+
+/** A real projector process (apps/projector), quick to take shards and to notice lapsed leases. */
+export async function spawnProjector(env: Record<string, string>): Promise<ProjectorProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'apps/projector/src/main.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      PROJECTOR_LEASE_TTL_MS: '1000',
+      PROJECTOR_RENEW_MS: '200',
+      PROJECTOR_METRICS_PORT: '0',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  const exited = new Promise<number | NodeJS.Signals>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  );
+  let gone = false;
+  void exited.then(() => (gone = true));
+  await until(() => out.includes('"projector started"') || gone, 'projector started');
+  if (gone) throw new Error(`projector exited at start:\n${out}`);
+  return { child, exited, output: () => out };
+}
+
+/**
+ * A Claude recording (claude-agent-acp 0.101.0 with raw task messages) whose first prompt
+ * launches a background subagent and yields the foreground (human-origin idle), then streams the
+ * subagent's child tool calls `gapMs` apart for `chunks` frames: a session in `background` whose
+ * facts keep flowing. The held prompt is answered only at the very end.
+ */
+export function writeBackgroundRecording(file: string, chunks: number, gapMs: number): void {
+  const fixture = readFileSync(
+    join(ROOT, 'libs', 'acp', 'fixtures', 'claude-handoff-held-prompt.jsonl'),
+    'utf8',
+  )
+    .split('\n')
+    .filter((l) => l.trim() !== '');
+  // Through the human-origin usage_update that ends the first prompt's foreground cycle.
+  const head = fixture.slice(0, 11);
+  const t0 = Date.parse('2026-11-10T10:00:01.000Z');
+  const at = (ms: number) => new Date(t0 + ms).toISOString();
+  const lines = [...head];
+  for (let i = 0; i < chunks; i++) {
+    lines.push(
+      JSON.stringify({
+        direction: 'agent->client',
+        at: at(i * gapMs),
+        message: {
+          jsonrpc: '2.0',
+          method: 'session/update',
+          params: {
+            sessionId: 'sess-1',
+            update: {
+              sessionUpdate: 'tool_call',
+              toolCallId: `toolu_child_${i}`,
+              title: 'Read File',
+              kind: 'read',
+              status: 'pending',
+              rawInput: {},
+              content: [],
+              _meta: { claudeCode: { toolName: 'Read', parentToolUseId: 'toolu_A' } },
+            },
+          },
+        },
+      }),
+    );
+  }
+  lines.push(
+    JSON.stringify({
+      direction: 'agent->client',
+      at: at(chunks * gapMs),
+      message: { jsonrpc: '2.0', id: 2, result: { stopReason: 'end_turn' } },
+    }),
+  );
+  writeFileSync(file, lines.join('\n') + '\n');
+}
