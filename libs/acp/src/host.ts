@@ -38,6 +38,8 @@ export interface AgentHostOptions {
   sessionCwd: string;
   /** Ask a Claude adapter for raw SDK task messages (ignored by other agents as unknown `_meta`). */
   rawSdkMessages?: boolean;
+  /** ACP session mode set right after `session/new` (`session/set_mode`); setup fails if refused. */
+  mode?: string;
   permissionPolicy?: PermissionPolicy;
   onFact: (fact: FactBody) => void;
   /** Every raw line with the frame it parsed to, in wire order: the raw-frame log. */
@@ -46,7 +48,7 @@ export interface AgentHostOptions {
   clock?: () => string;
   /** How long the group gets between SIGTERM and SIGKILL on teardown. */
   killGraceMs?: number;
-  /** How long `initialize` + `session/new` may take before the agent counts as hung. */
+  /** How long the session setup (`initialize` to `session/set_mode`) may take before it is hung. */
   setupTimeoutMs?: number;
 }
 
@@ -113,7 +115,10 @@ export class AgentHost {
     return this.capabilitiesValue;
   }
 
-  /** Spawns the agent and runs `initialize` and `session/new`; the execution can then take prompts. */
+  /**
+   * Spawns the agent and runs `initialize`, `session/new` and (if configured) `session/set_mode`;
+   * the execution can then take prompts.
+   */
   static async start(options: AgentHostOptions): Promise<AgentHost> {
     const child = spawn(options.command, options.args ?? [], {
       cwd: options.cwd,
@@ -228,7 +233,7 @@ export class AgentHost {
     let timer: NodeJS.Timeout | undefined;
     const hung = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new Error('agent did not finish initialize and session/new in time')),
+        () => reject(new Error('agent did not finish the session setup in time')),
         options.setupTimeoutMs ?? 30_000,
       );
     });
@@ -259,6 +264,12 @@ export class AgentHost {
         : {}),
     });
     this.sessionIdValue = session.sessionId;
+    if (this.options.mode !== undefined) {
+      await agent.request('session/set_mode', {
+        sessionId: session.sessionId,
+        modeId: this.options.mode,
+      });
+    }
   }
 
   /**

@@ -48,6 +48,7 @@ const ANSWERED = [
   'session/new',
   'session/load',
   'session/resume',
+  'session/set_mode',
   'session/prompt',
 ] as const;
 
