@@ -6,3 +6,4 @@ export * from './updates';
 export * from './wire';
 export * from './execution';
 export * from './json-schema';
+export * from './ahp';

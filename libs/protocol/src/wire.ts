@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Id, MAX_PROMPT_CHARS, PromptOrigin, SchemaVersion } from './common';
-import { Update } from './updates';
-import { TaskView } from './views';
+import { PromptOutcome, Update } from './updates';
+import { QueueView, TaskView } from './views';
 
 /**
  * Client wire messages over WebSocket (one JSON object per text frame). Every request carries an
@@ -12,6 +12,15 @@ const request = <O extends string, S extends z.ZodRawShape>(op: O, shape: S) =>
 const sessionRef = { taskId: Id, sessionId: Id };
 const Generation = z.number().int().min(0);
 
+/**
+ * Without `afterSeq`: a `snapshot` (resync false), then the reply, then every update with a seq
+ * above the snapshot's, in order. With `afterSeq` (resume): the updates after it that the client
+ * missed, then the reply (`mode: 'resumed'`) — or, when they are no longer retained, a snapshot
+ * flagged `resync: true` and the reply (`mode: 'resync'`). With `sessionId`, the snapshot holds that
+ * session only and updates of other sessions are not sent: seqs then skip, but never silently —
+ * the task's seq stays gapless and the server checks it. Subscribing again to the same task
+ * replaces the subscription.
+ */
 export const SubscribeRequest = request('subscribe', {
   taskId: Id,
   sessionId: Id.optional(),
@@ -58,6 +67,7 @@ export type ClientMessage = z.infer<typeof ClientMessage>;
 export const ErrorCode = z.enum([
   'invalid_message',
   'message_too_large',
+  'prompt_too_long',
   'rate_limited',
   'too_many_subscriptions',
   'unauthorized',
@@ -110,3 +120,61 @@ export const ErrorMessage = z.object({
 
 export const ServerMessage = z.union([ReplyMessage, SnapshotMessage, UpdateMessage, ErrorMessage]);
 export type ServerMessage = z.infer<typeof ServerMessage>;
+
+// ---------------------------------------------------------------------------------------------
+// Results: the `result` of an `ok: true` reply, per request op
+// ---------------------------------------------------------------------------------------------
+
+/** subscribe: how the client's view was brought up to date, and the seq it is at. */
+export const SubscribeResult = z.object({
+  taskId: Id,
+  sessionId: Id.optional(),
+  mode: z.enum(['snapshot', 'resumed', 'resync']),
+  /** The task seq the client is at once the messages sent before this reply are applied. */
+  seq: z.number().int().min(0),
+});
+export type SubscribeResult = z.infer<typeof SubscribeResult>;
+
+export const UnsubscribeResult = z.object({ taskId: Id, subscribed: z.literal(false) });
+
+/**
+ * prompt: the decision on the prompt under its idempotency key — the same for every retry of the
+ * key, through any gateway. `pending` when no decision came within the gateway's admission wait:
+ * the decision follows as a `prompt.decided` update (on the task's subscription, or, for a
+ * connection not subscribed to the task, as an update message on the connection that prompted).
+ */
+export const PromptResult = z.discriminatedUnion('status', [
+  z.object({
+    status: z.literal('decided'),
+    taskId: Id,
+    sessionId: Id,
+    idempotencyKey: Id,
+    promptId: Id,
+    decision: PromptOutcome,
+  }),
+  z.object({ status: z.literal('pending'), taskId: Id, sessionId: Id, idempotencyKey: Id }),
+]);
+export type PromptResult = z.infer<typeof PromptResult>;
+
+/**
+ * queue.cancel, queue.send_now, queue.auto_run, session.cancel: `done` once the owner of the task
+ * carried the command out, `failed` when it refused it (the `command.failed` update), `pending`
+ * when it had not answered within the gateway's admission wait.
+ */
+export const CommandResult = z.discriminatedUnion('status', [
+  z.object({ status: z.literal('done'), commandId: Id }),
+  z.object({
+    status: z.literal('failed'),
+    commandId: Id,
+    reason: z.string(),
+    message: z.string(),
+  }),
+  z.object({ status: z.literal('pending'), commandId: Id }),
+]);
+export type CommandResult = z.infer<typeof CommandResult>;
+
+/** queue.list: the session's queue as the task's current view has it. */
+export const QueueListResult = QueueView.extend({ taskId: Id, sessionId: Id });
+export type QueueListResult = z.infer<typeof QueueListResult>;
+
+export const PongResult = z.object({ pong: z.literal(true) });
