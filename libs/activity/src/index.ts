@@ -4,3 +4,4 @@ export { decide, draftEntry, type DecisionDraft, type Timer } from './decide';
 export { fold, type Folded } from './fold';
 export * from './views';
 export * from './background-work-reducer';
+export * from './ahp-chat';
