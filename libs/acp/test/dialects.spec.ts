@@ -42,6 +42,22 @@ const CASES: [rule: string, fixture: string][] = [
     'claude-handoff-held-prompt',
   ],
   [
+    'claude (real 0.101.0): a background Bash registers at task_started under its task id, before its launch card completes; task_updated ends it after the turn',
+    'claude-real-shell',
+  ],
+  [
+    'claude (real 0.101.0): a background Agent and its stamped child are background; a successor prompt releases the held one; the subagent ends by its task id',
+    'claude-real-subagent',
+  ],
+  [
+    'claude (real 0.101.0): ToolSearch then Monitor; an event cycle is an idle, not a completion; task_updated ends the watch',
+    'claude-real-monitor',
+  ],
+  [
+    'claude (real 0.101.0): shell, subagent and Monitor launched in one message each register and end by their own task id',
+    'claude-real-all',
+  ],
+  [
     'claude: updates replayed by session/load are history and produce no facts',
     'claude-session-load-history',
   ],
@@ -83,6 +99,9 @@ describe('rules stated directly', () => {
       'claude-subagent-background-raw',
       'claude-shell-background-plain',
       'claude-monitor-plain',
+      'claude-real-shell',
+      'claude-real-subagent',
+      'claude-real-monitor',
     ]) {
       const facts = run(name);
       const started = facts.findIndex((f) => f.type === 'background.started');

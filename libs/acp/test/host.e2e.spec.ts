@@ -32,7 +32,11 @@ interface Run {
 
 const startHost = async (
   fixture: string,
-  opts: ReplayCommandOptions & { rawSdkMessages?: boolean; setupTimeoutMs?: number } = {},
+  opts: ReplayCommandOptions & {
+    rawSdkMessages?: boolean;
+    setupTimeoutMs?: number;
+    mode?: string;
+  } = {},
 ): Promise<Run> => {
   const facts: FactBody[] = [];
   const frames: Frame[] = [];
@@ -47,6 +51,7 @@ const startHost = async (
     onRawFrame: (f) => frames.push(f),
     ...(opts.rawSdkMessages !== undefined ? { rawSdkMessages: opts.rawSdkMessages } : {}),
     ...(opts.setupTimeoutMs !== undefined ? { setupTimeoutMs: opts.setupTimeoutMs } : {}),
+    ...(opts.mode !== undefined ? { mode: opts.mode } : {}),
   });
   return { host, facts, frames };
 };
@@ -73,6 +78,14 @@ const optsInto = (frames: Frame[]) =>
     return m.method === 'session/new' && m.params?._meta?.claudeCode !== undefined;
   });
 
+/** The session mode the recorded client set, if it set one: the live host must set it too. */
+const modeIn = (frames: Frame[]): string | undefined => {
+  const setMode = frames.find(
+    (f) => (f.message as { method?: string }).method === 'session/set_mode',
+  )?.message as { params?: { modeId?: string } } | undefined;
+  return setMode?.params?.modeId;
+};
+
 const agentFrames = (frames: Frame[]) =>
   frames.filter((f) => f.direction === 'agent->client').length;
 
@@ -86,7 +99,11 @@ const E2E = Object.keys(EXPECTED).filter((n) => n !== 'claude-session-load-histo
 describe('AgentHost with the replay agent (real child processes, stdio ACP)', () => {
   it.each(E2E)('%s: the host emits the fixture facts', async (fixture) => {
     const recording = loadFixture(fixture);
-    const run = await startHost(fixture, { rawSdkMessages: optsInto(recording) });
+    const mode = modeIn(recording);
+    const run = await startHost(fixture, {
+      rawSdkMessages: optsInto(recording),
+      ...(mode !== undefined ? { mode } : {}),
+    });
     try {
       // The client side of the recording, replayed: each prompt goes out when the agent frames
       // that preceded it in the recording have arrived.
@@ -128,6 +145,31 @@ describe('AgentHost with the replay agent (real child processes, stdio ACP)', ()
     expect(newSession?.direction).toBe('client->agent');
     expect(newSession?.message).toMatchObject({
       params: { _meta: { claudeCode: { emitRawSDKMessages: expect.any(Array) } } },
+    });
+  });
+
+  it('sets the configured session mode right after session/new, before any prompt', async () => {
+    const run = await startHost('claude-real-shell', { rawSdkMessages: true, mode: 'default' });
+    try {
+      await run.host.prompt({ promptId: 'p-RUN-SHELL', admissionGeneration: 1, text: 'go' });
+    } finally {
+      await run.host.close();
+    }
+    const methods = run.frames
+      .filter((f) => f.direction === 'client->agent')
+      .map((f) => (f.message as { method?: string }).method)
+      .filter((m) => m !== undefined);
+    expect(methods.slice(0, 4)).toEqual([
+      'initialize',
+      'session/new',
+      'session/set_mode',
+      'session/prompt',
+    ]);
+    const setMode = run.frames.find(
+      (f) => (f.message as { method?: string }).method === 'session/set_mode',
+    );
+    expect(setMode?.message).toMatchObject({
+      params: { sessionId: run.host.sessionId, modeId: 'default' },
     });
   });
 

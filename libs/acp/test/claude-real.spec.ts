@@ -1,0 +1,757 @@
+import {
+  activeSubagentCount,
+  foregroundActivity,
+  liveRegistrations,
+  sessionActivity,
+} from '@baton/activity';
+import type { ForegroundActivity, StreamEntry } from '@baton/protocol';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Owner } from '../../activity/test/owner';
+import { AgentHost, toFact, toRecordingLine, type FactBody, type Frame } from '../src';
+import { assertValidFact, FIXTURES } from './helpers';
+import { findClaudeInstall, offlineClaudeEnv, type ClaudeInstall } from './support/claude-cli';
+import {
+  startScriptedModelServer,
+  type ScriptBlock,
+  type ScriptTurn,
+  type ScriptedModelServer,
+} from './support/scripted-model-server';
+import { scrubRecording } from './support/scrub-recording';
+
+/**
+ * The real claude-agent-acp 0.101.0 adapter and the real Claude Code CLI, fully offline: the
+ * model is a scripted Messages API server on 127.0.0.1, the tools (background Bash, Agent
+ * subagents, Monitor) really run. AgentHost hosts the adapter as a worker would (Manual mode,
+ * raw SDK task messages on) and its facts are folded by @baton/activity with `decide` after each
+ * one, the owner's loop; admitted prompts go back to the agent. Every background command waits
+ * for a file the test creates, so each probe sees the state it names; completions that happen
+ * together are checked per entity, never as one global order.
+ *
+ * BATON_RECORD_CLAUDE_FIXTURES=1 rewrites fixtures/claude-real-*.jsonl from these runs.
+ */
+
+const install = findClaudeInstall();
+const SESSION = 's1';
+const EXECUTION = 'e1';
+const PROBE_MS = 45_000;
+
+jest.setTimeout(60_000);
+
+// ------------------------------------------------------------------------------------------------
+// Scripts: the model's side of each scenario.
+
+const waitFor = (file: string) => `until [ -f ${file} ]; do sleep 0.1; done`;
+
+const bash = (
+  id: string,
+  command: string,
+  description: string,
+  background = false,
+): ScriptBlock => ({
+  type: 'tool_use',
+  id,
+  name: 'Bash',
+  input: { command, description, ...(background ? { run_in_background: true } : {}) },
+});
+const agent = (id: string, marker: string): ScriptBlock => ({
+  type: 'tool_use',
+  id,
+  name: 'Agent',
+  input: {
+    description: 'Background check',
+    prompt: `${marker}: look around and report`,
+    subagent_type: 'general-purpose',
+    run_in_background: true,
+  },
+});
+const toolSearchMonitor: ScriptBlock = {
+  type: 'tool_use',
+  id: 'toolu_search',
+  name: 'ToolSearch',
+  input: { query: 'select:Monitor', max_results: 1 },
+};
+const monitor = (command: string): ScriptBlock => ({
+  type: 'tool_use',
+  id: 'toolu_monitor',
+  name: 'Monitor',
+  input: { command, description: 'Watch the release file' },
+});
+const say = (text: string): ScriptBlock[] => [{ type: 'text', text }];
+
+/** The subagent's own loop: its conversation starts with the Agent prompt's marker. */
+const subagentTurns = (marker: string): ScriptTurn[] => [
+  {
+    name: 'subagent: child Bash',
+    when: { first: marker, last: marker },
+    reply: [bash('toolu_child', `${waitFor('release-agent')}; echo child`, 'Wait for release')],
+  },
+  {
+    name: 'subagent: report',
+    when: { first: marker, afterTool: 'Bash' },
+    reply: say('Child work done.'),
+  },
+];
+/** Task notifications (completions and Monitor events) each start a cycle; any number of them. */
+const notifications: ScriptTurn = {
+  name: 'notification cycle',
+  when: { last: '<task-notification>' },
+  reply: say('Noted.'),
+  repeat: true,
+};
+const secondPrompt: ScriptTurn = {
+  name: 'second prompt',
+  when: { last: 'SECOND' },
+  reply: say('Second answer.'),
+};
+
+const SCRIPTS = {
+  shell: [
+    {
+      name: 'launch shell',
+      when: { last: 'RUN-SHELL' },
+      reply: [
+        { type: 'text', text: 'Starting it.' },
+        bash('toolu_shell', `${waitFor('release-shell')}; echo done`, 'Wait for release', true),
+      ],
+    },
+    {
+      name: 'shell launched',
+      when: { afterTool: 'Bash' },
+      reply: say('It runs in the background.'),
+    },
+    notifications,
+  ],
+  subagent: [
+    ...subagentTurns('SUBAGENT-TASK'),
+    {
+      name: 'launch agent',
+      when: { last: 'RUN-AGENT' },
+      reply: [agent('toolu_agent', 'SUBAGENT-TASK')],
+    },
+    { name: 'agent launched', when: { afterTool: 'Agent' }, reply: say('Launched.') },
+    secondPrompt,
+    notifications,
+  ],
+  monitor: [
+    { name: 'load Monitor', when: { last: 'RUN-MONITOR' }, reply: [toolSearchMonitor] },
+    {
+      name: 'start Monitor',
+      when: { afterTool: 'ToolSearch' },
+      reply: [
+        monitor(
+          `${waitFor('arm-monitor')}; echo armed; ${waitFor('release-monitor')}; echo finished`,
+        ),
+      ],
+    },
+    { name: 'monitor started', when: { afterTool: 'Monitor' }, reply: say('Watching.') },
+    notifications,
+  ],
+  all: [
+    ...subagentTurns('SUBAGENT-TASK'),
+    { name: 'load Monitor', when: { last: 'RUN-ALL' }, reply: [toolSearchMonitor] },
+    {
+      name: 'launch all three',
+      when: { afterTool: 'ToolSearch' },
+      reply: [
+        bash('toolu_shell', `${waitFor('release-shell')}; echo done`, 'Wait for release', true),
+        agent('toolu_agent', 'SUBAGENT-TASK'),
+        monitor(`${waitFor('release-monitor')}; echo finished`),
+      ],
+    },
+    { name: 'all launched', when: { afterTool: 'Monitor' }, reply: say('All three started.') },
+    secondPrompt,
+    notifications,
+  ],
+} satisfies Record<string, ScriptTurn[]>;
+
+// ------------------------------------------------------------------------------------------------
+// A real session: adapter + CLI under AgentHost, its facts folded by the owner's loop.
+
+interface Step {
+  fact: FactBody['type'];
+  activity: ForegroundActivity;
+  live: number;
+}
+
+class RealSession {
+  readonly facts: FactBody[] = [];
+  readonly frames: Frame[] = [];
+  /** Foreground activity and live registrations after each fact. */
+  readonly steps: Step[] = [];
+  readonly owner = new Owner();
+  /** Folds the same facts under the other policy until `detachShadow`, to compare decisions. */
+  shadow: Owner | undefined = new Owner();
+  private host!: AgentHost;
+  private readonly sent = new Set<string>();
+  private readonly turns: Promise<unknown>[] = [];
+  private seq = 0;
+  private stderr = '';
+
+  private constructor(
+    readonly name: string,
+    readonly home: string,
+    readonly work: string,
+    readonly server: ScriptedModelServer,
+  ) {}
+
+  static async start(
+    name: keyof typeof SCRIPTS,
+    policy: 'handoff' | 'coarse',
+    claude: ClaudeInstall,
+  ): Promise<RealSession> {
+    const home = mkdtempSync(join(tmpdir(), 'baton-claude-'));
+    const work = join(home, 'work');
+    mkdirSync(work);
+    const server = await startScriptedModelServer({ script: SCRIPTS[name] });
+    const s = new RealSession(name, home, work, server);
+    const other = policy === 'handoff' ? 'coarse' : 'handoff';
+    s.owner.command(SESSION, 'session.configure', { admission: policy });
+    s.shadow?.command(SESSION, 'session.configure', { admission: other });
+    try {
+      s.host = await AgentHost.start({
+        command: process.execPath,
+        args: [claude.adapter],
+        env: offlineClaudeEnv(home, server.url),
+        sessionCwd: work,
+        rawSdkMessages: true,
+        mode: 'default',
+        permissionPolicy: 'allow-once',
+        setupTimeoutMs: PROBE_MS,
+        onFact: (f) => s.onFact(f),
+        onRawFrame: (f) => s.frames.push(f),
+        onStderr: (c) => (s.stderr = (s.stderr + c).slice(-8_000)),
+      });
+    } catch (e) {
+      await server.close();
+      rmSync(home, { recursive: true, force: true });
+      throw new Error(`${name}: the adapter did not start: ${String(e)}\n${s.describe()}`);
+    }
+    return s;
+  }
+
+  private onFact(f: FactBody): void {
+    assertValidFact(f);
+    this.facts.push(f);
+    const entry = toFact(
+      {
+        v: 1,
+        taskId: this.owner.taskId,
+        sessionId: SESSION,
+        executionId: EXECUTION,
+        generation: 1,
+        writer: { role: 'worker', instance: 'w-real', seq: ++this.seq },
+      },
+      f,
+    ) as StreamEntry;
+    for (const o of [this.owner, this.shadow]) {
+      o?.append(entry);
+      o?.decideNow();
+    }
+    const s = this.session();
+    this.steps.push({
+      fact: f.type,
+      activity: foregroundActivity(s),
+      live: liveRegistrations(s).length,
+    });
+    // A worker reads admissions asynchronously; never re-enter the host from its own callback.
+    setImmediate(() => this.dispatchAdmitted());
+  }
+
+  session(owner: Owner = this.owner) {
+    return owner.session(SESSION);
+  }
+
+  /** The worker's half: every admission the owner decided goes to the agent as session/prompt. */
+  private dispatchAdmitted(): void {
+    for (const e of this.owner.entries) {
+      if (e.type !== 'prompt.admitted' || this.sent.has(e.data.promptId)) continue;
+      this.sent.add(e.data.promptId);
+      const text = this.session().prompts[e.data.promptId]?.text ?? '';
+      this.turns.push(
+        this.host
+          .prompt({
+            promptId: e.data.promptId,
+            admissionGeneration: e.data.admissionGeneration,
+            text,
+          })
+          .catch((err: unknown) => err),
+      );
+    }
+  }
+
+  /** A human prompt through the owner (and the shadow, while attached); returns its id. */
+  submit(key: string): string {
+    const id = this.owner.submit(SESSION, key);
+    this.shadow?.submit(SESSION, key);
+    this.dispatchAdmitted();
+    return id;
+  }
+
+  detachShadow(): Owner {
+    const s = this.shadow!;
+    this.shadow = undefined;
+    return s;
+  }
+
+  release(file: string): void {
+    writeFileSync(join(this.work, file), '');
+  }
+
+  async until(what: string, cond: () => boolean): Promise<void> {
+    const deadline = Date.now() + PROBE_MS;
+    while (!cond()) {
+      if (Date.now() > deadline)
+        throw new Error(`${this.name}: timed out waiting for ${what}\n${this.describe()}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  describe(): string {
+    return [
+      `facts: ${this.facts.map((f) => `${f.type} ${JSON.stringify(f.data).slice(0, 160)}`).join('\n  ')}`,
+      `model requests: ${JSON.stringify(this.server.requests.map((r) => `${r.kind}:${r.answer}`))}`,
+      `stderr tail: ${this.stderr.slice(-2_000)}`,
+    ].join('\n');
+  }
+
+  /** Waits for every dispatched prompt's answer, closes the agent, keeps the recording if asked. */
+  async finish(): Promise<void> {
+    const answers = await Promise.all(this.turns);
+    answers.forEach((a) => {
+      if (a instanceof Error) throw a;
+    });
+    await this.host.close();
+    if (process.env.BATON_RECORD_CLAUDE_FIXTURES === '1') {
+      const frames = scrubRecording(this.frames, {
+        home: this.home,
+        sessionId: this.host.sessionId!,
+      });
+      writeFileSync(
+        join(FIXTURES, `claude-real-${this.name}.jsonl`),
+        frames.map(toRecordingLine).join('\n') + '\n',
+      );
+    }
+  }
+
+  async dispose(): Promise<void> {
+    await this.host?.close();
+    await this.server.close();
+    rmSync(this.home, { recursive: true, force: true });
+  }
+
+  // -- fact queries ---------------------------------------------------------------------------
+
+  has(pred: (f: FactBody) => boolean): boolean {
+    return this.facts.some(pred);
+  }
+
+  /** Index of the first fact matching, failing the test if there is none. */
+  at(label: string, pred: (f: FactBody) => boolean): number {
+    const i = this.facts.findIndex(pred);
+    if (i < 0) throw new Error(`${this.name}: no fact "${label}"\n${this.describe()}`);
+    return i;
+  }
+
+  /** The labelled facts exist and come in this order: the order of one entity's life. */
+  expectOrder(...steps: [string, (f: FactBody) => boolean][]): void {
+    const at = steps.map(([label, pred]) => [label, this.at(label, pred)] as const);
+    for (let i = 1; i < at.length; i++) {
+      if (at[i]![1] <= at[i - 1]![1])
+        throw new Error(
+          `${this.name}: "${at[i]![0]}" came before "${at[i - 1]![0]}"\n${this.describe()}`,
+        );
+    }
+  }
+
+  /**
+   * Quiet: nothing holds the foreground, nothing is registered, the model has been told of every
+   * registered task's end, and every notification cycle it answered has ended. (Activity alone
+   * could be null between a completion and the cycle the CLI starts to report it.)
+   */
+  async settle(): Promise<void> {
+    await this.until('the session to settle', () => {
+      const s = this.session();
+      if (foregroundActivity(s) !== null || s.turn !== null || liveRegistrations(s).length > 0)
+        return false;
+      const told = new Set(
+        this.server.requests.flatMap((r) =>
+          r.kind === 'conversation' ? terminalNotifications(r.lastUser ?? '') : [],
+        ),
+      );
+      const works = this.facts.flatMap((f) =>
+        f.type === 'background.started' ? [f.data.work.id] : [],
+      );
+      const cycles = this.server.used.filter((n) => n === notifications.name).length;
+      const ended = this.facts.filter(idleOf('task-notification')).length;
+      return works.every((w) => told.has(w)) && ended >= cycles;
+    });
+  }
+
+  /** Consecutive distinct foreground activities, as the owner saw them. */
+  activities(): ForegroundActivity[] {
+    return this.steps.map((s) => s.activity).filter((a, i, all) => i === 0 || a !== all[i - 1]);
+  }
+}
+
+/** Task ids whose end (a notification with a status, not a Monitor event) the text reports. */
+const terminalNotifications = (text: string): string[] =>
+  [...text.matchAll(/<task-notification>([\s\S]*?)<\/task-notification>/g)].flatMap((m) => {
+    const id = /<task-id>([^<]+)<\/task-id>/.exec(m[1] ?? '')?.[1];
+    return id !== undefined && /<status>/.test(m[1] ?? '') ? [id] : [];
+  });
+
+// Fact predicates.
+type F = FactBody;
+const toolStarted = (id: string) => (f: F) => f.type === 'tool.started' && f.data.toolCallId === id;
+const topLevelStarted = (id: string) => (f: F) =>
+  f.type === 'tool.started' && f.data.toolCallId === id && f.data.ownership === 'foreground';
+const childStarted = (id: string, parent: string) => (f: F) =>
+  f.type === 'tool.started' &&
+  f.data.toolCallId === id &&
+  f.data.ownership === 'background' &&
+  f.data.parentToolCallId === parent;
+const toolCompleted = (id: string) => (f: F) =>
+  f.type === 'tool.updated' && f.data.toolCallId === id && f.data.status === 'completed';
+const bgStarted = (kind: string, toolCallId: string) => (f: F) =>
+  f.type === 'background.started' && f.data.work.kind === kind && f.data.toolCallId === toolCallId;
+const bgEnded = (kind: string, toolCallId: string) => (f: F) =>
+  f.type === 'background.ended' && f.data.kind === kind && f.data.toolCallId === toolCallId;
+const idleOf = (origin: string, gen?: number) => (f: F) =>
+  f.type === 'foreground.idle' &&
+  f.data.origin === origin &&
+  (gen === undefined || f.data.admissionGeneration === gen);
+const turnEnded = (gen: number) => (f: F) =>
+  f.type === 'turn.ended' && f.data.admissionGeneration === gen;
+
+const started = (s: RealSession, kind: string, toolCallId: string) =>
+  s.facts.find(bgStarted(kind, toolCallId)) as Extract<F, { type: 'background.started' }>;
+
+/** Every registration's work id is the SDK task id the raw messages named for its launch. */
+const expectIdentified = (s: RealSession, kind: string, toolCallId: string) => {
+  const reg = started(s, kind, toolCallId);
+  expect(reg.data.attested).toBe(true);
+  const taskStarted = s.frames.find((f) => {
+    const m = (f.message as { params?: { message?: { subtype?: string; tool_use_id?: string } } })
+      .params?.message;
+    return m?.subtype === 'task_started' && m.tool_use_id === toolCallId;
+  });
+  const taskId = (taskStarted?.message as { params: { message: { task_id: string } } }).params
+    .message.task_id;
+  expect(reg.data.work.id).toBe(taskId);
+  expect(s.facts.find(bgEnded(kind, toolCallId))).toMatchObject({
+    data: { workId: taskId, status: 'completed' },
+  });
+};
+
+// ------------------------------------------------------------------------------------------------
+
+const describeReal = 'missing' in install ? describe.skip : describe;
+if ('missing' in install) {
+  console.warn(`claude-real.spec: skipped, ${install.missing}`);
+}
+
+describeReal(
+  'claude-agent-acp 0.101.0 + the real Claude Code CLI, offline against a scripted model',
+  () => {
+    const claude = install as ClaudeInstall;
+    let s: RealSession | undefined;
+
+    afterEach(async () => {
+      await s?.dispose();
+      s = undefined;
+    });
+
+    it('a background Bash shell: registered attested, foreground idle while it runs, ended by its task id', async () => {
+      s = await RealSession.start('shell', 'handoff', claude);
+      // What a worker hosting the adapter gets: identified completion for all three kinds, and the
+      // session in Manual mode (no permission classifier requests to the model).
+      expect(s.facts[1]).toEqual({
+        type: 'capabilities.negotiated',
+        data: {
+          agent: { name: '@agentclientprotocol/claude-agent-acp', version: '0.101.0' },
+          dialect: 'claude',
+          promptQueueing: true,
+          handoff: true,
+          attestedKinds: ['shell', 'subagent', 'monitor'],
+          unambiguousCompletionKinds: [],
+          _meta: { claudeCode: { rawTaskEvents: true, lineage: true } },
+        },
+      });
+      const setMode = s.frames.find(
+        (f) => (f.message as { method?: string }).method === 'session/set_mode',
+      );
+      expect(setMode?.message).toMatchObject({ params: { modeId: 'default' } });
+      const p1 = s.submit('RUN-SHELL');
+      const session = s;
+      await s.until(
+        'the turn to end with the shell registered',
+        () => session.has(turnEnded(1)) && session.has(bgStarted('shell', 'toolu_shell')),
+      );
+      // The prompt is answered while the shell runs: the session waits for input, the work shows.
+      expect(sessionActivity(s.session())).toMatchObject({
+        state: 'waiting_for_input',
+        foregroundActivity: 'background',
+        activeSubagentCount: 0,
+      });
+      expect(liveRegistrations(s.session()).map((r) => r.work)).toEqual([
+        expect.objectContaining({
+          kind: 'shell',
+          label: 'Wait for release',
+          command: `${waitFor('release-shell')}; echo done`,
+        }),
+      ]);
+      // Both policies admit a new prompt now: a shell never holds the foreground.
+      const shadow = s.detachShadow();
+      shadow.submit(SESSION, 'probe');
+      expect(shadow.decisionsFor('p-probe')).toEqual([
+        { outcome: 'admitted', mode: 'turn', admissionGeneration: 2 },
+      ]);
+
+      s.release('release-shell');
+      await s.settle();
+      await s.finish();
+
+      s.expectOrder(
+        ['Bash tool started (foreground)', topLevelStarted('toolu_shell')],
+        ['shell registered', bgStarted('shell', 'toolu_shell')],
+        ['Bash launch card completed', toolCompleted('toolu_shell')],
+        ['human idle of prompt 1', idleOf('human', 1)],
+        ['turn 1 ended', turnEnded(1)],
+        ['shell ended', bgEnded('shell', 'toolu_shell')],
+        ['task-notification cycle idle', idleOf('task-notification')],
+      );
+      expectIdentified(s, 'shell', 'toolu_shell');
+      expect(s.owner.decisionsFor(p1)).toEqual([
+        { outcome: 'admitted', mode: 'turn', admissionGeneration: 1 },
+      ]);
+      expect(s.activities()).toEqual([null, 'generating', 'background', null, 'generating', null]);
+      expect(liveRegistrations(s.session())).toEqual([]);
+      expect(s.server.unmatched()).toEqual([]);
+    });
+
+    it('a background Agent subagent with a child tool: held prompt yields, handoff admits a human prompt, coarse queues it', async () => {
+      s = await RealSession.start('subagent', 'handoff', claude);
+      s.submit('RUN-AGENT');
+      const session = s;
+      await s.until(
+        'the human cycle to yield with the subagent and its child running',
+        () => session.has(idleOf('human', 1)) && session.has(toolStarted('toolu_child')),
+      );
+      // The adapter holds prompt 1 open for its subagent, but the foreground has yielded to it.
+      expect(s.has(turnEnded(1))).toBe(false);
+      expect(sessionActivity(s.session())).toMatchObject({
+        state: 'running',
+        foregroundActivity: 'background',
+        activeSubagentCount: 1,
+      });
+      const shadow = s.detachShadow();
+      expect(sessionActivity(shadow.session(SESSION))).toMatchObject({
+        foregroundActivity: 'generating',
+        admission: 'coarse',
+      });
+      const p2 = s.submit('SECOND');
+      expect(s.owner.decisionsFor(p2)).toEqual([
+        { outcome: 'admitted', mode: 'handoff', admissionGeneration: 2 },
+      ]);
+      shadow.submit(SESSION, 'SECOND');
+      expect(shadow.decisionsFor(p2)).toEqual([{ outcome: 'queued', position: 1, reason: 'busy' }]);
+
+      // The real adapter takes the successor: it answers the held prompt and then prompt 2, while
+      // the subagent still runs.
+      await s.until('prompt 2 to be answered', () => session.has(turnEnded(2)));
+      expect(s.has(bgEnded('subagent', 'toolu_agent'))).toBe(false);
+      expect(sessionActivity(s.session())).toMatchObject({
+        foregroundActivity: 'background',
+        activeSubagentCount: 1,
+      });
+
+      s.release('release-agent');
+      await s.settle();
+      await s.finish();
+
+      s.expectOrder(
+        ['Agent tool started (foreground)', topLevelStarted('toolu_agent')],
+        ['subagent registered', bgStarted('subagent', 'toolu_agent')],
+        ['Agent launch card completed', toolCompleted('toolu_agent')],
+        ['subagent ended', bgEnded('subagent', 'toolu_agent')],
+      );
+      s.expectOrder(
+        ['subagent registered', bgStarted('subagent', 'toolu_agent')],
+        ['child Bash started under the subagent', childStarted('toolu_child', 'toolu_agent')],
+        ['child Bash completed', toolCompleted('toolu_child')],
+        ['subagent ended', bgEnded('subagent', 'toolu_agent')],
+      );
+      s.expectOrder(
+        ['human idle of prompt 1', idleOf('human', 1)],
+        [
+          'prompt 2 dispatched',
+          (f) => f.type === 'prompt.dispatched' && f.data.admissionGeneration === 2,
+        ],
+        ['held prompt 1 answered', turnEnded(1)],
+        ['human idle of prompt 2', idleOf('human', 2)],
+        ['turn 2 ended', turnEnded(2)],
+      );
+      expectIdentified(s, 'subagent', 'toolu_agent');
+      // The child's output is the subagent's, never the foreground's.
+      expect(
+        s.facts.filter(
+          (f) =>
+            f.type === 'tool.updated' &&
+            f.data.toolCallId === 'toolu_child' &&
+            f.data.ownership === 'foreground',
+        ),
+      ).toEqual([]);
+      expect(s.activities()).toEqual([
+        null,
+        'generating',
+        'background',
+        'generating',
+        'background',
+        null,
+        'generating',
+        null,
+      ]);
+      expect(activeSubagentCount(s.session())).toBe(0);
+      expect(s.server.used).toEqual(
+        expect.arrayContaining(['subagent: child Bash', 'subagent: report']),
+      );
+      expect(s.server.unmatched()).toEqual([]);
+    });
+
+    it('a Monitor watch (after ToolSearch select:Monitor): event cycles do not end it, its task does', async () => {
+      s = await RealSession.start('monitor', 'coarse', claude);
+      s.submit('RUN-MONITOR');
+      const session = s;
+      await s.until(
+        'the turn to end with the watch registered',
+        () => session.has(turnEnded(1)) && session.has(bgStarted('monitor', 'toolu_monitor')),
+      );
+      expect(sessionActivity(s.session())).toMatchObject({
+        state: 'waiting_for_input',
+        foregroundActivity: 'background',
+      });
+      const beforeEvent = s.steps.length;
+      s.release('arm-monitor');
+      await s.until('the event cycle to finish', () =>
+        session.steps.slice(beforeEvent).some((x) => x.fact === 'foreground.idle'),
+      );
+      // An event woke the agent (a cycle of its own) and the watch is still registered.
+      expect(s.steps.slice(beforeEvent).map((x) => x.activity)).toEqual(
+        expect.arrayContaining(['generating']),
+      );
+      expect(s.has(bgEnded('monitor', 'toolu_monitor'))).toBe(false);
+      expect(sessionActivity(s.session())).toMatchObject({ foregroundActivity: 'background' });
+
+      s.release('release-monitor');
+      await s.settle();
+      await s.finish();
+
+      s.expectOrder(
+        ['ToolSearch completed', toolCompleted('toolu_search')],
+        ['Monitor tool started (foreground)', topLevelStarted('toolu_monitor')],
+        ['watch registered', bgStarted('monitor', 'toolu_monitor')],
+        ['Monitor launch card completed', toolCompleted('toolu_monitor')],
+        ['turn 1 ended', turnEnded(1)],
+        ['an event cycle ended', idleOf('task-notification')],
+        ['watch ended', bgEnded('monitor', 'toolu_monitor')],
+      );
+      expectIdentified(s, 'monitor', 'toolu_monitor');
+      expect(s.activities().slice(0, 5)).toEqual([
+        null,
+        'generating',
+        'background',
+        'generating',
+        'background',
+      ]);
+      expect(s.activities().at(-1)).toBeNull();
+      expect(liveRegistrations(s.session())).toEqual([]);
+      expect(s.server.unmatched()).toEqual([]);
+    });
+
+    it('all three at once: each ends by its own identity; coarse admits the queued prompt only when the held turn ends', async () => {
+      s = await RealSession.start('all', 'coarse', claude);
+      s.submit('RUN-ALL');
+      const session = s;
+      await s.until(
+        'the human cycle to end with all three registered',
+        () =>
+          session.has(idleOf('human', 1)) &&
+          ['shell', 'subagent', 'monitor'].every((k) =>
+            session.facts.some((f) => f.type === 'background.started' && f.data.work.kind === k),
+          ),
+      );
+      expect(sessionActivity(s.session())).toMatchObject({
+        state: 'running',
+        foregroundActivity: 'generating',
+        activeSubagentCount: 1,
+        admission: 'coarse',
+      });
+      expect(
+        liveRegistrations(s.session())
+          .map((r) => r.work.kind)
+          .sort(),
+      ).toEqual(['monitor', 'shell', 'subagent']);
+      const shadow = s.detachShadow();
+      expect(sessionActivity(shadow.session(SESSION))).toMatchObject({
+        foregroundActivity: 'background',
+        admission: 'handoff',
+      });
+      const p2 = s.submit('SECOND');
+      expect(s.owner.decisionsFor(p2)).toEqual([
+        { outcome: 'queued', position: 1, reason: 'busy' },
+      ]);
+      shadow.submit(SESSION, 'SECOND');
+      expect(shadow.decisionsFor(p2)).toEqual([
+        { outcome: 'admitted', mode: 'handoff', admissionGeneration: 2 },
+      ]);
+
+      // Released together: the completions interleave as they will.
+      for (const f of ['release-shell', 'release-monitor', 'release-agent']) s.release(f);
+      await s.until('prompt 2 to be admitted, dispatched and answered', () =>
+        session.has(turnEnded(2)),
+      );
+      await s.settle();
+      await s.finish();
+
+      for (const [kind, id] of [
+        ['shell', 'toolu_shell'],
+        ['subagent', 'toolu_agent'],
+        ['monitor', 'toolu_monitor'],
+      ] as const) {
+        s.expectOrder(
+          [`${id} started (foreground)`, topLevelStarted(id)],
+          [`${kind} registered`, bgStarted(kind, id)],
+          [`${id} launch card completed`, toolCompleted(id)],
+          [`${kind} ended`, bgEnded(kind, id)],
+        );
+        expectIdentified(s, kind, id);
+      }
+      s.expectOrder(
+        ['child Bash started under the subagent', childStarted('toolu_child', 'toolu_agent')],
+        ['child Bash completed', toolCompleted('toolu_child')],
+        ['subagent ended', bgEnded('subagent', 'toolu_agent')],
+      );
+      // Coarse: the queued prompt runs only once the held turn (kept open by the subagent) ended.
+      s.expectOrder(
+        ['subagent ended', bgEnded('subagent', 'toolu_agent')],
+        ['held turn 1 ended', turnEnded(1)],
+        [
+          'prompt 2 dispatched',
+          (f) => f.type === 'prompt.dispatched' && f.data.admissionGeneration === 2,
+        ],
+        ['turn 2 ended', turnEnded(2)],
+      );
+      expect(s.owner.decisionsFor(p2)).toEqual([
+        { outcome: 'queued', position: 1, reason: 'busy' },
+        { outcome: 'admitted', mode: 'turn', admissionGeneration: 2 },
+      ]);
+      expect(s.activities()[0]).toBeNull();
+      expect(s.activities().at(-1)).toBeNull();
+      expect(liveRegistrations(s.session())).toEqual([]);
+      expect(activeSubagentCount(s.session())).toBe(0);
+      expect(s.server.unmatched()).toEqual([]);
+    });
+  },
+);

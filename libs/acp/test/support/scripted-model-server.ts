@@ -1,0 +1,403 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { appendFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A small Anthropic Messages API on 127.0.0.1 that answers from a script, so the real Claude
+ * Code CLI (under claude-agent-acp) runs real tools offline: Bash in the background, Agent
+ * subagents, Monitor watches.
+ *
+ * The CLI sends three sorts of requests to `POST /v1/messages`:
+ * - conversation requests (the session's main loop and every subagent's loop): they offer tools;
+ *   the script answers them, each turn matched against what the conversation holds;
+ * - side requests (session title, prompt suggestion, summaries): no tools offered, or a structured
+ *   output format; they get a harmless answer and never consume a scripted turn;
+ * - anything else (token counting, unknown paths): an empty answer, logged, so a test run shows
+ *   what the CLI asked for.
+ */
+
+export type ScriptBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; name: string; input: Record<string, unknown>; id?: string };
+
+/** What a scripted turn answers. Every field given must hold (substrings, case-sensitive). */
+export interface TurnMatch {
+  /**
+   * In the conversation's first user message. A subagent's conversation starts with the prompt
+   * the Agent tool was given, so a marker in that prompt tells its requests apart.
+   */
+  first?: string;
+  /** In the last user message: its text and the text of the tool results it carries. */
+  last?: string;
+  /** The last user message carries the result of a tool use of this name. */
+  afterTool?: string;
+}
+
+export interface ScriptTurn {
+  name: string;
+  when: TurnMatch;
+  reply: ScriptBlock[];
+  /** Answer every matching request (e.g. one per Monitor event), not only the first. */
+  repeat?: boolean;
+}
+
+export type RequestKind = 'conversation' | 'side' | 'count_tokens' | 'unknown';
+
+export interface SeenRequest {
+  kind: RequestKind;
+  method: string;
+  path: string;
+  /** The scripted turn that answered, or why none did. */
+  answer: string;
+  /** For side requests, what they were taken for. */
+  sideKind?: string;
+  /** Text of the conversation's first and last user messages (tool results included). */
+  firstUser?: string;
+  lastUser?: string;
+}
+
+export interface ScriptedModelServer {
+  url: string;
+  /** Every request in arrival order, with how it was answered. */
+  readonly requests: SeenRequest[];
+  /** Names of the scripted turns used so far, in order. */
+  readonly used: string[];
+  /** Conversation requests no scripted turn matched (each got a closing text answer). */
+  unmatched(): SeenRequest[];
+  close(): Promise<void>;
+}
+
+export interface ScriptedModelServerOptions {
+  script: ScriptTurn[];
+  /** Where unknown and unmatched requests are reported; the test output by default. */
+  log?: (line: string) => void;
+  /** Appends every request (path and parsed body) to this JSONL file: for finding out what the CLI sent. */
+  dumpTo?: string;
+}
+
+type Json = Record<string, unknown>;
+
+const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+interface Message {
+  role: string;
+  content: unknown;
+}
+
+const blocksOf = (content: unknown): Json[] =>
+  typeof content === 'string'
+    ? [{ type: 'text', text: content }]
+    : Array.isArray(content)
+      ? content.filter(isObj)
+      : [];
+
+const textOf = (content: unknown): string =>
+  blocksOf(content)
+    .map((b) => {
+      if (b.type === 'text' && typeof b.text === 'string') return b.text;
+      if (b.type === 'tool_result') return textOf(b.content);
+      return '';
+    })
+    .join('\n');
+
+/** Names of the tools whose results the message carries, found through the conversation. */
+const resultToolNames = (messages: Message[], last: Message): string[] => {
+  const names = new Map<string, string>();
+  for (const m of messages) {
+    if (m.role !== 'assistant') continue;
+    for (const b of blocksOf(m.content)) {
+      if (b.type === 'tool_use' && typeof b.id === 'string' && typeof b.name === 'string')
+        names.set(b.id, b.name);
+    }
+  }
+  return blocksOf(last.content).flatMap((b) =>
+    b.type === 'tool_result' && typeof b.tool_use_id === 'string'
+      ? [names.get(b.tool_use_id) ?? '?']
+      : [],
+  );
+};
+
+interface Conversation {
+  firstUser: string;
+  lastUser: string;
+  afterTools: string[];
+}
+
+const conversationOf = (body: Json): Conversation => {
+  const messages = (Array.isArray(body.messages) ? body.messages : []).filter(
+    (m): m is Message => isObj(m) && typeof m.role === 'string',
+  );
+  const users = messages.filter((m) => m.role === 'user');
+  const first = users[0];
+  const last = users.at(-1);
+  return {
+    firstUser: first === undefined ? '' : textOf(first.content),
+    lastUser: last === undefined ? '' : textOf(last.content),
+    afterTools: last === undefined ? [] : resultToolNames(messages, last),
+  };
+};
+
+const matches = (w: TurnMatch, c: Conversation): boolean =>
+  (w.first === undefined || c.firstUser.includes(w.first)) &&
+  (w.last === undefined || c.lastUser.includes(w.last)) &&
+  (w.afterTool === undefined || c.afterTools.includes(w.afterTool));
+
+const systemText = (body: Json): string =>
+  typeof body.system === 'string' ? body.system : textOf(body.system);
+
+const outputSchema = (body: Json): Json | undefined => {
+  const format = isObj(body.output_config) ? body.output_config.format : undefined;
+  return isObj(format) && isObj(format.schema) ? format.schema : undefined;
+};
+
+/** A minimal value of a JSON schema: enough for a structured side request to parse. */
+const minimal = (schema: Json, hint: string): unknown => {
+  switch (schema.type) {
+    case 'object': {
+      const props = isObj(schema.properties) ? schema.properties : {};
+      const required = Array.isArray(schema.required) ? schema.required : Object.keys(props);
+      return Object.fromEntries(
+        required.flatMap((k) => {
+          const p = props[k as string];
+          return typeof k === 'string' && isObj(p) ? [[k, minimal(p, k)]] : [];
+        }),
+      );
+    }
+    case 'array':
+      return [];
+    case 'string':
+      return Array.isArray(schema.enum)
+        ? schema.enum[0]
+        : hint === 'title'
+          ? 'Scripted session'
+          : '';
+    case 'number':
+    case 'integer':
+      return 0;
+    case 'boolean':
+      return false;
+    default:
+      return null;
+  }
+};
+
+/**
+ * A side request is one the conversation does not wait on. Most offer no tools or ask for a
+ * structured answer (the session title). Some are forks of the conversation that share its
+ * prompt cache, so they carry the same system prompt and tools: the prompt suggestion made after
+ * each cycle is one, told apart by its last user message, a bracketed `[... MODE: ...]` order.
+ */
+const sideKind = (body: Json, c: Conversation): string | undefined => {
+  const mode = /^\s*\[([A-Z][A-Z ]*) MODE:/.exec(c.lastUser);
+  if (mode !== null) return mode[1]!.toLowerCase();
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  if (tools.length > 0 && outputSchema(body) === undefined) return undefined;
+  if (/naming a coding session/i.test(systemText(body))) return 'title';
+  return 'other';
+};
+
+let counter = 0;
+const nextId = (prefix: string): string =>
+  `${prefix}_scripted${(++counter).toString().padStart(4, '0')}`;
+
+interface Reply {
+  model: string;
+  blocks: ScriptBlock[];
+}
+
+const messageOf = ({ model, blocks }: Reply) => {
+  const content = blocks.map((b) =>
+    b.type === 'text'
+      ? { type: 'text', text: b.text }
+      : { type: 'tool_use', id: b.id ?? nextId('toolu'), name: b.name, input: b.input },
+  );
+  return {
+    id: nextId('msg'),
+    type: 'message',
+    role: 'assistant',
+    model,
+    content,
+    stop_reason: content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn',
+    stop_sequence: null,
+    usage: {
+      input_tokens: 100,
+      output_tokens: 10,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+    },
+  };
+};
+
+const sendJson = (res: ServerResponse, status: number, body: unknown): void => {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+};
+
+/** The message as Server-Sent Events, text in a few deltas and tool input as partial JSON. */
+const sendStream = (res: ServerResponse, message: ReturnType<typeof messageOf>): void => {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const event = (type: string, data: Json) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  event('message_start', {
+    message: {
+      ...message,
+      content: [],
+      stop_reason: null,
+      usage: { ...message.usage, output_tokens: 1 },
+    },
+  });
+  message.content.forEach((block, index) => {
+    if (block.type === 'text') {
+      event('content_block_start', { index, content_block: { type: 'text', text: '' } });
+      const text = block.text as string;
+      for (let i = 0; i < text.length; i += 24)
+        event('content_block_delta', {
+          index,
+          delta: { type: 'text_delta', text: text.slice(i, i + 24) },
+        });
+    } else {
+      event('content_block_start', {
+        index,
+        content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} },
+      });
+      const json = JSON.stringify(block.input);
+      const half = Math.ceil(json.length / 2);
+      for (const part of [json.slice(0, half), json.slice(half)])
+        event('content_block_delta', {
+          index,
+          delta: { type: 'input_json_delta', partial_json: part },
+        });
+    }
+    event('content_block_stop', { index });
+  });
+  event('message_delta', {
+    delta: { stop_reason: message.stop_reason, stop_sequence: null },
+    usage: { output_tokens: message.usage.output_tokens },
+  });
+  event('message_stop', {});
+  res.end();
+};
+
+const readBody = (req: IncomingMessage): Promise<string> =>
+  new Promise((resolve, reject) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (body += c));
+    req.on('end', () => resolve(body));
+    req.on('error', reject);
+  });
+
+const short = (s: string | undefined, n = 160): string =>
+  (s ?? '').replace(/\s+/g, ' ').trim().slice(-n);
+
+export const startScriptedModelServer = async (
+  options: ScriptedModelServerOptions,
+): Promise<ScriptedModelServer> => {
+  const log = options.log ?? ((line: string) => console.warn(line));
+  const requests: SeenRequest[] = [];
+  const used: string[] = [];
+  const consumed = new Set<ScriptTurn>();
+
+  const answerConversation = (c: Conversation): { reply: ScriptBlock[]; seen: SeenRequest } => {
+    const turn = options.script.find(
+      (t) => (t.repeat === true || !consumed.has(t)) && matches(t.when, c),
+    );
+    const seen: SeenRequest = {
+      kind: 'conversation',
+      method: 'POST',
+      path: '/v1/messages',
+      answer: turn?.name ?? 'unmatched',
+      firstUser: c.firstUser,
+      lastUser: c.lastUser,
+    };
+    if (turn === undefined) {
+      log(
+        `[scripted-model] no scripted turn for a conversation request; first user: "${short(c.firstUser)}"; ` +
+          `last user: "${short(c.lastUser)}"; after tools: [${c.afterTools.join(', ')}]`,
+      );
+      return { reply: [{ type: 'text', text: 'Nothing more to do.' }], seen };
+    }
+    consumed.add(turn);
+    used.push(turn.name);
+    return { reply: turn.reply, seen };
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const method = req.method ?? 'GET';
+    const raw = await readBody(req);
+    let body: Json = {};
+    try {
+      const parsed: unknown = raw === '' ? {} : JSON.parse(raw);
+      if (isObj(parsed)) body = parsed;
+    } catch {
+      // Logged below as an unknown request; the CLI never sends non-JSON to the API.
+    }
+    if (options.dumpTo !== undefined)
+      appendFileSync(options.dumpTo, `${JSON.stringify({ method, url: req.url, body })}\n`);
+    if (method === 'POST' && path === '/v1/messages/count_tokens') {
+      requests.push({ kind: 'count_tokens', method, path, answer: 'count' });
+      return sendJson(res, 200, { input_tokens: 100 });
+    }
+    if (method !== 'POST' || path !== '/v1/messages') {
+      requests.push({ kind: 'unknown', method, path, answer: 'empty' });
+      log(`[scripted-model] unknown request ${method} ${req.url ?? ''} ${short(raw, 300)}`);
+      return method === 'GET' || method === 'HEAD'
+        ? sendJson(res, 200, {})
+        : sendJson(res, 404, {
+            type: 'error',
+            error: { type: 'not_found_error', message: `no ${method} ${path} here` },
+          });
+    }
+    const model = typeof body.model === 'string' ? body.model : 'claude-scripted';
+    const conversation = conversationOf(body);
+    const side = sideKind(body, conversation);
+    let blocks: ScriptBlock[];
+    if (side === 'other')
+      log(`[scripted-model] side request of an unknown kind: ${short(systemText(body), 300)}`);
+    if (side !== undefined) {
+      const schema = outputSchema(body);
+      // An empty answer is the harmless one: no title noise, no suggestion offered.
+      blocks = [
+        { type: 'text', text: schema !== undefined ? JSON.stringify(minimal(schema, '')) : '' },
+      ];
+      requests.push({
+        kind: 'side',
+        method,
+        path,
+        answer: 'side',
+        sideKind: side,
+        lastUser: conversation.lastUser,
+      });
+    } else {
+      const r = answerConversation(conversation);
+      blocks = r.reply;
+      requests.push(r.seen);
+    }
+    const message = messageOf({ model, blocks });
+    if (body.stream === true) sendStream(res, message);
+    else sendJson(res, 200, message);
+  };
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      log(`[scripted-model] handler failed: ${String(e)}`);
+      if (!res.headersSent)
+        sendJson(res, 500, { type: 'error', error: { type: 'api_error', message: String(e) } });
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    used,
+    unmatched: () => requests.filter((r) => r.kind === 'conversation' && r.answer === 'unmatched'),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+};
