@@ -2,7 +2,13 @@ import pino, { type Logger } from 'pino';
 
 export type { Logger };
 
-/** JSON lines on stdout, every line naming the instance. */
+/**
+ * JSON lines on stdout, every line naming the instance. Written synchronously: a lease change is
+ * on record before anything is written under it, even if the process is killed right after.
+ */
 export function createLogger(instance: string, level: string): Logger {
-  return pino({ level, base: { role: 'projector', instance, pid: process.pid } });
+  return pino(
+    { level, base: { role: 'projector', instance, pid: process.pid } },
+    pino.destination({ dest: 1, sync: true }),
+  );
 }
