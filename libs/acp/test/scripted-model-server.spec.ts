@@ -1,0 +1,180 @@
+import {
+  startScriptedModelServer,
+  type ScriptedModelServer,
+  type ScriptTurn,
+} from './support/scripted-model-server';
+
+/**
+ * The scripted Messages API on its own (no CLI needed): what the real-agent tests rely on —
+ * turns matched by what the conversation holds, streamed as the Anthropic SSE events, side
+ * requests told apart and answered without consuming a turn, unknown requests logged.
+ */
+
+const SCRIPT: ScriptTurn[] = [
+  {
+    name: 'sub',
+    when: { first: 'SUB-MARK' },
+    reply: [{ type: 'text', text: 'sub reply' }],
+  },
+  {
+    name: 'launch',
+    when: { last: 'GO' },
+    reply: [
+      { type: 'text', text: 'Running a command for you now.' },
+      { type: 'tool_use', id: 'toolu_x', name: 'Bash', input: { command: 'echo "hi"' } },
+    ],
+  },
+  { name: 'after bash', when: { afterTool: 'Bash' }, reply: [{ type: 'text', text: 'done' }] },
+];
+
+const TOOLS = [{ name: 'Bash', input_schema: { type: 'object' } }];
+
+let server: ScriptedModelServer;
+const logged: string[] = [];
+
+beforeEach(async () => {
+  logged.length = 0;
+  server = await startScriptedModelServer({ script: SCRIPT, log: (l) => logged.push(l) });
+});
+afterEach(() => server.close());
+
+const post = (path: string, body: object) =>
+  fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+
+/** Parses an SSE body into its events, checking each `event:` name matches its data's type. */
+const events = async (res: Response) =>
+  (await res.text())
+    .split('\n\n')
+    .filter((e) => e.trim() !== '')
+    .map((e) => {
+      const [name, data] = e.split('\n');
+      const parsed = JSON.parse(data!.replace(/^data: /, '')) as Record<string, unknown>;
+      expect(name).toBe(`event: ${String(parsed.type)}`);
+      return parsed;
+    });
+
+const user = (text: string) => ({ role: 'user', content: [{ type: 'text', text }] });
+
+it('streams a scripted turn: text deltas, tool input as partial JSON, stop reason tool_use', async () => {
+  const res = await post('/v1/messages?beta=true', {
+    model: 'm',
+    stream: true,
+    tools: TOOLS,
+    messages: [user('please GO')],
+  });
+  expect(res.headers.get('content-type')).toBe('text/event-stream');
+  const evs = await events(res);
+  expect(evs.map((e) => e.type)).toEqual([
+    'message_start',
+    'content_block_start',
+    'content_block_delta',
+    'content_block_delta',
+    'content_block_stop',
+    'content_block_start',
+    'content_block_delta',
+    'content_block_delta',
+    'content_block_stop',
+    'message_delta',
+    'message_stop',
+  ]);
+  const deltas = evs.filter((e) => e.type === 'content_block_delta') as {
+    index: number;
+    delta: { text?: string; partial_json?: string };
+  }[];
+  expect(
+    deltas
+      .filter((d) => d.index === 0)
+      .map((d) => d.delta.text)
+      .join(''),
+  ).toBe('Running a command for you now.');
+  expect(
+    JSON.parse(
+      deltas
+        .filter((d) => d.index === 1)
+        .map((d) => d.delta.partial_json)
+        .join(''),
+    ),
+  ).toEqual({ command: 'echo "hi"' });
+  expect(evs[5]).toMatchObject({
+    content_block: { type: 'tool_use', id: 'toolu_x', name: 'Bash', input: {} },
+  });
+  expect(evs.at(-2)).toMatchObject({ delta: { stop_reason: 'tool_use' } });
+  expect(server.used).toEqual(['launch']);
+});
+
+it('matches a tool result by the name of the tool use it answers; a used turn is not used again', async () => {
+  const conversation = [
+    user('please GO'),
+    { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_x', name: 'Bash', input: {} }] },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_x', content: 'hi' }] },
+  ];
+  const res = await post('/v1/messages', { model: 'm', tools: TOOLS, messages: conversation });
+  expect(await res.json()).toMatchObject({
+    content: [{ type: 'text', text: 'done' }],
+    stop_reason: 'end_turn',
+  });
+  // The same request again: the turn is spent, so the server closes the conversation and says so.
+  await (await post('/v1/messages', { model: 'm', tools: TOOLS, messages: conversation })).json();
+  expect(server.used).toEqual(['after bash']);
+  expect(server.unmatched()).toHaveLength(1);
+  expect(logged.join('\n')).toMatch(/no scripted turn/);
+});
+
+it('tells a subagent conversation by its first user message', async () => {
+  const res = await post('/v1/messages', {
+    model: 'm',
+    tools: TOOLS,
+    messages: [user('SUB-MARK: look'), { role: 'assistant', content: 'x' }, user('GO on')],
+  });
+  expect(await res.json()).toMatchObject({ content: [{ text: 'sub reply' }] });
+});
+
+it('answers side requests harmlessly without consuming a turn', async () => {
+  const title = await post('/v1/messages', {
+    model: 'm',
+    system: [{ type: 'text', text: 'You are naming a coding session so the user can pick it' }],
+    output_config: {
+      format: {
+        type: 'json_schema',
+        schema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] },
+      },
+    },
+    messages: [user('<session>GO</session>')],
+  });
+  const titleText = ((await title.json()) as { content: { text: string }[] }).content[0]!.text;
+  expect(JSON.parse(titleText)).toEqual({ title: 'Scripted session' });
+  // The prompt suggestion is a fork of the conversation: same tools, a mode order as last message.
+  const suggestion = await post('/v1/messages', {
+    model: 'm',
+    tools: TOOLS,
+    messages: [
+      user('please GO'),
+      { role: 'assistant', content: 'ok' },
+      user('[SUGGESTION MODE: x]'),
+    ],
+  });
+  expect(await suggestion.json()).toMatchObject({ content: [{ type: 'text', text: '' }] });
+  expect(server.requests.map((r) => [r.kind, r.sideKind])).toEqual([
+    ['side', 'title'],
+    ['side', 'suggestion'],
+  ]);
+  expect(server.used).toEqual([]);
+});
+
+it('answers token counting and logs unknown requests', async () => {
+  expect(await (await post('/v1/messages/count_tokens', { messages: [] })).json()).toEqual({
+    input_tokens: 100,
+  });
+  const unknown = await post('/v1/other', { a: 1 });
+  expect(unknown.status).toBe(404);
+  expect((await fetch(`${server.url}/health`)).status).toBe(200);
+  expect(server.requests.map((r) => r.kind)).toEqual(['count_tokens', 'unknown', 'unknown']);
+  expect(logged).toEqual([
+    expect.stringContaining('unknown request POST /v1/other'),
+    expect.stringContaining('unknown request GET /health'),
+  ]);
+});
