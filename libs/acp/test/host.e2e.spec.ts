@@ -173,6 +173,16 @@ describe('AgentHost with the replay agent (real child processes, stdio ACP)', ()
     });
   });
 
+  it('a recording made without a session mode accepts whatever mode the host sets', async () => {
+    const run = await startHost('generic-turn', { mode: 'default' });
+    try {
+      const r = await run.host.prompt({ promptId: 'p1', admissionGeneration: 1, text: 'go' });
+      expect(r.stopReason).toBe('end_turn');
+    } finally {
+      await run.host.close();
+    }
+  });
+
   it('a live cancel the recording does not expect answers the open prompt with cancelled', async () => {
     const run = await startHost('claude-subagent-background-plain', { pace: 1 });
     let stop: string;

@@ -58,12 +58,20 @@ export class ReplayAgent {
   private readonly written = new Map<string, () => void>();
   private readonly openPrompts = new Set<LiveRequest>();
   private connection?: AgentConnection;
+  /** A recording made without a session mode plays the same whatever mode the client sets. */
+  private readonly recordsSetMode: boolean;
 
   constructor(
     private readonly frames: Frame[],
     private readonly options: ReplayOptions = {},
   ) {
     for (const m of ANSWERED) this.live.set(m, new Waiter());
+    this.recordsSetMode = frames.some(
+      (f) =>
+        f.direction === 'client->agent' &&
+        isRecord(f.message) &&
+        f.message.method === 'session/set_mode',
+    );
   }
 
   /** Called by the agent's own output tap: a response line has really been written. */
@@ -94,6 +102,7 @@ export class ReplayAgent {
               answer: (r) => ('result' in r ? resolve(r.result) : reject(r.error)),
             };
             if (method === 'initialize' && this.options.hangOnInitialize) return;
+            if (method === 'session/set_mode' && !this.recordsSetMode) return resolve({});
             if (method === 'session/prompt') this.openPrompts.add(req);
             this.live.get(method)?.push(req);
           })) as never,
