@@ -76,6 +76,7 @@ export const ErrorCode = z.enum([
   'unavailable',
   'internal',
 ]);
+export type ErrorCode = z.infer<typeof ErrorCode>;
 export const WireError = z.object({
   code: ErrorCode,
   message: z.string(),
