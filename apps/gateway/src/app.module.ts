@@ -1,0 +1,190 @@
+import {
+  Global,
+  Inject,
+  Injectable,
+  Module,
+  type DynamicModule,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { EventStore, redisTargetFromUrl } from '@baton/store';
+import { AhpGateway } from './ahp/ahp.gateway';
+import { Authenticator } from './auth/auth';
+import { RestAuthGuard } from './auth/rest-auth.guard';
+import { Commands } from './commands/commands';
+import { HealthController } from './health/health.controller';
+import type { Logger } from './logger';
+import { GatewayMetrics } from './metrics/metrics';
+import { LOGGER, OPTIONS, SERVICES, STORE, type ResolvedOptions } from './options';
+import { Executions } from './rest/executions';
+import { TasksController } from './rest/tasks.controller';
+import { Tenancy } from './tenancy';
+import { UpdateHub } from './updates/update-hub';
+import type { Services } from './ws/client-connection';
+import { ClientGateway } from './ws/client.gateway';
+import { ConnectionRegistry } from './ws/connection';
+
+/** Settings, log and metrics: everything else is built from these. */
+@Global()
+@Module({})
+class ConfigModule {
+  static forRoot(opts: ResolvedOptions, log: Logger, metrics: GatewayMetrics): DynamicModule {
+    return {
+      module: ConfigModule,
+      providers: [
+        { provide: OPTIONS, useValue: opts },
+        { provide: LOGGER, useValue: log },
+        { provide: GatewayMetrics, useValue: metrics },
+      ],
+      exports: [OPTIONS, LOGGER, GatewayMetrics],
+    };
+  }
+}
+
+@Injectable()
+class StoreShutdown implements OnApplicationShutdown {
+  constructor(
+    @Inject(STORE) private readonly store: EventStore,
+    @Inject(UpdateHub) private readonly hub: UpdateHub,
+  ) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.hub.stop();
+    await this.store.close();
+  }
+}
+
+/** Redis: the event store, the one update tail of the process, tenancy. */
+@Global()
+@Module({
+  providers: [
+    {
+      provide: STORE,
+      inject: [OPTIONS],
+      useFactory: (o: ResolvedOptions) =>
+        EventStore.connect(
+          redisTargetFromUrl(o.redisUrl),
+          { shards: o.shards, prefix: o.prefix, ...o.store },
+          { connectionName: `baton-${o.writerInstance}` },
+        ),
+    },
+    {
+      provide: UpdateHub,
+      inject: [STORE, LOGGER],
+      // The tail starts before the server listens: every update after this point reaches it.
+      useFactory: async (store: EventStore, log: Logger) => {
+        const hub = new UpdateHub(store, log);
+        await hub.start();
+        return hub;
+      },
+    },
+    { provide: Tenancy, inject: [STORE], useFactory: (store: EventStore) => new Tenancy(store) },
+    StoreShutdown,
+  ],
+  exports: [STORE, UpdateHub, Tenancy],
+})
+class StoreModule {}
+
+/** Bearer tokens (HS256 JWT) for the WebSocket upgrades and REST. */
+@Global()
+@Module({
+  providers: [
+    {
+      provide: Authenticator,
+      inject: [OPTIONS],
+      useFactory: (o: ResolvedOptions) => new Authenticator(o.jwtSecret, o.jwtIssuer),
+    },
+    RestAuthGuard,
+  ],
+  exports: [Authenticator, RestAuthGuard],
+})
+class AuthModule {}
+
+@Injectable()
+class ExecutionsShutdown implements OnApplicationShutdown {
+  constructor(@Inject(Executions) private readonly executions: Executions) {}
+  async onApplicationShutdown(): Promise<void> {
+    await this.executions.close();
+  }
+}
+
+/** Prompts, queue and session commands, and agent executions. */
+@Module({
+  providers: [
+    {
+      provide: Commands,
+      inject: [STORE, UpdateHub, OPTIONS, GatewayMetrics],
+      useFactory: (store: EventStore, hub: UpdateHub, o: ResolvedOptions, m: GatewayMetrics) =>
+        new Commands(store, hub, o.writerInstance, o.admissionWaitMs, m),
+    },
+    {
+      provide: Executions,
+      inject: [STORE, OPTIONS],
+      useFactory: (store: EventStore, o: ResolvedOptions) => new Executions(store, o.prefix),
+    },
+    ExecutionsShutdown,
+  ],
+  exports: [Commands, Executions],
+})
+class CommandsModule {}
+
+/** What both WebSocket endpoints share: the connection registry and the services they use. */
+@Module({
+  imports: [CommandsModule],
+  providers: [
+    {
+      provide: ConnectionRegistry,
+      inject: [OPTIONS],
+      useFactory: (o: ResolvedOptions) => new ConnectionRegistry(o.heartbeatMs),
+    },
+    {
+      provide: SERVICES,
+      inject: [OPTIONS, UpdateHub, Tenancy, Commands, GatewayMetrics, LOGGER],
+      useFactory: (
+        opts: ResolvedOptions,
+        hub: UpdateHub,
+        tenancy: Tenancy,
+        commands: Commands,
+        metrics: GatewayMetrics,
+        log: Logger,
+      ): Services => ({ opts, hub, tenancy, commands, metrics, log }),
+    },
+  ],
+  exports: [ConnectionRegistry, SERVICES],
+})
+class ConnectionsModule {}
+
+/** /ws: subscriptions, prompts and queue operations over Baton's own protocol. */
+@Module({ imports: [ConnectionsModule], providers: [ClientGateway] })
+class ClientWsModule {}
+
+/** /ahp: the AHP-compatible chat channel. */
+@Module({ imports: [ConnectionsModule], providers: [AhpGateway] })
+class AhpModule {}
+
+/** REST read models and commands. */
+@Module({ imports: [CommandsModule], controllers: [TasksController] })
+class RestModule {}
+
+/** /healthz, /readyz, /metrics, /openapi.json. */
+@Module({ controllers: [HealthController] })
+class HealthModule {}
+
+@Module({})
+export class AppModule {
+  static forRoot(opts: ResolvedOptions, log: Logger, metrics: GatewayMetrics): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(opts, log, metrics),
+        StoreModule,
+        AuthModule,
+        CommandsModule,
+        ConnectionsModule,
+        ClientWsModule,
+        AhpModule,
+        RestModule,
+        HealthModule,
+      ],
+    };
+  }
+}

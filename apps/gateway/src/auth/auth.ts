@@ -1,0 +1,100 @@
+import { errors, jwtVerify } from 'jose';
+import type { IncomingMessage } from 'node:http';
+import { z } from 'zod';
+
+export const SCOPES = ['read', 'prompt', 'admin'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** Who a request acts for: a tenant and what it may do there. */
+export interface Principal {
+  tenant: string;
+  scopes: ReadonlySet<Scope>;
+  subject?: string;
+  /** Seconds since the epoch at which the token lapses. */
+  expiresAt?: number;
+}
+
+export class AuthError extends Error {
+  override readonly name = 'AuthError';
+}
+
+const Claims = z.object({
+  tenant: z
+    .string()
+    .min(1, 'must not be empty')
+    .max(200)
+    .regex(/^[^{}]+$/, 'must not contain braces'),
+  scope: z
+    .string()
+    .max(200)
+    .refine(
+      (s) => s.split(' ').every((p) => p === '' || (SCOPES as readonly string[]).includes(p)),
+      'must be a space-separated subset of "read prompt admin"',
+    ),
+  sub: z.string().optional(),
+  exp: z.number().optional(),
+});
+
+/** `admin` may do everything; otherwise the scope must be granted as such. */
+export function allows(p: Principal, scope: Scope): boolean {
+  return p.scopes.has(scope) || p.scopes.has('admin');
+}
+
+/** Verifies HS256 client tokens: signature, `exp`, `iss` when configured, and Baton's claims. */
+export class Authenticator {
+  private readonly key: Uint8Array;
+
+  constructor(
+    secret: string,
+    private readonly issuer?: string,
+  ) {
+    this.key = new TextEncoder().encode(secret);
+  }
+
+  async verify(token: string | undefined): Promise<Principal> {
+    if (!token) throw new AuthError('missing bearer token');
+    let payload: unknown;
+    try {
+      ({ payload } = await jwtVerify(token, this.key, {
+        algorithms: ['HS256'],
+        ...(this.issuer ? { issuer: this.issuer } : {}),
+      }));
+    } catch (err) {
+      throw new AuthError(reason(err));
+    }
+    const r = Claims.safeParse(payload);
+    if (!r.success) {
+      const i = r.error.issues[0]!;
+      throw new AuthError(`bad token claim ${i.path.join('.') || '(root)'}: ${i.message}`);
+    }
+    const c = r.data;
+    return {
+      tenant: c.tenant,
+      scopes: new Set(c.scope.split(' ').filter(Boolean) as Scope[]),
+      ...(c.sub ? { subject: c.sub } : {}),
+      ...(c.exp !== undefined ? { expiresAt: c.exp } : {}),
+    };
+  }
+
+  /** Bearer token of an HTTP request or WebSocket upgrade: the header, else `?token=`. */
+  static tokenOf(req: IncomingMessage): string | undefined {
+    const h = req.headers.authorization;
+    if (h) {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+      return m ? m[1] : undefined;
+    }
+    const q = new URL(req.url ?? '/', 'http://x').searchParams.get('token');
+    return q ?? undefined;
+  }
+}
+
+function reason(err: unknown): string {
+  if (err instanceof errors.JWTExpired) return 'token expired';
+  if (err instanceof errors.JWTClaimValidationFailed) return `bad token: ${err.message}`;
+  if (err instanceof errors.JWSSignatureVerificationFailed) return 'bad token signature';
+  if (err instanceof errors.JOSEAlgNotAllowed) return 'bad token: only HS256 is accepted';
+  if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid) {
+    return 'malformed token';
+  }
+  return 'bad token';
+}

@@ -1,0 +1,47 @@
+import {
+  Inject,
+  Injectable,
+  SetMetadata,
+  type CanActivate,
+  type ExecutionContext,
+} from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { IncomingMessage } from 'node:http';
+import { WireFailure } from '../errors';
+import { AuthError, Authenticator, allows, type Principal, type Scope } from './auth';
+
+const SCOPE_KEY = 'baton:scope';
+
+/** The scope a route needs (`admin` holds every scope). */
+export const RequiresScope = (scope: Scope) => SetMetadata(SCOPE_KEY, scope);
+
+export type AuthedRequest = IncomingMessage & { principal: Principal };
+
+/** REST authentication: a bearer token (header, or `?token=`) and the route's scope. */
+@Injectable()
+export class RestAuthGuard implements CanActivate {
+  constructor(
+    @Inject(Authenticator) private readonly auth: Authenticator,
+    @Inject(Reflector) private readonly reflector: Reflector,
+  ) {}
+
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    const req = ctx.switchToHttp().getRequest<AuthedRequest>();
+    try {
+      req.principal = await this.auth.verify(Authenticator.tokenOf(req));
+    } catch (err) {
+      throw new WireFailure(
+        'unauthorized',
+        err instanceof AuthError ? err.message : 'authentication failed',
+      );
+    }
+    const scope = this.reflector.getAllAndOverride<Scope | undefined>(SCOPE_KEY, [
+      ctx.getHandler(),
+      ctx.getClass(),
+    ]);
+    if (scope && !allows(req.principal, scope)) {
+      throw new WireFailure('forbidden', `the token's scope does not include ${scope}`);
+    }
+    return true;
+  }
+}

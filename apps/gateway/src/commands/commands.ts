@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import {
+  SCHEMA_VERSION,
+  isDecision,
+  type CommandResult,
+  type PromptOrigin,
+  type PromptResult,
+  type StreamEntry,
+  type Update,
+  type Writer,
+} from '@baton/protocol';
+import type { EventStore } from '@baton/store';
+import type { GatewayMetrics } from '../metrics/metrics';
+import type { UpdateHub } from '../updates/update-hub';
+
+export interface PromptInput {
+  taskId: string;
+  sessionId: string;
+  text: string;
+  idempotencyKey: string;
+  origin: PromptOrigin;
+}
+
+export type QueueCommand =
+  | { type: 'queue.cancel'; promptId: string }
+  | { type: 'queue.send_now'; promptId: string; observedGeneration?: number }
+  | { type: 'queue.set_auto_run'; enabled: boolean }
+  | { type: 'session.cancel'; observedGeneration?: number };
+
+/** How long a prompt answered `pending` keeps listening for its decision to pass it on. */
+const LATE_DECISION_MS = 10 * 60_000;
+const POLL_MS = [2, 5, 10, 20, 50, 100];
+
+type Decided = Extract<Update, { type: 'prompt.decided' }>;
+
+/**
+ * Writes the commands of clients to task streams and waits for their answers. Every command is
+ * appended under this process's writer instance with a growing seq; appends to one task go one at
+ * a time, so the store's per-writer dedupe (which keeps the highest seq) never sees them reordered.
+ */
+export class Commands {
+  private seq = 0;
+  private readonly chains = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly hub: UpdateHub,
+    private readonly writerInstance: string,
+    private readonly admissionWaitMs: number,
+    private readonly metrics: GatewayMetrics,
+  ) {}
+
+  private append(taskId: string, make: (writer: Writer) => StreamEntry): Promise<string> {
+    const prev = this.chains.get(taskId) ?? Promise.resolve();
+    const next = prev
+      .catch(() => undefined)
+      .then(async () => {
+        const entry = make({ role: 'gateway', instance: this.writerInstance, seq: ++this.seq });
+        const [id] = await this.store.append(taskId, [entry]);
+        if (!id) throw new Error('the store took a fresh writer seq for a duplicate');
+        return id;
+      });
+    this.chains.set(taskId, next);
+    void next
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.chains.get(taskId) === next) this.chains.delete(taskId);
+      });
+    return next;
+  }
+
+  /**
+   * Submits a prompt and waits (up to the admission wait) for the decision on its key. A key the
+   * session already knows makes no second prompt: the owner announces the decision it has. When
+   * the answer is `pending`, `onLate` gets the decision if it comes within a while.
+   */
+  async prompt(input: PromptInput, onLate?: (u: Decided) => void): Promise<PromptResult> {
+    const { taskId, sessionId, idempotencyKey } = input;
+    let resolve!: (u: Decided) => void;
+    const decided = new Promise<Decided>((r) => (resolve = r));
+    let late: ((u: Decided) => void) | undefined;
+    const stop = this.hub.listen(taskId, (frame) => {
+      const u = frame.update;
+      if (
+        u.type === 'prompt.decided' &&
+        u.data.sessionId === sessionId &&
+        u.data.idempotencyKey === idempotencyKey
+      ) {
+        resolve(u);
+        if (late) {
+          stopAll();
+          late(u);
+        }
+      }
+    });
+    let lateTimer: NodeJS.Timeout | undefined;
+    const stopAll = () => {
+      stop();
+      if (lateTimer) clearTimeout(lateTimer);
+    };
+    const t0 = process.hrtime.bigint();
+    try {
+      await this.append(taskId, (writer) => ({
+        v: SCHEMA_VERSION,
+        type: 'prompt.submit',
+        taskId,
+        sessionId,
+        writer,
+        data: {
+          commandId: randomUUID(),
+          promptId: randomUUID(),
+          idempotencyKey,
+          text: input.text,
+          origin: input.origin,
+        },
+      }));
+    } catch (err) {
+      stopAll();
+      throw err;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const u = await Promise.race([
+      decided,
+      new Promise<null>((r) => (timer = setTimeout(() => r(null), this.admissionWaitMs))),
+    ]);
+    clearTimeout(timer);
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    if (u) {
+      stopAll();
+      this.metrics.admissionWait.observe({ outcome: u.data.decision.outcome }, seconds);
+      return {
+        status: 'decided',
+        taskId,
+        sessionId,
+        idempotencyKey,
+        promptId: u.data.promptId,
+        decision: u.data.decision,
+      };
+    }
+    this.metrics.admissionWait.observe({ outcome: 'pending' }, seconds);
+    if (onLate) {
+      late = onLate;
+      lateTimer = setTimeout(stopAll, LATE_DECISION_MS);
+      lateTimer.unref();
+    } else stopAll();
+    return { status: 'pending', taskId, sessionId, idempotencyKey };
+  }
+
+  /**
+   * Appends a queue or session command and waits (up to the admission wait) for the owner's
+   * answer: the decision that names the command in the task stream after it.
+   */
+  async command(taskId: string, sessionId: string, cmd: QueueCommand): Promise<CommandResult> {
+    const commandId = randomUUID();
+    let wake: (() => void) | undefined;
+    let failed: Extract<Update, { type: 'command.failed' }> | undefined;
+    const stop = this.hub.listen(taskId, (frame) => {
+      const u = frame.update;
+      if (u.type === 'command.failed' && u.data.commandId === commandId) failed = u;
+      wake?.();
+    });
+    try {
+      const { type, ...rest } = cmd;
+      let cursor = await this.append(
+        taskId,
+        (writer) =>
+          ({
+            v: SCHEMA_VERSION,
+            type,
+            taskId,
+            sessionId,
+            writer,
+            data: { commandId, ...rest },
+          }) as StreamEntry,
+      );
+      const deadline = Date.now() + this.admissionWaitMs;
+      for (let attempt = 0; ; attempt++) {
+        if (failed) {
+          return {
+            status: 'failed',
+            commandId,
+            reason: failed.data.reason,
+            message: failed.data.message,
+          };
+        }
+        const page = await this.store.readTask(taskId, cursor, 200);
+        cursor = page.lastId;
+        for (const { entry } of page.items) {
+          if (!isDecision(entry) || !('commandId' in entry.data)) continue;
+          if (entry.data.commandId !== commandId) continue;
+          if (entry.type === 'command.rejected') {
+            return {
+              status: 'failed',
+              commandId,
+              reason: entry.data.reason,
+              message: entry.data.message,
+            };
+          }
+          return { status: 'done', commandId };
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) return { status: 'pending', commandId };
+        if (page.items.length === 200) continue;
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, Math.min(left, POLL_MS[Math.min(attempt, POLL_MS.length - 1)]!));
+          wake = () => {
+            clearTimeout(t);
+            r();
+          };
+        });
+        wake = undefined;
+      }
+    } finally {
+      stop();
+    }
+  }
+}

@@ -1,0 +1,120 @@
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { AppModule } from './app.module';
+import { Authenticator } from './auth/auth';
+import { NestPinoLogger, createLogger } from './logger';
+import { GatewayMetrics } from './metrics/metrics';
+import {
+  DEFAULTS,
+  hardMaxMessageBytes,
+  type GatewayOptions,
+  type ResolvedOptions,
+} from './options';
+import { HttpErrors, type HttpResponse } from './rest/http-errors';
+import { ConnectionRegistry } from './ws/connection';
+import { BatonWsAdapter } from './ws/ws-adapter';
+
+export type { GatewayOptions } from './options';
+
+export interface GatewayHandle {
+  /** `http://host:port`; the WebSockets are `ws://host:port/ws` and `/ahp`. */
+  url: string;
+  port: number;
+  /** The writer instance of the commands it appends (unique per start). */
+  instance: string;
+  metrics: GatewayMetrics;
+  /** Closes every connection (1001), stops listening, and closes Redis. */
+  stop(): Promise<void>;
+}
+
+export function resolveOptions(o: GatewayOptions): ResolvedOptions {
+  if (!o.jwtSecret || o.jwtSecret.length < 32) {
+    throw new Error('jwtSecret must be at least 32 characters');
+  }
+  const host = hostname()
+    .replace(/[^A-Za-z0-9_.-]/g, '-')
+    .slice(0, 40);
+  const instanceId = o.instanceId ?? `gateway-${host}-${process.pid}`;
+  const maxMessageBytes = o.maxMessageBytes ?? DEFAULTS.maxMessageBytes;
+  return {
+    redisUrl: o.redisUrl,
+    prefix: o.prefix ?? DEFAULTS.prefix,
+    shards: o.shards ?? DEFAULTS.shards,
+    host: o.host ?? DEFAULTS.host,
+    port: o.port ?? DEFAULTS.port,
+    jwtSecret: o.jwtSecret,
+    jwtIssuer: o.jwtIssuer,
+    instanceId,
+    // A restarted process must never reuse the writer seqs of its predecessor.
+    writerInstance: `${instanceId}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`,
+    admissionWaitMs: o.admissionWaitMs ?? DEFAULTS.admissionWaitMs,
+    maxMessageBytes,
+    hardMaxMessageBytes: hardMaxMessageBytes(maxMessageBytes),
+    maxSubscriptions: o.maxSubscriptions ?? DEFAULTS.maxSubscriptions,
+    maxMessagesPerSecond: o.maxMessagesPerSecond ?? DEFAULTS.maxMessagesPerSecond,
+    maxBufferedBytes: o.maxBufferedBytes ?? DEFAULTS.maxBufferedBytes,
+    heartbeatMs: o.heartbeatMs ?? DEFAULTS.heartbeatMs,
+    idleTimeoutMs: o.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
+    logLevel: o.logLevel ?? DEFAULTS.logLevel,
+    store: o.store,
+  };
+}
+
+/**
+ * Starts a gateway: WebSockets (/ws, /ahp), REST (/v1/...), /healthz, /readyz, /metrics and
+ * /openapi.json on one port. Holds no state another gateway needs: any number run side by side.
+ */
+export async function startGateway(options: GatewayOptions): Promise<GatewayHandle> {
+  const opts = resolveOptions(options);
+  const log = createLogger(opts.logLevel, opts.instanceId);
+  const metrics = new GatewayMetrics();
+  const app = await NestFactory.create<NestExpressApplication>(
+    AppModule.forRoot(opts, log, metrics),
+    { logger: new NestPinoLogger(log), bodyParser: false, forceCloseConnections: true },
+  );
+  app.useBodyParser('json', { limit: opts.maxMessageBytes });
+  app.useGlobalFilters(new HttpErrors(log));
+  app.use(
+    (
+      req: { method: string; route?: { path?: string }; path?: string },
+      res: HttpResponse & { statusCode: number; on(e: 'finish', f: () => void): void },
+      next: () => void,
+    ) => {
+      res.on('finish', () => {
+        const route = req.route?.path ?? 'unmatched';
+        metrics.httpRequests.inc({
+          route: `${req.method} ${route}`,
+          status: String(res.statusCode),
+        });
+      });
+      next();
+    },
+  );
+  app.useWebSocketAdapter(
+    new BatonWsAdapter(app, app.get(Authenticator), opts.hardMaxMessageBytes, () =>
+      metrics.errors.inc({ code: 'unauthorized' }),
+    ),
+  );
+  app.enableShutdownHooks([]);
+  await app.listen(opts.port, opts.host);
+  const port = (app.getHttpServer().address() as AddressInfo).port;
+  const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  log.info({ port, host: opts.host, writer: opts.writerInstance }, 'gateway listening');
+  let stopping: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    instance: opts.writerInstance,
+    metrics,
+    stop: () =>
+      (stopping ??= (async () => {
+        app.get(ConnectionRegistry).closeAll(1001, 'server shutting down');
+        await app.close();
+        await new Promise<void>((r) => log.flush(() => r()));
+      })()),
+  };
+}

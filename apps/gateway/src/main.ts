@@ -1,0 +1,65 @@
+// The gateway process: `node --import tsx apps/gateway/src/main.ts`, configured by the
+// environment (libs/config: COMMON and GATEWAY settings).
+import { COMMON, ConfigError, GATEWAY, loadConfig } from '@baton/config';
+import { startGateway } from './gateway';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig({ ...COMMON, ...GATEWAY });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  if (!config.BATON_JWT_SECRET) {
+    process.stderr.write(
+      'invalid configuration:\n  BATON_JWT_SECRET="": required by the gateway (at least 32 characters)\n',
+    );
+    process.exit(2);
+  }
+  const gateway = await startGateway({
+    redisUrl: config.REDIS_URL,
+    prefix: config.BATON_PREFIX,
+    shards: config.BATON_SHARDS,
+    host: config.GATEWAY_HOST,
+    port: config.GATEWAY_PORT,
+    jwtSecret: config.BATON_JWT_SECRET,
+    ...(config.BATON_JWT_ISSUER ? { jwtIssuer: config.BATON_JWT_ISSUER } : {}),
+    ...(config.BATON_INSTANCE_ID ? { instanceId: config.BATON_INSTANCE_ID } : {}),
+    admissionWaitMs: config.GATEWAY_ADMISSION_WAIT_MS,
+    maxMessageBytes: config.GATEWAY_MAX_MESSAGE_BYTES,
+    maxSubscriptions: config.GATEWAY_MAX_SUBSCRIPTIONS,
+    maxMessagesPerSecond: config.GATEWAY_MAX_MESSAGES_PER_SECOND,
+    maxBufferedBytes: config.GATEWAY_MAX_BUFFERED_BYTES,
+    heartbeatMs: config.GATEWAY_HEARTBEAT_MS,
+    logLevel: config.LOG_LEVEL,
+  });
+  // Tests and scripts read the bound port from this line (GATEWAY_PORT=0 picks a free one).
+  process.stdout.write(
+    `${JSON.stringify({ msg: 'gateway ready', url: gateway.url, port: gateway.port })}\n`,
+  );
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    gateway.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`gateway: stop after ${signal} failed: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `gateway: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exit(1);
+});

@@ -1,0 +1,54 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type Endpoint = 'ws' | 'ahp';
+
+/** The gateway's Prometheus metrics, in a registry of its own (several gateways may share a process). */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly connections = new Gauge({
+    name: 'baton_gateway_connections',
+    help: 'Open WebSocket connections',
+    labelNames: ['endpoint'] as const,
+    registers: [this.registry],
+  });
+  readonly messages = new Counter({
+    name: 'baton_gateway_messages_total',
+    help: 'Client messages received, by endpoint and type (op or method; "invalid" when unreadable)',
+    labelNames: ['endpoint', 'type'] as const,
+    registers: [this.registry],
+  });
+  readonly errors = new Counter({
+    name: 'baton_gateway_errors_total',
+    help: 'Errors answered to clients, by code',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
+  readonly updatesDelivered = new Counter({
+    name: 'baton_gateway_updates_delivered_total',
+    help: 'Updates sent to subscribers (one per subscriber)',
+    registers: [this.registry],
+  });
+  readonly resyncs = new Counter({
+    name: 'baton_gateway_resyncs_total',
+    help: 'Snapshots sent because updates were no longer retained or the client fell behind',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly admissionWait = new Histogram({
+    name: 'baton_gateway_admission_wait_seconds',
+    help: 'From a prompt command appended to its decision received (or the wait given up)',
+    labelNames: ['outcome'] as const,
+    buckets: [0.001, 0.002, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
+    registers: [this.registry],
+  });
+  readonly httpRequests = new Counter({
+    name: 'baton_gateway_http_requests_total',
+    help: 'REST requests, by route and status',
+    labelNames: ['route', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'baton_gateway_' });
+  }
+}

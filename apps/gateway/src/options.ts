@@ -1,0 +1,62 @@
+import type { EventStoreOptions } from '@baton/store';
+
+/** Everything a gateway process needs; {@link startGateway} fills in the defaults. */
+export interface GatewayOptions {
+  redisUrl: string;
+  prefix?: string;
+  shards?: number;
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  jwtSecret: string;
+  jwtIssuer?: string;
+  /** Name of this process in logs; the writer instance adds a per-start suffix to it. */
+  instanceId?: string;
+  admissionWaitMs?: number;
+  maxMessageBytes?: number;
+  maxSubscriptions?: number;
+  maxMessagesPerSecond?: number;
+  maxBufferedBytes?: number;
+  heartbeatMs?: number;
+  /** A connection with no subscription that sends nothing for this long is closed; 0: never. */
+  idleTimeoutMs?: number;
+  logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Store tuning for tests and benchmarks (e.g. a small `updatesMaxLen`); not a public setting. */
+  store?: Omit<EventStoreOptions, 'shards' | 'prefix'>;
+}
+
+export type ResolvedOptions = Required<Omit<GatewayOptions, 'jwtIssuer' | 'instanceId' | 'store'>> &
+  Pick<GatewayOptions, 'jwtIssuer' | 'store'> & {
+    instanceId: string;
+    /** Unique per process start: the writer instance of every command this gateway appends. */
+    writerInstance: string;
+    /** Frames above this close the connection (1009); between maxMessageBytes and it, an error. */
+    hardMaxMessageBytes: number;
+  };
+
+export const DEFAULTS = {
+  prefix: 'baton',
+  shards: 64,
+  host: '127.0.0.1',
+  port: 8080,
+  admissionWaitMs: 2_000,
+  maxMessageBytes: 262_144,
+  maxSubscriptions: 100,
+  maxMessagesPerSecond: 50,
+  maxBufferedBytes: 4_194_304,
+  heartbeatMs: 15_000,
+  idleTimeoutMs: 300_000,
+  logLevel: 'info',
+} as const;
+
+/** Hard cap of a frame: ws closes the connection (1009) above it without buffering more. */
+export function hardMaxMessageBytes(maxMessageBytes: number): number {
+  return Math.min(maxMessageBytes * 4, 64 * 1024 * 1024);
+}
+
+// Dependency-injection tokens: processes run under tsx (no decorator metadata), so every
+// constructor parameter names its token.
+export const OPTIONS = Symbol('GatewayOptions');
+export const STORE = Symbol('EventStore');
+export const LOGGER = Symbol('Logger');
+export const SERVICES = Symbol('Services');

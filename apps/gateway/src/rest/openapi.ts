@@ -1,0 +1,233 @@
+import {
+  CommandResult,
+  PromptResult,
+  QueueListResult,
+  SessionView,
+  TaskView,
+} from '@baton/protocol';
+import { z } from 'zod';
+import {
+  AutoRunBody,
+  ErrorBody,
+  ExecutionBody,
+  ExecutionStarted,
+  ObservedGenerationBody,
+  PromptBody,
+  TaskList,
+} from './schemas';
+
+type Io = 'input' | 'output';
+
+function schema(s: z.ZodType, io: Io): Record<string, unknown> {
+  const { $schema: _, ...rest } = z.toJSONSchema(s, { io, unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
+  return rest;
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (name: string) => ({ content: { 'application/json': { schema: ref(name) } } });
+const errors = (...statuses: number[]) =>
+  Object.fromEntries(
+    statuses.map((s) => [String(s), { description: ERROR_TEXT[s] ?? 'error', ...json('Error') }]),
+  );
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'invalid request: `error.path` names the field, `error.message` the rule',
+  401: 'missing, bad or expired bearer token',
+  403: 'the token lacks the scope of the route',
+  404: 'no such task (or a task of another tenant) or session',
+  409: 'the owner of the task refused the command (`status: failed`)',
+  413: 'request body too large',
+  503: 'the store is unavailable',
+};
+
+const taskId = { name: 'taskId', in: 'path', required: true, schema: { type: 'string' } };
+const sessionId = { name: 'sessionId', in: 'path', required: true, schema: { type: 'string' } };
+const promptId = { name: 'promptId', in: 'path', required: true, schema: { type: 'string' } };
+const session = [taskId, sessionId];
+const secured = { security: [{ bearer: [] }] };
+
+function body(name: string, required = true) {
+  return { requestBody: { required, ...json(name) } };
+}
+
+const commandResponses = {
+  '200': {
+    description: 'the owner carried the command out (`status: done`)',
+    ...json('CommandResult'),
+  },
+  '202': {
+    description: 'no answer from the owner within the admission wait (`status: pending`)',
+    ...json('CommandResult'),
+  },
+  ...errors(400, 401, 403, 404, 409, 503),
+};
+
+/** The OpenAPI 3.1 document of the REST API, built from the zod schemas of libs/protocol. */
+export function openApiDocument(): Record<string, unknown> {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Baton gateway',
+      version: '0.1.0',
+      description:
+        'Read models and commands of a tenant’s tasks. Authentication: an HS256 JWT with claims ' +
+        '`tenant` and `scope` (space-separated subset of `read prompt admin`) as a Bearer token ' +
+        '(or `?token=`). A task belongs to the first tenant that touches it; a task of another ' +
+        'tenant answers exactly as one that does not exist. WebSockets on the same port: `/ws` ' +
+        '(Baton’s protocol, docs/protocol.md) and `/ahp` (the AHP chat channel, docs/ahp-channel.md).',
+    },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      schemas: {
+        TaskView: schema(TaskView, 'output'),
+        SessionView: schema(SessionView, 'output'),
+        QueueListResult: schema(QueueListResult, 'output'),
+        PromptResult: schema(PromptResult, 'output'),
+        CommandResult: schema(CommandResult, 'output'),
+        TaskList: schema(TaskList, 'output'),
+        ExecutionStarted: schema(ExecutionStarted, 'output'),
+        PromptBody: schema(PromptBody, 'input'),
+        ObservedGenerationBody: schema(ObservedGenerationBody, 'input'),
+        AutoRunBody: schema(AutoRunBody, 'input'),
+        ExecutionBody: schema(ExecutionBody, 'input'),
+        Error: schema(ErrorBody, 'output'),
+      },
+    },
+    paths: {
+      '/v1/tasks': {
+        get: {
+          summary: 'The tenant’s tasks',
+          ...secured,
+          responses: {
+            '200': { description: 'task ids', ...json('TaskList') },
+            ...errors(401, 403),
+          },
+        },
+      },
+      '/v1/tasks/{taskId}': {
+        get: {
+          summary: 'A task’s view (seq 0 and no sessions before its owner wrote one)',
+          ...secured,
+          parameters: [taskId],
+          responses: {
+            '200': { description: 'the view', ...json('TaskView') },
+            ...errors(401, 403, 404),
+          },
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}': {
+        get: {
+          summary: 'A session’s view: activity, queue, backgroundWork',
+          ...secured,
+          parameters: session,
+          responses: {
+            '200': { description: 'the session', ...json('SessionView') },
+            ...errors(401, 403, 404),
+          },
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/prompts': {
+        post: {
+          summary:
+            'Submit a prompt; the reply is its decision, the same for every retry of its key',
+          ...secured,
+          parameters: session,
+          ...body('PromptBody'),
+          responses: {
+            '200': {
+              description: 'decided: admitted, queued (with position) or rejected',
+              ...json('PromptResult'),
+            },
+            '202': {
+              description: 'pending: no decision within the admission wait',
+              ...json('PromptResult'),
+            },
+            ...errors(400, 401, 403, 404, 413, 503),
+          },
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/queue': {
+        get: {
+          summary: 'The session’s prompt queue',
+          ...secured,
+          parameters: session,
+          responses: {
+            '200': { description: 'the queue', ...json('QueueListResult') },
+            ...errors(401, 403, 404),
+          },
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/queue/{promptId}': {
+        delete: {
+          summary: 'Cancel a queued prompt',
+          ...secured,
+          parameters: [...session, promptId],
+          responses: commandResponses,
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/queue/{promptId}/send-now': {
+        post: {
+          summary: 'Run a queued prompt now (cancelling the running turn it observed)',
+          ...secured,
+          parameters: [...session, promptId],
+          ...body('ObservedGenerationBody', false),
+          responses: commandResponses,
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/queue/auto-run': {
+        put: {
+          summary: 'Turn the queue’s auto-run on or off',
+          ...secured,
+          parameters: session,
+          ...body('AutoRunBody'),
+          responses: commandResponses,
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/cancel': {
+        post: {
+          summary: 'Cancel the session’s running turn',
+          ...secured,
+          parameters: session,
+          ...body('ObservedGenerationBody', false),
+          responses: commandResponses,
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/executions': {
+        post: {
+          summary: 'Start an execution (agent command or recording) on a worker — admin scope',
+          ...secured,
+          parameters: session,
+          ...body('ExecutionBody'),
+          responses: {
+            '202': { description: 'queued for a worker', ...json('ExecutionStarted') },
+            ...errors(400, 401, 403, 404, 503),
+          },
+        },
+      },
+      '/healthz': {
+        get: { summary: 'The process is up', responses: { '200': { description: 'ok' } } },
+      },
+      '/readyz': {
+        get: {
+          summary: 'Redis answers and every shard has an owner',
+          responses: {
+            '200': { description: 'ready' },
+            '503': { description: 'not ready, with why' },
+          },
+        },
+      },
+      '/metrics': {
+        get: {
+          summary: 'Prometheus metrics',
+          responses: { '200': { description: 'text exposition' } },
+        },
+      },
+      '/openapi.json': {
+        get: { summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1' } } },
+      },
+    },
+  };
+}

@@ -1,0 +1,214 @@
+import { randomUUID } from 'node:crypto';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Post,
+  Put,
+  Req,
+  Res,
+  UseGuards,
+} from '@nestjs/common';
+import {
+  Id,
+  type CommandResult,
+  type PromptResult,
+  type QueueListResult,
+  type SessionView,
+  type TaskView,
+} from '@baton/protocol';
+import { RequiresScope, RestAuthGuard, type AuthedRequest } from '../auth/rest-auth.guard';
+import { Commands, type QueueCommand } from '../commands/commands';
+import { WireFailure } from '../errors';
+import { Tenancy } from '../tenancy';
+import { UpdateHub } from '../updates/update-hub';
+import { parse } from './body';
+import { Executions } from './executions';
+import type { HttpResponse } from './http-errors';
+import { AutoRunBody, ExecutionBody, ObservedGenerationBody, PromptBody } from './schemas';
+
+const SESSION = ':taskId/sessions/:sessionId';
+
+/**
+ * The REST read models and commands of a tenant's tasks. A task of another tenant answers
+ * exactly as a task that does not exist (404 `task <id> not found`).
+ */
+@Controller('v1/tasks')
+@UseGuards(RestAuthGuard)
+export class TasksController {
+  constructor(
+    @Inject(Tenancy) private readonly tenancy: Tenancy,
+    @Inject(UpdateHub) private readonly hub: UpdateHub,
+    @Inject(Commands) private readonly commands: Commands,
+    @Inject(Executions) private readonly executions: Executions,
+  ) {}
+
+  @Get()
+  @RequiresScope('read')
+  async list(@Req() req: AuthedRequest): Promise<{ tasks: string[] }> {
+    return { tasks: await this.tenancy.tasks(req.principal.tenant) };
+  }
+
+  @Get(':taskId')
+  @RequiresScope('read')
+  async task(@Req() req: AuthedRequest, @Param('taskId') taskId: string): Promise<TaskView> {
+    parse(Id, taskId, 'taskId');
+    await this.tenancy.check(taskId, req.principal.tenant);
+    return this.hub.view(taskId);
+  }
+
+  @Get(SESSION)
+  @RequiresScope('read')
+  async session(
+    @Req() req: AuthedRequest,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+  ): Promise<SessionView> {
+    return this.sessionView(req, taskId, sessionId);
+  }
+
+  @Post(`${SESSION}/prompts`)
+  @RequiresScope('prompt')
+  @HttpCode(200)
+  async prompt(
+    @Req() req: AuthedRequest,
+    @Res({ passthrough: true }) res: HttpResponse,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+    @Body() body: unknown,
+  ): Promise<PromptResult> {
+    const ids = this.ids(taskId, sessionId);
+    const b = parse(PromptBody, body);
+    await this.tenancy.claim(taskId, req.principal.tenant);
+    const result = await this.commands.prompt({ ...ids, ...b });
+    if (result.status === 'pending') res.status(202);
+    return result;
+  }
+
+  @Get(`${SESSION}/queue`)
+  @RequiresScope('read')
+  async queue(
+    @Req() req: AuthedRequest,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+  ): Promise<QueueListResult> {
+    const session = await this.sessionView(req, taskId, sessionId);
+    return { taskId, sessionId, ...session.queue };
+  }
+
+  @Delete(`${SESSION}/queue/:promptId`)
+  @RequiresScope('prompt')
+  @HttpCode(200)
+  cancelQueued(
+    @Req() req: AuthedRequest,
+    @Res({ passthrough: true }) res: HttpResponse,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+    @Param('promptId') promptId: string,
+  ): Promise<CommandResult> {
+    parse(Id, promptId, 'promptId');
+    return this.command(req, res, taskId, sessionId, { type: 'queue.cancel', promptId });
+  }
+
+  @Post(`${SESSION}/queue/:promptId/send-now`)
+  @RequiresScope('prompt')
+  @HttpCode(200)
+  sendNow(
+    @Req() req: AuthedRequest,
+    @Res({ passthrough: true }) res: HttpResponse,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+    @Param('promptId') promptId: string,
+    @Body() body: unknown,
+  ): Promise<CommandResult> {
+    parse(Id, promptId, 'promptId');
+    const b = parse(ObservedGenerationBody, body ?? {});
+    return this.command(req, res, taskId, sessionId, { type: 'queue.send_now', promptId, ...b });
+  }
+
+  @Put(`${SESSION}/queue/auto-run`)
+  @RequiresScope('prompt')
+  @HttpCode(200)
+  autoRun(
+    @Req() req: AuthedRequest,
+    @Res({ passthrough: true }) res: HttpResponse,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+    @Body() body: unknown,
+  ): Promise<CommandResult> {
+    const b = parse(AutoRunBody, body);
+    return this.command(req, res, taskId, sessionId, {
+      type: 'queue.set_auto_run',
+      enabled: b.enabled,
+    });
+  }
+
+  @Post(`${SESSION}/cancel`)
+  @RequiresScope('prompt')
+  @HttpCode(200)
+  cancel(
+    @Req() req: AuthedRequest,
+    @Res({ passthrough: true }) res: HttpResponse,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+    @Body() body: unknown,
+  ): Promise<CommandResult> {
+    const b = parse(ObservedGenerationBody, body ?? {});
+    return this.command(req, res, taskId, sessionId, { type: 'session.cancel', ...b });
+  }
+
+  @Post(`${SESSION}/executions`)
+  @RequiresScope('admin')
+  @HttpCode(202)
+  async startExecution(
+    @Req() req: AuthedRequest,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+    @Body() body: unknown,
+  ): Promise<{ executionId: string; jobId: string }> {
+    const ids = this.ids(taskId, sessionId);
+    const b = parse(ExecutionBody, body);
+    await this.tenancy.claim(taskId, req.principal.tenant);
+    const executionId = b.executionId ?? randomUUID();
+    const jobId = await this.executions.start({ v: 1, ...ids, ...b, executionId });
+    return { executionId, jobId };
+  }
+
+  private ids(taskId: string, sessionId: string) {
+    parse(Id, taskId, 'taskId');
+    parse(Id, sessionId, 'sessionId');
+    return { taskId, sessionId };
+  }
+
+  private async sessionView(
+    req: AuthedRequest,
+    taskId: string,
+    sessionId: string,
+  ): Promise<SessionView> {
+    this.ids(taskId, sessionId);
+    await this.tenancy.check(taskId, req.principal.tenant);
+    const view = await this.hub.view(taskId);
+    const session = view.sessions.find((s) => s.sessionId === sessionId);
+    if (!session) throw new WireFailure('not_found', `session ${sessionId} not found`);
+    return session;
+  }
+
+  private async command(
+    req: AuthedRequest,
+    res: HttpResponse,
+    taskId: string,
+    sessionId: string,
+    cmd: QueueCommand,
+  ): Promise<CommandResult> {
+    this.ids(taskId, sessionId);
+    await this.tenancy.claim(taskId, req.principal.tenant);
+    const result = await this.commands.command(taskId, sessionId, cmd);
+    if (result.status === 'pending') res.status(202);
+    if (result.status === 'failed') res.status(409);
+    return result;
+  }
+}

@@ -1,0 +1,275 @@
+import type { SubscribeResult, TaskView, Update } from '@baton/protocol';
+import { UpdateFrame } from '../updates/update-hub';
+
+/** Where a subscription reads what it needs to bring a client up to date. */
+export interface UpdateSource {
+  /** The task's current view (an empty one with seq 0 when no owner has written it yet). */
+  view(taskId: string): Promise<TaskView>;
+  /** The task's last published update seq. */
+  lastSeq(taskId: string): Promise<number>;
+  /** The retained updates after a seq, gapless; null when some are no longer retained. */
+  missed(taskId: string, afterSeq: number): Promise<Update[] | null>;
+}
+
+/** The connection side of a subscription: how it sends, and whether it may. */
+export interface SubscriptionSink {
+  /** False once the connection has fallen behind: the subscription then waits for a resync. */
+  writable(): boolean;
+  snapshot(view: TaskView, resync: boolean): void;
+  update(frame: UpdateFrame): void;
+}
+
+export interface SubscriptionHooks {
+  onResync(reason: 'not_retained' | 'slow_consumer'): void;
+  onError(err: unknown): void;
+  onDelivered(): void;
+}
+
+type State = 'catching_up' | 'live' | 'behind' | 'closed';
+type ResyncReason = 'not_retained' | 'slow_consumer';
+
+/** Updates buffered while catching up; past this the buffer is dropped and read back from Redis. */
+const MAX_BUFFERED = 10_000;
+const RETRY_MS = [20, 50, 100, 250, 500, 1_000];
+
+function sessionOf(u: Update): string | undefined {
+  return 'sessionId' in u.data ? u.data.sessionId : undefined;
+}
+
+/**
+ * One client's subscription to a task (or one of its sessions): a snapshot or the missed updates,
+ * then every update in seq order. The task's seq has no gaps, so a gap in what arrives is noticed
+ * and filled from the shard's update stream — or, when those updates are no longer retained,
+ * replaced by a snapshot flagged `resync`. Nothing is ever dropped silently.
+ *
+ * All catching up runs in one worker at a time (`work`); events that arrive meanwhile only leave
+ * a note (buffered updates, a wanted resync) that the worker picks up before it goes live.
+ */
+export class Subscription {
+  /** The last task seq the client has (or, for updates of other sessions, has skipped). */
+  lastSeq = 0;
+  private state: State = 'catching_up';
+  private buffer: UpdateFrame[] = [];
+  private overflowed = false;
+  private wantResync: ResyncReason | undefined;
+  private running = false;
+
+  constructor(
+    readonly taskId: string,
+    readonly sessionId: string | undefined,
+    private readonly source: UpdateSource,
+    private readonly sink: SubscriptionSink,
+    private readonly hooks: SubscriptionHooks,
+  ) {}
+
+  get closed(): boolean {
+    return this.state === 'closed';
+  }
+
+  get live(): boolean {
+    return this.state === 'live';
+  }
+
+  close(): void {
+    this.state = 'closed';
+    this.buffer = [];
+  }
+
+  /**
+   * Brings the client up to date (snapshot, or resume after `afterSeq`) and goes live. `onReady`
+   * runs synchronously at the moment the subscription goes live, so its reply precedes every live
+   * update. Throws when Redis fails; the caller closes the subscription.
+   */
+  async start(
+    afterSeq: number | undefined,
+    onReady: (r: Pick<SubscribeResult, 'mode' | 'seq'>) => void,
+  ): Promise<void> {
+    this.running = true;
+    try {
+      let mode: SubscribeResult['mode'];
+      if (afterSeq === undefined) {
+        await this.snapshot(false);
+        mode = 'snapshot';
+      } else {
+        const last = await this.source.lastSeq(this.taskId);
+        if (this.closed) return;
+        this.lastSeq = afterSeq;
+        if (afterSeq > last || (afterSeq < last && !(await this.fill()))) {
+          // Asked for more than was ever published (data lost) or for what is gone.
+          await this.snapshot(true);
+          this.hooks.onResync('not_retained');
+          mode = 'resync';
+        } else mode = 'resumed';
+      }
+      await this.settle();
+      if (this.closed) return;
+      onReady({ mode, seq: this.lastSeq });
+    } finally {
+      this.running = false;
+    }
+    // A resync asked for while starting (the connection drained after falling behind).
+    if (this.state === 'catching_up') this.kick();
+  }
+
+  /** Every update of the task, from the tail, in the order the shard stream has them. */
+  offer(frame: UpdateFrame): void {
+    const u = frame.update;
+    switch (this.state) {
+      case 'closed':
+      case 'behind':
+        return;
+      case 'catching_up':
+        if (this.buffer.length >= MAX_BUFFERED) {
+          this.buffer = [];
+          this.overflowed = true;
+        }
+        this.buffer.push(frame);
+        return;
+      case 'live':
+        if (u.seq <= this.lastSeq) return;
+        if (u.seq === this.lastSeq + 1) {
+          this.deliver(frame);
+          return;
+        }
+        this.state = 'catching_up';
+        this.buffer.push(frame);
+        this.kick();
+    }
+  }
+
+  /** The connection drained after falling behind: the client gets a fresh snapshot. */
+  resyncAfterBehind(): void {
+    if (this.state !== 'behind') return;
+    this.state = 'catching_up';
+    this.buffer = [];
+    this.wantResync = 'slow_consumer';
+    this.kick();
+  }
+
+  private kick(): void {
+    if (this.running) return;
+    this.running = true;
+    void this.work().finally(() => {
+      this.running = false;
+    });
+  }
+
+  /** Catches up until live, retrying on Redis errors (the client waits rather than loses). */
+  private async work(): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.settle();
+        return;
+      } catch (err) {
+        if (this.closed) return;
+        this.hooks.onError(err);
+        await delay(RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]!);
+      }
+    }
+  }
+
+  /** Resyncs if asked, applies what is buffered, and flips live with nothing left to do. */
+  private async settle(): Promise<void> {
+    for (;;) {
+      if (this.state !== 'catching_up') return;
+      const reason = this.wantResync;
+      if (reason) {
+        this.wantResync = undefined;
+        this.buffer = [];
+        await this.snapshot(true);
+        this.hooks.onResync(reason);
+        continue;
+      }
+      if (await this.catchUp()) continue;
+      if (this.state !== 'catching_up') return;
+      // Synchronous from the last check of the buffer: nothing can slip in between.
+      this.state = 'live';
+      return;
+    }
+  }
+
+  /**
+   * Applies the buffered updates in seq order, filling a gap from Redis (or resyncing when that
+   * is impossible). Returns true when it awaited, so the caller looks at the buffer again.
+   */
+  private async catchUp(): Promise<boolean> {
+    this.buffer.sort((a, b) => a.update.seq - b.update.seq);
+    let i = 0;
+    let gap = false;
+    for (; i < this.buffer.length; i++) {
+      const frame = this.buffer[i]!;
+      const seq = frame.update.seq;
+      if (seq <= this.lastSeq) continue;
+      if (seq !== this.lastSeq + 1) {
+        gap = true;
+        break;
+      }
+      this.deliver(frame);
+      if (this.state !== 'catching_up') return false;
+    }
+    this.buffer = this.buffer.slice(i);
+    if (!gap && !this.overflowed) return false;
+    this.overflowed = false;
+    if (!(await this.fill()) && this.state === 'catching_up') {
+      await this.snapshot(true);
+      this.hooks.onResync('not_retained');
+    }
+    return true;
+  }
+
+  /** Delivers the retained updates after lastSeq; false when they are no longer retained. */
+  private async fill(): Promise<boolean> {
+    const missed = await this.source.missed(this.taskId, this.lastSeq);
+    if (this.state !== 'catching_up') return true;
+    if (missed === null) return false;
+    for (const u of missed) {
+      if (u.seq !== this.lastSeq + 1) continue;
+      this.deliver(new UpdateFrame(u));
+      if (this.state !== 'catching_up') return true;
+    }
+    return true;
+  }
+
+  /**
+   * Sends the task's current view and continues from its seq. When the published updates are
+   * ahead of the view they are filled in; when the view is older than every retained update (its
+   * owner has not written the newer one yet), a newer view is awaited.
+   */
+  private async snapshot(resync: boolean): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const [view, last] = await Promise.all([
+        this.source.view(this.taskId),
+        this.source.lastSeq(this.taskId),
+      ]);
+      if (this.state !== 'catching_up') return;
+      this.sink.snapshot(this.filter(view), resync || attempt > 0);
+      this.lastSeq = view.seq;
+      if (last <= view.seq || (await this.fill())) return;
+      if (this.state !== 'catching_up') return;
+      await delay(RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]!);
+    }
+  }
+
+  private deliver(frame: UpdateFrame): void {
+    const u = frame.update;
+    this.lastSeq = u.seq;
+    const s = sessionOf(u);
+    if (this.sessionId !== undefined && s !== undefined && s !== this.sessionId) return;
+    if (!this.sink.writable()) {
+      this.state = 'behind';
+      this.buffer = [];
+      return;
+    }
+    this.sink.update(frame);
+    this.hooks.onDelivered();
+  }
+
+  private filter(view: TaskView): TaskView {
+    if (this.sessionId === undefined) return view;
+    return { ...view, sessions: view.sessions.filter((s) => s.sessionId === this.sessionId) };
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,166 @@
+import { Update, type TaskView } from '@baton/protocol';
+import type { EventStore, StoredUpdate, StreamTail } from '@baton/store';
+import type { Logger } from '../logger';
+
+/** One update as it travels to subscribers; its wire frame is serialized once for all of them. */
+export class UpdateFrame {
+  private text: string | undefined;
+  constructor(readonly update: Update) {}
+  /** The `update` server message, as sent on /ws. */
+  get wire(): string {
+    return (this.text ??= `{"v":1,"type":"update","update":${JSON.stringify(this.update)}}`);
+  }
+}
+
+export type UpdateListener = (frame: UpdateFrame) => void;
+
+type XEntry = [string, string[]];
+
+function field(fields: string[], name: string): string | undefined {
+  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
+}
+
+function parseJson(text: string | undefined): unknown {
+  try {
+    return text === undefined ? undefined : JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** How far back a resume may look in a shard's update stream before it settles for a snapshot. */
+const MAX_SCAN = 50_000;
+
+export function emptyView(taskId: string): TaskView {
+  return {
+    taskId,
+    seq: 0,
+    activity: { foregroundActivity: null, activeSubagentCount: 0 },
+    sessions: [],
+  };
+}
+
+/**
+ * The gateway's one tail over the update streams of every shard, fanned out to listeners by task.
+ * Tailing all shards keeps a subscription's start simple and race-free: the tail covers every
+ * update published after the gateway started, whatever its clients watch.
+ */
+export class UpdateHub {
+  private readonly listeners = new Map<string, Set<UpdateListener>>();
+  private tail: StreamTail<StoredUpdate> | undefined;
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly log: Logger,
+  ) {}
+
+  /** Starts following every shard from its current end. */
+  async start(): Promise<void> {
+    const shards = Array.from({ length: this.store.keys.shards }, (_, s) => s);
+    const lasts = await Promise.all(
+      shards.map(
+        async (s) =>
+          (
+            (await this.store.redis.xrevrange(
+              this.store.keys.updates(s),
+              '+',
+              '-',
+              'COUNT',
+              1,
+            )) as XEntry[]
+          )[0]?.[0] ?? '0-0',
+      ),
+    );
+    const from: Record<number, string> = {};
+    shards.forEach((s, i) => (from[s] = lasts[i]!));
+    const tail = this.store.tailUpdates(shards, from);
+    this.tail = tail;
+    this.loop = (async () => {
+      for await (const batch of tail) {
+        for (const { update } of batch) this.dispatch(new UpdateFrame(update));
+      }
+    })().catch((err: unknown) => this.log.error({ err }, 'update tail stopped'));
+  }
+
+  private dispatch(frame: UpdateFrame) {
+    const set = this.listeners.get(frame.update.taskId);
+    if (!set) return;
+    for (const fn of set) {
+      try {
+        fn(frame);
+      } catch (err) {
+        this.log.error({ err, taskId: frame.update.taskId }, 'update listener failed');
+      }
+    }
+  }
+
+  /** Calls `fn` with every update of `taskId` from now on; returns the way to stop. */
+  listen(taskId: string, fn: UpdateListener): () => void {
+    let set = this.listeners.get(taskId);
+    if (!set) this.listeners.set(taskId, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0 && this.listeners.get(taskId) === set) this.listeners.delete(taskId);
+    };
+  }
+
+  get listenerCount(): number {
+    let n = 0;
+    for (const s of this.listeners.values()) n += s.size;
+    return n;
+  }
+
+  async view(taskId: string): Promise<TaskView> {
+    return (await this.store.views.read(taskId)) ?? emptyView(taskId);
+  }
+
+  lastSeq(taskId: string): Promise<number> {
+    return this.store.lastUpdateSeq(taskId);
+  }
+
+  /**
+   * Every retained update of `taskId` after `afterSeq`, ascending and gapless — or null when the
+   * first of them (`afterSeq + 1`) is no longer in the shard's update stream. The per-task seq has
+   * no gaps, so finding `afterSeq + 1` while scanning back from the end proves nothing is missing.
+   */
+  async missed(taskId: string, afterSeq: number): Promise<Update[] | null> {
+    const key = this.store.keys.updates(this.store.shardOf(taskId));
+    const found: Update[] = [];
+    let end = '+';
+    let scanned = 0;
+    let page = 200;
+    while (scanned < MAX_SCAN) {
+      const raw = (await this.store.redis.xrevrange(key, end, '-', 'COUNT', page)) as XEntry[];
+      if (raw.length === 0) return null;
+      for (const [, fields] of raw) {
+        if (field(fields, 't') !== taskId) continue;
+        const seq = Number(field(fields, 's'));
+        if (seq <= afterSeq) return null;
+        const r = Update.safeParse(parseJson(field(fields, 'u')));
+        if (!r.success || r.data.seq !== seq) return null;
+        found.push(r.data);
+        if (seq === afterSeq + 1) {
+          found.reverse();
+          // Approximate trimming removes whole head nodes, so what is retained is a suffix;
+          // check anyway rather than hand a client a silent gap.
+          for (let i = 0; i < found.length; i++)
+            if (found[i]!.seq !== afterSeq + 1 + i) return null;
+          return found;
+        }
+      }
+      scanned += raw.length;
+      end = `(${raw[raw.length - 1]![0]}`;
+      page = 1_000;
+    }
+    return null;
+  }
+
+  async stop(): Promise<void> {
+    await this.tail?.close();
+    await this.loop;
+    this.listeners.clear();
+  }
+}

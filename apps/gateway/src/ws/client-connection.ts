@@ -1,0 +1,250 @@
+import {
+  SCHEMA_VERSION,
+  type ClientMessage,
+  type CommandResult,
+  type PromptResult,
+  type QueueListResult,
+  type SubscribeResult,
+  type WireError,
+} from '@baton/protocol';
+import type { WebSocket } from 'ws';
+import { allows, type Principal, type Scope } from '../auth/auth';
+import type { Commands, QueueCommand } from '../commands/commands';
+import { WireFailure, toWireError } from '../errors';
+import type { Logger } from '../logger';
+import type { GatewayMetrics } from '../metrics/metrics';
+import type { ResolvedOptions } from '../options';
+import { Subscription } from '../subscriptions/subscription';
+import type { Tenancy } from '../tenancy';
+import type { UpdateHub } from '../updates/update-hub';
+import { Connection } from './connection';
+import { idOf, parseMessage, readJson } from './frames';
+
+/** What a connection handler needs from the process. */
+export interface Services {
+  opts: ResolvedOptions;
+  hub: UpdateHub;
+  tenancy: Tenancy;
+  commands: Commands;
+  metrics: GatewayMetrics;
+  log: Logger;
+}
+
+export function requireScope(p: Principal, scope: Scope): void {
+  if (!allows(p, scope)) {
+    throw new WireFailure('forbidden', `the token's scope does not include ${scope}`);
+  }
+}
+
+/** One /ws client: Baton's own protocol (libs/protocol wire.ts). */
+export class ClientConnection extends Connection {
+  /** subscribe and unsubscribe run one at a time, in the order they came. */
+  private ops: Promise<void> = Promise.resolve();
+  private readonly stops = new Map<Subscription, () => void>();
+
+  constructor(
+    ws: WebSocket,
+    principal: Principal,
+    private readonly s: Services,
+  ) {
+    super(ws, principal, 'ws', s.opts, s.metrics, s.log);
+  }
+
+  handleFrame(data: string | Buffer): void {
+    if (!this.admit()) {
+      const j = readJson(data, this.opts.maxMessageBytes);
+      this.fail(j.ok ? idOf(j.value) : undefined, {
+        code: 'rate_limited',
+        message: `more than ${this.opts.maxMessagesPerSecond} messages per second; slow down`,
+      });
+      return;
+    }
+    const j = readJson(data, this.opts.maxMessageBytes);
+    if (!j.ok) {
+      this.s.metrics.messages.inc({ endpoint: 'ws', type: 'invalid' });
+      this.fail(undefined, j.error);
+      return;
+    }
+    const parsed = parseMessage(j.value);
+    if (!parsed.ok) {
+      this.s.metrics.messages.inc({ endpoint: 'ws', type: 'invalid' });
+      this.fail(parsed.id, parsed.error);
+      return;
+    }
+    const msg = parsed.message;
+    this.s.metrics.messages.inc({ endpoint: 'ws', type: msg.op });
+    this.handle(msg).catch((err: unknown) => {
+      const { error, internal } = toWireError(err);
+      if (internal) this.s.log.error({ err, op: msg.op }, 'request failed');
+      this.fail(msg.id, error);
+    });
+  }
+
+  private reply(id: string, result: unknown): void {
+    this.send({ v: SCHEMA_VERSION, type: 'reply', id, ok: true, result });
+  }
+
+  private fail(id: string | undefined, error: WireError): void {
+    this.s.metrics.errors.inc({ code: error.code });
+    this.send(
+      id === undefined
+        ? { v: SCHEMA_VERSION, type: 'error', error }
+        : { v: SCHEMA_VERSION, type: 'reply', id, ok: false, error },
+    );
+  }
+
+  private serial(op: () => Promise<void>): Promise<void> {
+    const next = this.ops.then(op);
+    this.ops = next.catch(() => undefined);
+    return next;
+  }
+
+  private async handle(msg: ClientMessage): Promise<void> {
+    const tenant = this.principal.tenant;
+    switch (msg.op) {
+      case 'ping':
+        this.reply(msg.id, { pong: true });
+        return;
+      case 'subscribe':
+        requireScope(this.principal, 'read');
+        return this.serial(async () => {
+          if (!this.subs.has(msg.taskId) && this.subs.size >= this.opts.maxSubscriptions) {
+            throw new WireFailure(
+              'too_many_subscriptions',
+              `a connection may hold ${this.opts.maxSubscriptions} subscriptions; unsubscribe first`,
+            );
+          }
+          await this.s.tenancy.claim(msg.taskId, tenant);
+          await this.subscribe(msg);
+        });
+      case 'unsubscribe':
+        return this.serial(async () => {
+          const sub = this.subs.get(msg.taskId);
+          if (sub) this.unsubscribe(sub);
+          this.reply(msg.id, { taskId: msg.taskId, subscribed: false });
+        });
+      case 'prompt': {
+        requireScope(this.principal, 'prompt');
+        await this.s.tenancy.claim(msg.taskId, tenant);
+        const result: PromptResult = await this.s.commands.prompt(msg, (late) => {
+          // A subscriber gets the decision from its subscription; anyone else gets it here.
+          if (!this.subs.has(msg.taskId)) {
+            this.send({ v: SCHEMA_VERSION, type: 'update', update: late });
+          }
+        });
+        this.reply(msg.id, result);
+        return;
+      }
+      case 'queue.list': {
+        requireScope(this.principal, 'read');
+        await this.s.tenancy.check(msg.taskId, tenant);
+        const view = await this.s.hub.view(msg.taskId);
+        const session = view.sessions.find((x) => x.sessionId === msg.sessionId);
+        if (!session) {
+          throw new WireFailure('not_found', `session ${msg.sessionId} not found`, 'sessionId');
+        }
+        const result: QueueListResult = {
+          taskId: msg.taskId,
+          sessionId: msg.sessionId,
+          ...session.queue,
+        };
+        this.reply(msg.id, result);
+        return;
+      }
+      case 'queue.cancel':
+      case 'queue.send_now':
+      case 'queue.auto_run':
+      case 'session.cancel': {
+        requireScope(this.principal, 'prompt');
+        await this.s.tenancy.claim(msg.taskId, tenant);
+        const result: CommandResult = await this.s.commands.command(
+          msg.taskId,
+          msg.sessionId,
+          commandOf(msg),
+        );
+        this.reply(msg.id, result);
+        return;
+      }
+    }
+  }
+
+  private async subscribe(msg: Extract<ClientMessage, { op: 'subscribe' }>): Promise<void> {
+    const old = this.subs.get(msg.taskId);
+    if (old) this.unsubscribe(old);
+    const sub = new Subscription(
+      msg.taskId,
+      msg.sessionId,
+      this.s.hub,
+      {
+        writable: () => this.writable(),
+        snapshot: (task, resync) =>
+          this.send({ v: SCHEMA_VERSION, type: 'snapshot', resync, task }),
+        update: (frame) => this.sendText(frame.wire),
+      },
+      {
+        onResync: (reason) => this.s.metrics.resyncs.inc({ reason }),
+        onError: (err) =>
+          this.s.log.warn({ err, taskId: msg.taskId }, 'subscription catch-up failed'),
+        onDelivered: () => this.s.metrics.updatesDelivered.inc(),
+      },
+    );
+    this.subs.set(msg.taskId, sub);
+    this.stops.set(
+      sub,
+      this.s.hub.listen(msg.taskId, (frame) => sub.offer(frame)),
+    );
+    try {
+      await sub.start(msg.afterSeq, (r) => {
+        const result: SubscribeResult = {
+          taskId: msg.taskId,
+          ...(msg.sessionId !== undefined ? { sessionId: msg.sessionId } : {}),
+          ...r,
+        };
+        this.reply(msg.id, result);
+      });
+    } catch (err) {
+      this.unsubscribe(sub);
+      throw err;
+    }
+  }
+
+  private unsubscribe(sub: Subscription): void {
+    this.releaseSubscription(sub);
+    if (this.subs.get(sub.taskId) === sub) this.subs.delete(sub.taskId);
+  }
+
+  protected releaseSubscription(sub: Subscription): void {
+    sub.close();
+    this.stops.get(sub)?.();
+    this.stops.delete(sub);
+  }
+}
+
+function commandOf(
+  msg: Extract<
+    ClientMessage,
+    { op: 'queue.cancel' | 'queue.send_now' | 'queue.auto_run' | 'session.cancel' }
+  >,
+): QueueCommand {
+  switch (msg.op) {
+    case 'queue.cancel':
+      return { type: 'queue.cancel', promptId: msg.promptId };
+    case 'queue.send_now':
+      return {
+        type: 'queue.send_now',
+        promptId: msg.promptId,
+        ...(msg.observedGeneration !== undefined
+          ? { observedGeneration: msg.observedGeneration }
+          : {}),
+      };
+    case 'queue.auto_run':
+      return { type: 'queue.set_auto_run', enabled: msg.enabled };
+    case 'session.cancel':
+      return {
+        type: 'session.cancel',
+        ...(msg.observedGeneration !== undefined
+          ? { observedGeneration: msg.observedGeneration }
+          : {}),
+      };
+  }
+}

@@ -1,0 +1,58 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { WsAdapter } from '@nestjs/platform-ws';
+import type { IncomingMessage } from 'node:http';
+import { AuthError, Authenticator, type Principal } from '../auth/auth';
+
+const PRINCIPAL = Symbol('baton.principal');
+
+/** The principal the upgrade authenticated, attached to the request the connection came with. */
+export function principalOf(req: IncomingMessage): Principal | undefined {
+  return (req as IncomingMessage & { [PRINCIPAL]?: Principal })[PRINCIPAL];
+}
+
+type VerifyCallback = (
+  ok: boolean,
+  code?: number,
+  message?: string,
+  headers?: Record<string, string>,
+) => void;
+
+/**
+ * The ws platform adapter with Baton's per-process settings: every frame goes to the gateway's
+ * one `frame` handler as it came (text as a string, binary as a Buffer) so that each one can be
+ * validated and answered; frames above the hard cap close the connection (1009) without being
+ * buffered; and the upgrade is authenticated — a missing, bad or expired token never becomes a
+ * connection, it is answered 401 with a one-line reason.
+ */
+export class BatonWsAdapter extends WsAdapter {
+  constructor(
+    app: INestApplicationContext,
+    private readonly auth: Authenticator,
+    private readonly hardMaxMessageBytes: number,
+    private readonly onRefused: (reason: string) => void,
+  ) {
+    super(app, { messageParser: (data) => ({ event: 'frame', data }) });
+  }
+
+  override create(port: number, options: Record<string, unknown> & { path?: string } = {}) {
+    return super.create(port, {
+      ...options,
+      maxPayload: this.hardMaxMessageBytes,
+      verifyClient: (info: { req: IncomingMessage }, cb: VerifyCallback) => {
+        this.auth.verify(Authenticator.tokenOf(info.req)).then(
+          (principal) => {
+            (info.req as IncomingMessage & { [PRINCIPAL]?: Principal })[PRINCIPAL] = principal;
+            cb(true);
+          },
+          (err: unknown) => {
+            const reason = err instanceof AuthError ? err.message : 'authentication failed';
+            this.onRefused(reason);
+            cb(false, 401, reason, {
+              'WWW-Authenticate': `Bearer error="invalid_token", error_description="${reason}"`,
+            });
+          },
+        );
+      },
+    });
+  }
+}

@@ -1,0 +1,346 @@
+// Shared by the gateway's integration tests: a real redis-server, real projector and gateway
+// processes, tokens, a worker's facts written as a worker writes them, and real ws clients.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHmac, randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { SCHEMA_VERSION, type Capabilities, type StreamEntry } from '@baton/protocol';
+import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { EventStore } from '@baton/store';
+import WebSocket from 'ws';
+
+const ROOT = join(__dirname, '..', '..', '..');
+export const SECRET = 'gateway-test-secret-0123456789abcdefghij';
+
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
+/** An HS256 JWT, signed as any client token issuer would (RFC 7519), without a library. */
+export function token(
+  claims: { tenant?: unknown; scope?: unknown; exp?: number; iss?: string; [k: string]: unknown },
+  secret = SECRET,
+): string {
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const body = { exp: Math.floor(Date.now() / 1000) + 3600, ...claims };
+  const head = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(body)}`;
+  return `${head}.${createHmac('sha256', secret).update(head).digest('base64url')}`;
+}
+
+export const tokenFor = (tenant: string, scope = 'read prompt') => token({ tenant, scope });
+
+export async function waitFor<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}
+
+export interface Proc {
+  readonly proc: ChildProcess;
+  output(): string;
+  readonly exited: Promise<number | null>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+function run(
+  file: string,
+  env: Record<string, string>,
+  ready?: RegExp,
+): Promise<Proc & { match: RegExpExecArray | null }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', file], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(proc);
+  let out = '';
+  const exited = new Promise<number | null>((r) =>
+    proc.once('exit', (code) => {
+      children.delete(proc);
+      r(code);
+    }),
+  );
+  const handle: Proc = {
+    proc,
+    output: () => out,
+    exited,
+    stop: async (signal = 'SIGTERM') => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      return exited;
+    },
+  };
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = ready ? ready.exec(out) : null;
+      if (!ready || m) {
+        proc.stdout!.off('data', onData);
+        resolve({ ...handle, match: m });
+      }
+    };
+    proc.stdout!.on('data', onData);
+    proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    void exited.then((code) =>
+      reject(new Error(`${file} exited (${code}) before it was ready:\n${out}`)),
+    );
+    if (!ready) resolve({ ...handle, match: null });
+  });
+}
+
+export interface GatewayProc extends Proc {
+  url: string;
+  wsUrl: string;
+}
+
+export async function spawnGateway(env: Record<string, string>): Promise<GatewayProc> {
+  const p = await run(
+    'apps/gateway/src/main.ts',
+    { GATEWAY_PORT: '0', BATON_JWT_SECRET: SECRET, ...env },
+    /"msg":"gateway ready","url":"([^"]+)"/,
+  );
+  const url = p.match![1]!;
+  return { ...p, url, wsUrl: url.replace(/^http/, 'ws') };
+}
+
+export function spawnProjector(env: Record<string, string>): Promise<Proc> {
+  return run('apps/projector/src/main.ts', {
+    PROJECTOR_LEASE_TTL_MS: '2000',
+    PROJECTOR_RENEW_MS: '300',
+    PROJECTOR_METRICS_PORT: '0',
+    ...env,
+  });
+}
+
+export interface Stack {
+  redis: RedisServer;
+  /** For the test's own reads and worker facts. */
+  store: EventStore;
+  prefix: string;
+  shards: number;
+  gateways: GatewayProc[];
+  projectors: Proc[];
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/** Redis, projectors and gateways, each a real process, with every shard owned before it returns. */
+export async function startStack(
+  o: {
+    gateways?: number;
+    projectors?: number;
+    shards?: number;
+    gatewayEnv?: Record<string, string>;
+  } = {},
+): Promise<Stack> {
+  const redis = await startRedis();
+  const shards = o.shards ?? 4;
+  const prefix = `t${randomBytes(3).toString('hex')}`;
+  const env = { REDIS_URL: redis.url, BATON_PREFIX: prefix, BATON_SHARDS: String(shards) };
+  const store = EventStore.connect({ url: redis.url }, { shards, prefix });
+  const [projectors, gateways] = await Promise.all([
+    Promise.all(Array.from({ length: o.projectors ?? 1 }, () => spawnProjector(env))),
+    Promise.all(
+      Array.from({ length: o.gateways ?? 2 }, () => spawnGateway({ ...env, ...o.gatewayEnv })),
+    ),
+  ]);
+  if (projectors.length > 0) {
+    await waitFor(
+      async () => (await fetch(`${gateways[0]!.url}/readyz`)).status === 200,
+      'every shard owned',
+      30_000,
+    );
+  }
+  return {
+    redis,
+    store,
+    prefix,
+    shards,
+    gateways,
+    projectors,
+    env,
+    stop: async () => {
+      await Promise.all([...gateways, ...projectors].map((p) => p.stop()));
+      await store.close();
+      await redis.stop();
+    },
+  };
+}
+
+export const CAPS: Capabilities = {
+  agent: { name: 'test-agent' },
+  dialect: 'generic',
+  promptQueueing: false,
+  handoff: false,
+  attestedKinds: [],
+  unambiguousCompletionKinds: [],
+};
+
+/** Writes facts as a worker hosting one execution of a session does. */
+export class FakeWorker {
+  private seq = 0;
+  private readonly instance = `test-worker-${randomBytes(4).toString('hex')}`;
+
+  constructor(
+    private readonly store: EventStore,
+    readonly taskId: string,
+    readonly sessionId: string,
+    readonly executionId = `x-${randomBytes(4).toString('hex')}`,
+    readonly generation = 1,
+  ) {}
+
+  fact(type: string, data: unknown): Promise<(string | null)[]> {
+    return this.store.append(this.taskId, [
+      {
+        v: SCHEMA_VERSION,
+        type,
+        taskId: this.taskId,
+        sessionId: this.sessionId,
+        executionId: this.executionId,
+        generation: this.generation,
+        writer: { role: 'worker', instance: this.instance, seq: ++this.seq },
+        data,
+      } as StreamEntry,
+    ]);
+  }
+
+  /** The execution is up and can take prompts. */
+  async start(caps: Capabilities = CAPS): Promise<void> {
+    await this.fact('execution.started', { startedAt: new Date().toISOString() });
+    await this.fact('capabilities.negotiated', caps);
+  }
+}
+
+type Json = Record<string, unknown>;
+
+/** A real ws client that records every message and waits for the ones a test expects. */
+export class Client {
+  readonly messages: Json[] = [];
+  private waiters = new Set<() => void>();
+  private n = 0;
+  closed: { code: number; reason: string } | undefined;
+
+  private constructor(readonly ws: WebSocket) {
+    ws.on('message', (data) => {
+      this.messages.push(JSON.parse(data.toString()) as Json);
+      for (const w of this.waiters) w();
+    });
+    ws.on('close', (code, reason) => {
+      this.closed = { code, reason: reason.toString() };
+      for (const w of this.waiters) w();
+    });
+  }
+
+  static async connect(url: string, tok?: string, path = '/ws'): Promise<Client> {
+    const ws = new WebSocket(`${url}${path}`, {
+      headers: tok ? { authorization: `Bearer ${tok}` } : {},
+    });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+      ws.once('unexpected-response', (_req, res) =>
+        reject(new Error(`upgrade refused: ${res.statusCode}`)),
+      );
+    });
+    return new Client(ws);
+  }
+
+  send(m: unknown): void {
+    this.ws.send(typeof m === 'string' || Buffer.isBuffer(m) ? m : JSON.stringify(m));
+  }
+
+  /** Waits for the first message (from `from` on) matching `pred`. */
+  async next(
+    pred: (m: Json) => boolean,
+    what: string,
+    from = 0,
+    timeoutMs = 15_000,
+  ): Promise<Json> {
+    const find = () => this.messages.slice(from).find(pred);
+    const found = find();
+    if (found) return found;
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => {
+        this.waiters.delete(check);
+        reject(
+          new Error(
+            `timed out waiting for ${what}; got ${JSON.stringify(this.messages.slice(-5))}`,
+          ),
+        );
+      }, timeoutMs);
+      const check = () => {
+        const m = find();
+        if (m) {
+          clearTimeout(t);
+          this.waiters.delete(check);
+          resolve(m);
+        } else if (this.closed) {
+          clearTimeout(t);
+          this.waiters.delete(check);
+          reject(
+            new Error(`closed (${this.closed.code} ${this.closed.reason}) waiting for ${what}`),
+          );
+        }
+      };
+      this.waiters.add(check);
+    });
+  }
+
+  /** Sends a /ws request and returns its reply. */
+  async request(m: Json): Promise<Json> {
+    const id = (m.id as string | undefined) ?? `r${++this.n}`;
+    const from = this.messages.length;
+    this.send({ v: 1, id, ...m });
+    return this.next((x) => x.type === 'reply' && x.id === id, `reply to ${String(m.op)}`, from);
+  }
+
+  /** Sends an /ahp JSON-RPC request and returns its response. */
+  async rpc(method: string, params?: unknown): Promise<Json> {
+    const id = ++this.n;
+    const from = this.messages.length;
+    this.send({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
+    return this.next(
+      (x) => x.id === id && ('result' in x || 'error' in x),
+      `${method} response`,
+      from,
+    );
+  }
+
+  updates(taskId?: string): Json[] {
+    return this.messages
+      .filter((m) => m.type === 'update')
+      .map((m) => m.update as Json)
+      .filter((u) => taskId === undefined || u.taskId === taskId);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    const done = new Promise<void>((r) => this.ws.once('close', () => r()));
+    this.ws.close();
+    await done;
+  }
+}
+
+/** Total entries in every stream under the prefix (task streams, feeds, updates, inboxes...). */
+export async function streamLengths(
+  store: EventStore,
+  prefix: string,
+): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  let cursor = '0';
+  do {
+    const [next, keys] = await store.redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    for (const k of keys) {
+      if ((await store.redis.type(k)) === 'stream') out[k] = await store.redis.xlen(k);
+    }
+  } while (cursor !== '0');
+  return out;
+}
