@@ -35,6 +35,7 @@ async function main(): Promise<void> {
     maxMessagesPerSecond: config.GATEWAY_MAX_MESSAGES_PER_SECOND,
     maxBufferedBytes: config.GATEWAY_MAX_BUFFERED_BYTES,
     heartbeatMs: config.GATEWAY_HEARTBEAT_MS,
+    idleTimeoutMs: config.GATEWAY_IDLE_TIMEOUT_MS,
     logLevel: config.LOG_LEVEL,
   });
   // Tests and scripts read the bound port from this line (GATEWAY_PORT=0 picks a free one).

@@ -174,6 +174,11 @@ export const GATEWAY = {
     '15000',
     'Ping interval; a connection silent for two intervals is closed',
   ),
+  GATEWAY_IDLE_TIMEOUT_MS: setting(
+    int(0, 86_400_000),
+    '300000',
+    'A connection with no subscription that sends nothing for this long is closed (0: never)',
+  ),
 } satisfies Record<string, Setting>;
 
 export const RUN = {
