@@ -670,6 +670,21 @@ export class EventStore {
           ttlMs,
         ),
       ),
+    /**
+     * Extends a lease the execution still holds; null when it holds none any more: its owner
+     * declared it lost (and dropped the lease), so its worker must stop it rather than revive it.
+     */
+    extendLease: async (ref: ExecutionRef, ttlMs: number): Promise<number | null> => {
+      const r = await this.run<number>(
+        this.scripts.execution_lease_renew(
+          this.keys.executionLeases(this.shardOf(ref.taskId)),
+          executionMember(ref),
+          ttlMs,
+          '1',
+        ),
+      );
+      return r === -1 ? null : r;
+    },
     /** Drops an execution's lease (its end is recorded, or it was declared lost). */
     dropLease: async (ref: ExecutionRef): Promise<void> => {
       await this.redis.zrem(

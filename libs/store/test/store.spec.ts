@@ -412,6 +412,14 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     await store.executions.dropLease(a);
     await store.executions.dropLease(b);
     expect(await store.executions.leases(shard)).toEqual([]);
+    // Extending never revives a dropped lease (an execution declared lost stays lost).
+    expect(await store.executions.extendLease(a, 30_000)).toBeNull();
+    expect(await store.executions.leases(shard)).toEqual([]);
+    await store.executions.renewLease(a, 1);
+    await waitUntil(async () => (await store.executions.expiredLeases(shard)).length === 1);
+    expect(await store.executions.extendLease(a, 30_000)).toBeGreaterThan(0);
+    expect(await store.executions.expiredLeases(shard)).toEqual([]);
+    await store.executions.dropLease(a);
   });
 
   it('stores task views fenced and never older than the stored one', async () => {

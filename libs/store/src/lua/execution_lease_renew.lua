@@ -4,8 +4,12 @@
 --
 -- KEYS[1] shard zset of execution leases (member: JSON [taskId, sessionId, executionId])
 -- ARGV[1] member               ARGV[2] ttl in ms
+-- ARGV[3] '1': extend only a lease still held (the owner drops it once the execution is lost)
 --
--- Returns the new expiry (server ms).
+-- Returns the new expiry (server ms), or -1 when ARGV[3] is '1' and the lease is not held.
+if ARGV[3] == '1' and not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  return -1
+end
 local t = redis.call('TIME')
 local expires = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2])
 redis.call('ZADD', KEYS[1], expires, ARGV[1])
