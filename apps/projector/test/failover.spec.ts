@@ -1,37 +1,21 @@
 // Proofs with real projector processes and a real redis-server: kill -9 under traffic, and a
 // paused projector (SIGSTOP past its leases) that resumes.
 import { startRedis, type RedisServer } from '@baton/redis-harness';
-import { EventStore, connectRedis, type StoredEntry } from '@baton/store';
-import {
-  acquisitions,
-  foldAll,
-  freshPrefix,
-  reap,
-  readStream,
-  readUpdatesByTask,
-  sameJson,
-  spawnProjector,
-  updateProblems,
-  waitFor,
-  writerViolations,
-  type ProjectorProcess,
-} from './support';
-import { Traffic, type SimTask } from './traffic';
+import { EventStore, connectRedis } from '@baton/store';
+import { freshPrefix, reap, spawnProjector, waitFor, type ProjectorProcess } from './support';
+import { Traffic, counts, drainAndCheck, drive, owners, simTasks, stopAllTraffic } from './traffic';
 
 jest.setTimeout(240_000);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let redis: RedisServer;
 const procs: ProjectorProcess[] = [];
 const stores: EventStore[] = [];
-const drivers: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
   redis = await startRedis();
 });
 afterAll(async () => {
-  await Promise.all(drivers.map((stop) => stop()));
+  await stopAllTraffic();
   await Promise.all(procs.map(reap));
   for (const s of stores) {
     await s.close();
@@ -44,99 +28,6 @@ function newStore(prefix: string, shards: number): EventStore {
   const s = new EventStore(connectRedis({ url: redis.url }), { prefix, shards });
   stores.push(s);
   return s;
-}
-
-async function owners(store: EventStore): Promise<Map<number, string>> {
-  return new Map((await store.leases.list()).map((l) => [l.shard, l.owner]));
-}
-
-function counts(o: Map<number, string>, ids: readonly string[]): number[] {
-  return ids.map((id) => [...o.values()].filter((x) => x === id).length);
-}
-
-/** Drives traffic until stopped: a few prompts per round to random tasks, and the worker's round. */
-function drive(traffic: Traffic, perRound: number) {
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      for (let i = 0; i < perRound; i++) {
-        void traffic.submit(traffic.tasks[Math.floor(Math.random() * traffic.tasks.length)]!);
-      }
-      await traffic.workerRound();
-      await sleep(50);
-    }
-  })();
-  const stop = async () => {
-    running = false;
-    await loop.catch(() => undefined);
-  };
-  drivers.push(stop);
-  return stop;
-}
-
-/** Lets the worker finish every prompt, then waits until every view equals its from-scratch fold. */
-async function drainAndCheck(
-  store: EventStore,
-  traffic: Traffic,
-  all: readonly ProjectorProcess[],
-  shards: number,
-) {
-  await waitFor(
-    'every submitted prompt delivered, run and ended',
-    async () => {
-      await traffic.workerRound();
-      return traffic.pendingTurns() === 0 && traffic.turnsEnded >= traffic.submitted;
-    },
-    120_000,
-    100,
-  );
-  const streams = new Map<string, StoredEntry[]>();
-  await waitFor(
-    'every view equals the from-scratch fold of its stream',
-    async () => {
-      for (const x of traffic.tasks) {
-        const entries = await readStream(store, x.taskId);
-        streams.set(x.taskId, entries);
-        const view = await store.views.read(x.taskId);
-        if (!sameJson(view, foldAll(x.taskId, entries).view)) return false;
-      }
-      return true;
-    },
-    120_000,
-    500,
-  );
-  const published = await readUpdatesByTask(store, shards);
-  const problems: string[] = [];
-  let admitted = 0;
-  for (const x of traffic.tasks) {
-    const entries = streams.get(x.taskId)!;
-    const f = foldAll(x.taskId, entries);
-    problems.push(...updateProblems(x.taskId, published.get(x.taskId) ?? [], f.updates));
-    expect(await store.lastUpdateSeq(x.taskId)).toBe(f.state.seq);
-    // Exactly one admission per prompt: no double send across the failover.
-    const perPrompt = new Map<string, number>();
-    for (const { entry } of entries) {
-      if (entry.type === 'prompt.admitted') {
-        perPrompt.set(entry.data.promptId, (perPrompt.get(entry.data.promptId) ?? 0) + 1);
-        admitted += 1;
-      }
-    }
-    for (const [p, n] of perPrompt)
-      if (n !== 1) problems.push(`${x.taskId}: ${p} admitted ${n} times`);
-  }
-  expect(problems).toEqual([]);
-  expect(admitted).toBe(traffic.submitted);
-  expect(writerViolations((t) => store.shardOf(t), streams, acquisitions(all))).toEqual([]);
-  return { streams };
-}
-
-function simTasks(name: string, n: number): SimTask[] {
-  return Array.from({ length: n }, (_, i) => ({
-    taskId: `${name}-task-${i}`,
-    sessionId: 's1',
-    executionId: `${name}-x-${i}`,
-    generation: 1,
-  }));
 }
 
 it('kill -9 of one of three projectors under traffic: its shards are taken over, updates stay gapless, views equal a fresh fold', async () => {

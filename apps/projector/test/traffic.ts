@@ -2,8 +2,25 @@
 // short turn (dispatch, output, a tool, idle, end), both writing with store.append as the real
 // processes do. Per task, every append waits for the previous one (the writer's contract).
 import type { StreamEntry } from '@baton/protocol';
-import type { EventStore } from '@baton/store';
-import { GENERIC_CAPS, Writer } from './support';
+import type { EventStore, StoredEntry } from '@baton/store';
+import {
+  GENERIC_CAPS,
+  Writer,
+  acquisitions,
+  foldAll,
+  readStream,
+  readUpdatesByTask,
+  sameJson,
+  updateProblems,
+  waitFor,
+  writerViolations,
+  type ProjectorProcess,
+} from './support';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Traffic loops still running (stopped by the suites' afterAll when a test fails midway). */
+const drivers = new Set<() => Promise<void>>();
+export const stopAllTraffic = () => Promise.all([...drivers].map((stop) => stop()));
 
 export interface SimTask {
   taskId: string;
@@ -152,4 +169,98 @@ export class Traffic {
     for (const list of this.owed.values()) n += list.length;
     return n;
   }
+}
+
+export async function owners(store: EventStore): Promise<Map<number, string>> {
+  return new Map((await store.leases.list()).map((l) => [l.shard, l.owner]));
+}
+
+export function counts(o: Map<number, string>, ids: readonly string[]): number[] {
+  return ids.map((id) => [...o.values()].filter((x) => x === id).length);
+}
+
+/** Drives traffic until stopped: a few prompts per round to random tasks, and the worker's round. */
+export function drive(traffic: Traffic, perRound: number) {
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      for (let i = 0; i < perRound; i++) {
+        void traffic.submit(traffic.tasks[Math.floor(Math.random() * traffic.tasks.length)]!);
+      }
+      await traffic.workerRound();
+      await sleep(50);
+    }
+  })();
+  const stop = async () => {
+    running = false;
+    drivers.delete(stop);
+    await loop.catch(() => undefined);
+  };
+  drivers.add(stop);
+  return stop;
+}
+
+/** Lets the worker finish every prompt, then waits until every view equals its from-scratch fold. */
+export async function drainAndCheck(
+  store: EventStore,
+  traffic: Traffic,
+  all: readonly ProjectorProcess[],
+  shards: number,
+) {
+  await waitFor(
+    'every submitted prompt delivered, run and ended',
+    async () => {
+      await traffic.workerRound();
+      return traffic.pendingTurns() === 0 && traffic.turnsEnded >= traffic.submitted;
+    },
+    120_000,
+    100,
+  );
+  const streams = new Map<string, StoredEntry[]>();
+  await waitFor(
+    'every view equals the from-scratch fold of its stream',
+    async () => {
+      for (const x of traffic.tasks) {
+        const entries = await readStream(store, x.taskId);
+        streams.set(x.taskId, entries);
+        const view = await store.views.read(x.taskId);
+        if (!sameJson(view, foldAll(x.taskId, entries).view)) return false;
+      }
+      return true;
+    },
+    120_000,
+    500,
+  );
+  const published = await readUpdatesByTask(store, shards);
+  const problems: string[] = [];
+  let admitted = 0;
+  for (const x of traffic.tasks) {
+    const entries = streams.get(x.taskId)!;
+    const f = foldAll(x.taskId, entries);
+    problems.push(...updateProblems(x.taskId, published.get(x.taskId) ?? [], f.updates));
+    expect(await store.lastUpdateSeq(x.taskId)).toBe(f.state.seq);
+    // Exactly one admission per prompt: no double send across the failover.
+    const perPrompt = new Map<string, number>();
+    for (const { entry } of entries) {
+      if (entry.type === 'prompt.admitted') {
+        perPrompt.set(entry.data.promptId, (perPrompt.get(entry.data.promptId) ?? 0) + 1);
+        admitted += 1;
+      }
+    }
+    for (const [p, n] of perPrompt)
+      if (n !== 1) problems.push(`${x.taskId}: ${p} admitted ${n} times`);
+  }
+  expect(problems).toEqual([]);
+  expect(admitted).toBe(traffic.submitted);
+  expect(writerViolations((t) => store.shardOf(t), streams, acquisitions(all))).toEqual([]);
+  return { streams };
+}
+
+export function simTasks(name: string, n: number): SimTask[] {
+  return Array.from({ length: n }, (_, i) => ({
+    taskId: `${name}-task-${i}`,
+    sessionId: 's1',
+    executionId: `${name}-x-${i}`,
+    generation: 1,
+  }));
 }

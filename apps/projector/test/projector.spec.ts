@@ -1,0 +1,462 @@
+// The projector in-process (startProjector) against a real redis-server: delivery, re-delivery
+// after a takeover, the write fence, timers (execution leases, watchdog), snapshots and recovery,
+// inbox cancels and stops, readiness, options and metrics.
+import { decide, fold, taskView, type TaskState } from '@baton/activity';
+import { SCHEMA_VERSION, type StreamEntry } from '@baton/protocol';
+import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { EventStore, connectRedis, type StoredEntry } from '@baton/store';
+import { startProjector, type ProjectorHandle, type ProjectorOptions } from '../src/projector';
+import { ProjectorOptionsError } from '../src/options';
+import {
+  CLAUDE_CAPS,
+  GENERIC_CAPS,
+  Writer,
+  foldAll,
+  freshPrefix,
+  readStream,
+  sameJson,
+  updateProblems,
+  waitFor,
+  type CommandType,
+  type Data,
+  type FactType,
+} from './support';
+
+jest.setTimeout(60_000);
+
+let redis: RedisServer;
+const handles: ProjectorHandle[] = [];
+const stores: EventStore[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await Promise.all(handles.map((h) => h.stop()));
+  for (const s of stores) {
+    await s.close();
+    s.redis.disconnect();
+  }
+  await redis?.stop();
+});
+
+function newStore(prefix: string, shards: number, feedMaxLen?: number): EventStore {
+  const s = new EventStore(connectRedis({ url: redis.url }), {
+    prefix,
+    shards,
+    ...(feedMaxLen ? { feedMaxLen } : {}),
+  });
+  stores.push(s);
+  return s;
+}
+
+async function projector(o: Partial<ProjectorOptions> & { prefix: string; shards: number }) {
+  const h = await startProjector({
+    redisUrl: redis.url,
+    leaseTtlMs: 1_000,
+    renewMs: 100,
+    logLevel: 'silent',
+    ...o,
+  });
+  handles.push(h);
+  return h;
+}
+
+/** One session of one task, written as a worker and a gateway would. */
+class Task {
+  readonly worker = new Writer('worker', `w-${Math.random().toString(36).slice(2)}`);
+  readonly gateway = new Writer('gateway', `g-${Math.random().toString(36).slice(2)}`);
+  readonly x: { taskId: string; sessionId: string; executionId: string; generation: number };
+  constructor(
+    readonly store: EventStore,
+    readonly taskId: string,
+    executionId = `${taskId}-x1`,
+  ) {
+    this.x = { taskId, sessionId: 's1', executionId, generation: 1 };
+  }
+  fact<T extends FactType>(type: T, data: Data<T>) {
+    return this.store.append(this.taskId, [this.worker.fact(this.x, type, data)]);
+  }
+  command<T extends CommandType>(type: T, data: Data<T>) {
+    return this.store.append(this.taskId, [this.gateway.command(this.taskId, 's1', type, data)]);
+  }
+  submit(key: string) {
+    return this.command('prompt.submit', {
+      commandId: `c-${key}`,
+      promptId: `p-${key}`,
+      idempotencyKey: key,
+      text: `prompt ${key}`,
+      origin: 'human',
+    });
+  }
+  async start(caps = GENERIC_CAPS, leaseMs: number | null = 600_000) {
+    if (leaseMs !== null) await this.store.executions.renewLease(this.x, leaseMs);
+    await this.fact('execution.started', { startedAt: '2026-11-30T00:00:00Z' });
+    await this.fact('capabilities.negotiated', caps);
+  }
+  stream(): Promise<StoredEntry[]> {
+    return readStream(this.store, this.taskId);
+  }
+  async inbox() {
+    return (await this.store.inbox.read(this.taskId, this.x.executionId)).items.map(
+      (i) => i.message,
+    );
+  }
+  async has(type: StreamEntry['type'], count = 1) {
+    return (await this.stream()).filter((e) => e.entry.type === type).length >= count;
+  }
+  async viewMatchesFold() {
+    return sameJson(
+      await this.store.views.read(this.taskId),
+      foldAll(this.taskId, await this.stream()).view,
+    );
+  }
+}
+
+async function metric(h: ProjectorHandle, name: string): Promise<number> {
+  const text = await h.registry.metrics();
+  let sum = 0;
+  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm')))
+    sum += Number(m[1]);
+  return sum;
+}
+
+it('admits, hands the prompt to the execution inbox, publishes gapless updates and writes the view', async () => {
+  const prefix = freshPrefix();
+  const store = newStore(prefix, 4);
+  const p = await projector({ prefix, shards: 4 });
+  await p.ready();
+  expect(p.ownedShards()).toEqual([0, 1, 2, 3]);
+  const t = new Task(store, 'basic');
+  await t.start();
+  await t.submit('a');
+  await waitFor('delivery', async () => (await t.inbox()).length === 1);
+  expect((await t.inbox())[0]).toEqual({
+    v: SCHEMA_VERSION,
+    type: 'prompt.deliver',
+    taskId: 'basic',
+    sessionId: 's1',
+    executionId: 'basic-x1',
+    data: {
+      promptId: 'p-a',
+      admissionGeneration: 1,
+      mode: 'turn',
+      origin: 'human',
+      text: 'prompt a',
+    },
+  });
+  await waitFor('view', () => t.viewMatchesFold());
+  const entries = await t.stream();
+  const admitted = entries.find((e) => e.entry.type === 'prompt.admitted')!.entry;
+  expect(admitted.writer).toEqual({
+    role: 'projector',
+    instance: p.instanceId,
+    seq: expect.any(Number),
+  });
+  const updates = (await store.readUpdates(store.shardOf('basic'))).items.map((u) => u.update);
+  expect(updateProblems('basic', updates, foldAll('basic', entries).updates)).toEqual([]);
+  expect(await metric(p, 'baton_projector_decisions_total')).toBeGreaterThanOrEqual(1);
+});
+
+it('a new owner delivers again a claim its predecessor decided but never handed over', async () => {
+  const prefix = freshPrefix();
+  const store = newStore(prefix, 2);
+  const t = new Task(store, 'redeliver');
+  const shard = store.shardOf(t.taskId);
+  await t.start();
+  await t.submit('a');
+  // The previous owner: decides and appends under its lease, then dies before its inbox write.
+  const r = await store.leases.acquire(shard, 'dead-owner', 400);
+  if (!r.acquired) throw new Error('lease');
+  let state = foldAll(t.taskId, await t.stream()).state;
+  const drafts = decide(state);
+  expect(drafts.map((d) => d.type)).toEqual(['prompt.admitted']);
+  const entries = drafts.map(
+    (d, i) =>
+      ({
+        v: SCHEMA_VERSION,
+        taskId: t.taskId,
+        writer: { role: 'projector', instance: 'dead-owner', seq: i + 1 },
+        ...d,
+      }) as StreamEntry,
+  );
+  await store.appendFenced(r.lease, t.taskId, await store.lastId(t.taskId), entries);
+  for (const e of entries) state = fold(state, e).state;
+  expect(state.sessions.s1!.turn).toMatchObject({ phase: 'claimed' });
+  expect(await t.inbox()).toEqual([]);
+
+  const p = await projector({ prefix, shards: 2 });
+  await p.ready();
+  await waitFor('re-delivery', async () => (await t.inbox()).length > 0);
+  expect(await t.inbox()).toEqual([
+    expect.objectContaining({
+      type: 'prompt.deliver',
+      data: expect.objectContaining({ promptId: 'p-a', admissionGeneration: 1 }),
+    }),
+  ]);
+  // Nothing was decided twice.
+  expect((await t.stream()).filter((e) => e.entry.type === 'prompt.admitted')).toHaveLength(1);
+  await waitFor('view', () => t.viewMatchesFold());
+});
+
+it('a write refused by the fence (the lease was taken meanwhile) drops the shard at once', async () => {
+  const prefix = freshPrefix();
+  const store = newStore(prefix, 1);
+  // Renewals far apart: the write path, not the renewal, meets the new owner first.
+  const p = await projector({ prefix, shards: 1, leaseTtlMs: 20_000, renewMs: 5_000 });
+  await p.ready();
+  const t = new Task(store, 'fenced');
+  await t.start();
+  await waitFor('view', async () => (await store.views.read(t.taskId)) !== null);
+  // Another owner takes the shard (as if ours had lapsed while we were paused).
+  await store.redis.del(store.keys.lease(0));
+  const thief = await store.leases.acquire(0, 'thief', 60_000);
+  expect(thief.acquired).toBe(true);
+  await t.submit('a');
+  await waitFor('the shard dropped', () => p.ownedShards().length === 0);
+  expect(await metric(p, 'baton_projector_fenced_writes_total')).toBeGreaterThanOrEqual(1);
+  expect(await metric(p, 'baton_projector_lease_changes_total{change="lost"}')).toBe(1);
+  const decisions = (await t.stream()).filter((e) => e.entry.writer.role === 'projector');
+  expect(decisions.map((e) => e.entry.type)).not.toContain('prompt.admitted');
+  expect(await t.inbox()).toEqual([]);
+});
+
+it('declares an execution lost when its lease lapses, or when it holds none at all, and drops the lease', async () => {
+  const prefix = freshPrefix();
+  const store = newStore(prefix, 2);
+  const p = await projector({ prefix, shards: 2 });
+  await p.ready();
+  const lapsed = new Task(store, 'lapsed');
+  await lapsed.start(GENERIC_CAPS, 300);
+  await lapsed.submit('a');
+  const orphan = new Task(store, 'orphan');
+  await orphan.start(GENERIC_CAPS, null);
+  const healthy = new Task(store, 'healthy');
+  await healthy.start(GENERIC_CAPS, 600_000);
+  await waitFor('lapsed lost', () => lapsed.has('execution.lost'), 30_000);
+  await waitFor('orphan lost', () => orphan.has('execution.lost'), 30_000);
+  await waitFor('lease dropped', async () =>
+    (await store.executions.leases(store.shardOf('lapsed'))).every((l) => l.taskId !== 'lapsed'),
+  );
+  await waitFor(
+    'views',
+    async () => (await lapsed.viewMatchesFold()) && (await orphan.viewMatchesFold()),
+  );
+  const v = await store.views.read('lapsed');
+  expect(v!.sessions[0]!.activity.state).toBe('failed');
+  // The admitted prompt that never reached the agent is back at the head of the queue.
+  expect(v!.sessions[0]!.queue.entries.map((q) => q.promptId)).toEqual(['p-a']);
+  expect(await healthy.has('execution.lost')).toBe(false);
+  expect(await metric(p, 'baton_projector_timers_total{type="execution_lease_expired"}')).toBe(2);
+});
+
+it('watchdog: a silent dispatched turn fails if the agent never spoke, and is advised stalled once if it did', async () => {
+  const prefix = freshPrefix();
+  const store = newStore(prefix, 2);
+  const p = await projector({ prefix, shards: 2, stallMs: 300 });
+  await p.ready();
+  const mute = new Task(store, 'mute');
+  const slow = new Task(store, 'slow');
+  for (const t of [mute, slow]) {
+    await t.start();
+    await t.submit('a');
+    await waitFor('delivery', async () => (await t.inbox()).length === 1);
+    await t.fact('prompt.dispatched', { promptId: 'p-a', admissionGeneration: 1 });
+  }
+  await slow.fact('foreground.output', { channel: 'message' });
+  await waitFor('mute abandoned', () => mute.has('turn.abandoned'), 30_000);
+  await waitFor('slow advised', () => slow.has('turn.stalled'), 30_000);
+  // The failed turn let the session take prompts again.
+  await mute.submit('b');
+  await waitFor('b delivered', async () => (await mute.inbox()).length === 2);
+  // Three more stall periods: still one advisory for that generation.
+  await new Promise((r) => setTimeout(r, 1_000));
+  expect((await slow.stream()).filter((e) => e.entry.type === 'turn.stalled')).toHaveLength(1);
+  expect(await slow.has('turn.abandoned')).toBe(false);
+});
+
+it('snapshots every K entries and trims behind them; a new owner resumes from the snapshot and continues the sequence', async () => {
+  const prefix = freshPrefix();
+  const store = newStore(prefix, 1);
+  const t = new Task(store, 'snap');
+  const p1 = await projector({ prefix, shards: 1, snapshotEntries: 25 });
+  await p1.ready();
+  await t.start(CLAUDE_CAPS);
+  const play = async (from: number, to: number) => {
+    for (let i = from; i < to; i++) {
+      await t.submit(`k${i}`);
+      const g = i + 1;
+      await waitFor('delivery', async () =>
+        (await t.inbox()).some(
+          (m) => m.type === 'prompt.deliver' && m.data.admissionGeneration === g,
+        ),
+      );
+      await t.fact('prompt.dispatched', { promptId: `p-k${i}`, admissionGeneration: g });
+      await t.fact('foreground.output', { channel: 'message' });
+      await t.fact('tool.started', {
+        toolCallId: `tc${i}`,
+        ownership: 'foreground',
+        status: 'in_progress',
+      });
+      await t.fact('tool.updated', { toolCallId: `tc${i}`, status: 'completed' });
+      await t.fact('turn.ended', { admissionGeneration: g, stopReason: 'end_turn' });
+    }
+  };
+  await play(0, 12);
+  await waitFor('a snapshot and a trimmed stream', async () => {
+    const snap = await store.snapshots.read('snap');
+    return snap !== null && (await store.redis.xlen(store.keys.taskStream('snap'))) < 12 * 7;
+  });
+  await waitFor(
+    'view',
+    async () =>
+      (await store.views.read('snap'))?.seq === (await store.lastUpdateSeq('snap')) &&
+      (await store.lastUpdateSeq('snap')) > 0,
+  );
+  await p1.stop();
+  // Traffic while nobody owns the shard; then a new owner.
+  await t.submit('while-down');
+  const p2 = await projector({ prefix, shards: 1, snapshotEntries: 25 });
+  await p2.ready();
+  await waitFor('while-down delivered', async () =>
+    (await t.inbox()).some(
+      (m) => m.type === 'prompt.deliver' && m.data.promptId === 'p-while-down',
+    ),
+  );
+  await t.fact('prompt.dispatched', { promptId: 'p-while-down', admissionGeneration: 13 });
+  await t.fact('turn.ended', { admissionGeneration: 13, stopReason: 'end_turn' });
+  await play(13, 16);
+
+  const snap = (await store.snapshots.read<TaskState>('snap'))!;
+  const tail = (await t.stream()).filter((e) => e.id > '0' && compare(e.id, snap.id) > 0);
+  let state = snap.state;
+  const expected = [];
+  for (const { entry } of tail) {
+    const f = fold(state, entry);
+    state = f.state;
+    expected.push(...f.updates);
+  }
+  await waitFor('view equals snapshot + tail', async () =>
+    sameJson(await store.views.read('snap'), taskView(state)),
+  );
+  const published = (await store.readUpdates(0, '0-0', 10_000)).items.map((u) => u.update);
+  expect(published.map((u) => u.seq)).toEqual(published.map((_, i) => i + 1));
+  expect(sameJson(published.slice(published.length - expected.length), expected)).toBe(true);
+  expect(await store.lastUpdateSeq('snap')).toBe(state.seq);
+  expect(await metric(p2, 'baton_projector_snapshots_total')).toBeGreaterThanOrEqual(1);
+});
+
+it('snapshots a quiet task after the snapshot period', async () => {
+  const prefix = freshPrefix();
+  const store = newStore(prefix, 1);
+  const p = await projector({ prefix, shards: 1, snapshotEntries: 1_000_000, snapshotMs: 300 });
+  await p.ready();
+  const t = new Task(store, 'quiet');
+  await t.start();
+  await waitFor(
+    'snapshot',
+    async () => (await store.snapshots.read('quiet'))?.id === (await store.lastId('quiet')),
+  );
+});
+
+it('cancels a running turn and stops the execution of a reset session through the inbox', async () => {
+  const prefix = freshPrefix();
+  const store = newStore(prefix, 1);
+  const p = await projector({ prefix, shards: 1 });
+  await p.ready();
+  const t = new Task(store, 'cancel');
+  await t.start();
+  await t.submit('a');
+  await waitFor('delivery', async () => (await t.inbox()).length === 1);
+  await t.fact('prompt.dispatched', { promptId: 'p-a', admissionGeneration: 1 });
+  await t.command('session.cancel', { commandId: 'cancel-1', observedGeneration: 1 });
+  await waitFor('cancel delivered', async () => (await t.inbox()).length === 2);
+  expect((await t.inbox())[1]).toMatchObject({
+    type: 'turn.cancel',
+    data: { admissionGeneration: 1, reason: 'user' },
+  });
+  await t.command('session.reset', { commandId: 'reset-1' });
+  await waitFor('stop delivered', async () => (await t.inbox()).length === 3);
+  expect((await t.inbox())[2]).toMatchObject({
+    type: 'execution.stop',
+    data: { reason: 'session_reset' },
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  expect(await t.inbox()).toHaveLength(3);
+});
+
+it('ready() waits for a backlog, including tasks whose feed notes were trimmed away', async () => {
+  const prefix = freshPrefix();
+  const store = newStore(prefix, 2, 10);
+  const p1 = await projector({ prefix, shards: 2 });
+  await p1.ready();
+  const tasks = Array.from({ length: 40 }, (_, i) => new Task(store, `t-${i}`));
+  for (const t of tasks) {
+    await t.start();
+    for (let i = 0; i < 10; i++) await t.fact('foreground.output', { channel: 'message' });
+    await t.fact('foreground.idle', { origin: 'task-notification' });
+  }
+  await waitFor('views', async () => {
+    for (const t of tasks) if (!(await t.viewMatchesFold())) return false;
+    return true;
+  });
+  await p1.stop();
+  // A backlog while nobody owns the shards.
+  for (const t of tasks.slice(0, 5)) await t.submit('a');
+  // The feeds (bounded to ~10 notes here) no longer name most tasks.
+  const notes = await Promise.all(
+    [0, 1].map(
+      (s) => store.redis.xrange(store.keys.feed(s), '-', '+') as Promise<[string, string[]][]>,
+    ),
+  );
+  const named = new Set(notes.flat().map(([, f]) => f[f.indexOf('t') + 1]));
+  expect(named.size).toBeLessThan(tasks.length / 2);
+
+  const p2 = await projector({ prefix, shards: 2 });
+  await p2.ready();
+  // Caught up at ready(): the backlog is decided, every task is held again, views are current.
+  for (const t of tasks.slice(0, 5)) expect(await t.has('prompt.admitted')).toBe(true);
+  for (const t of tasks) expect(await t.viewMatchesFold()).toBe(true);
+  expect(await metric(p2, 'baton_projector_shard_tasks')).toBe(tasks.length);
+});
+
+it('refuses bad options with one line per problem', async () => {
+  await expect(
+    startProjector({ redisUrl: 'http://localhost', leaseTtlMs: 1_000, renewMs: 800, shards: 0 }),
+  ).rejects.toThrow(ProjectorOptionsError);
+  await expect(
+    startProjector({ redisUrl: 'http://localhost', leaseTtlMs: 1_000, renewMs: 800, shards: 0 }),
+  ).rejects.toThrow(/redisUrl: must be a redis[\s\S]*shards:[\s\S]*/);
+  await expect(
+    startProjector({ redisUrl: redis.url, leaseTtlMs: 1_000, renewMs: 800 }),
+  ).rejects.toThrow(/renewMs: renewMs must be at most half of leaseTtlMs/);
+});
+
+it('serves Prometheus metrics over HTTP', async () => {
+  const prefix = freshPrefix();
+  const store = newStore(prefix, 2);
+  const p = await projector({ prefix, shards: 2, metricsPort: 0 });
+  await p.ready();
+  const t = new Task(store, 'metrics');
+  await t.start();
+  await waitFor('view', async () => (await store.views.read('metrics')) !== null);
+  const res = await fetch(`http://127.0.0.1:${p.metricsPort}/metrics`);
+  expect(res.status).toBe(200);
+  const body = await res.text();
+  for (const name of [
+    'baton_projector_entries_folded_total',
+    'baton_projector_decisions_total',
+    'baton_projector_lease_changes_total',
+    'baton_projector_updates_published_total',
+    'baton_projector_shard_lag_seconds',
+    'baton_projector_owned_shards 2',
+  ]) {
+    expect(body).toContain(name);
+  }
+});
+
+function compare(a: string, b: string): number {
+  const [am, as] = a.split('-').map(Number) as [number, number];
+  const [bm, bs] = b.split('-').map(Number) as [number, number];
+  return am - bm || as - bs;
+}

@@ -1,0 +1,100 @@
+// Rebalance with real projector processes: one instance owns every shard, two more join and take
+// their share from it without stopping it, then the first stops gracefully (SIGTERM) and hands
+// its shards over. No shard is ever written by two instances under one epoch.
+import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { EventStore, connectRedis } from '@baton/store';
+import { freshPrefix, reap, spawnProjector, waitFor, type ProjectorProcess } from './support';
+import { Traffic, counts, drainAndCheck, drive, owners, simTasks, stopAllTraffic } from './traffic';
+
+jest.setTimeout(240_000);
+
+let redis: RedisServer;
+let store: EventStore;
+const procs: ProjectorProcess[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await stopAllTraffic();
+  await Promise.all(procs.map(reap));
+  await store?.close();
+  store?.redis.disconnect();
+  await redis?.stop();
+});
+
+it('1 instance, then 3, then 2 after a graceful stop: balanced within one at each stage, one writer per epoch', async () => {
+  const prefix = freshPrefix();
+  const SHARDS = 12;
+  store = new EventStore(connectRedis({ url: redis.url }), { prefix, shards: SHARDS });
+  const spawn = (id: string) => {
+    const p = spawnProjector({ redisUrl: redis.url, prefix, shards: SHARDS, id });
+    procs.push(p);
+    return p;
+  };
+
+  // Every (shard, epoch) seen while polling the leases has exactly one owner.
+  const seen = new Map<string, string>();
+  const clashes: string[] = [];
+  let watching = true;
+  const watcher = (async () => {
+    while (watching) {
+      for (const l of await store.leases.list()) {
+        const key = `${l.shard}/${l.epoch}`;
+        const prev = seen.get(key);
+        if (prev !== undefined && prev !== l.owner) clashes.push(`${key}: ${prev} and ${l.owner}`);
+        seen.set(key, l.owner);
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  })();
+
+  const a = spawn('rb-a');
+  await waitFor(
+    'a owns every shard',
+    async () => counts(await owners(store), [a.id])[0] === SHARDS,
+  );
+  const traffic = new Traffic(store, simTasks('rb', 60), 'rb');
+  await traffic.startExecutions();
+  const stop = drive(traffic, 6);
+  await waitFor('traffic flowing', () => traffic.turnsEnded > 30, 60_000);
+
+  const b = spawn('rb-b');
+  const c = spawn('rb-c');
+  const history: number[][] = [];
+  await waitFor(
+    'three instances balanced',
+    async () => {
+      const n = counts(await owners(store), [a.id, b.id, c.id]);
+      history.push(n);
+      return n.every((x) => x === SHARDS / 3);
+    },
+    60_000,
+    25,
+  );
+  // a kept running while it gave shards up, one at a time.
+  for (let i = 1; i < history.length; i++) {
+    expect(history[i - 1]![0]! - history[i]![0]!).toBeLessThanOrEqual(1);
+  }
+  let turns = traffic.turnsEnded;
+  await waitFor('traffic flowing with three', () => traffic.turnsEnded > turns + 30, 60_000);
+
+  const aShards = [...(await owners(store))].filter(([, o]) => o === a.id).map(([s]) => s);
+  a.signal('SIGTERM');
+  expect(await a.exited).toBe(0);
+  for (const s of aShards) {
+    expect(
+      a.logs.some((l) => l.msg === 'lease released' && l.shard === s && l.why === 'shutdown'),
+    ).toBe(true);
+  }
+  await waitFor('two instances balanced', async () =>
+    counts(await owners(store), [b.id, c.id]).every((x) => x === SHARDS / 2),
+  );
+  turns = traffic.turnsEnded;
+  await waitFor('traffic flowing with two', () => traffic.turnsEnded > turns + 30, 60_000);
+  await stop();
+  await drainAndCheck(store, traffic, [a, b, c], SHARDS);
+  watching = false;
+  await watcher;
+  expect(clashes).toEqual([]);
+});
