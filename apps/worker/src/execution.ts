@@ -144,11 +144,24 @@ export class Execution {
     // The lease comes first: once execution.started is in the stream, a dead worker must be
     // detectable.
     await store.executions.renewLease(ref, settings.executionLeaseMs);
+    let renewing = false;
     const renew = setInterval(
       () => {
+        if (renewing) return;
+        renewing = true;
         store.executions
-          .renewLease(ref, settings.executionLeaseMs)
-          .catch((err: unknown) => log.warn({ err }, 'execution lease renewal failed'));
+          .extendLease(ref, settings.executionLeaseMs)
+          .then(
+            (expiresAt) => {
+              if (expiresAt !== null || this.stopRequested) return;
+              // The owner found the lease lapsed (this process was starved or cut off) and
+              // declared the execution lost; its work is retired, so the agent must go too.
+              log.warn('execution declared lost by its owner; stopping the agent');
+              this.requestStop();
+            },
+            (err: unknown) => log.warn({ err }, 'execution lease renewal failed'),
+          )
+          .finally(() => (renewing = false));
       },
       Math.max(1, Math.floor(settings.executionLeaseMs / 3)),
     );

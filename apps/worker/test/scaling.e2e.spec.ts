@@ -1,130 +1,168 @@
 import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
+import type { SessionView, StreamEntry } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-harness';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  OwnerDouble,
+  GatewayDouble,
   childrenOf,
   factsOf,
   groupAlive,
   readAll,
+  spawnProjector,
   spawnWorker,
   until,
-  writeBusyRecording,
+  writeBackgroundRecording,
+  type ProjectorProcess,
   type WorkerProcess,
 } from './support';
 
 /**
- * Horizontal scaling with real processes: three workers share thirty long executions; one is
- * killed with SIGKILL. Its executions' leases lapse (so the owner can declare them lost) and its
- * agents go with it; the other twenty executions go on untouched.
+ * Horizontal scaling with real processes: three workers share thirty Claude sessions, each
+ * running a background subagent (handoff policy, so they show `background`); a projector owns
+ * the tasks. One worker is killed with SIGKILL:
+ * its executions' leases lapse, the owner declares them lost (their registrations retired, the
+ * sessions promptable again: a successor execution runs their next prompt), and the other twenty
+ * executions go on untouched.
  */
 
 const PREFIX = 'sc';
 const SHARDS = 4;
-const LEASE_MS = 1_500;
+// Thirty agents starting on a small shared machine starve processes for a while: leases sized
+// so that only a dead worker's lapse, not a busy one's, is what the test sees.
+const LEASE_MS = 3_000;
 const EXECUTIONS = 30;
 
 let server: RedisServer;
 let store: EventStore;
 let queueConn: RedisClient;
 let queue: ExecutionQueue;
-let owner: OwnerDouble;
-let workers: WorkerProcess[] = [];
+let gateway: GatewayDouble;
+let projector: ProjectorProcess | undefined;
+const workers: WorkerProcess[] = [];
 
 beforeAll(async () => {
   server = await startRedis();
   store = EventStore.connect({ url: server.url }, { shards: SHARDS, prefix: PREFIX });
   queueConn = connectRedis({ url: server.url }, { maxRetriesPerRequest: null });
   queue = executionQueue(queueConn, PREFIX);
-  owner = new OwnerDouble(store);
-  await owner.start();
+  gateway = new GatewayDouble(store);
 });
 afterAll(async () => {
-  for (const w of workers) w.child.kill('SIGTERM');
-  await Promise.all(workers.map((w) => w.exited));
-  await owner.stop();
+  projector?.child.kill('SIGCONT');
+  for (const p of [...workers.map((w) => w.child), projector?.child]) p?.kill('SIGTERM');
+  await Promise.all([...workers.map((w) => w.exited), projector?.exited]);
   await queue.close();
   queueConn.disconnect();
   await store.close();
   await server.stop();
 });
 
-const refOf = (i: number) => ({
+const common = () => ({
+  REDIS_URL: server.url,
+  BATON_PREFIX: PREFIX,
+  BATON_SHARDS: String(SHARDS),
+});
+const startWorker = async (name: string) => {
+  const w = await spawnWorker({
+    ...common(),
+    BATON_INSTANCE_ID: name,
+    WORKER_CONCURRENCY: '10',
+    WORKER_EXECUTION_LEASE_MS: String(LEASE_MS),
+    WORKER_RECORDINGS_DIR: recordings,
+  });
+  workers.push(w);
+  return w;
+};
+
+const refOf = (i: number, generation = 1) => ({
   taskId: `task-${i}`,
   sessionId: `session-${i}`,
-  executionId: `exec-${i}`,
+  executionId: `exec-${i}-${generation}`,
 });
 type Ref = ReturnType<typeof refOf>;
+
+const sessionView = async (ref: Ref): Promise<SessionView | undefined> =>
+  (await store.views.read(ref.taskId))?.sessions.find((s) => s.sessionId === ref.sessionId);
 
 const expiredLeases = async () => {
   const all = await Promise.all(
     Array.from({ length: SHARDS }, (_, s) => store.executions.expiredLeases(s)),
   );
-  return new Set(all.flat().map((l) => l.executionId));
+  return all
+    .flat()
+    .map((l) => l.executionId)
+    .sort();
 };
 
+const has = (entries: StreamEntry[], pred: (e: StreamEntry) => boolean) => entries.some(pred);
+
+let recordings = '';
+
 it('spreads 30 executions over 3 workers; a killed worker loses only its own', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'baton-recordings-'));
-  // Two minutes of output every 200 ms: the sessions stay busy for the whole test.
-  writeBusyRecording(join(dir, 'busy.jsonl'), 600, 200);
-  workers = await Promise.all(
-    [0, 1, 2].map((i) =>
-      spawnWorker({
-        REDIS_URL: server.url,
-        BATON_PREFIX: PREFIX,
-        BATON_SHARDS: String(SHARDS),
-        BATON_INSTANCE_ID: `scale-worker-${i}`,
-        WORKER_CONCURRENCY: '10',
-        WORKER_EXECUTION_LEASE_MS: String(LEASE_MS),
-        WORKER_RECORDINGS_DIR: dir,
-      }),
-    ),
-  );
+  recordings = mkdtempSync(join(tmpdir(), 'baton-recordings-'));
+  // After its first prompt, the agent's background subagent works for two minutes, a child tool
+  // call every 200 ms: sessions in `background` whose facts keep flowing.
+  writeBackgroundRecording(join(recordings, 'background.jsonl'), 600, 200);
+  projector = await spawnProjector({
+    ...common(),
+    PROJECTOR_LEASE_TTL_MS: '3000',
+    PROJECTOR_RENEW_MS: '500',
+  });
+  const [victim] = await Promise.all([0, 1, 2].map((i) => startWorker(`scale-worker-${i}`)));
+
   const refs: Ref[] = Array.from({ length: EXECUTIONS }, (_, i) => refOf(i));
-  for (const ref of refs) {
+  for (const [i, ref] of refs.entries()) {
+    // In waves of ten, so agent start-ups do not all compete for the CPU at once.
+    if (i > 0 && i % 10 === 0) {
+      for (const r of refs.slice(i - 10, i)) {
+        await until(
+          async () => (await readAll(store, r.taskId)).some((e) => e.type === 'prompt.dispatched'),
+          `${r.sessionId} running`,
+        );
+      }
+    }
+    // Handoff: a session whose foreground yielded to its subagent shows `background`.
+    await gateway.command(ref, 'session.configure', { admission: 'handoff' });
     await enqueueExecution(queue, {
       v: 1,
       ...ref,
-      agent: { kind: 'recording', recording: 'busy' },
+      agent: { kind: 'recording', recording: 'background' },
     });
-    await owner.deliver(ref, 'p1', 1);
+    await gateway.submit(ref, `p1-${ref.taskId}`);
   }
 
-  // Every execution runs and generates; each worker hosts its share.
+  // Every session reaches `background` with its subagent; each worker hosts a third.
   const hostOf = new Map<string, string>();
   for (const ref of refs) {
     await until(
-      async () => {
-        const facts = factsOf(await readAll(store, ref.taskId), ref.executionId);
-        const started = facts.find((f) => f.type === 'execution.started');
-        if (!started || !facts.some((f) => f.type === 'foreground.output')) return false;
-        hostOf.set(
-          ref.executionId,
-          started.type === 'execution.started' ? started.data.workerId! : '',
-        );
-        return true;
-      },
-      `${ref.executionId} generating`,
+      async () => (await sessionView(ref))?.activity.foregroundActivity === 'background',
+      `${ref.sessionId} in background`,
       120_000,
     );
+    const started = factsOf(await readAll(store, ref.taskId), ref.executionId).find(
+      (f) => f.type === 'execution.started',
+    );
+    hostOf.set(
+      ref.executionId,
+      started?.type === 'execution.started' ? started.data.workerId! : '',
+    );
   }
-  const perWorker = workers.map(
-    (w) => [...hostOf.values()].filter((h) => h === w.instanceId).length,
+  expect(workers.map((w) => [...hostOf.values()].filter((h) => h === w.instanceId).length)).toEqual(
+    [10, 10, 10],
   );
-  expect(perWorker).toEqual([10, 10, 10]);
-
-  const victim = workers[0]!;
-  const victimAgents = childrenOf(victim.pid);
+  const lost = refs.filter((r) => hostOf.get(r.executionId) === victim!.instanceId);
+  const kept = refs.filter((r) => hostOf.get(r.executionId) !== victim!.instanceId);
+  const victimAgents = childrenOf(victim!.pid);
   expect(victimAgents).toHaveLength(10);
-  const lost = refs.filter((r) => hostOf.get(r.executionId) === victim.instanceId);
-  const kept = refs.filter((r) => hostOf.get(r.executionId) !== victim.instanceId);
-  expect(await expiredLeases()).toEqual(new Set());
+  expect(await expiredLeases()).toEqual([]);
 
-  victim.child.kill('SIGKILL');
-  await victim.exited;
+  // With the owner paused, the lapse itself is visible: exactly the victim's leases expire.
+  projector.child.kill('SIGSTOP');
+  victim!.child.kill('SIGKILL');
+  await victim!.exited;
   const factsAtKill = new Map<string, number>();
   for (const ref of kept) {
     factsAtKill.set(
@@ -132,18 +170,35 @@ it('spreads 30 executions over 3 workers; a killed worker loses only its own', a
       factsOf(await readAll(store, ref.taskId), ref.executionId).length,
     );
   }
-
-  // The victim's leases lapse, and only theirs.
-  const expired = await until(async () => {
-    const e = await expiredLeases();
-    return lost.every((r) => e.has(r.executionId)) ? e : false;
-  }, 'the victim’s leases lapsed');
-  expect([...expired].sort()).toEqual(lost.map((r) => r.executionId).sort());
-
+  const lostIds = lost.map((r) => r.executionId).sort();
+  await until(
+    async () => JSON.stringify(await expiredLeases()) === JSON.stringify(lostIds),
+    'the victim’s leases lapsed',
+  );
   // Its agents lost their client (stdin closed) and are gone with it.
   await until(() => victimAgents.every((pid) => !groupAlive(pid)), 'the victim’s agents gone');
+  projector.child.kill('SIGCONT');
 
-  // The others go on: new facts for every one of them, none ended, their leases alive.
+  // The owner declares them lost: registrations retired, the sessions idle and promptable.
+  for (const ref of lost) {
+    await until(
+      async () =>
+        has(
+          await readAll(store, ref.taskId),
+          (e) => e.type === 'execution.lost' && e.data.executionId === ref.executionId,
+        ),
+      `${ref.executionId} declared lost`,
+    );
+    const view = await until(async () => {
+      const v = await sessionView(ref);
+      return v && v.activity.foregroundActivity === null ? v : false;
+    }, `${ref.sessionId} idle after the loss`);
+    expect(view.activity).toMatchObject({ activeSubagentCount: 0, runningGeneration: null });
+    expect(view.backgroundWork).toEqual([]);
+  }
+  expect(await expiredLeases()).toEqual([]);
+
+  // The others went on untouched: new facts for each, no end, no loss, still one subagent.
   for (const ref of kept) {
     await until(
       async () =>
@@ -151,12 +206,43 @@ it('spreads 30 executions over 3 workers; a killed worker loses only its own', a
         factsAtKill.get(ref.executionId)! + 3,
       `${ref.executionId} still flowing`,
     );
-    const facts = factsOf(await readAll(store, ref.taskId), ref.executionId);
-    expect(facts.some((f) => f.type === 'execution.ended')).toBe(false);
+    const entries = await readAll(store, ref.taskId);
+    expect(has(entries, (e) => e.type === 'execution.ended' || e.type === 'execution.lost')).toBe(
+      false,
+    );
+    expect((await sessionView(ref))?.activity).toMatchObject({
+      foregroundActivity: 'background',
+      activeSubagentCount: 1,
+    });
   }
-  expect([...(await expiredLeases())].sort()).toEqual(lost.map((r) => r.executionId).sort());
+
+  // Promptable again: a new prompt waits for an execution, and a successor execution (a new id,
+  // the next generation) on a fresh worker runs it.
+  await startWorker('scale-worker-3');
   for (const ref of lost) {
-    const facts = factsOf(await readAll(store, ref.taskId), ref.executionId);
-    expect(facts.some((f) => f.type === 'execution.ended')).toBe(false);
+    await gateway.submit(ref, `p2-${ref.taskId}`);
+    const next = refOf(Number(ref.taskId.slice('task-'.length)), 2);
+    await enqueueExecution(queue, {
+      v: 1,
+      ...next,
+      agent: { kind: 'recording', recording: 'background' },
+    });
   }
-}, 240_000);
+  for (const ref of lost) {
+    const next = refOf(Number(ref.taskId.slice('task-'.length)), 2);
+    const dispatched = await until(
+      async () =>
+        (await readAll(store, ref.taskId)).find(
+          (e) => e.type === 'prompt.dispatched' && e.data.promptId === `p2-${ref.taskId}`,
+        ),
+      `p2 of ${ref.sessionId} dispatched`,
+    );
+    expect(dispatched).toMatchObject({ executionId: next.executionId, generation: 2 });
+  }
+  for (const ref of kept) {
+    const entries = await readAll(store, ref.taskId);
+    expect(has(entries, (e) => e.type === 'execution.ended' || e.type === 'execution.lost')).toBe(
+      false,
+    );
+  }
+}, 300_000);

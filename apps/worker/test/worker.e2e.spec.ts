@@ -236,6 +236,15 @@ describe('one worker process', () => {
     expect(types.filter((t) => t === 'prompt.dispatched')).toHaveLength(1);
   });
 
+  it('stops an execution its owner declared lost (its lease dropped) instead of reviving it', async () => {
+    const ref = await start({ kind: 'recording', recording: 'generic-turn', speed: 0 });
+    await until(async () => (await factTypes(ref)).includes('capabilities.negotiated'), 'ready');
+    // What the owner does after it appends execution.lost.
+    await store.executions.dropLease(ref);
+    expect((await ended(ref)).data).toMatchObject({ reason: 'cancelled' });
+    expect(await leaseHeld(ref)).toBe(false);
+  });
+
   it('sends a prompt delivered twice once', async () => {
     const ref = await start({ kind: 'recording', recording: 'generic-turn', speed: 0 });
     await owner.deliver(ref, 'p1', 1);
