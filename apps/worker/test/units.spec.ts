@@ -1,0 +1,101 @@
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pump } from '../src/pump';
+import { RecordingError, resolveRecording } from '../src/recordings';
+
+describe('resolveRecording', () => {
+  const root = mkdtempSync(join(tmpdir(), 'baton-rec-'));
+  const dir = join(root, 'recordings');
+  mkdirSync(join(dir, 'sub'), { recursive: true });
+  writeFileSync(join(dir, 'a.jsonl'), '');
+  writeFileSync(join(dir, 'sub', 'b.jsonl'), '');
+  writeFileSync(join(root, 'secret.jsonl'), '');
+  symlinkSync(join(root, 'secret.jsonl'), join(dir, 'link.jsonl'));
+
+  it('finds a recording by name, with or without .jsonl, in sub-folders too', () => {
+    expect(resolveRecording('a', dir)).toBe(join(dir, 'a.jsonl'));
+    expect(resolveRecording('a.jsonl', dir)).toBe(join(dir, 'a.jsonl'));
+    expect(resolveRecording('sub/b', dir)).toBe(join(dir, 'sub', 'b.jsonl'));
+    expect(resolveRecording(join(dir, 'a.jsonl'), dir)).toBe(join(dir, 'a.jsonl'));
+  });
+
+  it('refuses whatever leads out of the folder', () => {
+    for (const name of [
+      '../secret',
+      '../secret.jsonl',
+      join(root, 'secret.jsonl'),
+      '/etc/passwd',
+    ]) {
+      expect(() => resolveRecording(name, dir)).toThrow(/outside the recordings folder/);
+    }
+    expect(() => resolveRecording('link', dir)).toThrow(/leads outside/);
+    expect(() => resolveRecording('.', dir)).toThrow(RecordingError);
+  });
+
+  it('says when a recording or the folder is missing', () => {
+    expect(() => resolveRecording('nope', dir)).toThrow(/not found/);
+    expect(() => resolveRecording('sub', dir)).toThrow(/not found/);
+    expect(() => resolveRecording('a', join(root, 'missing'))).toThrow(/does not exist/);
+  });
+});
+
+describe('Pump', () => {
+  it('batches what arrives together, keeps order, and retries a failed batch as it was', async () => {
+    const sent: number[][] = [];
+    let failures = 1;
+    const pump = new Pump<number>({
+      send: async (batch) => {
+        if (failures-- > 0) throw new Error('redis down');
+        sent.push(batch);
+      },
+    });
+    pump.push(1, 2);
+    pump.push(3);
+    await pump.drain();
+    pump.push(4);
+    await pump.drain();
+    expect(sent).toEqual([[1, 2, 3], [4]]);
+  });
+
+  it('sends what arrives during a send in the next batch, behind it', async () => {
+    const sent: number[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const pump = new Pump<number>({
+      send: async (batch) => {
+        sent.push(batch);
+        if (sent.length === 1) await gate;
+      },
+    });
+    pump.push(1);
+    await Promise.resolve();
+    await Promise.resolve();
+    pump.push(2);
+    pump.push(3);
+    release();
+    await pump.drain();
+    expect(sent).toEqual([[1], [2, 3]]);
+  });
+
+  it('gives up after its attempts, or at a drain deadline, and says so', async () => {
+    const given: number[][] = [];
+    const limited = new Pump<number>({
+      send: () => Promise.reject(new Error('no')),
+      maxAttempts: 2,
+      onGiveUp: (_e, batch) => given.push(batch),
+    });
+    limited.push(1);
+    await limited.drain();
+    expect(given).toEqual([[1]]);
+
+    const stuck = new Pump<number>({
+      send: () => Promise.reject(new Error('no')),
+      onGiveUp: (_e, batch) => given.push(batch),
+    });
+    stuck.push(2);
+    expect(await stuck.drain(100)).toBe(false);
+    await stuck.drain();
+    expect(given).toEqual([[1], [2]]);
+  });
+});
