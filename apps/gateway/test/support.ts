@@ -295,7 +295,7 @@ export class Client {
 
   /** Sends a /ws request and returns its reply. */
   async request(m: Json): Promise<Json> {
-    const id = (m.id as string | undefined) ?? `r${++this.n}`;
+    const id = (m.id as string | undefined) ?? `client-${++this.n}`;
     const from = this.messages.length;
     this.send({ v: 1, id, ...m });
     return this.next((x) => x.type === 'reply' && x.id === id, `reply to ${String(m.op)}`, from);
@@ -303,7 +303,7 @@ export class Client {
 
   /** Sends an /ahp JSON-RPC request and returns its response. */
   async rpc(method: string, params?: unknown): Promise<Json> {
-    const id = ++this.n;
+    const id = `client-${++this.n}`;
     const from = this.messages.length;
     this.send({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
     return this.next(

@@ -153,6 +153,10 @@ export class AhpConnection extends Connection {
     );
   }
 
+  internalError(): void {
+    this.error(null, AHP_ERRORS.InternalError, { message: 'internal error', code: 'internal' });
+  }
+
   private invalid(id: JsonRpcId | null, message: string): void {
     this.s.metrics.messages.inc({ endpoint: 'ahp', type: 'invalid' });
     this.error(id, AHP_ERRORS.InvalidRequest, { message, code: 'invalid_message' });

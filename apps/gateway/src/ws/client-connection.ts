@@ -80,6 +80,10 @@ export class ClientConnection extends Connection {
     });
   }
 
+  internalError(): void {
+    this.fail(undefined, { code: 'internal', message: 'internal error' });
+  }
+
   private reply(id: string, result: unknown): void {
     this.send({ v: SCHEMA_VERSION, type: 'reply', id, ok: true, result });
   }

@@ -4,7 +4,10 @@ import type { WebSocket } from 'ws';
 import type { Services } from './client-connection';
 import type { Connection, ConnectionRegistry } from './connection';
 
-export type Framed = Connection & { handleFrame(data: string | Buffer): void };
+export type Framed = Connection & {
+  handleFrame(data: string | Buffer): void;
+  internalError(): void;
+};
 
 /** Shared by both endpoints: connection bookkeeping around a per-endpoint handler. */
 export abstract class FramedGateway implements OnGatewayConnection, OnGatewayDisconnect {
@@ -35,6 +38,14 @@ export abstract class FramedGateway implements OnGatewayConnection, OnGatewayDis
   }
 
   frame(ws: WebSocket, data: string | Buffer): void {
-    this.conns.get(ws)?.handleFrame(data);
+    const c = this.conns.get(ws);
+    if (!c) return;
+    try {
+      c.handleFrame(data);
+    } catch (err) {
+      // A bug of ours must not cost the client its answer: it gets an internal error.
+      this.s.log.error({ err, endpoint: c.endpoint }, 'frame handling failed');
+      c.internalError();
+    }
   }
 }

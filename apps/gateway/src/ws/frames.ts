@@ -1,5 +1,4 @@
-import type {
-  ClientMessage} from '@baton/protocol';
+import type { ClientMessage } from '@baton/protocol';
 import {
   Id,
   MAX_PROMPT_CHARS,

@@ -1,0 +1,269 @@
+// Bad input, generated: thousands of malformed frames and messages to /ws and /ahp. Each one gets
+// an error, the connection keeps working (a valid ping right after is answered), the service
+// keeps working, and nothing reaches any stream.
+import fc from 'fast-check';
+import { AhpPingParams, ClientMessage } from '@baton/protocol';
+import { Client, spawnGateway, streamLengths, tokenFor, type GatewayProc } from './support';
+import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { EventStore } from '@baton/store';
+
+jest.setTimeout(180_000);
+
+const MAX = 2_048;
+const HARD = MAX * 4;
+const PREFIX = 'bad';
+let redis: RedisServer;
+let store: EventStore;
+let gw: GatewayProc;
+const tok = tokenFor('fuzz');
+
+beforeAll(async () => {
+  redis = await startRedis();
+  store = EventStore.connect({ url: redis.url }, { shards: 4, prefix: PREFIX });
+  gw = await spawnGateway({
+    REDIS_URL: redis.url,
+    BATON_PREFIX: PREFIX,
+    BATON_SHARDS: '4',
+    GATEWAY_MAX_MESSAGE_BYTES: String(MAX),
+    GATEWAY_MAX_MESSAGES_PER_SECOND: '1000000',
+    GATEWAY_ADMISSION_WAIT_MS: '50',
+  });
+  // Something in the streams, so "nothing changed" is not trivially about empty ones.
+  const ok = await Client.connect(gw.wsUrl, tok);
+  await ok.request({
+    op: 'prompt',
+    taskId: 'seed',
+    sessionId: 's',
+    text: 'x',
+    idempotencyKey: 'k',
+  });
+  await ok.close();
+});
+afterAll(async () => {
+  await gw?.stop();
+  await store?.close();
+  await redis?.stop();
+});
+
+type Frame = string | Buffer;
+
+const OPS = [
+  'subscribe',
+  'unsubscribe',
+  'prompt',
+  'queue.list',
+  'queue.cancel',
+  'queue.send_now',
+  'queue.auto_run',
+  'session.cancel',
+  'ping',
+];
+const fieldValue = fc.oneof(
+  fc.string({ maxLength: 20 }),
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.integer(), { maxLength: 3 }),
+  fc.dictionary(fc.string({ maxLength: 5 }), fc.integer(), { maxKeys: 2 }),
+  fc.string({ minLength: 201, maxLength: 260 }),
+  fc.constant(''),
+  fc.integer({ min: -5, max: -1 }),
+);
+const FIELDS = [
+  'v',
+  'id',
+  'taskId',
+  'sessionId',
+  'afterSeq',
+  'text',
+  'idempotencyKey',
+  'origin',
+  'promptId',
+  'enabled',
+  'observedGeneration',
+];
+
+const binary = fc.uint8Array({ minLength: 0, maxLength: 64 }).map((a) => Buffer.from(a));
+const notJson = fc.string({ maxLength: 60 }).filter((s) => {
+  try {
+    JSON.parse(s);
+    return false;
+  } catch {
+    return true;
+  }
+});
+const oversize = fc
+  .integer({ min: MAX + 1, max: HARD - 100 })
+  .map((n) => JSON.stringify({ v: 1, op: 'ping', id: 'x', pad: 'p'.repeat(n) }));
+const nonObject = fc
+  .oneof(
+    fc.integer(),
+    fc.string(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(fc.jsonValue(), { maxLength: 3 }),
+  )
+  .map((v) => JSON.stringify(v));
+
+/** Objects shaped like /ws requests, with random field values: only the invalid ones are kept. */
+const wsObject = fc
+  .record({
+    op: fc.oneof(fc.constantFrom(...OPS), fc.string({ maxLength: 12 }), fieldValue),
+    fields: fc.dictionary(fc.constantFrom(...FIELDS), fieldValue, { maxKeys: 6 }),
+    keepV: fc.boolean(),
+  })
+  .map(({ op, fields, keepV }) => ({ ...(keepV ? { v: 1 } : {}), id: 'q', op, ...fields }))
+  .filter((m) => !ClientMessage.safeParse(m).success)
+  .map((m) => JSON.stringify(m));
+
+const wsFrame: fc.Arbitrary<Frame> = fc.oneof(
+  { arbitrary: wsObject, weight: 6 },
+  { arbitrary: binary, weight: 1 },
+  { arbitrary: notJson, weight: 1 },
+  { arbitrary: nonObject, weight: 1 },
+  { arbitrary: oversize, weight: 1 },
+);
+
+const METHODS = [
+  'initialize',
+  'subscribe',
+  'unsubscribe',
+  'reconnect',
+  'ping',
+  'dispatchAction',
+  'fetchTurns',
+  'x-nope',
+];
+const rpcId = fc.oneof(
+  fc.integer({ min: 1, max: 1e6 }),
+  fc.string({ minLength: 1, maxLength: 10 }),
+);
+/** JSON-RPC requests (with an id) that are wrong in some way: every one must be answered. */
+const rpcObject = fc
+  .record({
+    jsonrpc: fc.oneof(fc.constant('2.0'), fc.constant('2.0'), fieldValue),
+    id: fc.oneof(
+      rpcId,
+      rpcId,
+      fc.double(),
+      fc.boolean(),
+      fc.dictionary(fc.string(), fc.integer(), { maxKeys: 1 }),
+    ),
+    method: fc.oneof(fc.constantFrom(...METHODS), fc.constantFrom(...METHODS), fieldValue),
+    params: fc.oneof(
+      fc.constant(undefined),
+      fieldValue,
+      fc.record(
+        {
+          channel: fc.oneof(
+            fc.constant('ahp-chat:/a'),
+            fc.constant('ahp-chat:/t/s/x'),
+            fc.constant('ahp-session:/x'),
+            fieldValue,
+          ),
+          protocolVersions: fc.oneof(
+            fc.constant([]),
+            fc.array(fieldValue, { maxLength: 2 }),
+            fc.constant(['1.0']),
+            fieldValue,
+          ),
+          clientId: fc.oneof(fc.constant(''), fieldValue),
+          subscriptions: fc.oneof(fieldValue, fc.constant([1, 2])),
+          lastSeenServerSeq: fieldValue,
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+  })
+  .map(({ params, ...m }) => (params === undefined ? m : { ...m, params }))
+  // Valid requests are not "bad input"; a well-formed notification (no id) is never answered.
+  .filter((m) => !isValidRpc(m))
+  .map((m) => JSON.stringify(m));
+
+function isValidRpc(m: Record<string, unknown>): boolean {
+  if (m.jsonrpc !== '2.0' || typeof m.method !== 'string') return false;
+  if (!(typeof m.id === 'string' || Number.isInteger(m.id) || m.id === null)) return false;
+  // The connection is never initialized (no generated offer is a valid version list), so every
+  // other method is refused; a ping with valid params is the one valid request.
+  return m.method === 'ping' && AhpPingParams.safeParse(m.params).success;
+}
+
+const ahpFrame: fc.Arbitrary<Frame> = fc.oneof(
+  { arbitrary: rpcObject, weight: 6 },
+  { arbitrary: binary, weight: 1 },
+  { arbitrary: notJson, weight: 1 },
+  { arbitrary: nonObject, weight: 1 },
+  { arbitrary: oversize, weight: 1 },
+);
+
+describe('bad input (property)', () => {
+  it('/ws: every malformed frame gets an error, the connection stays usable, nothing is written', async () => {
+    const before = await streamLengths(store, PREFIX);
+    const c = await Client.connect(gw.wsUrl, tok);
+    let sent = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(wsFrame, { minLength: 10, maxLength: 60 }), async (frames) => {
+        const from = c.messages.length;
+        for (const f of frames) c.send(f);
+        sent += frames.length;
+        const pong = await c.request({ op: 'ping' });
+        expect(pong).toMatchObject({ ok: true, result: { pong: true } });
+        const answers = c.messages.slice(from, c.messages.indexOf(pong));
+        expect(answers).toHaveLength(frames.length);
+        for (const a of answers) {
+          const error = (
+            a.type === 'error'
+              ? a.error
+              : a.type === 'reply' && a.ok === false
+                ? a.error
+                : undefined
+          ) as { code: string; message: string } | undefined;
+          expect(error).toBeDefined();
+          expect(error!.message.length).toBeGreaterThan(0);
+        }
+      }),
+      { numRuns: 120 },
+    );
+    expect(sent).toBeGreaterThan(2_000);
+    expect(c.closed).toBeUndefined();
+    await c.close();
+    expect(await streamLengths(store, PREFIX)).toEqual(before);
+    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+  });
+
+  it('/ahp: every malformed frame gets a JSON-RPC error, the connection stays usable, nothing is written', async () => {
+    const before = await streamLengths(store, PREFIX);
+    const c = await Client.connect(gw.wsUrl, tok, '/ahp');
+    let sent = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(ahpFrame, { minLength: 10, maxLength: 60 }), async (frames) => {
+        const from = c.messages.length;
+        for (const f of frames) c.send(f);
+        sent += frames.length;
+        const pong = await c.rpc('ping');
+        expect(pong.result).toEqual({});
+        const answers = c.messages.slice(from, c.messages.indexOf(pong));
+        expect(answers).toHaveLength(frames.length);
+        for (const a of answers) {
+          expect(a.jsonrpc).toBe('2.0');
+          expect(a.error).toMatchObject({ code: expect.any(Number), message: expect.any(String) });
+        }
+      }),
+      { numRuns: 120 },
+    );
+    expect(sent).toBeGreaterThan(2_000);
+    expect(c.closed).toBeUndefined();
+    await c.close();
+    expect(await streamLengths(store, PREFIX)).toEqual(before);
+  });
+
+  it('above the hard cap the connection is closed with 1009; the service goes on', async () => {
+    const c = await Client.connect(gw.wsUrl, tok);
+    c.send('x'.repeat(HARD + 1));
+    await expect(c.next(() => false, 'close', 0, 5_000)).rejects.toThrow(/closed \(1009/);
+    const d = await Client.connect(gw.wsUrl, tok);
+    expect((await d.request({ op: 'ping' })).ok).toBe(true);
+    await d.close();
+  });
+});
