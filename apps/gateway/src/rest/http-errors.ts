@@ -1,4 +1,4 @@
-import { Catch, HttpException, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import { Catch, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { ErrorCode, WireError } from '@baton/protocol';
 import { toWireError } from '../errors';
 import type { Logger } from '../logger';
@@ -16,7 +16,22 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   internal: 500,
 };
 
-function fromHttp(e: HttpException): WireError {
+/** Nest's HttpException, by shape: the platform adapter may come from another copy of @nestjs/common. */
+interface HttpExceptionLike {
+  getStatus(): number;
+  getResponse(): unknown;
+  message: string;
+}
+
+function isHttpException(err: unknown): err is HttpExceptionLike {
+  return (
+    err instanceof Error &&
+    typeof (err as Partial<HttpExceptionLike>).getStatus === 'function' &&
+    typeof (err as Partial<HttpExceptionLike>).getResponse === 'function'
+  );
+}
+
+function fromHttp(e: HttpExceptionLike): WireError {
   const status = e.getStatus();
   const code: ErrorCode =
     status === 404
@@ -55,13 +70,8 @@ export class HttpErrors implements ExceptionFilter {
   catch(err: unknown, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<HttpResponse>();
     let error: WireError;
-    if (err instanceof HttpException) error = fromHttp(err);
-    else if (isBodyParserError(err)) {
-      error = {
-        code: err.status === 413 ? 'message_too_large' : 'invalid_message',
-        message: err.status === 413 ? 'request body too large' : `bad body: ${err.message}`,
-      };
-    } else {
+    if (isHttpException(err)) error = fromHttp(err);
+    else {
       const w = toWireError(err);
       if (w.internal) this.log.error({ err }, 'request failed');
       error = w.error;
@@ -70,12 +80,4 @@ export class HttpErrors implements ExceptionFilter {
     if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
     res.status(status).json({ error });
   }
-}
-
-function isBodyParserError(err: unknown): err is Error & { status: number } {
-  return (
-    err instanceof Error &&
-    typeof (err as { status?: unknown }).status === 'number' &&
-    typeof (err as { type?: unknown }).type === 'string'
-  );
 }

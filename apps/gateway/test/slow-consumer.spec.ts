@@ -1,0 +1,125 @@
+// A client that stops reading falls behind; when it reads again it is told to resync and gets a
+// snapshot — updates are never dropped silently. The task's owner is played by the test (it holds
+// the shard lease and publishes big updates), so the volume is exactly what the test wants.
+import { randomBytes } from 'node:crypto';
+import { SCHEMA_VERSION, type TaskView, type Update } from '@baton/protocol';
+import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { EventStore, type Lease } from '@baton/store';
+import { Client, spawnGateway, tokenFor, waitFor, type GatewayProc } from './support';
+
+jest.setTimeout(120_000);
+
+const TASK = 'firehose';
+const N = 600;
+const BLOB = 'b'.repeat(50_000);
+let redis: RedisServer;
+let store: EventStore;
+let gw: GatewayProc;
+let lease: Lease;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  const prefix = `slow${randomBytes(2).toString('hex')}`;
+  store = EventStore.connect({ url: redis.url }, { shards: 1, prefix });
+  gw = await spawnGateway({
+    REDIS_URL: redis.url,
+    BATON_PREFIX: prefix,
+    BATON_SHARDS: '1',
+    GATEWAY_MAX_BUFFERED_BYTES: String(256 * 1024),
+    GATEWAY_MAX_MESSAGES_PER_SECOND: '100000',
+  });
+  const r = await store.leases.acquire(0, 'test-owner', 600_000);
+  if (!r.acquired) throw new Error('lease');
+  lease = r.lease;
+});
+afterAll(async () => {
+  await gw?.stop();
+  await store?.close();
+  await redis?.stop();
+});
+
+const update = (seq: number): Update => ({
+  v: SCHEMA_VERSION,
+  taskId: TASK,
+  seq,
+  type: 'chat/backgroundWorkSet',
+  data: {
+    sessionId: 's1',
+    work: {
+      kind: 'shell',
+      id: `w${seq}`,
+      label: `work ${seq}`,
+      command: 'make',
+      startedAt: '2026-11-30T00:00:00Z',
+      _meta: { blob: BLOB },
+    },
+  },
+});
+
+const view = (seq: number): TaskView => ({
+  taskId: TASK,
+  seq,
+  activity: { foregroundActivity: null, activeSubagentCount: 0 },
+  sessions: [],
+});
+
+type Json = Record<string, unknown>;
+
+it('a client that stops reading is told to resync with a snapshot, never left with a silent gap', async () => {
+  const tok = tokenFor('slow');
+  const [slow, watcher] = await Promise.all([
+    Client.connect(gw.wsUrl, tok),
+    Client.connect(gw.wsUrl, tok),
+  ]);
+  await slow.request({ op: 'subscribe', taskId: TASK });
+  await watcher.request({ op: 'subscribe', taskId: TASK });
+  slow.ws.pause();
+  for (let seq = 1; seq <= N; seq += 20) {
+    await store.publishUpdates(
+      lease,
+      TASK,
+      Array.from({ length: 20 }, (_, i) => update(seq + i)),
+    );
+  }
+  await store.views.write(lease, view(N));
+  // The gateway has handed out everything once a client that reads has all of it.
+  await waitFor(
+    () => watcher.updates(TASK).length === N,
+    'the watcher to get every update',
+    60_000,
+  );
+  slow.ws.resume();
+  const snap = await slow.next(
+    (m) => m.type === 'snapshot' && m.resync === true,
+    'a resync',
+    0,
+    60_000,
+  );
+  await waitFor(
+    () => slow.messages.some((m) => m.type === 'snapshot' && (m.task as Json).seq === N),
+    'caught up',
+  );
+  expect(slow.closed).toBeUndefined();
+  // Before the resync: a gapless prefix. The snapshot covers the rest; nothing after it is missing.
+  const at = slow.messages.indexOf(snap);
+  const before = slow.messages.slice(0, at).filter((m) => m.type === 'update');
+  const seqs = before.map((m) => (m.update as Json).seq);
+  expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+  expect(seqs.length).toBeLessThan(N);
+  expect((snap.task as Json).seq as number).toBeGreaterThanOrEqual(seqs.length);
+  const after = slow.messages.slice(at + 1);
+  let seq = (snap.task as Json).seq as number;
+  for (const m of after) {
+    if (m.type === 'snapshot') seq = (m.task as Json).seq as number;
+    else if (m.type === 'update') expect((m.update as Json).seq).toBe(++seq);
+  }
+  expect(seq).toBe(N);
+  // The watcher, which kept reading, got every update in order and no resync.
+  expect(watcher.updates(TASK).map((u) => u.seq)).toEqual(
+    Array.from({ length: N }, (_, i) => i + 1),
+  );
+  expect(watcher.messages.filter((m) => m.type === 'snapshot')).toHaveLength(1);
+  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  expect(metrics).toMatch(/baton_gateway_resyncs_total\{reason="slow_consumer"\} [1-9]/);
+  await Promise.all([slow.close(), watcher.close()]);
+});
