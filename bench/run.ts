@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { formatResults, type BenchResult } from './lib';
 import { runFoldBench } from './fold.bench';
 import { runStoreBench } from './store.bench';
+import { runWorkerBench } from './worker.bench';
 
 const NOTES_MARKER = '<!-- notes below are kept by bench/run.ts -->';
 
@@ -27,6 +28,13 @@ const SUITES: Suite[] = [
     title: 'Event store (libs/store)',
     note: 'Against its own redis-server on a free port; baselines are raw pipelined XADD and raw XRANGE + JSON.parse of the same payloads, in the same run.',
     run: runStoreBench,
+  },
+  {
+    title: 'Worker (apps/worker)',
+    note:
+      'A real worker (startWorker, in-process) hosting real replay agent processes at speed 0 against its own redis-server; each recording is one turn of 20,000 tool frames over 100 tool calls (one fact per frame). ' +
+      'Rate measured on the stream (between the ids of `capabilities.negotiated` and `turn.ended`). Baseline: raw pipelined XADD of exactly those facts, same run. Agents, worker and Redis share the 2 cores.',
+    run: runWorkerBench,
   },
 ];
 
