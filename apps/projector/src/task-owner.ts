@@ -408,7 +408,7 @@ export class TaskOwner {
       for (const claim of [s.turn, s.steer]) {
         if (!claim || claim.phase !== 'claimed') continue;
         const record = s.prompts[claim.promptId];
-        if (!record?.text) {
+        if (!record || !claim.text) {
           this.ctx.log.error(
             { taskId: this.taskId, sessionId: s.id, promptId: claim.promptId },
             'claimed prompt has no text to deliver',
@@ -423,7 +423,7 @@ export class TaskOwner {
             admissionGeneration: claim.generation,
             mode: claim.mode,
             origin: record.origin,
-            text: record.text,
+            text: claim.text,
           },
         });
       }

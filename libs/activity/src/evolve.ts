@@ -110,6 +110,8 @@ export function evolveSession(s: SessionState, e: StreamEntry): SessionState {
     // ----- decisions ---------------------------------------------------------------------------
     case 'prompt.admitted': {
       const d = e.data;
+      // The record settles (its text goes); the claim carries the text until dispatch.
+      const text = s.prompts[d.promptId]?.text ?? null;
       let next = answered(s, d.commandId);
       next = setPrompt(next, d.promptId, 'admitted');
       next = {
@@ -126,6 +128,7 @@ export function evolveSession(s: SessionState, e: StreamEntry): SessionState {
         yielded: false,
         heardFromAgent: false,
         cancelRequested: false,
+        text,
       };
       // A handoff replaces the held-open turn: its late end is stale by generation.
       return d.mode === 'steer' ? { ...next, steer: turn } : { ...next, turn };
@@ -149,7 +152,7 @@ export function evolveSession(s: SessionState, e: StreamEntry): SessionState {
       const next = answered(s, e.data.commandId);
       const slot = claimSlot(next, e.data.promptId, e.data.admissionGeneration);
       if (!slot || next[slot]!.phase !== 'claimed') return next;
-      return requeueAtHead({ ...next, [slot]: null }, e.data.promptId);
+      return requeueAtHead({ ...next, [slot]: null }, e.data.promptId, next[slot]!.text);
     }
     case 'prompt.promoted': {
       const next = answered(s, e.data.commandId);
@@ -180,7 +183,6 @@ export function evolveSession(s: SessionState, e: StreamEntry): SessionState {
     case 'session.deleted': {
       let next: SessionState = { ...answered(s, e.data.commandId), deleted: true };
       for (const id of next.queue) next = setPrompt(next, id, 'removed');
-      for (const claim of [s.turn, s.steer]) if (claim) next = dropText(next, claim.promptId);
       return { ...retireExecution(next), queue: [] };
     }
     case 'execution.lost':
@@ -241,14 +243,8 @@ function onIdle(s: SessionState, origin: string, generation: number | undefined)
 function onDispatched(s: SessionState, promptId: string, generation: number): SessionState {
   const slot = claimSlot(s, promptId, generation);
   if (!slot || s[slot]!.phase !== 'claimed') return s;
-  return dropText({ ...s, [slot]: { ...s[slot]!, phase: 'dispatched' } }, promptId);
-}
-
-/** The agent has the prompt: its text is no longer needed for (re-)delivery. */
-function dropText(s: SessionState, promptId: string): SessionState {
-  const record = s.prompts[promptId];
-  if (!record || record.text === null) return s;
-  return { ...s, prompts: { ...s.prompts, [promptId]: { ...record, text: null } } };
+  // The agent has the prompt: its text is no longer needed for (re-)delivery.
+  return { ...s, [slot]: { ...s[slot]!, phase: 'dispatched', text: null } };
 }
 
 function onDispatchFailed(s: SessionState, promptId: string, generation: number): SessionState {
@@ -266,7 +262,7 @@ function onDispatchFailed(s: SessionState, promptId: string, generation: number)
     prompts: { ...next.prompts, [promptId]: { ...record, dispatchAttempts: attempts } },
   };
   if (attempts >= MAX_DISPATCH_ATTEMPTS) return setPrompt(counted, promptId, 'rejected');
-  return requeueAtHead(counted, promptId);
+  return requeueAtHead(counted, promptId, claim.text);
 }
 
 function onTurnEnded(s: SessionState, generation: number): SessionState {
@@ -365,7 +361,7 @@ function retireExecution(s: SessionState): SessionState {
   };
   for (const claim of [s.steer, s.turn]) {
     if (claim && claim.phase === 'claimed' && !s.deleted)
-      next = requeueAtHead(next, claim.promptId);
+      next = requeueAtHead(next, claim.promptId, claim.text);
   }
   return next;
 }
@@ -391,8 +387,9 @@ function without(queue: readonly string[], id: string): readonly string[] {
   return queue.includes(id) ? queue.filter((q) => q !== id) : queue;
 }
 
-function requeueAtHead(s: SessionState, promptId: string): SessionState {
-  const next = setPrompt(s, promptId, 'queued');
+/** Back to the head of the queue, with the text its claim carried. */
+function requeueAtHead(s: SessionState, promptId: string, text: string | null): SessionState {
+  const next = setPrompt(s, promptId, 'queued', text);
   return { ...next, queue: [promptId, ...without(next.queue, promptId)] };
 }
 
@@ -400,17 +397,22 @@ const SETTLED: ReadonlySet<PromptStatus> = new Set(['admitted', 'rejected', 'rem
 
 /**
  * Sets a prompt's status. A settled prompt drops its text and joins the bounded memory of settled
- * prompts, so a retried idempotency key is answered without the session growing forever. An
- * admitted prompt keeps its text until it is dispatched: until then the owner may have to deliver
- * it again (a new owner re-delivers every claim still undelivered after a failover).
+ * prompts, so a retried idempotency key is answered without the session growing forever. (An
+ * admitted prompt's text rides on its claim until dispatch, and comes back with it if the claim
+ * is requeued: `text` then restores it.)
  */
-function setPrompt(s: SessionState, promptId: string, status: PromptStatus): SessionState {
+function setPrompt(
+  s: SessionState,
+  promptId: string,
+  status: PromptStatus,
+  text: string | null = s.prompts[promptId]?.text ?? null,
+): SessionState {
   const record = s.prompts[promptId];
   if (!record) return s;
   const settles = SETTLED.has(status);
   const prompts = {
     ...s.prompts,
-    [promptId]: { ...record, status, text: settles && status !== 'admitted' ? null : record.text },
+    [promptId]: { ...record, status, text: settles ? null : text },
   };
   if (!settles) return { ...s, prompts };
   const settled = s.settled.includes(promptId) ? s.settled : [...s.settled, promptId];

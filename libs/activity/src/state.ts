@@ -67,6 +67,11 @@ export interface Turn {
   /** An agent fact arrived since dispatch (the stall watchdog's "no agent event at all"). */
   readonly heardFromAgent: boolean;
   readonly cancelRequested: boolean;
+  /**
+   * The prompt's text while the claim waits for dispatch: the owner delivers it from here (again,
+   * after a failover). Null once dispatched.
+   */
+  readonly text: string | null;
 }
 
 /** Ownership of a tool call, decided by the first frame that carries evidence of it. */
@@ -87,7 +92,7 @@ export interface PromptRecord {
   readonly promptId: string;
   readonly idempotencyKey: string;
   readonly origin: PromptOrigin;
-  /** Kept while queued or claimed (the owner delivers it); dropped once dispatched or settled. */
+  /** Kept while pending or queued; dropped once settled (an admitted prompt's claim carries it). */
   readonly text: string | null;
   readonly status: PromptStatus;
   readonly dispatchAttempts: number;

@@ -268,20 +268,26 @@ describe('admission', () => {
     expect(activity(o).foregroundActivity).toBe('generating');
   });
 
-  it('a claimed prompt keeps its text until dispatched, so a new owner can deliver it again', () => {
+  it('a claim carries its prompt text until dispatch, so a new owner can deliver it again', () => {
     const o = new Owner();
     const x = o.execution('s1', 'e1', 1);
     x.start();
     const a = o.submit('s1', 'a');
-    expect(o.session().turn).toMatchObject({ promptId: a, phase: 'claimed' });
-    expect(o.session().prompts[a]).toMatchObject({ status: 'admitted', text: 'prompt a' });
+    expect(o.session().turn).toMatchObject({ promptId: a, phase: 'claimed', text: 'prompt a' });
+    expect(o.session().prompts[a]).toMatchObject({ status: 'admitted', text: null });
     x.dispatch(a, 1);
-    expect(o.session().prompts[a]?.text).toBeNull();
+    expect(o.session().turn).toMatchObject({ phase: 'dispatched', text: null });
+    // A claim that never reached the agent goes back to the queue with its text.
     const b = o.submit('s1', 'b');
     x.endTurn(1);
-    expect(o.session().turn).toMatchObject({ promptId: b, phase: 'claimed' });
-    o.command('s1', 'session.delete', {});
-    expect(o.session().prompts[b]?.text).toBeNull();
+    expect(o.session().turn).toMatchObject({ promptId: b, phase: 'claimed', text: 'prompt b' });
+    x.end('crashed');
+    expect(sessionView(o.session()).queue.entries).toEqual([
+      { promptId: b, idempotencyKey: 'b', text: 'prompt b', origin: 'human' },
+    ]);
+    const y = o.execution('s1', 'e2', 2);
+    y.start();
+    expect(o.session().turn).toMatchObject({ promptId: b, phase: 'claimed', text: 'prompt b' });
   });
 
   it('a failed pre-dispatch reopens the gate when no foreground output came after the claim', () => {
