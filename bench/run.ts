@@ -7,6 +7,7 @@ import { formatResults, type BenchResult } from './lib';
 import { runFoldBench } from './fold.bench';
 import { runStoreBench } from './store.bench';
 import { runWorkerBench } from './worker.bench';
+import { runProjectorBench } from './projector.bench';
 
 const NOTES_MARKER = '<!-- notes below are kept by bench/run.ts -->';
 
@@ -35,6 +36,13 @@ const SUITES: Suite[] = [
       'A real worker (startWorker, in-process) hosting real replay agent processes at speed 0 against its own redis-server; each recording is one turn of 20,000 tool frames over 100 tool calls (one fact per frame). ' +
       'Rate measured on the stream (between the ids of `capabilities.negotiated` and `turn.ended`). Baseline: raw pipelined XADD of exactly those facts, same run. Agents, worker and Redis share the 2 cores.',
     run: runWorkerBench,
+  },
+  {
+    title: 'Projector (apps/projector)',
+    note:
+      'In-process projector instances (startProjector) against their own redis-server. A takeover is timed from start to `ready()` (lease, snapshot read, XRANGE pages with zod, fold, views; updates were published by a first owner). ' +
+      'Baseline: raw XREAD + JSON.parse of the same streams, in the same run, interleaved. Streams are recorded like the fold benchmark; the one-task stream has 10 sessions of ~10,000 entries each.',
+    run: runProjectorBench,
   },
 ];
 

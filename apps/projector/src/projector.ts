@@ -51,7 +51,7 @@ class Projector implements ShardHost {
   private stopping: Promise<void> | null = null;
   private tickTimer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> = Promise.resolve();
-  private timersRunning = false;
+  private timersRound: Promise<unknown> | null = null;
   private firstTick!: () => void;
   private readonly firstTickDone = new Promise<void>((r) => (this.firstTick = r));
   private server: Server | null = null;
@@ -160,16 +160,15 @@ class Projector implements ShardHost {
     }
     if (this.tailDirty) this.restartTail();
     // Timers must not delay lease renewal: they run beside the next ticks, one round at a time.
-    if (!this.timersRunning && !this.stopping) {
-      this.timersRunning = true;
-      void Promise.all(
+    if (!this.timersRound && !this.stopping) {
+      this.timersRound = Promise.all(
         [...this.runners.values()].map((r) =>
           r.timers().catch((err: unknown) => {
             this.metrics.errors.inc({ op: 'timers' });
             this.log.warn({ err, shard: r.shard }, 'timer round failed');
           }),
         ),
-      ).finally(() => (this.timersRunning = false));
+      ).finally(() => (this.timersRound = null));
     }
   }
 
@@ -239,6 +238,7 @@ class Projector implements ShardHost {
     this.stopping ??= (async () => {
       clearTimeout(this.tickTimer);
       await this.ticking;
+      await this.timersRound;
       await this.ownership.releaseAll().catch((err: unknown) => {
         this.log.warn({ err }, 'could not release every lease; they lapse by themselves');
       });
