@@ -1,1 +1,6 @@
 export * from './reducer';
+export * from './client';
+export * from './errors';
+export { backoffDelay, type BackoffOptions } from './backoff';
+export { Emitter } from './emitter';
+export type { WebSocketConstructor, WebSocketLike } from './socket';

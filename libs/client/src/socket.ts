@@ -1,0 +1,39 @@
+/**
+ * The part of the WebSocket API the client uses: the browser's global `WebSocket` and the `ws`
+ * package both provide it (`onopen`/`onmessage`/`onclose`/`onerror`, text `data` for text frames).
+ */
+export interface WebSocketLike {
+  readonly readyState: number;
+  onopen: ((ev: unknown) => void) | null;
+  onmessage: ((ev: { data: unknown }) => void) | null;
+  onclose: ((ev: { code: number; reason: string }) => void) | null;
+  onerror: ((ev: { message?: string; error?: unknown }) => void) | null;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  /** `ws` only: drop the TCP connection without a closing handshake. */
+  terminate?(): void;
+}
+
+/**
+ * A WebSocket constructor. The second argument is the subprotocols for a browser and may be an
+ * options object (with `headers`) for `ws`.
+ */
+export type WebSocketConstructor = new (url: string, protocols?: unknown) => WebSocketLike;
+
+export const OPEN = 1;
+
+/**
+ * The global WebSocket when the platform has one (browsers, Node ≥ 22), else the `ws` package.
+ * `ws` is loaded lazily so a browser bundle never executes it (its `browser` entry is a stub).
+ */
+export async function defaultWebSocket(): Promise<{ ctor: WebSocketConstructor; isWs: boolean }> {
+  const global = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+  if (global) return { ctor: global, isWs: false };
+  const mod = (await import('ws')) as unknown as {
+    default?: WebSocketConstructor;
+    WebSocket?: WebSocketConstructor;
+  };
+  const ctor = mod.WebSocket ?? mod.default;
+  if (!ctor) throw new Error('no WebSocket: pass options.WebSocket');
+  return { ctor, isWs: true };
+}
