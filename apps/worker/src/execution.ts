@@ -81,6 +81,8 @@ export class Execution {
   private endReason = 'unknown';
   private started = false;
   private readonly sent = new Set<string>();
+  /** Admission generations dispatched here whose turn has not ended. */
+  private readonly openTurns = new Set<number>();
   private readonly facts: Pump<Fact>;
   private readonly rawFrames: Pump<RawFrame>;
   private readonly log: Logger;
@@ -281,6 +283,8 @@ export class Execution {
       });
     }
     if (fact.type === 'execution.ended') this.endReason = fact.data.reason;
+    if (fact.type === 'prompt.dispatched') this.openTurns.add(fact.data.admissionGeneration);
+    if (fact.type === 'turn.ended') this.openTurns.delete(fact.data.admissionGeneration);
     const r = coalesce(this.coalesceState, fact, Date.now(), this.settings.coalesceMs);
     this.coalesceState = r.state;
     this.emit(r.facts);
@@ -349,6 +353,15 @@ export class Execution {
         this.requestStop();
         return;
       case 'turn.cancel': {
+        // session/cancel stops whatever runs: a cancel re-delivered for a turn that is over must
+        // not reach a later one.
+        if (!this.openTurns.has(message.data.admissionGeneration)) {
+          log.info(
+            { admissionGeneration: message.data.admissionGeneration },
+            'cancel of no open turn',
+          );
+          return;
+        }
         const host = await this.hostSettled;
         await host?.cancel().catch((err: unknown) => log.warn({ err }, 'session/cancel failed'));
         return;

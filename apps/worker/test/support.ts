@@ -151,6 +151,16 @@ export class OwnerDouble {
     } as InboxMessage);
   }
 
+  cancelTurn(
+    ref: { taskId: string; sessionId: string; executionId: string },
+    admissionGeneration: number,
+  ): Promise<void> {
+    return this.send(ref, {
+      type: 'turn.cancel',
+      data: { admissionGeneration, reason: 'user' },
+    } as InboxMessage);
+  }
+
   stopExecution(ref: { taskId: string; sessionId: string; executionId: string }): Promise<void> {
     return this.send(ref, { type: 'execution.stop', data: { reason: 'operator' } } as InboxMessage);
   }

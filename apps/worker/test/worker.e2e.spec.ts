@@ -3,7 +3,7 @@ import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jo
 import type { ExecutionJobInput } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-harness';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EXPECTED } from '../../../libs/acp/test/expected-facts';
@@ -114,8 +114,16 @@ describe('one worker process', () => {
   let worker: WorkerProcess;
 
   beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-recordings-'));
+    for (const f of readdirSync(FIXTURES)) copyFileSync(join(FIXTURES, f), join(dir, f));
+    writeBusyRecording(join(dir, 'busy.jsonl'), 600, 100);
     worker = await spawnWorker(
-      env({ WORKER_CONCURRENCY: '1', WORKER_COALESCE_MS: '0', WORKER_SETUP_TIMEOUT_MS: '1500' }),
+      env({
+        WORKER_CONCURRENCY: '1',
+        WORKER_COALESCE_MS: '0',
+        WORKER_SETUP_TIMEOUT_MS: '1500',
+        WORKER_RECORDINGS_DIR: dir,
+      }),
     );
   });
   afterAll(async () => {
@@ -243,6 +251,25 @@ describe('one worker process', () => {
     await store.executions.dropLease(ref);
     expect((await ended(ref)).data).toMatchObject({ reason: 'cancelled' });
     expect(await leaseHeld(ref)).toBe(false);
+  });
+
+  it('cancels the running turn, and ignores a cancel of a turn that is not running', async () => {
+    const ref = await start({ kind: 'recording', recording: 'busy' });
+    await owner.deliver(ref, 'p1', 1);
+    await until(async () => (await factTypes(ref)).includes('foreground.output'), 'generating');
+    await owner.cancelTurn(ref, 7);
+    await owner.cancelTurn(ref, 1);
+    const turnEnd = await until(async () => {
+      const facts = factsOf(await readAll(store, ref.taskId), ref.executionId);
+      return facts.find((f) => f.type === 'turn.ended');
+    }, 'turn ended');
+    expect(turnEnd.data).toEqual({ admissionGeneration: 1, stopReason: 'cancelled' });
+    const raw = (await store.rawFrames.read(ref.taskId, ref.executionId)).items;
+    expect(
+      raw.filter((f) => f.direction === 'out' && f.line.includes('session/cancel')),
+    ).toHaveLength(1);
+    await owner.stopExecution(ref);
+    await ended(ref);
   });
 
   it('sends a prompt delivered twice once', async () => {
