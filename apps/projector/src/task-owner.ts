@@ -376,6 +376,7 @@ export class TaskOwner {
       }
       // Appended right after lastId, in this order: folding them is folding the stream.
       entries.forEach((e, i) => this.apply(ids[i]!, e));
+      metrics.entriesFolded.inc({ shard: String(this.ctx.shard) }, entries.length);
     }
   }
 
