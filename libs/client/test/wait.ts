@@ -1,12 +1,13 @@
-/** Polls a condition until it holds; tests never assert wall-clock times, only outcomes. */
-export async function waitFor(
-  condition: () => boolean | Promise<boolean>,
+/** Polls until `check` returns something truthy, and returns it; tests assert outcomes, never times. */
+export async function waitFor<T>(
+  check: () => T | undefined | null | false | Promise<T | undefined | null | false>,
   timeoutMs = 15_000,
   what = 'condition',
-): Promise<void> {
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (await condition()) return;
+    const v = await check();
+    if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
