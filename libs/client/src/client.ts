@@ -46,6 +46,12 @@ export interface BatonClientOptions {
    * is refused here with `message_too_large`, since the server's refusal could not name it.
    */
   readonly maxMessageBytes?: number;
+  /**
+   * A prompt answered `pending` is asked about again (same key, so never made twice) after this
+   * long, then at doubling intervals up to ten times it, in case its decision update is lost
+   * (default 30 s; 0: never).
+   */
+  readonly pendingRecheckMs?: number;
 }
 
 /** Why a subscription's view changed. */
@@ -146,6 +152,7 @@ interface PromptEntry {
   readonly request: Required<PromptRequest>;
   status: 'sending' | 'pending';
   retries: number;
+  rechecks: number;
   wasPending: boolean;
   readonly promise: Promise<PromptDecision>;
   resolve(d: PromptDecision): void;
@@ -339,6 +346,7 @@ export class BatonClient extends Emitter<ClientEvents> {
       request: full,
       status: 'sending',
       retries: 0,
+      rechecks: 0,
       wasPending: false,
       promise,
       resolve,
@@ -645,6 +653,21 @@ export class BatonClient extends Emitter<ClientEvents> {
     );
   }
 
+  /**
+   * The decision of a pending prompt comes as an update; should that never reach this connection
+   * (say, the gateway that promised it died), asking again under the same key gets it.
+   */
+  private recheckLater(entry: PromptEntry): void {
+    const base = this.options.pendingRecheckMs ?? 30_000;
+    if (base <= 0) return;
+    const delay = Math.min(base * 2 ** entry.rechecks++, 10 * base);
+    const t = setTimeout(() => {
+      if (!this.closed && this.socket && this.prompts.get(promptKey(entry.request)) === entry)
+        this.sendPrompt(entry);
+    }, delay);
+    (t as { unref?: () => void }).unref?.();
+  }
+
   /** Runs `fn` after a jittered backoff delay, unless the client is closed by then. */
   private later(attempt: number, fn: () => void): void {
     const t = setTimeout(
@@ -670,8 +693,11 @@ export class BatonClient extends Emitter<ClientEvents> {
           return;
         }
         if (result.status === 'decided') return this.decide(entry, result);
+        const first = entry.status !== 'pending';
         entry.status = 'pending';
         entry.wasPending = true;
+        this.recheckLater(entry);
+        if (!first) return;
         const pending = pendingOf(entry);
         for (const f of entry.onPending) f(pending);
         this.emit('prompt.pending', pending);

@@ -166,6 +166,25 @@ describe('BatonClient against a wire-protocol server', () => {
     expect(client.pendingPrompts).toEqual([]);
   });
 
+  it('asks about a pending prompt again when its decision update never comes', async () => {
+    client = new BatonClient({ pendingRecheckMs: 50 });
+    readySession();
+    await client.connect(server.url, TOKEN);
+    server.holdDecisions = true;
+    let pendings = 0;
+    const decided = client.prompt(
+      { taskId: 't1', sessionId: 's1', text: 'hello', idempotencyKey: 'k' },
+      { onPending: () => pendings++ },
+    );
+    await waitFor(() => pendings === 1);
+    server.holdDecisions = false; // decided now, but the update for it is lost
+    const d = await decided;
+    expect(d).toMatchObject({ idempotencyKey: 'k', wasPending: true });
+    expect(prompts('t1').length).toBeGreaterThanOrEqual(2);
+    expect(pendings).toBe(1);
+    expect(Object.keys(server.owner('t1').session('s1').prompts)).toHaveLength(1);
+  });
+
   it('a prompt whose reply was lost is sent again under the same key and made once', async () => {
     readySession();
     await client.connect(server.url, TOKEN);
