@@ -4,7 +4,16 @@ import { StreamEntry } from './entries';
 import { ExecutionJob, InboxMessage } from './execution';
 import { Update } from './updates';
 import { TaskView } from './views';
-import { ClientMessage, ServerMessage } from './wire';
+import {
+  ClientMessage,
+  CommandResult,
+  PongResult,
+  PromptResult,
+  QueueListResult,
+  ServerMessage,
+  SubscribeResult,
+  UnsubscribeResult,
+} from './wire';
 
 /** Every schema Baton publishes as JSON Schema, by file name. */
 export const PUBLISHED_SCHEMAS = {
@@ -14,6 +23,13 @@ export const PUBLISHED_SCHEMAS = {
   'background-work': BackgroundWork,
   'client-message': ClientMessage,
   'server-message': ServerMessage,
+  // The `result` of an `ok: true` reply, per request op (the reply itself says `result: unknown`).
+  'subscribe-result': SubscribeResult,
+  'unsubscribe-result': UnsubscribeResult,
+  'prompt-result': PromptResult,
+  'command-result': CommandResult,
+  'queue-list-result': QueueListResult,
+  'pong-result': PongResult,
   'execution-job': ExecutionJob,
   'inbox-message': InboxMessage,
 } as const;
