@@ -194,8 +194,21 @@ export const RUN = {
   ),
 } satisfies Record<string, Setting>;
 
+export const CLI = {
+  BATON_GATEWAY_URL: setting(
+    z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL'),
+    'http://127.0.0.1:8080',
+    'The gateway the CLI talks to',
+  ),
+  BATON_TOKEN: setting(
+    z.string().min(1).optional(),
+    undefined,
+    'The CLI’s client token (default: the one the one-process run saved in BATON_DATA_DIR)',
+  ),
+} satisfies Record<string, Setting>;
+
 /** Every setting, by group, for the documentation. */
-export const SETTINGS = { COMMON, PROJECTOR, WORKER, GATEWAY, RUN } as const;
+export const SETTINGS = { COMMON, PROJECTOR, WORKER, GATEWAY, RUN, CLI } as const;
 
 type Group = Record<string, Setting>;
 type ValueOf<S extends Setting> = z.infer<S['schema']>;

@@ -1,0 +1,135 @@
+/**
+ * Baton in one process, for a laptop: `npm start` (add `-- --demo` for bundled replay sessions).
+ * Gateway, projector and worker run together against REDIS_URL; when REDIS_URL is not set and
+ * nothing answers at the default address, a redis-server of our own is started with its data in
+ * BATON_DATA_DIR. Ctrl-C stops everything cleanly; the next start continues where this one left.
+ */
+import { COMMON, ConfigError, GATEWAY, PROJECTOR, RUN, WORKER, loadConfig } from '@baton/config';
+import { resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { startGateway } from '../../gateway/src/gateway';
+import { startProjector } from '../../projector/src/projector';
+import { startWorker } from '../../worker/src/worker';
+import { startDemo } from './demo';
+import {
+  DEFAULT_REDIS_URL,
+  RedisUnavailableError,
+  redisAnswers,
+  startEmbeddedRedis,
+  type EmbeddedRedis,
+} from './embedded-redis';
+import { localSecret, mintToken } from './token';
+
+const USAGE = `usage: npm start [-- --demo]
+  --demo   start replay executions of bundled recordings on a few tasks`;
+
+async function main(argv: string[]): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const unknown = argv.filter((a) => a !== '--demo');
+  if (unknown.length > 0) throw new UsageError(`unknown option ${unknown[0]}\n${USAGE}`);
+
+  const config = loadConfig({ ...COMMON, ...PROJECTOR, ...WORKER, ...GATEWAY, ...RUN });
+  const demo = argv.includes('--demo') || config.BATON_DEMO;
+  const dataDir = resolve(config.BATON_DATA_DIR);
+  const say = (line: string) => process.stdout.write(`${line}\n`);
+
+  let redisUrl = config.REDIS_URL;
+  let embedded: EmbeddedRedis | null = null;
+  if (!(await redisAnswers(redisUrl))) {
+    if (process.env.REDIS_URL || redisUrl !== DEFAULT_REDIS_URL) {
+      throw new RedisUnavailableError(`nothing answers at REDIS_URL=${redisUrl}`);
+    }
+    embedded = await startEmbeddedRedis(dataDir);
+    redisUrl = embedded.url;
+    say(`started redis-server at ${redisUrl} (data in ${embedded.dataDir})`);
+  } else {
+    say(`using Redis at ${redisUrl}`);
+  }
+
+  const common = {
+    redisUrl,
+    prefix: config.BATON_PREFIX,
+    shards: config.BATON_SHARDS,
+    logLevel: config.LOG_LEVEL,
+  };
+  const projector = await startProjector({
+    ...common,
+    leaseTtlMs: config.PROJECTOR_LEASE_TTL_MS,
+    renewMs: config.PROJECTOR_RENEW_MS,
+    snapshotEntries: config.PROJECTOR_SNAPSHOT_ENTRIES,
+    snapshotMs: config.PROJECTOR_SNAPSHOT_MS,
+    stallMs: config.PROJECTOR_STALL_MS,
+    metricsPort: null,
+  });
+  const worker = await startWorker({
+    ...common,
+    concurrency: config.WORKER_CONCURRENCY,
+    executionLeaseMs: config.WORKER_EXECUTION_LEASE_MS,
+    coalesceMs: config.WORKER_COALESCE_MS,
+    setupTimeoutMs: config.WORKER_SETUP_TIMEOUT_MS,
+    ...(config.WORKER_RECORDINGS_DIR ? { recordingsDir: config.WORKER_RECORDINGS_DIR } : {}),
+  });
+  const jwtSecret = config.BATON_JWT_SECRET ?? localSecret(dataDir);
+  const gateway = await startGateway({
+    ...common,
+    host: config.GATEWAY_HOST,
+    port: config.GATEWAY_PORT,
+    jwtSecret,
+    ...(config.BATON_JWT_ISSUER ? { jwtIssuer: config.BATON_JWT_ISSUER } : {}),
+    admissionWaitMs: config.GATEWAY_ADMISSION_WAIT_MS,
+  });
+  const token = await mintToken(jwtSecret, {
+    tenant: 'local',
+    scopes: ['read', 'prompt', 'admin'],
+    ...(config.BATON_JWT_ISSUER ? { issuer: config.BATON_JWT_ISSUER } : {}),
+  });
+  // The CLI reads it from here by default.
+  writeFileSync(resolve(dataDir, 'token'), `${token}\n`, { mode: 0o600 });
+
+  const ws = gateway.url.replace(/^http/, 'ws');
+  say(`Baton is running (projector ${projector.instanceId}, worker ${worker.instanceId})`);
+  say(`  page       ${gateway.url}/?token=${token}`);
+  say(`  WebSocket  ${ws}/ws?token=…   AHP channel ${ws}/ahp`);
+  say(`  REST       ${gateway.url}/v1/tasks   OpenAPI ${gateway.url}/openapi.json`);
+  say(`  token      tenant "local", scopes read prompt admin (saved in ${dataDir}/token)`);
+  say('Ctrl-C stops it; the next start continues where it left off.');
+
+  let demoHandle: { stop(): Promise<void> } | null = null;
+  if (demo)
+    demoHandle = await startDemo({
+      gatewayUrl: gateway.url,
+      token,
+      redisUrl,
+      prefix: config.BATON_PREFIX,
+      say,
+    });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    say(`\n${signal}: stopping`);
+    await demoHandle?.stop().catch(() => undefined);
+    await gateway.stop().catch((e: unknown) => say(`gateway: ${String(e)}`));
+    await worker.stop().catch((e: unknown) => say(`worker: ${String(e)}`));
+    await projector.stop().catch((e: unknown) => say(`projector: ${String(e)}`));
+    await embedded?.stop();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop('SIGINT'));
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+}
+
+class UsageError extends Error {}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  const known =
+    err instanceof ConfigError || err instanceof RedisUnavailableError || err instanceof UsageError;
+  process.stderr.write(
+    `baton: ${known ? (err as Error).message : String((err as Error)?.stack ?? err)}\n`,
+  );
+  process.exit(known ? 2 : 1);
+});

@@ -1,0 +1,50 @@
+import { decide, fold, initialTaskState, taskView, type TaskState } from '@baton/activity';
+import type { EventStore } from '@baton/store';
+
+/**
+ * Rebuilds a task's state from its stream alone, from the first entry still retained (or from the
+ * snapshot the stream was trimmed behind), exactly as a new owner would. Reports what the owner
+ * would still decide, so an operator can see a stuck task at a glance.
+ */
+export async function rebuildTask(
+  store: EventStore,
+  taskId: string,
+): Promise<{ state: TaskState; entries: number; fromSnapshot: string | null; undecided: number }> {
+  const snapshot = await store.snapshots.read<TaskState>(taskId);
+  let state = snapshot?.state ?? initialTaskState(taskId);
+  let after = snapshot?.id ?? '0-0';
+  let entries = 0;
+  for (;;) {
+    const page = await store.readTask(taskId, after, 1_000);
+    for (const { entry } of page.items) state = fold(state, entry).state;
+    entries += page.items.length;
+    if (page.lastId === after) break;
+    after = page.lastId;
+  }
+  return { state, entries, fromSnapshot: snapshot?.id ?? null, undecided: decide(state).length };
+}
+
+export interface ShardRow {
+  shard: number;
+  owner: string | null;
+  epoch: number;
+  /** ms until the lease lapses (negative: lapsed), by the caller's clock. */
+  expiresInMs: number | null;
+}
+
+/** Who owns each shard, with its epoch; shards nobody holds are listed with owner null. */
+export async function shardOwnership(store: EventStore, now = Date.now()): Promise<ShardRow[]> {
+  const leases = new Map((await store.leases.list()).map((l) => [l.shard, l]));
+  const rows: ShardRow[] = [];
+  for (let shard = 0; shard < store.keys.shards; shard++) {
+    const l = leases.get(shard);
+    rows.push(
+      l
+        ? { shard, owner: l.owner, epoch: l.epoch, expiresInMs: l.expiresAt - now }
+        : { shard, owner: null, epoch: await store.leases.epoch(shard), expiresInMs: null },
+    );
+  }
+  return rows;
+}
+
+export { taskView };
