@@ -31,6 +31,7 @@ client commands (through the gateway; BATON_GATEWAY_URL, BATON_TOKEN):
 operator commands (straight to Redis; REDIS_URL, BATON_PREFIX, BATON_SHARDS):
   exec <task> <session> --recording NAME [--speed F]    start a replay execution
   exec <task> <session> [--mode M] -- <command> [args…]  start an execution of an ACP agent
+                                                (--tenant T: the task's tenant, default local)
   rebuild <task> [--state]                      fold the task's stream from scratch; print its view
   shards                                        show who owns each shard
   token [--tenant T] [--scopes read,prompt,admin] [--expires 30d]
@@ -208,6 +209,7 @@ export async function run(argv: string[], out: Out, signal?: AbortSignal): Promi
         speed: { type: 'string' },
         mode: { type: 'string' },
         'execution-id': { type: 'string' },
+        tenant: { type: 'string' },
       });
       const [taskId, sessionId] = positionals(p, ['task', 'session'], 'exec');
       let agent: AgentSpec;
@@ -222,6 +224,10 @@ export async function run(argv: string[], out: Out, signal?: AbortSignal): Promi
       }
       const executionId =
         typeof values['execution-id'] === 'string' ? values['execution-id'] : randomUUID();
+      // The task is its tenant's: the clients of that tenant (and only they) see it.
+      const tenant = typeof values.tenant === 'string' ? values.tenant : 'local';
+      const owner = await withStore((store) => store.tenants.claim(taskId!, tenant));
+      if (owner !== tenant) throw new Error(`task ${taskId} belongs to another tenant`);
       const config = env();
       const redis = connectRedis(redisTargetFromUrl(config.REDIS_URL), { maxRetriesPerRequest: 1 });
       redis.on('error', () => undefined);
@@ -239,7 +245,7 @@ export async function run(argv: string[], out: Out, signal?: AbortSignal): Promi
         await queue.close();
         redis.disconnect();
       }
-      out(JSON.stringify({ executionId, taskId, sessionId }));
+      out(JSON.stringify({ executionId, taskId, sessionId, tenant }));
       return;
     }
     case 'rebuild': {

@@ -99,7 +99,9 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
       metrics.errors.inc({ code: 'unauthorized' }),
     ),
   );
-  app.enableShutdownHooks([]);
+  // No enableShutdownHooks: with no signals named, Nest listens to every one and re-raises it
+  // after closing, which kills a process that hosts more than the gateway (the one-process run)
+  // before its worker and projector stop. main.ts and the embedding process handle signals.
   await app.listen(opts.port, opts.host);
   const port = (app.getHttpServer().address() as AddressInfo).port;
   const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;

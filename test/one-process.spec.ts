@@ -1,0 +1,153 @@
+// The README's run command, as a user runs it: `npm start` (one process: gateway, projector and
+// worker) and the CLI against it. What must survive Ctrl-C and a restart: every prompt a user
+// sent — a prompt queued before the restart is still queued after it, and runs once an execution
+// is there to take it.
+import { freePort, startRedis, type RedisServer } from '@baton/redis-harness';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Proc, cli, getJson, until } from './support';
+
+jest.setTimeout(300_000);
+
+interface SessionView {
+  sessionId: string;
+  activity: { state: string; foregroundActivity: string | null; runningGeneration: number | null };
+  queue: { entries: { promptId: string; idempotencyKey: string; text: string }[] };
+}
+
+describe('the one-process run (npm start) and the CLI', () => {
+  let redis: RedisServer;
+  let dataDir: string;
+  let env: Record<string, string>;
+  let gateway: string;
+  const procs: Proc[] = [];
+
+  const start = async () => {
+    const p = new Proc(
+      'baton',
+      process.execPath,
+      ['--import', 'tsx', 'apps/baton/src/main.ts'],
+      env,
+    );
+    procs.push(p);
+    await p.waitFor(/Baton is running/, 120_000);
+    return p;
+  };
+  const token = () => readFileSync(join(dataDir, 'token'), 'utf8').trim();
+  const session = async (taskId: string, sessionId: string) =>
+    getJson<SessionView>(`${gateway}/v1/tasks/${taskId}/sessions/${sessionId}`, token());
+  const json = (stdout: string) => JSON.parse(stdout) as Record<string, unknown>;
+
+  beforeAll(async () => {
+    redis = await startRedis({ aof: true });
+    dataDir = mkdtempSync(join(tmpdir(), 'baton-run-'));
+    const port = await freePort();
+    gateway = `http://127.0.0.1:${port}`;
+    env = {
+      REDIS_URL: redis.url,
+      BATON_DATA_DIR: dataDir,
+      BATON_PREFIX: `run${process.pid}`,
+      BATON_SHARDS: '8',
+      GATEWAY_PORT: String(port),
+      BATON_GATEWAY_URL: gateway,
+      LOG_LEVEL: 'warn',
+      PROJECTOR_LEASE_TTL_MS: '1000',
+      PROJECTOR_RENEW_MS: '200',
+      WORKER_EXECUTION_LEASE_MS: '1000',
+    };
+  });
+  afterAll(async () => {
+    for (const p of procs) await p.stop('SIGKILL');
+    await redis?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('keeps a queued prompt through Ctrl-C and a restart, then runs it', async () => {
+    let baton = await start();
+    expect(baton.lines.join('\n')).toContain(`using Redis at ${redis.url}`);
+
+    // An execution of the demo recording at half speed: each turn generates for several seconds.
+    const exec = await cli(
+      ['exec', 't1', 's1', '--recording', 'demo-claude.jsonl', '--speed', '0.5'],
+      env,
+    );
+    expect(exec.code).toBe(0);
+    await until(
+      async () => (await session('t1', 's1')).activity.state === 'idle',
+      'execution ready',
+    );
+
+    const first = await cli(['prompt', 't1', 's1', 'first', '--key', 'k1'], env);
+    expect(json(first.stdout)).toMatchObject({ outcome: 'admitted', idempotencyKey: 'k1' });
+    const second = await cli(['prompt', 't1', 's1', 'second', '--key', 'k2'], env);
+    expect(json(second.stdout)).toMatchObject({ outcome: 'queued', position: 1, reason: 'busy' });
+    const secondId = json(second.stdout).promptId;
+
+    // Ctrl-C: a clean stop (exit 0), executions ended by the worker before it goes.
+    baton.lines.length = 0;
+    const stopped = await baton.stop('SIGINT');
+    if (stopped.code !== 0) throw new Error(`stop: ${JSON.stringify(stopped)}\n${baton.tail()}`);
+    expect(baton.lines).toContain('SIGINT: stopping');
+
+    baton = await start();
+    const queue = await cli(['queue', 't1', 's1'], env);
+    expect(queue.code).toBe(0);
+    expect(json(queue.stdout)).toMatchObject({
+      entries: [{ promptId: secondId, idempotencyKey: 'k2', text: 'second' }],
+    });
+    const afterRestart = await session('t1', 's1');
+    expect(afterRestart.activity.foregroundActivity).toBeNull();
+
+    // A new execution takes the queued prompt: asking again under its key answers its decision.
+    expect(
+      (await cli(['exec', 't1', 's1', '--recording', 'demo-claude.jsonl', '--speed', '0'], env))
+        .code,
+    ).toBe(0);
+    await until(
+      async () => (await session('t1', 's1')).queue.entries.length === 0,
+      'queue drained',
+    );
+    const again = await cli(['prompt', 't1', 's1', 'second', '--key', 'k2'], env);
+    expect(json(again.stdout)).toMatchObject({ promptId: secondId, outcome: 'admitted' });
+
+    // Rebuilding the task from its stream alone gives the view the gateway serves.
+    await until(async () => {
+      const rebuilt = await cli(['rebuild', 't1'], env);
+      const served = await getJson(`${gateway}/v1/tasks/t1`, token());
+      return (
+        JSON.stringify((JSON.parse(rebuilt.stdout) as { view: unknown }).view) ===
+        JSON.stringify(served)
+      );
+    }, 'rebuild to equal the served view');
+
+    const shards = await cli(['shards'], env);
+    expect(shards.stdout).toMatch(/^8\/8 shards owned$/m);
+    await baton.stop('SIGINT');
+  });
+
+  it('answers every CLI error with one line and a non-zero exit', async () => {
+    const noGateway = await cli(['queue', 't1', 's1'], {
+      ...env,
+      BATON_GATEWAY_URL: `http://127.0.0.1:${await freePort()}`,
+    });
+    expect(noGateway.code).toBe(1);
+    expect(noGateway.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^baton: cannot connect to the gateway at http:\/\/127\.0\.0\.1:\d+/),
+    ]);
+    const usage = await cli(['prompt', 't1'], env);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr.trim()).toBe('baton: prompt needs <task> <session> <text>');
+    const badEnv = await cli(['shards'], { ...env, BATON_SHARDS: 'many' });
+    expect(badEnv.code).toBe(2);
+    expect(badEnv.stderr.trim()).toMatch(/^baton: BATON_SHARDS="many": /);
+    const noRedis = await cli(['shards'], {
+      ...env,
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+    });
+    expect(noRedis.code).toBe(1);
+    expect(noRedis.stderr.trim()).toMatch(
+      /^baton: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED/,
+    );
+  });
+});
