@@ -30,6 +30,7 @@ async function main(): Promise<void> {
       : {}),
     coalesceMs: config.WORKER_COALESCE_MS,
     setupTimeoutMs: config.WORKER_SETUP_TIMEOUT_MS,
+    metricsPort: config.WORKER_METRICS_PORT,
     logLevel: config.LOG_LEVEL,
   });
   const onSignal = (signal: NodeJS.Signals) => {

@@ -30,6 +30,8 @@ export const WorkerOptions = z.object({
   /** Between SIGTERM and SIGKILL of an agent's process group when its execution ends. */
   killGraceMs: int(0, 60_000).default(2_000),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
+  /** Port of /healthz and /metrics; 0 picks a free one; null (the default in-process) serves none. */
+  metricsPort: int(0, 65_535).nullable().default(null),
 });
 export type WorkerOptionsInput = z.input<typeof WorkerOptions>;
 export type ResolvedOptions = z.output<typeof WorkerOptions> & { instanceId: string };

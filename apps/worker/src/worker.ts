@@ -4,6 +4,7 @@ import type { ExecutionJob } from '@baton/protocol';
 import { EventStore, connectRedis, redisTargetFromUrl } from '@baton/store';
 import { WaitingError, Worker, type ConnectionOptions } from 'bullmq';
 import { Execution } from './execution';
+import { WorkerMetrics, serveHealth } from './metrics';
 import { createLogger, type Logger } from './logger';
 import { resolveOptions, type WorkerOptionsInput } from './options';
 
@@ -18,6 +19,9 @@ export interface WorkerHandle {
   stop(): Promise<void>;
   /** Execution ids running here now. */
   running(): string[];
+  readonly metrics: WorkerMetrics;
+  /** Port of /healthz and /metrics, or null when none is served. */
+  readonly metricsPort: number | null;
 }
 
 /**
@@ -53,6 +57,7 @@ export async function startWorker(
   };
   const runs = new Map<string, Execution>();
   let stopping = false;
+  const metrics = new WorkerMetrics(opts.instanceId);
 
   const worker = new Worker<ExecutionJob, void>(
     EXECUTIONS_QUEUE,
@@ -72,11 +77,15 @@ export async function startWorker(
       if (runs.has(data.executionId)) throw new Error(`${data.executionId} already runs here`);
       const run = new Execution(data, store, settings, log);
       runs.set(data.executionId, run);
+      metrics.started.inc();
+      metrics.running.set(runs.size);
       try {
         const outcome = await run.run();
+        metrics.ended.inc({ reason: outcome.reason });
         log.info({ executionId: data.executionId, ...outcome }, 'execution ended');
       } finally {
         runs.delete(data.executionId);
+        metrics.running.set(runs.size);
       }
     },
     {
@@ -93,7 +102,14 @@ export async function startWorker(
     log.warn({ jobId: job?.id, err: String(err) }, 'execution job failed'),
   );
   await worker.waitUntilReady();
-  log.info({ concurrency: opts.concurrency }, 'worker ready');
+  const health =
+    opts.metricsPort === null
+      ? null
+      : await serveHealth(metrics, opts.metricsPort, async () => {
+          if (stopping || !worker.isRunning()) return false;
+          return (await store.redis.ping()) === 'PONG';
+        });
+  log.info({ concurrency: opts.concurrency, metricsPort: health?.port }, 'worker ready');
 
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> =>
@@ -104,10 +120,19 @@ export async function startWorker(
       const closing = worker.close();
       for (const run of runs.values()) run.shutdown();
       await closing;
+      await new Promise<void>((resolve) =>
+        health ? health.server.close(() => resolve()) : resolve(),
+      );
       await store.close();
       await bull.quit().catch(() => bull.disconnect());
       log.info('worker stopped');
     })());
 
-  return { instanceId: opts.instanceId, stop, running: () => [...runs.keys()] };
+  return {
+    instanceId: opts.instanceId,
+    stop,
+    running: () => [...runs.keys()],
+    metrics,
+    metricsPort: health?.port ?? null,
+  };
 }

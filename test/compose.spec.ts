@@ -1,0 +1,200 @@
+// docker-compose.yml, run without Docker: each service's command is started with its environment
+// as local processes (Redis as a local redis-server, replicas as several processes, each replica
+// with its own ports as its container would have), every healthcheck is run as written, and an
+// end-to-end smoke goes through the gateway. So the compose file cannot rot unnoticed.
+import { BatonClient } from '@baton/client';
+import { enqueueExecution, executionQueue } from '@baton/jobs';
+import { SCHEMA_VERSION, type Update } from '@baton/protocol';
+import { freePort, startRedis, type RedisServer } from '@baton/redis-harness';
+import { connectRedis } from '@baton/store';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { mintToken } from '../apps/baton/src/token';
+import { Proc, ROOT, runToEnd, until } from './support';
+
+jest.setTimeout(300_000);
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  environment?: Record<string, string>;
+  deploy?: { replicas?: number };
+  healthcheck?: { test: string[] };
+  ports?: string[];
+  restart?: string;
+  depends_on?: Record<string, { condition: string }>;
+}
+
+const SECRET = 'compose-test-secret-of-at-least-32-chars';
+
+/** Compose's variable interpolation: ${VAR}, ${VAR:-default}, ${VAR:?error}. */
+function interpolate(value: string, vars: Record<string, string>): string {
+  return value.replace(
+    /\$\{(\w+)(?::([?-])([^}]*))?\}/g,
+    (_, name: string, op?: string, arg?: string) => {
+      const v = vars[name];
+      if (v !== undefined && v !== '') return v;
+      if (op === '?') throw new Error(`compose needs ${name}: ${arg}`);
+      return op === '-' ? (arg ?? '') : '';
+    },
+  );
+}
+
+describe('docker-compose.yml', () => {
+  const file = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+    services: Record<string, Service>;
+  };
+  const services = file.services;
+  let redis: RedisServer;
+  const procs: { service: string; proc: Proc; ports: Map<string, number> }[] = [];
+
+  afterAll(async () => {
+    for (const { proc } of procs) await proc.stop('SIGKILL');
+    await redis?.stop();
+  });
+
+  it('declares Redis with AOF and a healthcheck, and every Baton role with healthchecks, restart and scale', () => {
+    expect(services.redis?.command).toEqual(expect.arrayContaining(['--appendonly', 'yes']));
+    expect(services.redis?.healthcheck?.test).toEqual(['CMD', 'redis-cli', 'ping']);
+    for (const role of ['gateway', 'projector', 'worker']) {
+      const s = services[role]!;
+      expect(s.command?.slice(0, 3)).toEqual(['node', '--import', 'tsx']);
+      expect(s.healthcheck?.test[0]).toBe('CMD');
+      expect(s.restart).toBe('unless-stopped');
+      expect(s.depends_on?.redis?.condition).toBe('service_healthy');
+      expect(s.environment?.REDIS_URL).toBe('redis://redis:6379');
+    }
+    // Scaled roles publish no fixed host port (several replicas could not share it).
+    expect(services.projector!.deploy?.replicas).toBe(2);
+    expect(services.worker!.deploy?.replicas).toBe(2);
+    expect(services.projector!.ports).toBeUndefined();
+    expect(services.worker!.ports).toBeUndefined();
+    expect(() => interpolate(services.gateway!.environment!.BATON_JWT_SECRET!, {})).toThrow(
+      /BATON_JWT_SECRET/,
+    );
+  });
+
+  it('runs as local processes: healthy, and a replay session goes generating → background → idle with prompts queueing and draining', async () => {
+    redis = await startRedis({ aof: true });
+    const vars = { BATON_JWT_SECRET: SECRET };
+    const prefix = `compose${process.pid}`;
+    for (const role of ['projector', 'worker', 'gateway']) {
+      const s = services[role]!;
+      for (let replica = 1; replica <= (s.deploy?.replicas ?? 1); replica++) {
+        const ports = new Map<string, number>();
+        const env: Record<string, string> = {};
+        for (const [k, raw] of Object.entries(s.environment ?? {})) {
+          let v = interpolate(String(raw), vars);
+          if (k === 'REDIS_URL') v = v.replace('redis://redis:6379', redis.url);
+          // Each container has its own network namespace; local replicas need their own ports.
+          if (k.endsWith('_PORT')) {
+            const local = await freePort();
+            ports.set(v, local);
+            v = String(local);
+          }
+          env[k] = v;
+        }
+        env.BATON_PREFIX = prefix;
+        env.GATEWAY_HOST = '127.0.0.1';
+        const [cmd, ...args] = s.command!;
+        const proc = new Proc(
+          `${role}-${replica}`,
+          cmd === 'node' ? process.execPath : cmd!,
+          args,
+          env,
+        );
+        procs.push({ service: role, proc, ports });
+      }
+    }
+
+    // Every healthcheck, as written, against the replica's own port.
+    for (const { service, proc, ports } of procs) {
+      const [kind, cmd, ...args] = services[service]!.healthcheck!.test;
+      expect(kind).toBe('CMD');
+      const local = args.map((a) =>
+        a.replace(/127\.0\.0\.1:(\d+)/g, (m, p: string) => `127.0.0.1:${ports.get(p) ?? p}`),
+      );
+      await until(
+        async () => {
+          if (!proc.running) throw new Error(`${proc.name} exited:\n${proc.tail()}`);
+          return (await runToEnd(cmd === 'node' ? process.execPath : cmd!, local)).code === 0;
+        },
+        `${proc.name} healthy`,
+        120_000,
+      );
+    }
+
+    // The smoke: a client of the gateway, an execution of a replay recording, three prompts.
+    const gateway = procs.find((p) => p.service === 'gateway')!;
+    const port = gateway.ports.get('8080')!;
+    const token = await mintToken(SECRET, { tenant: 'acme', scopes: ['read', 'prompt', 'admin'] });
+    const client = new BatonClient();
+    await client.connect(`ws://127.0.0.1:${port}/ws`, token);
+    const activity: (string | null)[] = [];
+    const decided: Update[] = [];
+    const sub = client.subscribe('t-compose', {
+      sessionId: 'main',
+      onView: (view) => {
+        const a = view.sessions.find((s) => s.sessionId === 'main')?.activity.foregroundActivity;
+        if (a !== undefined && activity.at(-1) !== a) activity.push(a);
+      },
+      onUpdate: (u) => {
+        if (u.type === 'prompt.decided') decided.push(u);
+      },
+    });
+    await sub.ready;
+    const bull = connectRedis({ url: redis.url }, { maxRetriesPerRequest: null });
+    const queue = executionQueue(bull, prefix);
+    await enqueueExecution(queue, {
+      v: SCHEMA_VERSION,
+      taskId: 't-compose',
+      sessionId: 'main',
+      executionId: 'x-compose-1',
+      agent: { kind: 'recording', recording: 'demo-claude.jsonl', speed: 2 },
+    });
+    await until(
+      () => sub.view?.sessions.find((s) => s.sessionId === 'main')?.activity.state === 'idle',
+      'execution ready',
+    );
+    const first = await client.prompt({
+      taskId: 't-compose',
+      sessionId: 'main',
+      text: 'one',
+      idempotencyKey: 'k1',
+    });
+    expect(first.decision).toMatchObject({ outcome: 'admitted' });
+    const second = await client.prompt({
+      taskId: 't-compose',
+      sessionId: 'main',
+      text: 'two',
+      idempotencyKey: 'k2',
+    });
+    expect(second.decision).toMatchObject({ outcome: 'queued', position: 1 });
+    // The queued prompt drains when the first turn ends.
+    await until(
+      () =>
+        decided.some(
+          (u) =>
+            u.type === 'prompt.decided' &&
+            u.data.idempotencyKey === 'k2' &&
+            u.data.decision.outcome === 'admitted',
+        ),
+      'the queued prompt admitted',
+    );
+    await until(
+      () => activity.at(-1) === null && activity.includes('background'),
+      'the session idle after background work',
+    );
+    expect(activity).toEqual(expect.arrayContaining(['generating', 'background', null]));
+    await client.close();
+    await queue.close();
+    bull.disconnect();
+
+    // SIGTERM, as `docker compose down` sends it: every process stops cleanly.
+    for (const { proc } of [...procs].reverse()) {
+      await expect(proc.stop('SIGTERM')).resolves.toEqual({ code: 0, signal: null });
+    }
+  });
+});
