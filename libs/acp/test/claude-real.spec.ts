@@ -29,15 +29,20 @@ import { scrubRecording } from './support/scrub-recording';
  * for a file the test creates, so each probe sees the state it names; completions that happen
  * together are checked per entity, never as one global order.
  *
- * BATON_RECORD_CLAUDE_FIXTURES=1 rewrites fixtures/claude-real-*.jsonl from these runs.
+ * A conversation request the script has no turn for fails the scenario at once, with what the
+ * request held; so does an admitted prompt with no text to deliver.
+ *
+ * BATON_RECORD_CLAUDE_FIXTURES=1 rewrites fixtures/claude-real-*.jsonl from these runs;
+ * BATON_SCRIPTED_MODEL_DUMP=<file> appends every request the model server gets to that JSONL file.
  */
 
 const install = findClaudeInstall();
 const SESSION = 's1';
 const EXECUTION = 'e1';
-const PROBE_MS = 45_000;
+// Generous: the machine is shared. A scenario that goes wrong fails fast instead (see `fail`).
+const PROBE_MS = 60_000;
 
-jest.setTimeout(60_000);
+jest.setTimeout(150_000);
 
 // ------------------------------------------------------------------------------------------------
 // Scripts: the model's side of each scenario.
@@ -93,10 +98,13 @@ const subagentTurns = (marker: string): ScriptTurn[] => [
     reply: say('Child work done.'),
   },
 ];
-/** Task notifications (completions and Monitor events) each start a cycle; any number of them. */
+/**
+ * Task notifications (completions and Monitor events) each start a cycle; any number of them. The
+ * CLI delivers them as system reminders.
+ */
 const notifications: ScriptTurn = {
   name: 'notification cycle',
-  when: { last: '<task-notification>' },
+  when: { reminder: '<task-notification>' },
   reply: say('Noted.'),
   repeat: true,
 };
@@ -188,6 +196,8 @@ class RealSession {
   private readonly turns: Promise<unknown>[] = [];
   private seq = 0;
   private stderr = '';
+  /** Why the scenario can no longer pass, noticed outside a probe; the next probe throws it. */
+  private failure: string | undefined;
 
   private constructor(
     readonly name: string,
@@ -204,8 +214,18 @@ class RealSession {
     const home = mkdtempSync(join(tmpdir(), 'baton-claude-'));
     const work = join(home, 'work');
     mkdirSync(work);
-    const server = await startScriptedModelServer({ script: SCRIPTS[name] });
+    // The server reports to the session it serves, made once the server's URL is known.
+    const late: { session?: RealSession } = {};
+    const server = await startScriptedModelServer({
+      script: SCRIPTS[name],
+      onUnmatched: (r) =>
+        late.session?.fail(
+          `the model server has no scripted turn for a conversation request\n${r.report}`,
+        ),
+      dumpTo: process.env.BATON_SCRIPTED_MODEL_DUMP,
+    });
     const s = new RealSession(name, home, work, server);
+    late.session = s;
     const other = policy === 'handoff' ? 'coarse' : 'handoff';
     s.owner.command(SESSION, 'session.configure', { admission: policy });
     s.shadow?.command(SESSION, 'session.configure', { admission: other });
@@ -268,7 +288,19 @@ class RealSession {
     for (const e of this.owner.entries) {
       if (e.type !== 'prompt.admitted' || this.sent.has(e.data.promptId)) continue;
       this.sent.add(e.data.promptId);
-      const text = this.session().prompts[e.data.promptId]?.text ?? '';
+      // As the projector delivers: from the claim, which carries the text until dispatch (the
+      // prompt record drops it at admission).
+      const s = this.session();
+      const claim = [s.turn, s.steer].find(
+        (c) => c?.promptId === e.data.promptId && c.generation === e.data.admissionGeneration,
+      );
+      if (!claim?.text) {
+        this.fail(
+          `prompt ${e.data.promptId} was admitted (generation ${e.data.admissionGeneration}) but no claim carries its text: ${JSON.stringify({ turn: s.turn, steer: s.steer })}`,
+        );
+        continue;
+      }
+      const text = claim.text;
       this.turns.push(
         this.host
           .prompt({
@@ -299,9 +331,19 @@ class RealSession {
     writeFileSync(join(this.work, file), '');
   }
 
+  /** Records the first reason the scenario cannot pass; every probe throws it from then on. */
+  fail(reason: string): void {
+    this.failure ??= reason;
+  }
+
   async until(what: string, cond: () => boolean): Promise<void> {
     const deadline = Date.now() + PROBE_MS;
-    while (!cond()) {
+    for (;;) {
+      if (this.failure !== undefined)
+        throw new Error(
+          `${this.name}: while waiting for ${what}: ${this.failure}\n${this.describe()}`,
+        );
+      if (cond()) return;
       if (Date.now() > deadline)
         throw new Error(`${this.name}: timed out waiting for ${what}\n${this.describe()}`);
       await new Promise((r) => setTimeout(r, 20));
@@ -377,7 +419,7 @@ class RealSession {
         return false;
       const told = new Set(
         this.server.requests.flatMap((r) =>
-          r.kind === 'conversation' ? terminalNotifications(r.lastUser ?? '') : [],
+          r.kind === 'conversation' ? terminalNotifications(r.lastReminders ?? '') : [],
         ),
       );
       const works = this.facts.flatMap((f) =>

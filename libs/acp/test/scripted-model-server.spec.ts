@@ -178,3 +178,89 @@ it('answers token counting and logs unknown requests', async () => {
     expect.stringContaining('unknown request GET /health'),
   ]);
 });
+
+describe('system reminders the CLI adds to user messages', () => {
+  const reminder = (text: string) => `<system-reminder>\n${text}\n</system-reminder>`;
+  const withReminders = (...texts: string[]) => ({
+    role: 'user',
+    content: texts.map((text) => ({ type: 'text', text })),
+  });
+
+  it('match the user own text: a marker only in a reminder does not match `last`', async () => {
+    await (
+      await post('/v1/messages', {
+        model: 'm',
+        tools: TOOLS,
+        messages: [withReminders(reminder('the user once said GO'), 'hello')],
+      })
+    ).json();
+    expect(server.used).toEqual([]);
+    const res = await post('/v1/messages', {
+      model: 'm',
+      tools: TOOLS,
+      messages: [withReminders(reminder('Today is a day; cwd listing'), `please GO`)],
+    });
+    expect(await res.json()).toMatchObject({ content: [{ type: 'text' }, { type: 'tool_use' }] });
+    expect(server.used).toEqual(['launch']);
+    expect(server.requests.at(-1)).toMatchObject({
+      lastUser: 'please GO',
+      lastReminders: expect.stringContaining('cwd listing'),
+    });
+  });
+
+  it('`reminder` matches inside them (task notifications arrive as reminders)', async () => {
+    await server.close();
+    server = await startScriptedModelServer({
+      script: [
+        { name: 'note', when: { reminder: '<task-notification>' }, reply: [], repeat: true },
+      ],
+      log: (l) => logged.push(l),
+    });
+    const note = withReminders(
+      reminder('<task-notification><task-id>b1</task-id></task-notification>'),
+    );
+    for (let i = 0; i < 2; i++)
+      await (await post('/v1/messages', { model: 'm', tools: TOOLS, messages: [note] })).json();
+    // The notification written as plain user text is not one the CLI sends: it does not match.
+    await (
+      await post('/v1/messages', {
+        model: 'm',
+        tools: TOOLS,
+        messages: [user('<task-notification>x</task-notification>')],
+      })
+    ).json();
+    expect(server.used).toEqual(['note', 'note']);
+    expect(server.unmatched()).toHaveLength(1);
+  });
+});
+
+it('reports an unmatched conversation request at once, with what its last user message held', async () => {
+  await server.close();
+  const reports: string[] = [];
+  server = await startScriptedModelServer({
+    script: SCRIPT,
+    log: (l) => logged.push(l),
+    onUnmatched: (r) => reports.push(r.report ?? ''),
+  });
+  const res = await post('/v1/messages', {
+    model: 'm',
+    tools: TOOLS,
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: '<system-reminder>\nsome note\n</system-reminder>' },
+          { type: 'text', text: 'prompt NOPE' },
+        ],
+      },
+    ],
+  });
+  expect(await res.json()).toMatchObject({ content: [{ text: 'Nothing more to do.' }] });
+  expect(reports).toHaveLength(1);
+  expect(reports[0]).toContain('roles: user');
+  expect(reports[0]).toContain('- reminder: "<system-reminder>\\nsome note');
+  expect(reports[0]).toContain('- text: "prompt NOPE"');
+  expect(reports[0]).toContain('turns still open: "sub" {"first":"SUB-MARK"}');
+  expect(server.unmatched()).toEqual([expect.objectContaining({ report: reports[0] })]);
+  expect(logged.join('\n')).toContain('prompt NOPE');
+});

@@ -14,6 +14,11 @@ import type { AddressInfo } from 'node:net';
  *   output format; they get a harmless answer and never consume a scripted turn;
  * - anything else (token counting, unknown paths): an empty answer, logged, so a test run shows
  *   what the CLI asked for.
+ *
+ * The CLI wraps what it adds to a user message (attribution rules, date and environment notes,
+ * task notifications) in `<system-reminder>` tags, and what it adds changes between CLI versions
+ * and with the machine. Turns therefore match the user's own text (reminders taken out) and, only
+ * where a scenario needs it (task notifications), the reminders.
  */
 
 export type ScriptBlock =
@@ -23,12 +28,14 @@ export type ScriptBlock =
 /** What a scripted turn answers. Every field given must hold (substrings, case-sensitive). */
 export interface TurnMatch {
   /**
-   * In the conversation's first user message. A subagent's conversation starts with the prompt
-   * the Agent tool was given, so a marker in that prompt tells its requests apart.
+   * In the conversation's first user message (its own text). A subagent's conversation starts
+   * with the prompt the Agent tool was given, so a marker in that prompt tells its requests apart.
    */
   first?: string;
-  /** In the last user message: its text and the text of the tool results it carries. */
+  /** In the last user message: its own text and the text of the tool results it carries. */
   last?: string;
+  /** In the last user message's system reminders: where the CLI puts task notifications. */
+  reminder?: string;
   /** The last user message carries the result of a tool use of this name. */
   afterTool?: string;
 }
@@ -51,9 +58,13 @@ export interface SeenRequest {
   answer: string;
   /** For side requests, what they were taken for. */
   sideKind?: string;
-  /** Text of the conversation's first and last user messages (tool results included). */
+  /** Own text of the conversation's first and last user messages (tool results included). */
   firstUser?: string;
   lastUser?: string;
+  /** The system reminders of the last user message. */
+  lastReminders?: string;
+  /** For an unmatched conversation request: what it held, for the failure message. */
+  report?: string;
 }
 
 export interface ScriptedModelServer {
@@ -71,6 +82,11 @@ export interface ScriptedModelServerOptions {
   script: ScriptTurn[];
   /** Where unknown and unmatched requests are reported; the test output by default. */
   log?: (line: string) => void;
+  /**
+   * Called at once for a conversation request no turn matched, with a report of what the request
+   * held: a scenario can fail right there instead of waiting for a state that will never come.
+   */
+  onUnmatched?: (request: SeenRequest) => void;
   /** Appends every request (path and parsed body) to this JSONL file: for finding out what the CLI sent. */
   dumpTo?: string;
 }
@@ -100,6 +116,17 @@ const textOf = (content: unknown): string =>
     })
     .join('\n');
 
+const REMINDER = /<system-reminder>[\s\S]*?<\/system-reminder>/g;
+
+/** A message's text split into the user's own (tool results included) and the CLI's reminders. */
+const split = (content: unknown): { own: string; reminders: string } => {
+  const text = textOf(content);
+  return {
+    own: text.replace(REMINDER, '').trim(),
+    reminders: (text.match(REMINDER) ?? []).join('\n'),
+  };
+};
+
 /** Names of the tools whose results the message carries, found through the conversation. */
 const resultToolNames = (messages: Message[], last: Message): string[] => {
   const names = new Map<string, string>();
@@ -118,8 +145,10 @@ const resultToolNames = (messages: Message[], last: Message): string[] => {
 };
 
 interface Conversation {
+  messages: Message[];
   firstUser: string;
   lastUser: string;
+  lastReminders: string;
   afterTools: string[];
 }
 
@@ -130,9 +159,12 @@ const conversationOf = (body: Json): Conversation => {
   const users = messages.filter((m) => m.role === 'user');
   const first = users[0];
   const last = users.at(-1);
+  const lastText = last === undefined ? { own: '', reminders: '' } : split(last.content);
   return {
-    firstUser: first === undefined ? '' : textOf(first.content),
-    lastUser: last === undefined ? '' : textOf(last.content),
+    messages,
+    firstUser: first === undefined ? '' : split(first.content).own,
+    lastUser: lastText.own,
+    lastReminders: lastText.reminders,
     afterTools: last === undefined ? [] : resultToolNames(messages, last),
   };
 };
@@ -140,7 +172,42 @@ const conversationOf = (body: Json): Conversation => {
 const matches = (w: TurnMatch, c: Conversation): boolean =>
   (w.first === undefined || c.firstUser.includes(w.first)) &&
   (w.last === undefined || c.lastUser.includes(w.last)) &&
+  (w.reminder === undefined || c.lastReminders.includes(w.reminder)) &&
   (w.afterTool === undefined || c.afterTools.includes(w.afterTool));
+
+const clip = (s: string, n: number): string =>
+  s.length <= n ? s : `${s.slice(0, n)}… (${s.length} chars)`;
+
+/**
+ * What an unmatched conversation request held, against what the script offered: the roles in
+ * order, the first user message's own text, every block of the last user message (reminders
+ * shortened, the user's own text in full up to a bound), and each unused turn's condition.
+ */
+const reportOf = (c: Conversation, script: ScriptTurn[], consumed: Set<ScriptTurn>): string => {
+  const blocks = (m: Message | undefined): string[] =>
+    m === undefined
+      ? ['(none)']
+      : blocksOf(m.content).map((b) => {
+          if (b.type === 'text' && typeof b.text === 'string')
+            return b.text.trimStart().startsWith('<system-reminder>')
+              ? `reminder: ${JSON.stringify(clip(b.text, 200))}`
+              : `text: ${JSON.stringify(clip(b.text, 1_000))}`;
+          if (b.type === 'tool_result') {
+            const name = resultToolNames(c.messages, { role: 'user', content: [b] })[0];
+            return `tool_result of ${name}: ${JSON.stringify(clip(textOf(b.content), 300))}`;
+          }
+          return `${String(b.type)} block`;
+        });
+  const users = c.messages.filter((m) => m.role === 'user');
+  const open = script.filter((t) => t.repeat === true || !consumed.has(t));
+  return [
+    `roles: ${c.messages.map((m) => m.role).join(', ')}`,
+    `first user message's own text: ${JSON.stringify(clip(c.firstUser, 300))}`,
+    `last user message:`,
+    ...blocks(users.at(-1)).map((b) => `  - ${b}`),
+    `turns still open: ${open.map((t) => `"${t.name}" ${JSON.stringify(t.when)}`).join('; ') || '(none)'}`,
+  ].join('\n');
+};
 
 const systemText = (body: Json): string =>
   typeof body.system === 'string' ? body.system : textOf(body.system);
@@ -309,12 +376,11 @@ export const startScriptedModelServer = async (
       answer: turn?.name ?? 'unmatched',
       firstUser: c.firstUser,
       lastUser: c.lastUser,
+      lastReminders: c.lastReminders,
     };
     if (turn === undefined) {
-      log(
-        `[scripted-model] no scripted turn for a conversation request; first user: "${short(c.firstUser)}"; ` +
-          `last user: "${short(c.lastUser)}"; after tools: [${c.afterTools.join(', ')}]`,
-      );
+      seen.report = reportOf(c, options.script, consumed);
+      log(`[scripted-model] no scripted turn for a conversation request\n${seen.report}`);
       return { reply: [{ type: 'text', text: 'Nothing more to do.' }], seen };
     }
     consumed.add(turn);
@@ -373,6 +439,7 @@ export const startScriptedModelServer = async (
       const r = answerConversation(conversation);
       blocks = r.reply;
       requests.push(r.seen);
+      if (r.seen.answer === 'unmatched') options.onUnmatched?.(r.seen);
     }
     const message = messageOf({ model, blocks });
     if (body.stream === true) sendStream(res, message);
