@@ -6,7 +6,13 @@ import {
   type StreamEntry,
 } from '@baton/protocol';
 import { evolve } from './evolve';
-import type { PendingCommand, SessionState, TaskState, Turn } from './state';
+import {
+  promptOf,
+  type PendingCommand,
+  type SessionState,
+  type TaskState,
+  type Turn,
+} from './state';
 import { supportsSteering, yieldedToAttestedWork } from './views';
 
 /** A decision before the owner stamps it with its writer envelope. */
@@ -262,7 +268,7 @@ function answer(s: SessionState, c: PendingCommand): DecisionDraft[] {
 }
 
 function notQueued(s: SessionState, promptId: string, commandId: string): DecisionDraft[] | null {
-  const record = s.prompts[promptId];
+  const record = promptOf(s, promptId);
   if (!record)
     return rejectCommand(s, commandId, 'unknown_prompt', `no prompt ${promptId} on this session`);
   if (record.status !== 'queued')

@@ -3,12 +3,16 @@ import {
   MAX_DISPATCH_ATTEMPTS,
   SETTLED_PROMPTS_KEPT,
   initialSessionState,
+  promptIdOfKey,
+  promptOf,
   type ExecutionEndReason,
   type PendingCommand,
   type PromptRecord,
   type PromptStatus,
   type Registration,
   type SessionState,
+  type SettledPrompt,
+  type SettledStatus,
   type TaskState,
   type ToolOwnership,
   type Turn,
@@ -29,6 +33,13 @@ export function evolve(state: TaskState, entry: StreamEntry): TaskState {
 }
 
 export function evolveSession(s: SessionState, e: StreamEntry): SessionState {
+  const next = step(s, e);
+  if (next === s || (next.prompts === s.prompts && next.turn === s.turn && next.steer === s.steer))
+    return next;
+  return closeSettled(next);
+}
+
+function step(s: SessionState, e: StreamEntry): SessionState {
   switch (e.type) {
     // ----- facts -------------------------------------------------------------------------------
     case 'execution.started':
@@ -80,7 +91,7 @@ export function evolveSession(s: SessionState, e: StreamEntry): SessionState {
     // ----- commands: recorded until the owner decides them ------------------------------------
     case 'prompt.submit': {
       const d = e.data;
-      if (s.promptByKey[d.idempotencyKey] !== undefined || s.prompts[d.promptId]) return s;
+      if (promptIdOfKey(s, d.idempotencyKey) !== undefined || promptOf(s, d.promptId)) return s;
       const record: PromptRecord = {
         promptId: d.promptId,
         idempotencyKey: d.idempotencyKey,
@@ -135,7 +146,8 @@ export function evolveSession(s: SessionState, e: StreamEntry): SessionState {
     }
     case 'prompt.queued': {
       const next = setPrompt(answered(s, e.data.commandId), e.data.promptId, 'queued');
-      return next.queue.includes(e.data.promptId)
+      // Only an open prompt has the record a queue entry is shown from.
+      return next.queue.includes(e.data.promptId) || !next.prompts[e.data.promptId]
         ? next
         : { ...next, queue: [...next.queue, e.data.promptId] };
     }
@@ -397,9 +409,10 @@ const SETTLED: ReadonlySet<PromptStatus> = new Set(['admitted', 'rejected', 'rem
 
 /**
  * Sets a prompt's status. A settled prompt drops its text and joins the bounded memory of settled
- * prompts, so a retried idempotency key is answered without the session growing forever. (An
- * admitted prompt's text rides on its claim until dispatch, and comes back with it if the claim
- * is requeued: `text` then restores it.)
+ * prompts (`settled`), so a retried idempotency key is answered without the session growing
+ * forever. (An admitted prompt's text rides on its claim until dispatch, and comes back with it if
+ * the claim is requeued: `text` then restores it.) Its open record stays until the entry is folded
+ * (closeSettled), so that an admission can still take its claim from it.
  */
 function setPrompt(
   s: SessionState,
@@ -408,20 +421,66 @@ function setPrompt(
   text: string | null = s.prompts[promptId]?.text ?? null,
 ): SessionState {
   const record = s.prompts[promptId];
-  if (!record) return s;
   const settles = SETTLED.has(status);
+  const at = settles ? rememberedAt(s, promptId) : -1;
+  // A prompt only remembered as settled can only settle again (its full record is gone).
+  if (!record) return at === -1 ? s : { ...s, settled: resettled(s.settled, at, status) };
   const prompts = {
     ...s.prompts,
     [promptId]: { ...record, status, text: settles ? null : text },
   };
   if (!settles) return { ...s, prompts };
-  const settled = s.settled.includes(promptId) ? s.settled : [...s.settled, promptId];
-  if (settled.length <= SETTLED_PROMPTS_KEPT) return { ...s, prompts, settled };
-  const forget = settled.slice(0, settled.length - SETTLED_PROMPTS_KEPT);
-  const promptByKey: Record<string, string> = { ...s.promptByKey };
-  for (const id of forget) {
-    delete promptByKey[prompts[id]!.idempotencyKey];
-    delete prompts[id];
+  // Settled again after a requeue: the prompt keeps its place in the memory.
+  if (at !== -1) return { ...s, prompts, settled: resettled(s.settled, at, status) };
+  // Settled for the first time (or again after it fell out of the memory): the newest.
+  const entry: SettledPrompt = {
+    promptId,
+    idempotencyKey: record.idempotencyKey,
+    status: status as SettledStatus,
+  };
+  const keep = Math.min(s.settled.length, SETTLED_PROMPTS_KEPT - 1);
+  const settled = s.settled.slice(s.settled.length - keep);
+  settled.push(entry);
+  return { ...s, prompts, settled };
+}
+
+function rememberedAt(s: SessionState, promptId: string): number {
+  for (let i = s.settled.length - 1; i >= 0; i--) if (s.settled[i]!.promptId === promptId) return i;
+  return -1;
+}
+
+function resettled(
+  settled: readonly SettledPrompt[],
+  at: number,
+  status: PromptStatus,
+): readonly SettledPrompt[] {
+  if (settled[at]!.status === status) return settled;
+  const copy = settled.slice();
+  copy[at] = { ...settled[at]!, status: status as SettledStatus };
+  return copy;
+}
+
+/**
+ * After an entry: a settled prompt that holds no claim leaves the open records (it is remembered
+ * in `settled`, or forgotten if it already fell out of that memory).
+ */
+function closeSettled(s: SessionState): SessionState {
+  const closes = (p: PromptRecord) =>
+    SETTLED.has(p.status) && !claims(s.turn, p.promptId) && !claims(s.steer, p.promptId);
+  let any = false;
+  for (const id in s.prompts) if (closes(s.prompts[id]!)) any = true;
+  if (!any) return s;
+  const prompts: Record<string, PromptRecord> = {};
+  const promptByKey: Record<string, string> = {};
+  for (const id in s.prompts) {
+    const p = s.prompts[id]!;
+    if (closes(p)) continue;
+    prompts[id] = p;
+    promptByKey[p.idempotencyKey] = id;
   }
-  return { ...s, prompts, promptByKey, settled: settled.slice(forget.length) };
+  return { ...s, prompts, promptByKey };
+}
+
+function claims(t: Turn | null, promptId: string): boolean {
+  return t !== null && t.phase === 'claimed' && t.promptId === promptId;
 }

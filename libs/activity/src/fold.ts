@@ -7,7 +7,14 @@ import {
   type Update,
 } from '@baton/protocol';
 import { evolve } from './evolve';
-import type { PromptRecord, SessionState, TaskState } from './state';
+import {
+  promptIdOfKey,
+  promptOf,
+  type PromptRecord,
+  type SessionState,
+  type SettledPrompt,
+  type TaskState,
+} from './state';
 import { liveRegistrations, queueEntries, sessionActivity, taskActivity } from './views';
 
 export interface Folded {
@@ -62,8 +69,8 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
 function repeatedSubmit(state: TaskState, entry: StreamEntry): Folded {
   if (entry.type !== 'prompt.submit') return { state, updates: [] };
   const s = state.sessions[entry.sessionId];
-  const promptId = s?.promptByKey[entry.data.idempotencyKey];
-  const record = promptId === undefined ? undefined : s!.prompts[promptId];
+  const promptId = s && promptIdOfKey(s, entry.data.idempotencyKey);
+  const record = promptId === undefined ? undefined : promptOf(s!, promptId);
   const decision = record && outcome(s!, record, entry);
   if (!decision) return { state, updates: [] };
   const seq = state.seq + 1;
@@ -167,17 +174,22 @@ function commandFailed(
   };
 }
 
-/** Every change of a prompt's status is announced, correlated by its idempotency key. */
+/**
+ * Every change of a prompt's status is announced, correlated by its idempotency key. Only an open
+ * prompt can change with other prompts in one entry (requeued claims, a deleted session's queue),
+ * so those are compared in submission order; a remembered settled prompt changes only when an
+ * entry names it.
+ */
 function promptChanges(
   before: SessionState | undefined,
   after: SessionState,
   entry: StreamEntry,
 ): UnsequencedUpdate[] {
-  if (before && before.prompts === after.prompts) return [];
+  if (before && before.prompts === after.prompts && before.settled === after.settled) return [];
   const out: UnsequencedUpdate[] = [];
-  for (const record of Object.values(after.prompts)) {
-    const old = before?.prompts[record.promptId];
-    if (old && old.status === record.status) continue;
+  const announce = (promptId: string) => {
+    const record = promptOf(after, promptId);
+    if (!record || (before && promptOf(before, promptId)?.status === record.status)) return;
     const decision = outcome(after, record, entry);
     if (decision) {
       out.push({
@@ -190,11 +202,18 @@ function promptChanges(
         },
       });
     }
-  }
+  };
+  if (before) for (const id in before.prompts) announce(id);
+  const named = 'promptId' in entry.data ? entry.data.promptId : undefined;
+  if (named !== undefined && !before?.prompts[named]) announce(named);
   return out;
 }
 
-function outcome(s: SessionState, p: PromptRecord, entry: StreamEntry): PromptOutcome | null {
+function outcome(
+  s: SessionState,
+  p: PromptRecord | SettledPrompt,
+  entry: StreamEntry,
+): PromptOutcome | null {
   switch (p.status) {
     case 'pending':
       return null;

@@ -100,6 +100,15 @@ export interface PromptRecord {
   readonly sendNow: boolean;
 }
 
+export type SettledStatus = 'admitted' | 'rejected' | 'removed';
+
+/** What a session remembers of a settled prompt: enough to answer its key again. */
+export interface SettledPrompt {
+  readonly promptId: string;
+  readonly idempotencyKey: string;
+  readonly status: SettledStatus;
+}
+
 export interface SessionState {
   readonly id: string;
   readonly deleted: boolean;
@@ -126,10 +135,21 @@ export interface SessionState {
   /** Durable FIFO of prompt ids. */
   readonly queue: readonly string[];
   readonly autoRun: boolean;
+  /**
+   * Open prompts in submission order: pending, queued, and an admitted one while its claim waits
+   * for dispatch (the owner delivers it from here and a failed dispatch counts its attempts).
+   * Kept small on purpose: every change copies it, so settled prompts live in `settled`.
+   */
   readonly prompts: Readonly<Record<string, PromptRecord>>;
+  /** Idempotency keys of the open prompts. */
   readonly promptByKey: Readonly<Record<string, string>>;
-  /** Settled prompt ids, oldest first, for bounded forgetting. */
-  readonly settled: readonly string[];
+  /**
+   * The SETTLED_PROMPTS_KEPT most recently settled prompts, oldest first (a prompt keeps its
+   * place when it settles again after a requeue), so a retried idempotency key is answered
+   * without the session growing forever. A prompt that is open again is read from `prompts`.
+   * Look prompts up with `promptOf` and `promptIdOfKey`.
+   */
+  readonly settled: readonly SettledPrompt[];
   /** Commands folded but not yet answered by a decision, in stream order. */
   readonly pending: readonly PendingCommand[];
   /** Highest admission generation that got its stall advisory. */
@@ -169,4 +189,27 @@ export function initialSessionState(id: string): SessionState {
     pending: [],
     stallAdvised: 0,
   };
+}
+
+/** A prompt the session knows: its open record, else what it remembers of it settled. */
+export function promptOf(
+  s: SessionState,
+  promptId: string,
+): PromptRecord | SettledPrompt | undefined {
+  const open = s.prompts[promptId];
+  if (open) return open;
+  for (let i = s.settled.length - 1; i >= 0; i--) {
+    if (s.settled[i]!.promptId === promptId) return s.settled[i];
+  }
+  return undefined;
+}
+
+/** The prompt a known idempotency key made (open or remembered settled), if any. */
+export function promptIdOfKey(s: SessionState, idempotencyKey: string): string | undefined {
+  const open = s.promptByKey[idempotencyKey];
+  if (open !== undefined) return open;
+  for (let i = s.settled.length - 1; i >= 0; i--) {
+    if (s.settled[i]!.idempotencyKey === idempotencyKey) return s.settled[i]!.promptId;
+  }
+  return undefined;
 }

@@ -1,0 +1,330 @@
+// Reference copy (before the performance work) for test/equivalence.spec.ts: the naive oracle.
+import {
+  SCHEMA_VERSION,
+  type Decision,
+  type PromptOrigin,
+  type QueueReason,
+  type StreamEntry,
+} from '@baton/protocol';
+import { evolve } from './evolve';
+import type { PendingCommand, SessionState, TaskState, Turn } from './state';
+import { supportsSteering, yieldedToAttestedWork } from './views';
+
+/** A decision before the owner stamps it with its writer envelope. */
+export type DecisionDraft = Decision extends infer D
+  ? D extends Decision
+    ? Pick<D, 'type' | 'sessionId' | 'data'>
+    : never
+  : never;
+
+/**
+ * Time enters the domain only through these triggers, which the owner raises from its clock;
+ * the decisions they produce are what the stream records.
+ */
+export type Timer =
+  /** A dispatched prompt has been silent for the watchdog's period. */
+  | { readonly type: 'watchdog'; readonly sessionId: string; readonly admissionGeneration: number }
+  /** The execution stopped renewing its lease: its process is gone, and so is its work. */
+  | {
+      readonly type: 'execution_lease_expired';
+      readonly sessionId: string;
+      readonly executionId: string;
+    };
+
+const DECIDER_WRITER = { role: 'projector', instance: 'decide', seq: 0 } as const;
+
+/** Wraps a draft as an entry so decide can fold what it decides before deciding the next thing. */
+export function draftEntry(taskId: string, d: DecisionDraft): StreamEntry {
+  return { v: SCHEMA_VERSION, taskId, writer: DECIDER_WRITER, ...d } as StreamEntry;
+}
+
+/**
+ * decide(state, timer?) → decisions. Answers every command the state holds unanswered, drains
+ * queues whose session can take a prompt, and reacts to a timer. The result is a fixpoint:
+ * folding it and deciding again yields nothing.
+ */
+export function decide(state: TaskState, timer?: Timer): DecisionDraft[] {
+  const out: DecisionDraft[] = [];
+  let current = state;
+  const apply = (drafts: DecisionDraft[]) => {
+    for (const d of drafts) {
+      current = evolve(current, draftEntry(current.taskId, d));
+      out.push(d);
+    }
+  };
+  if (timer) {
+    const s = current.sessions[timer.sessionId];
+    if (s) apply(onTimer(s, timer));
+  }
+  // Each step answers a command or closes a gate by admitting, so this terminates.
+  for (let progressed = true; progressed;) {
+    progressed = false;
+    for (const s of Object.values(current.sessions)) {
+      const drafts = nextDecisions(s);
+      if (drafts.length > 0) {
+        apply(drafts);
+        progressed = true;
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+function onTimer(s: SessionState, timer: Timer): DecisionDraft[] {
+  const sessionId = s.id;
+  if (timer.type === 'execution_lease_expired') {
+    const x = s.execution;
+    if (!x || x.id !== timer.executionId || x.phase === 'ended') return [];
+    return [
+      {
+        type: 'execution.lost',
+        sessionId,
+        data: { executionId: x.id, generation: x.generation, reason: 'lease_expired' },
+      },
+    ];
+  }
+  const t = s.turn;
+  if (!t || t.generation !== timer.admissionGeneration || t.phase !== 'dispatched') return [];
+  const ref = { promptId: t.promptId, admissionGeneration: t.generation };
+  if (!t.heardFromAgent) return [{ type: 'turn.abandoned', sessionId, data: ref }];
+  if (s.stallAdvised < t.generation) return [{ type: 'turn.stalled', sessionId, data: ref }];
+  return [];
+}
+
+type Gate = { open: true; mode: 'turn' | 'handoff' } | { open: false; reason: QueueReason };
+
+/**
+ * Check-and-claim, as one pure read: the admission decision that passes it is also the claim,
+ * and nothing passes again until that claim is dispatched and its turn ends, fails or is released.
+ */
+function gate(s: SessionState, origin: PromptOrigin): Gate {
+  if (!s.execution || s.execution.phase !== 'ready') return { open: false, reason: 'no_execution' };
+  if (!s.turn && !s.steer && !s.generating) return { open: true, mode: 'turn' };
+  // A human successor may take an attested, generation-matched yield; synthetic prompts never do.
+  if (origin === 'human' && yieldedToAttestedWork(s)) return { open: true, mode: 'handoff' };
+  return { open: false, reason: 'busy' };
+}
+
+function nextDecisions(s: SessionState): DecisionDraft[] {
+  const command = s.pending[0];
+  if (command) return answer(s, command);
+  if (s.deleted) return [];
+  const head = s.queue[0];
+  if (head === undefined) return [];
+  const record = s.prompts[head]!;
+  if (!s.autoRun && !record.sendNow) return [];
+  const g = gate(s, record.origin);
+  if (!g.open) return [];
+  return [admit(s, head, g.mode)];
+}
+
+function admit(
+  s: SessionState,
+  promptId: string,
+  mode: 'turn' | 'handoff' | 'steer',
+  commandId?: string,
+): DecisionDraft {
+  return {
+    type: 'prompt.admitted',
+    sessionId: s.id,
+    data: {
+      promptId,
+      admissionGeneration: s.admissionGeneration + 1,
+      mode,
+      ...(commandId ? { commandId } : {}),
+    },
+  };
+}
+
+/** Gives a claim that has not reached the agent back to the head of the queue. */
+function release(s: SessionState, t: Turn, commandId?: string): DecisionDraft {
+  return {
+    type: 'prompt.released',
+    sessionId: s.id,
+    data: {
+      promptId: t.promptId,
+      admissionGeneration: t.generation,
+      reason: 'session_cancelled',
+      ...(commandId ? { commandId } : {}),
+    },
+  };
+}
+
+function rejectCommand(
+  s: SessionState,
+  commandId: string,
+  reason: Extract<DecisionDraft, { type: 'command.rejected' }>['data']['reason'],
+  message: string,
+): DecisionDraft[] {
+  return [{ type: 'command.rejected', sessionId: s.id, data: { commandId, reason, message } }];
+}
+
+function answer(s: SessionState, c: PendingCommand): DecisionDraft[] {
+  const sessionId = s.id;
+  const commandId = c.data.commandId;
+  if (c.type === 'prompt.submit') return answerPrompt(s, c.data.promptId, commandId);
+  if (s.deleted)
+    return rejectCommand(s, commandId, 'session_deleted', `session ${sessionId} was deleted`);
+  switch (c.type) {
+    case 'queue.cancel': {
+      const problem = notQueued(s, c.data.promptId, commandId);
+      if (problem) return problem;
+      return [
+        {
+          type: 'prompt.removed',
+          sessionId,
+          data: { promptId: c.data.promptId, reason: 'cancelled', commandId },
+        },
+      ];
+    }
+    case 'queue.send_now': {
+      const problem = notQueued(s, c.data.promptId, commandId);
+      if (problem) return problem;
+      const out: DecisionDraft[] = [];
+      const t = s.turn;
+      // Only the turn the client saw may be replaced; a successor turn is never cancelled.
+      const replaces =
+        t !== null &&
+        (c.data.observedGeneration === undefined || c.data.observedGeneration === t.generation);
+      if (t && replaces && t.phase === 'claimed') {
+        out.push(release(s, t));
+      }
+      out.push({
+        type: 'prompt.promoted',
+        sessionId,
+        data: { promptId: c.data.promptId, commandId },
+      });
+      if (t && replaces && t.phase === 'dispatched' && !t.cancelRequested) {
+        out.push({
+          type: 'turn.cancel_requested',
+          sessionId,
+          data: { admissionGeneration: t.generation, reason: 'send_now' },
+        });
+      }
+      return out;
+    }
+    case 'queue.set_auto_run':
+      return [
+        { type: 'queue.auto_run_set', sessionId, data: { enabled: c.data.enabled, commandId } },
+      ];
+    case 'session.cancel': {
+      const t = s.turn;
+      if (!t)
+        return rejectCommand(
+          s,
+          commandId,
+          'nothing_running',
+          'no prompt is running on this session',
+        );
+      if (c.data.observedGeneration !== undefined && c.data.observedGeneration !== t.generation) {
+        return rejectCommand(
+          s,
+          commandId,
+          'stale_generation',
+          `the running prompt is generation ${t.generation}, not ${c.data.observedGeneration}`,
+        );
+      }
+      const out: DecisionDraft[] = [
+        t.phase === 'claimed'
+          ? release(s, t, commandId)
+          : {
+              type: 'turn.cancel_requested',
+              sessionId,
+              data: { admissionGeneration: t.generation, reason: 'user', commandId },
+            },
+      ];
+      // A user's cancel pauses the queue, or the next prompt would start the moment this one stops.
+      if (s.autoRun && (s.queue.length > 0 || t.phase === 'claimed')) {
+        out.push({ type: 'queue.auto_run_set', sessionId, data: { enabled: false } });
+      }
+      return out;
+    }
+    case 'session.reset':
+      return [{ type: 'session.was_reset', sessionId, data: { commandId } }];
+    case 'session.delete':
+      return [{ type: 'session.deleted', sessionId, data: { commandId } }];
+    case 'session.configure': {
+      const { admission, steering, queueCapacity } = c.data;
+      return [
+        {
+          type: 'session.configured',
+          sessionId,
+          data: {
+            admission: admission ?? s.config.admission,
+            steering: steering ?? s.config.steering,
+            queueCapacity: queueCapacity ?? s.config.queueCapacity,
+            commandId,
+          },
+        },
+      ];
+    }
+  }
+}
+
+function notQueued(s: SessionState, promptId: string, commandId: string): DecisionDraft[] | null {
+  const record = s.prompts[promptId];
+  if (!record)
+    return rejectCommand(s, commandId, 'unknown_prompt', `no prompt ${promptId} on this session`);
+  if (record.status !== 'queued')
+    return rejectCommand(
+      s,
+      commandId,
+      'not_queued',
+      `prompt ${promptId} is ${record.status}, not queued`,
+    );
+  return null;
+}
+
+function answerPrompt(s: SessionState, promptId: string, commandId: string): DecisionDraft[] {
+  const sessionId = s.id;
+  const record = s.prompts[promptId]!;
+  if (s.deleted) {
+    return [
+      {
+        type: 'prompt.rejected',
+        sessionId,
+        data: {
+          promptId,
+          reason: 'session_deleted',
+          message: `session ${sessionId} was deleted`,
+          commandId,
+        },
+      },
+    ];
+  }
+  if (s.queue.length === 0) {
+    const g = gate(s, record.origin);
+    if (g.open) return [admit(s, promptId, g.mode, commandId)];
+    if (record.origin === 'human' && supportsSteering(s))
+      return [admit(s, promptId, 'steer', commandId)];
+  }
+  const capacity = s.config.queueCapacity;
+  if (capacity > 0 && s.queue.length >= capacity) {
+    return [
+      {
+        type: 'prompt.rejected',
+        sessionId,
+        data: {
+          promptId,
+          reason: 'queue_full',
+          message: `the queue of session ${sessionId} is full (${capacity} prompts)`,
+          commandId,
+        },
+      },
+    ];
+  }
+  const reason: QueueReason =
+    s.queue.length > 0
+      ? 'queue_not_empty'
+      : !s.execution || s.execution.phase !== 'ready'
+        ? 'no_execution'
+        : 'busy';
+  return [
+    {
+      type: 'prompt.queued',
+      sessionId,
+      data: { promptId, position: s.queue.length + 1, reason, commandId },
+    },
+  ];
+}

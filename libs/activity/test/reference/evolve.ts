@@ -1,0 +1,455 @@
+import type { Capabilities, EntryOf, StreamEntry } from '@baton/protocol';
+import {
+  MAX_DISPATCH_ATTEMPTS,
+  SETTLED_PROMPTS_KEPT,
+  initialSessionState,
+  type ExecutionEndReason,
+  type PendingCommand,
+  type PromptRecord,
+  type PromptStatus,
+  type Registration,
+  type SessionState,
+  type TaskState,
+  type ToolOwnership,
+  type Turn,
+} from './state';
+
+// Reference copy of the domain core as it was before the performance work (commit 6bca40a), kept
+// as the naive oracle that test/equivalence.spec.ts compares the optimized fold with. One change:
+// the memory rule below (forgetUnremembered) is stated as intended.
+
+/**
+ * evolve(state, entry) → state: the whole fold. Pure: no clock, no I/O, no randomness; the same
+ * entries give the same state on every replica. An entry for another task is a programming error.
+ */
+export function evolve(state: TaskState, entry: StreamEntry): TaskState {
+  if (entry.taskId !== state.taskId) {
+    throw new Error(`entry of task ${entry.taskId} folded into task ${state.taskId}`);
+  }
+  const before = state.sessions[entry.sessionId] ?? initialSessionState(entry.sessionId);
+  const after = evolveSession(before, entry);
+  if (after === before && state.sessions[entry.sessionId]) return state;
+  return { ...state, sessions: { ...state.sessions, [entry.sessionId]: after } };
+}
+
+export function evolveSession(s: SessionState, e: StreamEntry): SessionState {
+  const next = step(s, e);
+  return next === s ? s : forgetUnremembered(next);
+}
+
+/**
+ * The memory rule, stated naively: a prompt is remembered while it is open (pending, queued),
+ * while it holds a claim, or while it is among the SETTLED_PROMPTS_KEPT most recently settled.
+ * (The fold before the performance work forgot the oldest settled id even when that prompt had
+ * been requeued or still held its claim, losing a live record; this reference does not.)
+ */
+function forgetUnremembered(s: SessionState): SessionState {
+  const claimed = new Set(
+    [s.turn, s.steer].flatMap((c) => (c && c.phase === 'claimed' ? [c.promptId] : [])),
+  );
+  const kept = new Set(s.settled);
+  const forget = Object.values(s.prompts).filter(
+    (p) => SETTLED.has(p.status) && !claimed.has(p.promptId) && !kept.has(p.promptId),
+  );
+  if (forget.length === 0) return s;
+  const prompts = { ...s.prompts };
+  const promptByKey = { ...s.promptByKey };
+  for (const p of forget) {
+    delete prompts[p.promptId];
+    delete promptByKey[p.idempotencyKey];
+  }
+  return { ...s, prompts, promptByKey };
+}
+
+function step(s: SessionState, e: StreamEntry): SessionState {
+  switch (e.type) {
+    // ----- facts -------------------------------------------------------------------------------
+    case 'execution.started':
+      if (s.deleted || e.generation <= s.lastGeneration) return s; // a late predecessor
+      return {
+        ...retireExecution(s),
+        lastGeneration: e.generation,
+        execution: {
+          id: e.executionId,
+          generation: e.generation,
+          phase: 'starting',
+          capabilities: null,
+          endReason: null,
+          hadTurn: false,
+        },
+      };
+    case 'capabilities.negotiated':
+      if (!isLive(s, e)) return s;
+      return { ...s, execution: { ...s.execution!, phase: 'ready', capabilities: e.data } };
+    case 'execution.ended':
+      if (!isLive(s, e)) return s;
+      return endExecution(s, e.data.reason);
+    case 'prompt.dispatched':
+      if (!isLive(s, e)) return s;
+      return onDispatched(s, e.data.promptId, e.data.admissionGeneration);
+    case 'prompt.dispatch_failed':
+      if (!isLive(s, e)) return s;
+      return onDispatchFailed(s, e.data.promptId, e.data.admissionGeneration);
+    case 'foreground.output':
+      if (!isLive(s, e)) return s;
+      return foregroundOutput(s);
+    case 'foreground.idle':
+      if (!isLive(s, e)) return s;
+      return onIdle(s, e.data.origin, e.data.admissionGeneration);
+    case 'turn.ended':
+      if (!isLive(s, e)) return s;
+      return onTurnEnded(countEvent(s), e.data.admissionGeneration);
+    case 'tool.started':
+    case 'tool.updated':
+      if (!isLive(s, e)) return s;
+      return onTool(countEvent(s), e);
+    case 'background.started':
+      if (!isLive(s, e)) return s;
+      return onBackgroundStarted(countEvent(s), e);
+    case 'background.ended':
+      if (!isLive(s, e)) return s;
+      return onBackgroundEnded(countEvent(s), e);
+
+    // ----- commands: recorded until the owner decides them ------------------------------------
+    case 'prompt.submit': {
+      const d = e.data;
+      if (s.promptByKey[d.idempotencyKey] !== undefined || s.prompts[d.promptId]) return s;
+      const record: PromptRecord = {
+        promptId: d.promptId,
+        idempotencyKey: d.idempotencyKey,
+        origin: d.origin,
+        text: d.text,
+        status: 'pending',
+        dispatchAttempts: 0,
+        sendNow: false,
+      };
+      return {
+        ...s,
+        prompts: { ...s.prompts, [d.promptId]: record },
+        promptByKey: { ...s.promptByKey, [d.idempotencyKey]: d.promptId },
+        pending: [...s.pending, { type: e.type, data: d }],
+      };
+    }
+    case 'queue.cancel':
+    case 'queue.send_now':
+    case 'queue.set_auto_run':
+    case 'session.cancel':
+    case 'session.reset':
+    case 'session.delete':
+    case 'session.configure':
+      if (s.pending.some((p) => p.data.commandId === e.data.commandId)) return s;
+      return { ...s, pending: [...s.pending, { type: e.type, data: e.data } as PendingCommand] };
+
+    // ----- decisions ---------------------------------------------------------------------------
+    case 'prompt.admitted': {
+      const d = e.data;
+      // The record settles (its text goes); the claim carries the text until dispatch.
+      const text = s.prompts[d.promptId]?.text ?? null;
+      let next = answered(s, d.commandId);
+      next = setPrompt(next, d.promptId, 'admitted');
+      next = {
+        ...next,
+        queue: without(next.queue, d.promptId),
+        admissionGeneration: d.admissionGeneration,
+      };
+      const turn: Turn = {
+        promptId: d.promptId,
+        generation: d.admissionGeneration,
+        mode: d.mode,
+        phase: 'claimed',
+        claimEpoch: next.foregroundEpoch,
+        yielded: false,
+        heardFromAgent: false,
+        cancelRequested: false,
+        text,
+      };
+      // A handoff replaces the held-open turn: its late end is stale by generation.
+      return d.mode === 'steer' ? { ...next, steer: turn } : { ...next, turn };
+    }
+    case 'prompt.queued': {
+      const next = setPrompt(answered(s, e.data.commandId), e.data.promptId, 'queued');
+      return next.queue.includes(e.data.promptId)
+        ? next
+        : { ...next, queue: [...next.queue, e.data.promptId] };
+    }
+    case 'prompt.rejected':
+    case 'prompt.removed': {
+      const next = answered(s, e.data.commandId);
+      const status = e.type === 'prompt.rejected' ? 'rejected' : 'removed';
+      return {
+        ...setPrompt(next, e.data.promptId, status),
+        queue: without(next.queue, e.data.promptId),
+      };
+    }
+    case 'prompt.released': {
+      const next = answered(s, e.data.commandId);
+      const slot = claimSlot(next, e.data.promptId, e.data.admissionGeneration);
+      if (!slot || next[slot]!.phase !== 'claimed') return next;
+      return requeueAtHead({ ...next, [slot]: null }, e.data.promptId, next[slot]!.text);
+    }
+    case 'prompt.promoted': {
+      const next = answered(s, e.data.commandId);
+      const record = next.prompts[e.data.promptId];
+      if (!record || record.status !== 'queued') return next;
+      return {
+        ...next,
+        queue: [e.data.promptId, ...without(next.queue, e.data.promptId)],
+        prompts: { ...next.prompts, [e.data.promptId]: { ...record, sendNow: true } },
+      };
+    }
+    case 'queue.auto_run_set':
+      return { ...answered(s, e.data.commandId), autoRun: e.data.enabled };
+    case 'turn.cancel_requested': {
+      const next = answered(s, e.data.commandId);
+      if (!next.turn || next.turn.generation !== e.data.admissionGeneration) return next;
+      return { ...next, turn: { ...next.turn, cancelRequested: true } };
+    }
+    case 'command.rejected':
+      return answered(s, e.data.commandId);
+    case 'session.configured': {
+      const { admission, steering, queueCapacity } = e.data;
+      return { ...answered(s, e.data.commandId), config: { admission, steering, queueCapacity } };
+    }
+    case 'session.was_reset':
+      // Explicit reset owns full cleanup of activity; the queue and the running turn stay.
+      return { ...answered(s, e.data.commandId), background: [], tools: {}, generating: false };
+    case 'session.deleted': {
+      let next: SessionState = { ...answered(s, e.data.commandId), deleted: true };
+      for (const id of next.queue) next = setPrompt(next, id, 'removed');
+      return { ...retireExecution(next), queue: [] };
+    }
+    case 'execution.lost':
+      if (!s.execution || s.execution.id !== e.data.executionId || s.execution.phase === 'ended')
+        return s;
+      return endExecution(s, 'lost');
+    case 'turn.stalled':
+      return { ...s, stallAdvised: Math.max(s.stallAdvised, e.data.admissionGeneration) };
+    case 'turn.abandoned':
+      if (!s.turn || s.turn.generation !== e.data.admissionGeneration) return s;
+      return onTurnEnded(s, e.data.admissionGeneration);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** Facts count only from the live execution: late entries of a predecessor change nothing. */
+function isLive(s: SessionState, e: { executionId: string }): boolean {
+  return (
+    !s.deleted &&
+    s.execution !== null &&
+    s.execution.id === e.executionId &&
+    s.execution.phase !== 'ended'
+  );
+}
+
+function countEvent(s: SessionState): SessionState {
+  if (!s.turn || s.turn.phase !== 'dispatched' || s.turn.heardFromAgent) return s;
+  return { ...s, turn: { ...s.turn, heardFromAgent: true } };
+}
+
+/** Foreground output. Most entries of a stream are this, so an unchanged session is returned as is. */
+function foregroundOutput(s: SessionState): SessionState {
+  const t = s.turn;
+  const turnChanges = t !== null && (t.yielded || (t.phase === 'dispatched' && !t.heardFromAgent));
+  if (s.generating && !turnChanges) return s;
+  return {
+    ...s,
+    generating: true,
+    foregroundEpoch: s.generating ? s.foregroundEpoch : s.foregroundEpoch + 1,
+    turn: turnChanges
+      ? { ...t, yielded: false, heardFromAgent: t.heardFromAgent || t.phase === 'dispatched' }
+      : t,
+  };
+}
+
+function onIdle(s: SessionState, origin: string, generation: number | undefined): SessionState {
+  const next = { ...countEvent(s), generating: false };
+  const t = next.turn;
+  // Only the human cycle of the running prompt yields the foreground; autonomous cycles
+  // (task notifications, wake-ups) end themselves and nothing else.
+  if (origin === 'human' && t && t.phase === 'dispatched' && generation === t.generation) {
+    return { ...next, turn: { ...t, yielded: true } };
+  }
+  return next;
+}
+
+function onDispatched(s: SessionState, promptId: string, generation: number): SessionState {
+  const slot = claimSlot(s, promptId, generation);
+  if (!slot || s[slot]!.phase !== 'claimed') return s;
+  // The agent has the prompt: its text is no longer needed for (re-)delivery.
+  return { ...s, [slot]: { ...s[slot]!, phase: 'dispatched', text: null } };
+}
+
+function onDispatchFailed(s: SessionState, promptId: string, generation: number): SessionState {
+  const slot = claimSlot(s, promptId, generation);
+  if (!slot || s[slot]!.phase !== 'claimed') return s;
+  const claim = s[slot]!;
+  // Output after the claim means the agent is generating on its own: the gate stays closed
+  // until the next idle boundary instead of reopening under it.
+  const outputSinceClaim = s.foregroundEpoch !== claim.claimEpoch;
+  const next: SessionState = { ...s, [slot]: null, generating: s.generating || outputSinceClaim };
+  const record = next.prompts[promptId]!;
+  const attempts = record.dispatchAttempts + 1;
+  const counted = {
+    ...next,
+    prompts: { ...next.prompts, [promptId]: { ...record, dispatchAttempts: attempts } },
+  };
+  if (attempts >= MAX_DISPATCH_ATTEMPTS) return setPrompt(counted, promptId, 'rejected');
+  return requeueAtHead(counted, promptId, claim.text);
+}
+
+function onTurnEnded(s: SessionState, generation: number): SessionState {
+  let next = s;
+  if (next.steer && next.steer.generation === generation) next = { ...next, steer: null };
+  if (!next.turn || next.turn.generation !== generation) return next; // stale: a predecessor's end
+  // A steer delivered into this turn carries on as the foreground turn.
+  const successor = next.steer && next.steer.phase === 'dispatched' ? next.steer : null;
+  return {
+    ...next,
+    turn: successor,
+    steer: successor ? null : next.steer,
+    generating: false,
+    execution: next.execution && { ...next.execution, hadTurn: true },
+  };
+}
+
+function onTool(
+  s: SessionState,
+  e: EntryOf<'tool.started'> | EntryOf<'tool.updated'>,
+): SessionState {
+  const { toolCallId, parentToolCallId, ownership: evidence, status } = e.data;
+  let owner: ToolOwnership | undefined = s.tools[toolCallId];
+  let next = s;
+  if (owner === undefined) {
+    // Lineage wins over shape: a tool with any parent is never top-level foreground work,
+    // whatever the parent's own ownership (or absence of it) is.
+    owner = parentToolCallId !== undefined ? 'child' : evidence;
+    if (owner !== undefined) next = { ...next, tools: { ...next.tools, [toolCallId]: owner } };
+  }
+  if (owner === 'foreground') next = foregroundOutput(next);
+  if (status === 'completed' || status === 'failed') {
+    if (next.tools[toolCallId] !== undefined) {
+      const tools = { ...next.tools };
+      delete tools[toolCallId];
+      next = { ...next, tools };
+    }
+  }
+  return next;
+}
+
+function attests(caps: Capabilities | null, kind: string): boolean {
+  return caps !== null && caps.attestedKinds.includes(kind);
+}
+
+function onBackgroundStarted(s: SessionState, e: EntryOf<'background.started'>): SessionState {
+  const { work, toolCallId, attested } = e.data;
+  const registration: Registration = {
+    work,
+    toolCallId: toolCallId ?? null,
+    attested: attested && attests(s.execution!.capabilities, work.kind),
+    presumedEnded: false,
+  };
+  const index = s.background.findIndex((r) => r.work.id === work.id);
+  const background =
+    index === -1
+      ? [...s.background, registration]
+      : s.background.map((r, i) => (i === index ? registration : r));
+  return { ...s, background };
+}
+
+function onBackgroundEnded(s: SessionState, e: EntryOf<'background.ended'>): SessionState {
+  const { workId, toolCallId, kind } = e.data;
+  if (workId !== undefined || toolCallId !== undefined) {
+    const background = s.background.filter(
+      (r) =>
+        !(
+          (workId !== undefined && r.work.id === workId) ||
+          (toolCallId !== undefined && r.toolCallId === toolCallId)
+        ),
+    );
+    return background.length === s.background.length ? s : { ...s, background };
+  }
+  // No identity: hide one registration from counts only when the adapter says the pairing is
+  // unambiguous and exactly one candidate exists; it stays registered, so admission never relies on it.
+  const caps = s.execution!.capabilities;
+  if (kind === undefined || !caps || !caps.unambiguousCompletionKinds.includes(kind)) return s;
+  const candidates = s.background.filter((r) => r.work.kind === kind && !r.presumedEnded);
+  if (candidates.length !== 1) return s;
+  const target = candidates[0]!;
+  return {
+    ...s,
+    background: s.background.map((r) => (r === target ? { ...r, presumedEnded: true } : r)),
+  };
+}
+
+/** Everything the execution owned goes with it; a claim that never reached the agent is requeued. */
+function retireExecution(s: SessionState): SessionState {
+  let next: SessionState = {
+    ...s,
+    tools: {},
+    background: [],
+    generating: false,
+    turn: null,
+    steer: null,
+  };
+  for (const claim of [s.steer, s.turn]) {
+    if (claim && claim.phase === 'claimed' && !s.deleted)
+      next = requeueAtHead(next, claim.promptId, claim.text);
+  }
+  return next;
+}
+
+function endExecution(s: SessionState, reason: ExecutionEndReason): SessionState {
+  const next = retireExecution(s);
+  return { ...next, execution: { ...s.execution!, phase: 'ended', endReason: reason } };
+}
+
+function claimSlot(s: SessionState, promptId: string, generation: number): 'turn' | 'steer' | null {
+  if (s.turn && s.turn.promptId === promptId && s.turn.generation === generation) return 'turn';
+  if (s.steer && s.steer.promptId === promptId && s.steer.generation === generation) return 'steer';
+  return null;
+}
+
+function answered(s: SessionState, commandId: string | undefined): SessionState {
+  if (commandId === undefined) return s;
+  const pending = s.pending.filter((p) => p.data.commandId !== commandId);
+  return pending.length === s.pending.length ? s : { ...s, pending };
+}
+
+function without(queue: readonly string[], id: string): readonly string[] {
+  return queue.includes(id) ? queue.filter((q) => q !== id) : queue;
+}
+
+/** Back to the head of the queue, with the text its claim carried. */
+function requeueAtHead(s: SessionState, promptId: string, text: string | null): SessionState {
+  const next = setPrompt(s, promptId, 'queued', text);
+  return { ...next, queue: [promptId, ...without(next.queue, promptId)] };
+}
+
+const SETTLED: ReadonlySet<PromptStatus> = new Set(['admitted', 'rejected', 'removed']);
+
+/**
+ * Sets a prompt's status. A settled prompt drops its text and joins the bounded memory of settled
+ * prompts, so a retried idempotency key is answered without the session growing forever. (An
+ * admitted prompt's text rides on its claim until dispatch, and comes back with it if the claim
+ * is requeued: `text` then restores it.)
+ */
+function setPrompt(
+  s: SessionState,
+  promptId: string,
+  status: PromptStatus,
+  text: string | null = s.prompts[promptId]?.text ?? null,
+): SessionState {
+  const record = s.prompts[promptId];
+  if (!record) return s;
+  const settles = SETTLED.has(status);
+  const prompts = {
+    ...s.prompts,
+    [promptId]: { ...record, status, text: settles ? null : text },
+  };
+  if (!settles) return { ...s, prompts };
+  const settled = s.settled.includes(promptId) ? s.settled : [...s.settled, promptId];
+  if (settled.length <= SETTLED_PROMPTS_KEPT) return { ...s, prompts, settled };
+  // Dropped from the memory here; forgotten by forgetUnremembered unless still open or claimed.
+  return { ...s, prompts, settled: settled.slice(settled.length - SETTLED_PROMPTS_KEPT) };
+}
