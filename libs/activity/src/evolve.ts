@@ -4,6 +4,7 @@ import {
   SETTLED_PROMPTS_KEPT,
   initialSessionState,
   promptIdOfKey,
+  sortedIndexOf,
   promptOf,
   type ExecutionEndReason,
   type PendingCommand,
@@ -14,7 +15,6 @@ import {
   type SettledPrompt,
   type SettledStatus,
   type TaskState,
-  type ToolOwnership,
   type Turn,
 } from './state';
 
@@ -191,7 +191,13 @@ function step(s: SessionState, e: StreamEntry): SessionState {
     }
     case 'session.was_reset':
       // Explicit reset owns full cleanup of activity; the queue and the running turn stay.
-      return { ...answered(s, e.data.commandId), background: [], tools: {}, generating: false };
+      return {
+        ...answered(s, e.data.commandId),
+        background: [],
+        tools: {},
+        childTools: [],
+        generating: false,
+      };
     case 'session.deleted': {
       let next: SessionState = { ...answered(s, e.data.commandId), deleted: true };
       for (const id of next.queue) next = setPrompt(next, id, 'removed');
@@ -297,23 +303,50 @@ function onTool(
   e: EntryOf<'tool.started'> | EntryOf<'tool.updated'>,
 ): SessionState {
   const { toolCallId, parentToolCallId, ownership: evidence, status } = e.data;
-  let owner: ToolOwnership | undefined = s.tools[toolCallId];
+  const done = status === 'completed' || status === 'failed';
+  let owner = s.tools[toolCallId];
+  const child = owner === undefined ? sortedIndexOf(s.childTools, toolCallId) : -1;
   let next = s;
-  if (owner === undefined) {
+  if (owner === undefined && child >= 0) {
+    owner = 'child';
+    if (done) next = { ...s, childTools: removeAt(s.childTools, child) };
+  } else if (owner === undefined) {
     // Lineage wins over shape: a tool with any parent is never top-level foreground work,
     // whatever the parent's own ownership (or absence of it) is.
     owner = parentToolCallId !== undefined ? 'child' : evidence;
-    if (owner !== undefined) next = { ...next, tools: { ...next.tools, [toolCallId]: owner } };
+    // Recorded until it completes (a first frame that completes it records nothing).
+    if (owner === 'child' && !done)
+      next = { ...s, childTools: insertAt(s.childTools, -child - 1, toolCallId) };
+    else if (owner !== undefined && !done)
+      next = { ...s, tools: withKey(s.tools, toolCallId, owner) };
+  } else if (done) {
+    next = { ...s, tools: withoutKey(s.tools, toolCallId) };
   }
-  if (owner === 'foreground') next = foregroundOutput(next);
-  if (status === 'completed' || status === 'failed') {
-    if (next.tools[toolCallId] !== undefined) {
-      const tools = { ...next.tools };
-      delete tools[toolCallId];
-      next = { ...next, tools };
-    }
-  }
-  return next;
+  return owner === 'foreground' ? foregroundOutput(next) : next;
+}
+
+function insertAt(sorted: readonly string[], at: number, id: string): readonly string[] {
+  const out = sorted.slice(0, at);
+  out.push(id);
+  for (let i = at; i < sorted.length; i++) out.push(sorted[i]!);
+  return out;
+}
+
+function removeAt(sorted: readonly string[], at: number): readonly string[] {
+  const out = sorted.slice(0, at);
+  for (let i = at + 1; i < sorted.length; i++) out.push(sorted[i]!);
+  return out;
+}
+
+function withKey<V>(r: Readonly<Record<string, V>>, key: string, value: V): Record<string, V> {
+  return { ...r, [key]: value };
+}
+
+/** A copy without `key`, built afresh: `delete` would turn the copy into a slow dictionary. */
+function withoutKey<V>(r: Readonly<Record<string, V>>, key: string): Record<string, V> {
+  const out: Record<string, V> = {};
+  for (const k in r) if (k !== key) out[k] = r[k]!;
+  return out;
 }
 
 function attests(caps: Capabilities | null, kind: string): boolean {
@@ -366,6 +399,7 @@ function retireExecution(s: SessionState): SessionState {
   let next: SessionState = {
     ...s,
     tools: {},
+    childTools: [],
     background: [],
     generating: false,
     turn: null,

@@ -128,8 +128,19 @@ export interface SessionState {
    * so any output after a claim moves the epoch away from the claim's.
    */
   readonly foregroundEpoch: number;
-  /** Tool ownership of the live execution, by tool call id (provider ids are per execution). */
+  /**
+   * Tool ownership of the live execution, by tool call id (provider ids are per execution), for
+   * tools decided by their own evidence ('foreground', 'background'). A tool that completes or
+   * fails is forgotten.
+   */
   readonly tools: Readonly<Record<string, ToolOwnership>>;
+  /**
+   * Ids of the live execution's tools decided by lineage ('child': the first frame named a
+   * parent), sorted. Kept apart because they pile up (sub-tools of work that never reports their
+   * completion) and a sorted array takes a new one far more cheaply than a keyed record. Read
+   * ownership with `toolOwnership`.
+   */
+  readonly childTools: readonly string[];
   /** Live background registrations of the live execution, in launch order. */
   readonly background: readonly Registration[];
   /** Durable FIFO of prompt ids. */
@@ -180,6 +191,7 @@ export function initialSessionState(id: string): SessionState {
     generating: false,
     foregroundEpoch: 0,
     tools: {},
+    childTools: [],
     background: [],
     queue: [],
     autoRun: true,
@@ -212,4 +224,25 @@ export function promptIdOfKey(s: SessionState, idempotencyKey: string): string |
     if (s.settled[i]!.idempotencyKey === idempotencyKey) return s.settled[i]!.promptId;
   }
   return undefined;
+}
+
+/** Ownership of a tool call of the live execution, if a frame has decided it. */
+export function toolOwnership(s: SessionState, toolCallId: string): ToolOwnership | undefined {
+  return (
+    s.tools[toolCallId] ?? (sortedIndexOf(s.childTools, toolCallId) >= 0 ? 'child' : undefined)
+  );
+}
+
+/** Index of `id` in a sorted array, or -(insertion point) - 1 when absent. */
+export function sortedIndexOf(sorted: readonly string[], id: string): number {
+  let lo = 0;
+  let hi = sorted.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const x = sorted[mid]!;
+    if (x < id) lo = mid + 1;
+    else if (x > id) hi = mid - 1;
+    else return mid;
+  }
+  return -lo - 1;
 }
