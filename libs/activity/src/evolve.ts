@@ -248,14 +248,17 @@ function foregroundOutput(s: SessionState): SessionState {
 }
 
 function onIdle(s: SessionState, origin: string, generation: number | undefined): SessionState {
-  const next = { ...countEvent(s), generating: false };
-  const t = next.turn;
+  const t = s.turn;
+  const dispatched = t !== null && t.phase === 'dispatched';
   // Only the human cycle of the running prompt yields the foreground; autonomous cycles
   // (task notifications, wake-ups) end themselves and nothing else.
-  if (origin === 'human' && t && t.phase === 'dispatched' && generation === t.generation) {
-    return { ...next, turn: { ...t, yielded: true } };
-  }
-  return next;
+  const yields = dispatched && origin === 'human' && generation === t.generation;
+  if (!s.generating && (!dispatched || (t.heardFromAgent && (t.yielded || !yields)))) return s;
+  return {
+    ...s,
+    generating: false,
+    turn: dispatched ? { ...t, heardFromAgent: true, yielded: t.yielded || yields } : t,
+  };
 }
 
 function onDispatched(s: SessionState, promptId: string, generation: number): SessionState {
@@ -294,7 +297,10 @@ function onTurnEnded(s: SessionState, generation: number): SessionState {
     turn: successor,
     steer: successor ? null : next.steer,
     generating: false,
-    execution: next.execution && { ...next.execution, hadTurn: true },
+    execution:
+      next.execution && !next.execution.hadTurn
+        ? { ...next.execution, hadTurn: true }
+        : next.execution,
   };
 }
 
@@ -439,7 +445,9 @@ function requeueAtHead(s: SessionState, promptId: string, text: string | null): 
   return { ...next, queue: [promptId, ...without(next.queue, promptId)] };
 }
 
-const SETTLED: ReadonlySet<PromptStatus> = new Set(['admitted', 'rejected', 'removed']);
+function isSettled(status: PromptStatus): status is SettledStatus {
+  return status === 'admitted' || status === 'rejected' || status === 'removed';
+}
 
 /**
  * Sets a prompt's status. A settled prompt drops its text and joins the bounded memory of settled
@@ -455,7 +463,7 @@ function setPrompt(
   text: string | null = s.prompts[promptId]?.text ?? null,
 ): SessionState {
   const record = s.prompts[promptId];
-  const settles = SETTLED.has(status);
+  const settles = isSettled(status);
   const at = settles ? rememberedAt(s, promptId) : -1;
   // A prompt only remembered as settled can only settle again (its full record is gone).
   if (!record) return at === -1 ? s : { ...s, settled: resettled(s.settled, at, status) };
@@ -499,20 +507,22 @@ function resettled(
  * in `settled`, or forgotten if it already fell out of that memory).
  */
 function closeSettled(s: SessionState): SessionState {
-  const closes = (p: PromptRecord) =>
-    SETTLED.has(p.status) && !claims(s.turn, p.promptId) && !claims(s.steer, p.promptId);
   let any = false;
-  for (const id in s.prompts) if (closes(s.prompts[id]!)) any = true;
+  for (const id in s.prompts) if (closes(s, s.prompts[id]!)) any = true;
   if (!any) return s;
   const prompts: Record<string, PromptRecord> = {};
   const promptByKey: Record<string, string> = {};
   for (const id in s.prompts) {
     const p = s.prompts[id]!;
-    if (closes(p)) continue;
+    if (closes(s, p)) continue;
     prompts[id] = p;
     promptByKey[p.idempotencyKey] = id;
   }
   return { ...s, prompts, promptByKey };
+}
+
+function closes(s: SessionState, p: PromptRecord): boolean {
+  return isSettled(p.status) && !claims(s.turn, p.promptId) && !claims(s.steer, p.promptId);
 }
 
 function claims(t: Turn | null, promptId: string): boolean {

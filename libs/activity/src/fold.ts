@@ -1,13 +1,16 @@
 import {
   SCHEMA_VERSION,
+  type ForegroundActivity,
   type PromptOutcome,
+  type TaskActivityView,
   type SessionActivityView,
   type StreamEntry,
   type UnsequencedUpdate,
   type Update,
 } from '@baton/protocol';
-import { evolve } from './evolve';
+import { evolveSession } from './evolve';
 import {
+  initialSessionState,
   promptIdOfKey,
   promptOf,
   type PromptRecord,
@@ -15,7 +18,14 @@ import {
   type SettledPrompt,
   type TaskState,
 } from './state';
-import { liveRegistrations, queueEntries, sessionActivity, taskActivity } from './views';
+import {
+  activeSubagentCount,
+  foregroundActivity,
+  liveRegistrations,
+  moreActive,
+  queueEntries,
+  sessionActivity,
+} from './views';
 
 export interface Folded {
   readonly state: TaskState;
@@ -27,38 +37,91 @@ export interface Folded {
  * fold(state, entry): evolve, then publish every change of what clients can see. The sequence
  * lives in the state, so a replica that folds the same stream numbers the same updates the same
  * way — a new owner continues it and never reuses a number. Unchanged values are not published.
+ *
+ * What changed is found by comparing what the entry touched rather than recomputing every view:
+ * evolve shares every part of a session it did not change, so a view whose inputs are the same
+ * objects is the same view (test/equivalence.spec.ts checks this against a naive diff of views).
  */
 export function fold(state: TaskState, entry: StreamEntry): Folded {
-  const next = evolve(state, entry);
-  if (next === state) return repeatedSubmit(state, entry);
-  const before = state.sessions[entry.sessionId];
-  const after = next.sessions[entry.sessionId]!;
-  const a0 = before && sessionActivity(before);
-  const a1 = sessionActivity(after);
+  if (entry.taskId !== state.taskId) {
+    throw new Error(`entry of task ${entry.taskId} folded into task ${state.taskId}`);
+  }
+  const sessionId = entry.sessionId;
+  const before: SessionState | undefined = state.sessions[sessionId];
+  const after = evolveSession(before ?? initialSessionState(sessionId), entry);
+  if (after === before) return repeatedSubmit(state, entry);
+  const sessions = { ...state.sessions, [sessionId]: after };
+  // Its activity is a function of these fields alone (views.ts): unchanged, it is the same view.
+  const moved = !before || activityInputsMoved(before, after);
+  const a0 = moved && before ? sessionActivity(before) : undefined;
+  const a1 = moved ? sessionActivity(after) : undefined;
   const drafts = sessionChanges(before, after, a0, a1, entry);
   // The aggregate can move only when this session's own tier or count moved.
   if (
-    !before ||
-    !a0 ||
-    before.deleted !== after.deleted ||
-    a0.foregroundActivity !== a1.foregroundActivity ||
-    a0.activeSubagentCount !== a1.activeSubagentCount
+    a1 !== undefined &&
+    (!a0 ||
+      before!.deleted !== after.deleted ||
+      a0.foregroundActivity !== a1.foregroundActivity ||
+      a0.activeSubagentCount !== a1.activeSubagentCount)
   ) {
-    const taskBefore = taskActivity(state);
-    const taskAfter = taskActivity(next);
-    if (
-      taskBefore.foregroundActivity !== taskAfter.foregroundActivity ||
-      taskBefore.activeSubagentCount !== taskAfter.activeSubagentCount
-    ) {
-      drafts.push({ type: 'task.activity', data: taskAfter });
-    }
+    const task = taskActivityChange(state, sessionId, before, a0, after, a1);
+    if (task) drafts.push({ type: 'task.activity', data: task });
   }
-  if (drafts.length === 0) return { state: next, updates: [] };
-  let seq = next.seq;
+  if (drafts.length === 0) {
+    return { state: { taskId: state.taskId, seq: state.seq, sessions }, updates: [] };
+  }
+  let seq = state.seq;
   const updates = drafts.map(
-    (d) => ({ v: SCHEMA_VERSION, taskId: next.taskId, seq: ++seq, ...d }) as Update,
+    (d) => ({ v: SCHEMA_VERSION, taskId: state.taskId, seq: ++seq, ...d }) as Update,
   );
-  return { state: { ...next, seq }, updates };
+  return { state: { taskId: state.taskId, seq, sessions }, updates };
+}
+
+function activityInputsMoved(before: SessionState, after: SessionState): boolean {
+  return (
+    before.deleted !== after.deleted ||
+    before.generating !== after.generating ||
+    before.turn !== after.turn ||
+    before.steer !== after.steer ||
+    before.execution !== after.execution ||
+    before.background !== after.background ||
+    before.config !== after.config ||
+    before.queue !== after.queue
+  );
+}
+
+/**
+ * The task aggregate after one session changed, the other sessions read once; null when it is the
+ * same as before.
+ */
+function taskActivityChange(
+  state: TaskState,
+  sessionId: string,
+  before: SessionState | undefined,
+  a0: SessionActivityView | undefined,
+  after: SessionState,
+  a1: SessionActivityView,
+): TaskActivityView | null {
+  let others: ForegroundActivity = null;
+  let count = 0;
+  for (const id in state.sessions) {
+    const s = state.sessions[id]!;
+    if (id === sessionId || s.deleted) continue;
+    count += activeSubagentCount(s);
+    others = moreActive(others, foregroundActivity(s));
+  }
+  const wasVisible = before !== undefined && !before.deleted;
+  const wasForeground = wasVisible ? moreActive(others, a0!.foregroundActivity) : others;
+  const wasCount = wasVisible ? count + a0!.activeSubagentCount : count;
+  const now: TaskActivityView = after.deleted
+    ? { foregroundActivity: others, activeSubagentCount: count }
+    : {
+        foregroundActivity: moreActive(others, a1.foregroundActivity),
+        activeSubagentCount: count + a1.activeSubagentCount,
+      };
+  return wasForeground === now.foregroundActivity && wasCount === now.activeSubagentCount
+    ? null
+    : now;
 }
 
 /**
@@ -93,7 +156,7 @@ function sessionChanges(
   before: SessionState | undefined,
   after: SessionState,
   a0: SessionActivityView | undefined,
-  a1: SessionActivityView,
+  a1: SessionActivityView | undefined,
   entry: StreamEntry,
 ): UnsequencedUpdate[] {
   const sessionId = after.id;
@@ -101,17 +164,18 @@ function sessionChanges(
   if (after.deleted) {
     if (before && !before.deleted) out.push({ type: 'session.deleted', data: { sessionId } });
     if (entry.type === 'command.rejected') out.push(commandFailed(entry));
-    out.push(...promptChanges(before, after, entry));
+    promptChanges(before, after, entry, out);
     return out;
   }
   if (
-    !a0 ||
-    a0.state !== a1.state ||
-    a0.foregroundActivity !== a1.foregroundActivity ||
-    a0.activeSubagentCount !== a1.activeSubagentCount ||
-    a0.supportsSteering !== a1.supportsSteering ||
-    a0.runningGeneration !== a1.runningGeneration ||
-    a0.admission !== a1.admission
+    a1 !== undefined &&
+    (!a0 ||
+      a0.state !== a1.state ||
+      a0.foregroundActivity !== a1.foregroundActivity ||
+      a0.activeSubagentCount !== a1.activeSubagentCount ||
+      a0.supportsSteering !== a1.supportsSteering ||
+      a0.runningGeneration !== a1.runningGeneration ||
+      a0.admission !== a1.admission)
   ) {
     out.push({ type: 'session.activity', data: { sessionId, ...a1 } });
   }
@@ -135,7 +199,7 @@ function sessionChanges(
   }
   if (!before || before.background !== after.background)
     out.push(...backgroundChanges(before, after));
-  out.push(...promptChanges(before, after, entry));
+  promptChanges(before, after, entry, out);
   if (entry.type === 'command.rejected') out.push(commandFailed(entry));
   if (entry.type === 'turn.stalled' && before && before.stallAdvised !== after.stallAdvised) {
     out.push({ type: 'turn.stalled', data: { sessionId, ...entry.data } });
@@ -184,29 +248,35 @@ function promptChanges(
   before: SessionState | undefined,
   after: SessionState,
   entry: StreamEntry,
-): UnsequencedUpdate[] {
-  if (before && before.prompts === after.prompts && before.settled === after.settled) return [];
-  const out: UnsequencedUpdate[] = [];
-  const announce = (promptId: string) => {
-    const record = promptOf(after, promptId);
-    if (!record || (before && promptOf(before, promptId)?.status === record.status)) return;
-    const decision = outcome(after, record, entry);
-    if (decision) {
-      out.push({
-        type: 'prompt.decided',
-        data: {
-          sessionId: after.id,
-          promptId: record.promptId,
-          idempotencyKey: record.idempotencyKey,
-          decision,
-        },
-      });
-    }
-  };
-  if (before) for (const id in before.prompts) announce(id);
+  out: UnsequencedUpdate[],
+): void {
+  if (before && before.prompts === after.prompts && before.settled === after.settled) return;
+  if (before) for (const id in before.prompts) announce(before, after, id, entry, out);
   const named = 'promptId' in entry.data ? entry.data.promptId : undefined;
-  if (named !== undefined && !before?.prompts[named]) announce(named);
-  return out;
+  if (named !== undefined && !before?.prompts[named]) announce(before, after, named, entry, out);
+}
+
+function announce(
+  before: SessionState | undefined,
+  after: SessionState,
+  promptId: string,
+  entry: StreamEntry,
+  out: UnsequencedUpdate[],
+): void {
+  const record = promptOf(after, promptId);
+  if (!record || (before && promptOf(before, promptId)?.status === record.status)) return;
+  const decision = outcome(after, record, entry);
+  if (decision) {
+    out.push({
+      type: 'prompt.decided',
+      data: {
+        sessionId: after.id,
+        promptId: record.promptId,
+        idempotencyKey: record.idempotencyKey,
+        decision,
+      },
+    });
+  }
 }
 
 function outcome(

@@ -130,11 +130,14 @@ export function aggregate(
   let count = 0;
   for (const a of activities) {
     count += a.activeSubagentCount;
-    if (a.foregroundActivity && (!foreground || RANK[a.foregroundActivity] > RANK[foreground])) {
-      foreground = a.foregroundActivity;
-    }
+    foreground = moreActive(foreground, a.foregroundActivity);
   }
   return { foregroundActivity: foreground, activeSubagentCount: count };
+}
+
+/** The more active of two tiers (generating > background > null). */
+export function moreActive(a: ForegroundActivity, b: ForegroundActivity): ForegroundActivity {
+  return b && (!a || RANK[b] > RANK[a]) ? b : a;
 }
 
 export function visibleSessions(t: TaskState): SessionState[] {
