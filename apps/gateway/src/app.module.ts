@@ -15,6 +15,7 @@ import { HealthController } from './health/health.controller';
 import type { Logger } from './logger';
 import { GatewayMetrics } from './metrics/metrics';
 import { LOGGER, OPTIONS, SERVICES, STORE, type ResolvedOptions } from './options';
+import { PageModule } from './page/page.module';
 import { Executions } from './rest/executions';
 import { TasksController } from './rest/tasks.controller';
 import { Tenancy } from './tenancy';
@@ -184,6 +185,7 @@ export class AppModule {
         AhpModule,
         RestModule,
         HealthModule,
+        PageModule,
       ],
     };
   }

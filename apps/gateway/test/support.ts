@@ -211,8 +211,12 @@ export class FakeWorker {
     ]);
   }
 
-  /** The execution is up and can take prompts. */
+  /** The execution is up and can take prompts (its lease outlives the test, as if renewed). */
   async start(caps: Capabilities = CAPS): Promise<void> {
+    await this.store.executions.renewLease(
+      { taskId: this.taskId, sessionId: this.sessionId, executionId: this.executionId },
+      600_000,
+    );
     await this.fact('execution.started', { startedAt: new Date().toISOString() });
     await this.fact('capabilities.negotiated', caps);
   }

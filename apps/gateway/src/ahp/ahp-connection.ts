@@ -13,6 +13,7 @@ import {
   type AhpSnapshot,
   type ErrorCode,
 } from '@baton/protocol';
+import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import type { z } from 'zod';
 import { allows, type Principal } from '../auth/auth';
@@ -78,10 +79,11 @@ export class AhpConnection extends Connection {
 
   constructor(
     ws: WebSocket,
+    socket: Socket,
     principal: Principal,
     private readonly s: Services,
   ) {
-    super(ws, principal, 'ahp', s.opts, s.metrics, s.log);
+    super(ws, socket, s.hub.writes, principal, 'ahp', s.opts, s.metrics, s.log);
   }
 
   handleFrame(data: string | Buffer): void {
@@ -324,7 +326,7 @@ export class AhpConnection extends Connection {
       {
         onResync: (reason) => this.s.metrics.resyncs.inc({ reason }),
         onError: (err) => this.s.log.warn({ err, channel }, 'AHP subscription catch-up failed'),
-        onDelivered: () => this.s.metrics.updatesDelivered.inc(),
+        onDelivered: () => this.s.metrics.delivered++,
       },
     );
     const stop = this.s.hub.listen(ref.taskId, (frame) => sub.offer(frame));

@@ -26,7 +26,7 @@ export class AhpGateway extends FramedGateway {
 
   protected open(ws: WebSocket, req: IncomingMessage) {
     const p = principalOf(req);
-    return p && new AhpConnection(ws, p, this.s);
+    return p && new AhpConnection(ws, req.socket, p, this.s);
   }
 
   @SubscribeMessage('frame')

@@ -23,10 +23,17 @@ export class GatewayMetrics {
     labelNames: ['code'] as const,
     registers: [this.registry],
   });
-  readonly updatesDelivered = new Counter({
+  /** Counted on the fan-out hot path as a plain number; the counter takes it at each scrape. */
+  delivered = 0;
+  private reported = 0;
+  readonly updatesDelivered: Counter = new Counter({
     name: 'baton_gateway_updates_delivered_total',
     help: 'Updates sent to subscribers (one per subscriber)',
     registers: [this.registry],
+    collect: () => {
+      this.updatesDelivered.inc(this.delivered - this.reported);
+      this.reported = this.delivered;
+    },
   });
   readonly resyncs = new Counter({
     name: 'baton_gateway_resyncs_total',

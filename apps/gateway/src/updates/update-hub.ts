@@ -1,12 +1,16 @@
 import { Update, type TaskView } from '@baton/protocol';
 import type { EventStore, StoredUpdate, StreamTail } from '@baton/store';
 import type { Logger } from '../logger';
+import { WriteBatch } from './write-batch';
 
 /** One update as it travels to subscribers; its wire frame is serialized once for all of them. */
 export class UpdateFrame {
   private text: string | undefined;
   constructor(readonly update: Update) {}
-  /** The `update` server message, as sent on /ws. */
+  /**
+   * The `update` server message as sent on /ws, serialized once for every subscriber. A string,
+   * not a Buffer: ws frames a small string into one write, a Buffer into two (writev).
+   */
   get wire(): string {
     return (this.text ??= `{"v":1,"type":"update","update":${JSON.stringify(this.update)}}`);
   }
@@ -49,6 +53,8 @@ export function emptyView(taskId: string): TaskView {
 export class UpdateHub {
   private readonly listeners = new Map<string, Set<UpdateListener>>();
   private tail: StreamTail<StoredUpdate> | undefined;
+  /** Corks the sockets of subscribers while one batch from the tail is fanned out. */
+  readonly writes = new WriteBatch();
   private loop: Promise<void> | undefined;
 
   constructor(
@@ -79,7 +85,9 @@ export class UpdateHub {
     this.tail = tail;
     this.loop = (async () => {
       for await (const batch of tail) {
-        for (const { update } of batch) this.dispatch(new UpdateFrame(update));
+        this.writes.run(() => {
+          for (const { update } of batch) this.dispatch(new UpdateFrame(update));
+        });
       }
     })().catch((err: unknown) => this.log.error({ err }, 'update tail stopped'));
   }

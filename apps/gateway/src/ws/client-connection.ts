@@ -7,6 +7,7 @@ import {
   type SubscribeResult,
   type WireError,
 } from '@baton/protocol';
+import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { allows, type Principal, type Scope } from '../auth/auth';
 import type { Commands, QueueCommand } from '../commands/commands';
@@ -44,10 +45,11 @@ export class ClientConnection extends Connection {
 
   constructor(
     ws: WebSocket,
+    socket: Socket,
     principal: Principal,
     private readonly s: Services,
   ) {
-    super(ws, principal, 'ws', s.opts, s.metrics, s.log);
+    super(ws, socket, s.hub.writes, principal, 'ws', s.opts, s.metrics, s.log);
   }
 
   handleFrame(data: string | Buffer): void {
@@ -183,13 +185,13 @@ export class ClientConnection extends Connection {
         writable: () => this.writable(),
         snapshot: (task, resync) =>
           this.send({ v: SCHEMA_VERSION, type: 'snapshot', resync, task }),
-        update: (frame) => this.sendText(frame.wire),
+        update: (frame) => this.sendFrame(frame.wire),
       },
       {
         onResync: (reason) => this.s.metrics.resyncs.inc({ reason }),
         onError: (err) =>
           this.s.log.warn({ err, taskId: msg.taskId }, 'subscription catch-up failed'),
-        onDelivered: () => this.s.metrics.updatesDelivered.inc(),
+        onDelivered: () => this.s.metrics.delivered++,
       },
     );
     this.subs.set(msg.taskId, sub);

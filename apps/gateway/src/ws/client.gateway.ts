@@ -25,7 +25,7 @@ export class ClientGateway extends FramedGateway {
 
   protected open(ws: WebSocket, req: IncomingMessage) {
     const p = principalOf(req);
-    return p && new ClientConnection(ws, p, this.s);
+    return p && new ClientConnection(ws, req.socket, p, this.s);
   }
 
   @SubscribeMessage('frame')

@@ -1,4 +1,6 @@
+import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
+import type { WriteBatch } from '../updates/write-batch';
 import type { Principal } from '../auth/auth';
 import type { Logger } from '../logger';
 import type { Endpoint, GatewayMetrics } from '../metrics/metrics';
@@ -28,6 +30,9 @@ export abstract class Connection {
 
   constructor(
     readonly ws: WebSocket,
+    /** The TCP socket under `ws` (the upgrade request's), corked while a batch is fanned out. */
+    private readonly socket: Socket,
+    private readonly writes: WriteBatch,
     readonly principal: Principal,
     readonly endpoint: Endpoint,
     protected readonly opts: ResolvedOptions,
@@ -68,6 +73,14 @@ export abstract class Connection {
 
   send(message: object): void {
     this.sendText(JSON.stringify(message));
+  }
+
+  /** An update's frame, after {@link writable} said yes (so no second look at the buffer). */
+  sendFrame(text: string): void {
+    if (this.closed || this.ws.readyState !== OPEN) return;
+    this.writes.before(this.socket);
+    this.ws.send(text);
+    this.writes.after(this.socket);
   }
 
   /** Room for updates? Past the bound the connection falls behind and its subscriptions wait. */
