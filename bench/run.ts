@@ -46,32 +46,47 @@ const SUITES: Suite[] = [
   },
 ];
 
+/** The `## title` sections of a BENCHMARKS.md (above the notes), by title. */
+function sectionsOf(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const parts = text.split(/^(?=## )/m).filter((p) => p.startsWith('## '));
+  for (const part of parts)
+    out.set(part.slice(3, part.indexOf('\n')).trim(), part.trimEnd() + '\n');
+  return out;
+}
+
 async function main(): Promise<void> {
   const only = process.argv.slice(2);
-  const sections: string[] = [];
-  for (const suite of SUITES) {
-    if (only.length > 0 && !only.some((o) => suite.title.toLowerCase().includes(o.toLowerCase())))
-      continue;
-    console.log(`\n## ${suite.title}`);
-    const results = await suite.run();
-    const table = formatResults(results);
-    console.log(table);
-    sections.push(`## ${suite.title}\n\n${suite.note}\n\n${table}\n`);
-  }
-  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}`;
-  const header = [
-    '# Benchmarks',
-    '',
-    `Command: \`npm run bench\` (= \`node --expose-gc --import tsx bench/run.ts\`). Date: ${new Date().toISOString().slice(0, 10)}. Machine: ${machine}.`,
-    '',
-    'Every figure is measured side by side with its baseline in the same run; ratios are value / baseline. This machine is a noisy shared 2-core VM: compare ratios, not absolute figures.',
-    '',
-  ].join('\n');
+  const date = new Date().toISOString().slice(0, 10);
   // Written analysis (what bounds an unmet goal, the next step) lives below the marker and survives reruns.
   const file = join(__dirname, '..', 'BENCHMARKS.md');
   const previous = existsSync(file) ? readFileSync(file, 'utf8') : '';
   const at = previous.indexOf(NOTES_MARKER);
   const notes = at === -1 ? `${NOTES_MARKER}\n` : previous.slice(at);
+  // A partial run (`bench/run.ts fold`) rewrites its own sections and keeps the others as they were.
+  const kept = sectionsOf(at === -1 ? previous : previous.slice(0, at));
+  const sections: string[] = [];
+  for (const suite of SUITES) {
+    if (only.length > 0 && !only.some((o) => suite.title.toLowerCase().includes(o.toLowerCase()))) {
+      const old = kept.get(suite.title);
+      if (old) sections.push(old);
+      continue;
+    }
+    console.log(`\n## ${suite.title}`);
+    const results = await suite.run();
+    const table = formatResults(results);
+    console.log(table);
+    sections.push(`## ${suite.title}\n\n${suite.note} Measured ${date}.\n\n${table}\n`);
+  }
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${process.platform}`;
+  const header = [
+    '# Benchmarks',
+    '',
+    `Command: \`npm run bench\` (= \`node --expose-gc --import tsx bench/run.ts\`; \`bench/run.ts <words>\` runs only the suites whose title contains one of them and keeps the other sections). Last run: ${date}${only.length > 0 ? ` (${only.join(', ')})` : ''}. Machine: ${machine}.`,
+    '',
+    'Every figure is measured side by side with its baseline in the same run; ratios are value / baseline. This machine is a noisy shared 2-core VM: compare ratios, not absolute figures.',
+    '',
+  ].join('\n');
   writeFileSync(file, `${header}${sections.join('\n')}\n${notes}`);
   console.log('\nBENCHMARKS.md rewritten');
 }
