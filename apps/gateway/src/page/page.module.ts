@@ -1,40 +1,27 @@
-import {
-  Controller,
-  Get,
-  Inject,
-  Injectable,
-  Module,
-  Param,
-  Req,
-  Res,
-  type OnModuleInit,
-} from '@nestjs/common';
+import { Controller, Get, Inject, Injectable, Module, Param, Req, Res } from '@nestjs/common';
 import { buildPage, etagOf, type PageBundle } from '../../../web/src/build';
 import { WireFailure } from '../errors';
 import { LOGGER } from '../options';
 import type { Logger } from '../logger';
 
+/** One bundle per process, however many gateways it starts (tests start many). */
+let shared: Promise<PageBundle> | null = null;
+
 /**
- * The live page (apps/web), bundled in memory once per process. The build starts with the module
- * and is not awaited there, so the gateway listens as soon as it did before; the first request
- * waits for it (a few hundred milliseconds at most).
+ * The live page (apps/web), bundled in memory by the first request for it and kept for the life
+ * of the process: no build step, and no cost for a gateway nobody opens the page on (the first
+ * view waits once, a few hundred milliseconds at most).
  */
 @Injectable()
-export class PageBundleCache implements OnModuleInit {
-  private bundle: Promise<PageBundle> | null = null;
-
+export class PageBundleCache {
   constructor(@Inject(LOGGER) private readonly log: Logger) {}
 
-  onModuleInit(): void {
-    void this.get().catch(() => undefined);
-  }
-
   get(): Promise<PageBundle> {
-    if (!this.bundle) {
+    if (!shared) {
       const started = Date.now();
-      this.bundle = buildPage().then(
+      shared = buildPage().then(
         (b) => {
-          this.log.debug(
+          this.log.info(
             { ms: Date.now() - started, bytes: b.bytes, gzipBytes: b.gzipBytes },
             'page bundled',
           );
@@ -42,12 +29,12 @@ export class PageBundleCache implements OnModuleInit {
         },
         (err: unknown) => {
           this.log.error({ err }, 'page bundle failed');
-          this.bundle = null; // the next request tries again
+          shared = null; // the next request tries again
           throw err;
         },
       );
     }
-    return this.bundle;
+    return shared;
   }
 }
 
