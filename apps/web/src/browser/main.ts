@@ -1,0 +1,766 @@
+/**
+ * Baton's live activity page: sign in with a token, watch the tenant's tasks and sessions over
+ * /ws with @baton/client (which reconnects and resumes by itself), and work one session's queue
+ * and composer. Everything shown is derived from the views by ../model.
+ */
+import { BatonClient, type BatonError, type Subscription } from '@baton/client';
+import { Id, type SessionView, type TaskView } from '@baton/protocol';
+import { z } from 'zod';
+import {
+  canPrompt,
+  composerMode,
+  decisionText,
+  sessionIndicator,
+  stateText,
+  subagentText,
+  taskIndicator,
+  tokenClaims,
+  workLine,
+  type ComposerMode,
+  type Indicator,
+  type WorkLine,
+} from '../model';
+import { byId, h, setAttrs, setText, syncList } from './dom';
+import './styles.css';
+
+const TOKEN_KEY = 'baton.token';
+/** The gateway holds at most GATEWAY_MAX_SUBSCRIPTIONS (100 by default) per connection. */
+const MAX_TASKS = 50;
+const TASK_LIST_REFRESH_MS = 5_000;
+const TaskList = z.object({ tasks: z.array(Id) });
+const RestError = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+
+const storage = {
+  get(): string | null {
+    try {
+      return sessionStorage.getItem(TOKEN_KEY);
+    } catch {
+      return null;
+    }
+  },
+  set(token: string | null): void {
+    try {
+      if (token === null) sessionStorage.removeItem(TOKEN_KEY);
+      else sessionStorage.setItem(TOKEN_KEY, token);
+    } catch {
+      // Storage disabled: the page still works until it is reloaded.
+    }
+  },
+};
+
+/** A `?token=` link signs in once; the token must not stay in the address bar or history. */
+function takeTokenFromUrl(): string | null {
+  const url = new URL(location.href);
+  const token = url.searchParams.get('token');
+  if (token === null) return null;
+  url.searchParams.delete('token');
+  history.replaceState(history.state, '', `${url.pathname}${url.search}${url.hash}`);
+  return token.trim() || null;
+}
+
+type TokenCheck = { ok: true; tasks: string[] } | { ok: false; message: string; refused: boolean };
+
+/**
+ * Browsers cannot see why a WebSocket upgrade failed (a 401 is only a close 1006), so the token
+ * is tried on REST first, where a refusal comes with its reason.
+ */
+async function listTasks(token: string): Promise<TokenCheck> {
+  let res: Response;
+  try {
+    res = await fetch('/v1/tasks', {
+      headers: { authorization: `Bearer ${token}` },
+      cache: 'no-store',
+    });
+  } catch (err) {
+    return { ok: false, refused: false, message: `Cannot reach the gateway (${String(err)}).` };
+  }
+  const body: unknown = await res.json().catch(() => null);
+  if (res.ok) {
+    const parsed = TaskList.safeParse(body);
+    return parsed.success
+      ? { ok: true, tasks: parsed.data.tasks }
+      : {
+          ok: false,
+          refused: false,
+          message: 'The gateway answered with an unexpected task list.',
+        };
+  }
+  const reason = RestError.safeParse(body);
+  const why = reason.success ? reason.data.error.message : `HTTP ${res.status}`;
+  if (res.status === 401)
+    return { ok: false, refused: true, message: `The gateway refused this token: ${why}.` };
+  if (res.status === 403)
+    return { ok: false, refused: true, message: `This token may not read tasks: ${why}.` };
+  return { ok: false, refused: false, message: `The gateway answered ${res.status}: ${why}.` };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sign-in
+// ---------------------------------------------------------------------------------------------
+
+let app: App | null = null;
+
+function showSignIn(message: string): void {
+  app?.stop();
+  app = null;
+  byId('app').hidden = true;
+  byId('who').hidden = true;
+  byId('sign-out').hidden = true;
+  byId('banner').hidden = true;
+  byId('sign-in').hidden = false;
+  setText(byId('sign-in-error'), message);
+  byId<HTMLInputElement>('token').focus();
+}
+
+async function signIn(token: string): Promise<void> {
+  setText(byId('sign-in-error'), '');
+  const check = await listTasks(token);
+  if (!check.ok) {
+    // A refused token is forgotten; an unreachable gateway keeps it for a reload.
+    if (check.refused) storage.set(null);
+    showSignIn(check.message);
+    return;
+  }
+  storage.set(token);
+  byId('sign-in').hidden = true;
+  byId('app').hidden = false;
+  const claims = tokenClaims(token);
+  const who = byId('who');
+  setText(
+    who,
+    claims.tenant
+      ? `Tenant ${claims.tenant}${claims.scopes ? ` · ${claims.scopes.join(', ')}` : ''}`
+      : 'Signed in',
+  );
+  who.hidden = false;
+  byId('sign-out').hidden = false;
+  app = new App(token, canPrompt(claims.scopes));
+  app.start(check.tasks);
+}
+
+function boot(): void {
+  byId<HTMLFormElement>('sign-in-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const input = byId<HTMLInputElement>('token');
+    const token = input.value.trim();
+    if (!token) return;
+    input.value = '';
+    void signIn(token);
+  });
+  byId('sign-out').addEventListener('click', () => {
+    storage.set(null);
+    // What was selected belongs to the tenant that signed out.
+    history.replaceState(null, '', location.pathname);
+    showSignIn('');
+  });
+  const token = takeTokenFromUrl() ?? storage.get();
+  if (token) void signIn(token);
+  else showSignIn('');
+}
+
+// ---------------------------------------------------------------------------------------------
+// The live page
+// ---------------------------------------------------------------------------------------------
+
+interface TaskEntry {
+  readonly taskId: string;
+  sub: Subscription | null;
+  view: TaskView | null;
+  error: string | null;
+}
+
+type Connection = 'connecting' | 'live' | 'reconnecting' | 'resyncing';
+
+interface Selection {
+  readonly taskId: string;
+  readonly sessionId: string;
+}
+
+class App {
+  private readonly client = new BatonClient({
+    retryInitialConnect: true,
+    // A person is watching: retry soon, and never wait long between attempts.
+    backoff: { initialMs: 200, maxMs: 3_000 },
+  });
+  private readonly tasks = new Map<string, TaskEntry>();
+  private notShown = 0;
+  private selected: Selection | null = null;
+  /** The selected session appeared in a view: its absence later means it was deleted. */
+  private selectedSeen = false;
+  private connection: Connection = 'connecting';
+  private attempt = 0;
+  private frame = 0;
+  private stopped = false;
+  private readonly timers: Array<ReturnType<typeof setInterval>> = [];
+  private readonly offs: Array<() => void> = [];
+  private readonly busyPrompts = new Set<string>();
+  private sending = false;
+  /** The last prompt sent from the composer: its later decisions (queued → admitted) show too. */
+  private lastPrompt: { taskId: string; promptId: string } | null = null;
+  private readonly listeners: Array<[EventTarget, string, EventListener]> = [];
+
+  constructor(
+    private readonly token: string,
+    private readonly canPrompt: boolean,
+  ) {}
+
+  start(taskIds: string[]): void {
+    this.selected = selectionFromHash();
+    const c = this.client;
+    this.offs.push(
+      c.on('close', (e) => {
+        if (!e.willReconnect) return;
+        this.connection = this.connection === 'connecting' ? 'connecting' : 'reconnecting';
+        this.schedule();
+      }),
+      c.on('reconnecting', (e) => {
+        this.attempt = e.attempt;
+        this.schedule();
+      }),
+      c.on('open', (e) => {
+        this.attempt = 0;
+        // Every subscription is renewed from its last seq now; live again once all answered.
+        this.connection = e.reconnected ? 'resyncing' : 'connecting';
+        this.schedule();
+        if (e.reconnected) void this.refreshTasks();
+      }),
+      c.on('update', (u) => {
+        const last = this.lastPrompt;
+        if (u.type !== 'prompt.decided' || !last) return;
+        if (u.taskId !== last.taskId || u.data.promptId !== last.promptId) return;
+        setText(byId('composer-result'), decisionText(u.data.decision));
+      }),
+      c.on('error', (e: BatonError) => {
+        if (e.code === 'unauthorized' || e.code === 'forbidden') {
+          storage.set(null);
+          showSignIn(`Signed out: the gateway refused the token (${e.message}).`);
+        }
+      }),
+    );
+    const wsUrl = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
+    c.connect(wsUrl, this.token).catch((e: BatonError) => {
+      if (!this.stopped && e.code !== 'closed') showSignIn(`Cannot connect: ${e.message}`);
+    });
+    for (const id of taskIds) this.addTask(id);
+    this.timers.push(
+      setInterval(() => this.checkLive(), 200),
+      setInterval(() => void this.refreshTasks(), TASK_LIST_REFRESH_MS),
+    );
+    this.listen(window, 'hashchange', () => {
+      this.selected = selectionFromHash();
+      this.selectedSeen = false;
+      this.schedule();
+    });
+    this.listen(byId('composer'), 'submit', (ev) => {
+      ev.preventDefault();
+      void this.submitPrompt();
+    });
+    this.listen(byId('prompt'), 'keydown', (ev) => {
+      const k = ev as KeyboardEvent;
+      if (k.key === 'Enter' && (k.ctrlKey || k.metaKey)) {
+        k.preventDefault();
+        void this.submitPrompt();
+      }
+    });
+    this.listen(byId('prompt'), 'input', () => this.schedule());
+    this.render();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    for (const off of this.offs) off();
+    for (const [target, type, fn] of this.listeners) target.removeEventListener(type, fn);
+    cancelAnimationFrame(this.frame);
+    void this.client.close();
+    byId('task-list').replaceChildren();
+    for (const id of ['queue-list', 'work-list']) byId(id).replaceChildren();
+    setText(byId('composer-result'), '');
+  }
+
+  private listen(target: EventTarget, type: string, fn: EventListener): void {
+    target.addEventListener(type, fn);
+    this.listeners.push([target, type, fn]);
+  }
+
+  private addTask(taskId: string): void {
+    if (this.tasks.has(taskId)) return;
+    if (this.tasks.size >= MAX_TASKS) {
+      this.notShown++;
+      return;
+    }
+    const entry: TaskEntry = { taskId, sub: null, view: null, error: null };
+    this.tasks.set(taskId, entry);
+    entry.sub = this.client.subscribe(taskId, {
+      onView: (view) => {
+        entry.view = view;
+        entry.error = null;
+        this.schedule();
+      },
+      onError: (e) => {
+        entry.error = e.message;
+        this.schedule();
+      },
+    });
+  }
+
+  /** New tasks of the tenant appear without a reload. */
+  private async refreshTasks(): Promise<void> {
+    const check = await listTasks(this.token);
+    if (this.stopped) return;
+    if (!check.ok) {
+      if (check.refused) {
+        storage.set(null);
+        showSignIn(`Signed out: ${check.message}`);
+      }
+      return;
+    }
+    this.notShown = 0;
+    for (const id of check.tasks) this.addTask(id);
+    this.schedule();
+  }
+
+  /** Live once connected and every subscription has been answered since the last (re)connect. */
+  private checkLive(): void {
+    if (this.connection === 'live' || this.connection === 'reconnecting') return;
+    if (!this.client.connected) return;
+    const settled = [...this.tasks.values()].every(
+      (t) => !t.sub || t.sub.state === 'live' || t.sub.state === 'closed',
+    );
+    if (!settled) return;
+    this.connection = 'live';
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.stopped || this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      if (!this.stopped) this.render();
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Rendering
+  // -------------------------------------------------------------------------------------------
+
+  private render(): void {
+    this.renderBanner();
+    this.renderTasks();
+    this.renderSession();
+  }
+
+  private renderBanner(): void {
+    const banner = byId('banner');
+    const text =
+      this.connection === 'connecting'
+        ? 'Connecting…'
+        : this.connection === 'reconnecting'
+          ? `Connection lost — reconnecting…${this.attempt > 1 ? ` (attempt ${this.attempt})` : ''}`
+          : this.connection === 'resyncing'
+            ? 'Reconnected — resyncing…'
+            : '';
+    setAttrs(banner, { 'data-state': this.connection });
+    setText(banner, text);
+    banner.hidden = text === '';
+  }
+
+  private sortedTasks(): TaskEntry[] {
+    return [...this.tasks.values()].sort((a, b) => a.taskId.localeCompare(b.taskId));
+  }
+
+  private renderTasks(): void {
+    const tasks = this.sortedTasks();
+    const empty = byId('tasks-empty');
+    empty.hidden = tasks.length > 0;
+    const more = byId('tasks-more');
+    more.hidden = this.notShown === 0;
+    setText(more, `${this.notShown} more tasks are not shown (the page watches ${MAX_TASKS}).`);
+    // Nothing chosen yet: the first session of the first task.
+    if (!this.selected) {
+      const first = tasks.find((t) => t.view && t.view.sessions.length > 0);
+      const s = first?.view?.sessions[0];
+      if (first && s) this.select({ taskId: first.taskId, sessionId: s.sessionId }, false);
+    }
+    syncList(
+      byId('task-list'),
+      tasks,
+      (t) => t.taskId,
+      createTask,
+      (el, t) => this.updateTask(el, t),
+    );
+  }
+
+  private updateTask(el: HTMLElement, t: TaskEntry): void {
+    const view = t.view;
+    const agg = el.querySelector<HTMLElement>('.task-activity')!;
+    const subagents = el.querySelector<HTMLElement>('.subagents')!;
+    const note = el.querySelector<HTMLElement>('.task-note')!;
+    if (view) {
+      const ind = taskIndicator(view);
+      updateIndicator(agg, {
+        ...ind,
+        title: `${ind.title} (the most active of the task's sessions)`,
+      });
+      agg.hidden = false;
+      const n = view.activity.activeSubagentCount;
+      setText(subagents, subagentText(n));
+      setAttrs(subagents, { title: 'Subagents running now, over all sessions of the task' });
+      subagents.hidden = false;
+    } else {
+      agg.hidden = true;
+      subagents.hidden = true;
+    }
+    const noteText = t.error
+      ? `Cannot watch this task: ${t.error}`
+      : !view
+        ? 'Loading…'
+        : view.sessions.length === 0
+          ? 'No sessions.'
+          : '';
+    setText(note, noteText);
+    note.hidden = noteText === '';
+    setAttrs(note, { class: t.error ? 'task-note error' : 'task-note' });
+    syncList(
+      el.querySelector<HTMLElement>('.sessions')!,
+      view?.sessions ?? [],
+      (s) => s.sessionId,
+      (s) => this.createSessionRow(t.taskId, s),
+      (row, s) => this.updateSessionRow(row, t.taskId, s),
+    );
+  }
+
+  private createSessionRow(taskId: string, s: SessionView): HTMLLIElement {
+    const button = h('button', { type: 'button', class: 'session-button' }, s.sessionId);
+    button.addEventListener('click', () => this.select({ taskId, sessionId: s.sessionId }, true));
+    return h(
+      'li',
+      { class: 'session-row', 'data-session': `${taskId}/${s.sessionId}` },
+      indicatorElement(),
+      button,
+      h('span', { class: 'session-state' }),
+      h('span', { class: 'session-queued' }),
+    );
+  }
+
+  private updateSessionRow(row: HTMLElement, taskId: string, s: SessionView): void {
+    updateIndicator(row.querySelector<HTMLElement>('.ind')!, sessionIndicator(s));
+    const selected = this.selected?.taskId === taskId && this.selected.sessionId === s.sessionId;
+    setAttrs(row.querySelector('button')!, {
+      'aria-pressed': selected ? 'true' : 'false',
+      'aria-label': `Session ${s.sessionId}`,
+    });
+    setAttrs(row, { class: selected ? 'session-row selected' : 'session-row' });
+    setText(row.querySelector('.session-state')!, stateText(s));
+    const queued = s.queue.entries.length;
+    const q = row.querySelector<HTMLElement>('.session-queued')!;
+    setText(q, queued > 0 ? `${queued} queued` : '');
+    q.hidden = queued === 0;
+  }
+
+  private select(sel: Selection, focusComposer: boolean): void {
+    this.selected = sel;
+    this.selectedSeen = false;
+    const hash = `#${encodeURIComponent(sel.taskId)}/${encodeURIComponent(sel.sessionId)}`;
+    if (location.hash !== hash) history.replaceState(history.state, '', hash);
+    setText(byId('composer-result'), '');
+    this.schedule();
+    if (focusComposer) byId('session-title').focus();
+  }
+
+  private selectedSession(): { view: TaskView | null; session: SessionView | undefined } {
+    const sel = this.selected;
+    if (!sel) return { view: null, session: undefined };
+    const view = this.tasks.get(sel.taskId)?.view ?? null;
+    const session = view?.sessions.find((s) => s.sessionId === sel.sessionId);
+    if (session) this.selectedSeen = true;
+    return { view, session };
+  }
+
+  private renderSession(): void {
+    const sel = this.selected;
+    const { session } = this.selectedSession();
+    const panel = byId('session');
+    setText(
+      byId('session-title'),
+      sel ? `Session ${sel.sessionId} · task ${sel.taskId}` : 'No session selected',
+    );
+    const details = byId('session-details');
+    details.hidden = !session;
+    const status = byId('session-status');
+    if (session) {
+      const ind = sessionIndicator(session);
+      updateIndicator(status.querySelector<HTMLElement>('.ind')!, ind);
+      const a = session.activity;
+      setText(
+        status.querySelector('.status-text')!,
+        // The label again in text: a live region announces text changes, not a new aria-label.
+        `${ind.label} · ${stateText(session)} · ${subagentText(a.activeSubagentCount)} · ${a.admission} admission`,
+      );
+      this.renderWork(session);
+      this.renderQueue(session);
+    } else {
+      setText(
+        status.querySelector('.status-text')!,
+        !sel
+          ? 'Select a session in the list.'
+          : this.selectedSeen
+            ? 'This session was deleted.'
+            : !this.tasks.has(sel.taskId)
+              ? "No such task among this tenant's tasks."
+              : this.tasks.get(sel.taskId)?.view
+                ? 'No such session in this task.'
+                : 'Loading…',
+      );
+      status.querySelector<HTMLElement>('.ind')!.hidden = true;
+    }
+    const loading = !!sel && !session && !this.selectedSeen && this.tasks.has(sel.taskId);
+    setAttrs(panel, { 'aria-busy': loading ? 'true' : false });
+    this.renderComposer();
+  }
+
+  private renderWork(session: SessionView): void {
+    const lines = session.backgroundWork.map(workLine);
+    byId('work-empty').hidden = lines.length > 0;
+    syncList(byId('work-list'), lines, (w) => w.id, createWork, updateWork);
+  }
+
+  private renderQueue(session: SessionView): void {
+    const q = session.queue;
+    const entries = q.entries;
+    byId('queue-empty').hidden = entries.length > 0;
+    setText(
+      byId('queue-meta'),
+      `${entries.length}${q.capacity > 0 ? ` of ${q.capacity}` : ''} queued${
+        q.autoRun ? '' : ' · auto-run is off: prompts wait until sent now'
+      }`,
+    );
+    syncList(
+      byId('queue-list'),
+      entries,
+      (e) => e.promptId,
+      (e) => this.createQueued(e.promptId),
+      (li, e, i) => {
+        setText(li.querySelector('.queued-badge')!, `Queued · ${i + 1}`);
+        setText(li.querySelector('.queued-text')!, e.text);
+        const origin = li.querySelector<HTMLElement>('.queued-origin')!;
+        setText(origin, e.origin === 'human' ? '' : `from ${e.origin}`);
+        origin.hidden = e.origin === 'human';
+        const busy = this.busyPrompts.has(e.promptId) || !this.canPrompt;
+        const [sendNow, cancel] = Array.from(li.querySelectorAll('button'));
+        const short = e.text.length > 40 ? `${e.text.slice(0, 40)}…` : e.text;
+        setAttrs(sendNow!, { disabled: busy, 'aria-label': `Send now: ${short}` });
+        setAttrs(cancel!, { disabled: busy, 'aria-label': `Cancel: ${short}` });
+      },
+    );
+  }
+
+  private createQueued(promptId: string): HTMLLIElement {
+    const sendNow = h(
+      'button',
+      {
+        type: 'button',
+        class: 'secondary',
+        title: 'Run this prompt next, replacing the turn running now',
+      },
+      'Send now',
+    );
+    const cancel = h(
+      'button',
+      { type: 'button', class: 'secondary', title: 'Remove this prompt from the queue' },
+      'Cancel',
+    );
+    sendNow.addEventListener('click', () => void this.queueCommand(promptId, 'send_now'));
+    cancel.addEventListener('click', () => void this.queueCommand(promptId, 'cancel'));
+    return h(
+      'li',
+      { class: 'queued' },
+      h('span', { class: 'queued-badge' }),
+      h('span', { class: 'queued-text' }),
+      h('span', { class: 'queued-origin' }),
+      h('span', { class: 'queued-actions' }, sendNow, cancel),
+    );
+  }
+
+  private currentMode(): ComposerMode {
+    const { session } = this.selectedSession();
+    return composerMode(session, {
+      canPrompt: this.canPrompt,
+      online: this.connection === 'live',
+      deleted: this.selectedSeen && !session,
+    });
+  }
+
+  private renderComposer(): void {
+    const mode = this.currentMode();
+    const form = byId('composer');
+    const button = byId<HTMLButtonElement>('composer-submit');
+    const textarea = byId<HTMLTextAreaElement>('prompt');
+    setAttrs(form, { 'data-mode': mode.kind });
+    setText(button, this.sending ? 'Sending…' : mode.kind === 'queue' ? 'Queue' : 'Send');
+    setAttrs(button, {
+      disabled: mode.kind === 'unavailable' || this.sending,
+      'aria-describedby': 'composer-hint',
+    });
+    setAttrs(textarea, { disabled: mode.kind === 'unavailable' && mode.reason !== 'offline' });
+    const badge = byId('composer-badge');
+    badge.hidden = mode.kind !== 'queue';
+    setText(badge, mode.kind === 'queue' ? `Will be queued · position ${mode.position}` : '');
+    setText(
+      byId('composer-hint'),
+      mode.kind === 'unavailable' ? `Unavailable: ${mode.hint}` : mode.hint,
+    );
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Actions
+  // -------------------------------------------------------------------------------------------
+
+  private async submitPrompt(): Promise<void> {
+    const sel = this.selected;
+    const textarea = byId<HTMLTextAreaElement>('prompt');
+    const text = textarea.value.trim();
+    const mode = this.currentMode();
+    if (!sel || !text || mode.kind === 'unavailable' || this.sending) return;
+    const result = byId('composer-result');
+    this.sending = true;
+    textarea.value = '';
+    setText(result, mode.kind === 'queue' ? 'Queueing…' : 'Sending…');
+    this.schedule();
+    let pending = false;
+    try {
+      const d = await this.client.prompt(
+        { taskId: sel.taskId, sessionId: sel.sessionId, text },
+        {
+          onPending: () => {
+            pending = true;
+            this.sending = false;
+            setText(result, 'Accepted; waiting for its decision…');
+            this.schedule();
+          },
+        },
+      );
+      this.lastPrompt = { taskId: d.taskId, promptId: d.promptId };
+      setText(result, decisionText(d.decision));
+    } catch (err) {
+      if (!textarea.value) textarea.value = text;
+      setText(result, `Not sent: ${(err as Error).message}`);
+    } finally {
+      if (!pending) this.sending = false;
+      this.schedule();
+    }
+  }
+
+  private async queueCommand(promptId: string, op: 'cancel' | 'send_now'): Promise<void> {
+    const sel = this.selected;
+    const { session } = this.selectedSession();
+    if (!sel || !session) return;
+    const result = byId('composer-result');
+    this.busyPrompts.add(promptId);
+    this.schedule();
+    try {
+      const ref = { taskId: sel.taskId, sessionId: sel.sessionId, promptId };
+      const generation = session.activity.runningGeneration;
+      const r =
+        op === 'cancel'
+          ? await this.client.queue.cancel(ref)
+          : await this.client.queue.sendNow(
+              generation === null ? ref : { ...ref, observedGeneration: generation },
+            );
+      setText(
+        result,
+        r.status === 'done'
+          ? op === 'cancel'
+            ? 'Cancelled the queued prompt.'
+            : 'The prompt runs next.'
+          : r.status === 'pending'
+            ? 'Asked; waiting for the answer…'
+            : `Not done: ${r.message}`,
+      );
+    } catch (err) {
+      setText(result, `Not done: ${(err as Error).message}`);
+    } finally {
+      this.busyPrompts.delete(promptId);
+      this.schedule();
+    }
+  }
+}
+
+function selectionFromHash(): Selection | null {
+  const m = /^#([^/]+)\/(.+)$/.exec(location.hash);
+  if (!m) return null;
+  try {
+    return { taskId: decodeURIComponent(m[1]!), sessionId: decodeURIComponent(m[2]!) };
+  } catch {
+    return null;
+  }
+}
+
+let nextTitleId = 0;
+
+function createTask(t: TaskEntry): HTMLLIElement {
+  const titleId = `task-title-${++nextTitleId}`;
+  return h(
+    'li',
+    { class: 'task', 'data-task': t.taskId },
+    h(
+      'article',
+      { 'aria-labelledby': titleId },
+      h(
+        'header',
+        { class: 'task-header' },
+        h('h3', { id: titleId }, t.taskId),
+        indicatorElement('task-activity'),
+        h('span', { class: 'subagents' }),
+      ),
+      h('p', { class: 'task-note' }),
+      h('ul', { class: 'sessions', 'aria-label': `Sessions of task ${t.taskId}` }),
+    ),
+  );
+}
+
+function indicatorElement(extra = ''): HTMLSpanElement {
+  return h(
+    'span',
+    { class: `ind ${extra}`.trim(), role: 'img' },
+    h('span', { class: 'ind-mark', 'aria-hidden': 'true' }),
+    h('span', { class: 'ind-text', 'aria-hidden': 'true' }),
+  );
+}
+
+function updateIndicator(el: HTMLElement, ind: Indicator): void {
+  const base = el.classList.contains('task-activity') ? 'ind task-activity' : 'ind';
+  setAttrs(el, {
+    class: `${base} ind-${ind.activity}`,
+    'aria-label': ind.label,
+    title: ind.title,
+    'data-activity': ind.activity,
+  });
+  setText(el.querySelector('.ind-text')!, ind.text);
+  el.hidden = false;
+}
+
+function createWork(w: WorkLine): HTMLLIElement {
+  return h(
+    'li',
+    { class: `work work-${w.kind === 'shell' || w.kind === 'subagent' ? w.kind : 'other'}` },
+    h('span', { class: 'work-kind' }),
+    h('span', { class: 'work-label' }),
+    h('time', { class: 'work-since' }),
+    h('code', { class: 'work-detail' }),
+  );
+}
+
+function updateWork(li: HTMLElement, w: WorkLine): void {
+  setText(li.querySelector('.work-kind')!, w.kindText);
+  setText(li.querySelector('.work-label')!, w.label);
+  const detail = li.querySelector<HTMLElement>('.work-detail')!;
+  setText(detail, w.detail ?? '');
+  detail.hidden = w.detail === null;
+  const since = li.querySelector<HTMLElement>('.work-since')!;
+  const started = new Date(w.startedAt);
+  setAttrs(since, { datetime: w.startedAt, title: started.toString() });
+  setText(since, `since ${started.toLocaleTimeString()}`);
+}
+
+boot();

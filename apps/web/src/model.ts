@@ -1,0 +1,265 @@
+/**
+ * What the page shows, derived from the views alone: pure functions, no DOM, so they are tested
+ * in Node (and the composer's prediction against the domain core's own decisions).
+ */
+import type {
+  BackgroundWork,
+  PromptOutcome,
+  SessionView,
+  TaskActivityView,
+  TaskView,
+} from '@baton/protocol';
+
+export type Activity = 'generating' | 'background' | 'idle';
+
+export interface Indicator {
+  readonly activity: Activity;
+  /** The accessible name: distinct per activity. */
+  readonly label: string;
+  /** The tooltip: what the state means. */
+  readonly title: string;
+  /** A short visible word next to the symbol, so colour is never the only cue. */
+  readonly text: string;
+}
+
+export const INDICATORS: Record<Activity, Indicator> = {
+  generating: {
+    activity: 'generating',
+    label: 'Generating',
+    title: 'Generating: the agent is working on a turn in the foreground',
+    text: 'generating',
+  },
+  background: {
+    activity: 'background',
+    label: 'Working in the background',
+    title:
+      'Working in the background: the foreground is idle or has yielded, but shells, subagents or watches still run — not done',
+    text: 'background',
+  },
+  idle: {
+    activity: 'idle',
+    label: 'Idle, done',
+    title: 'Idle: nothing runs in the foreground or the background — done',
+    text: 'idle',
+  },
+};
+
+/**
+ * The tri-state of a session or a task aggregate. Background work that is still listed keeps a
+ * session out of "done" even if a view ever said its foreground was idle.
+ */
+export function activityOf(
+  a: Pick<TaskActivityView, 'foregroundActivity'>,
+  backgroundWorkListed = false,
+): Activity {
+  if (a.foregroundActivity === 'generating') return 'generating';
+  if (a.foregroundActivity === 'background' || backgroundWorkListed) return 'background';
+  return 'idle';
+}
+
+export function sessionIndicator(s: SessionView): Indicator {
+  return INDICATORS[activityOf(s.activity, s.backgroundWork.length > 0)];
+}
+
+/** The task's aggregate: the most active session wins. */
+export function taskIndicator(t: TaskView): Indicator {
+  return INDICATORS[
+    activityOf(
+      t.activity,
+      t.sessions.some((s) => s.backgroundWork.length > 0),
+    )
+  ];
+}
+
+const STATE_TEXT: Record<SessionView['activity']['state'], string> = {
+  created: 'no agent yet',
+  starting: 'agent starting',
+  idle: 'agent ready',
+  running: 'turn running',
+  waiting_for_input: 'agent ready',
+  completed: 'agent finished',
+  failed: 'agent failed',
+  cancelled: 'agent cancelled',
+};
+
+/** The coarse state in words (the execution's life, next to the tri-state). */
+export function stateText(s: SessionView): string {
+  return STATE_TEXT[s.activity.state];
+}
+
+export function subagentText(n: number): string {
+  return n === 1 ? '1 subagent' : `${n} subagents`;
+}
+
+/** One background work entry as shown: its kind in words, its label, and what it runs. */
+export interface WorkLine {
+  readonly id: string;
+  readonly kind: string;
+  readonly kindText: string;
+  readonly label: string;
+  /** The shell's command, or the subagent's chat; unknown kinds have none. */
+  readonly detail: string | null;
+  readonly startedAt: string;
+}
+
+export function workLine(w: BackgroundWork): WorkLine {
+  const base = { id: w.id, kind: w.kind, label: w.label, startedAt: w.startedAt };
+  switch (w.kind) {
+    case 'shell':
+      return { ...base, kindText: 'Shell', detail: String((w as { command: unknown }).command) };
+    case 'subagent':
+      return { ...base, kindText: 'Subagent', detail: null };
+    case 'monitor':
+      return { ...base, kindText: 'Monitor watch', detail: null };
+    default:
+      // A kind this page does not know: shown as it is named, never dropped.
+      return { ...base, kindText: `Other work (${w.kind})`, detail: null };
+  }
+}
+
+/**
+ * What the composer does with a human prompt right now, predicted from the session's view the
+ * way the owner's admission decides it: with a queue, behind it (or refused when it is full);
+ * otherwise now when the session has a ready agent and no turn (or the turn yielded to attested
+ * background work: a handoff, or the agent takes steering), else into the queue.
+ */
+export type ComposerMode =
+  | { readonly kind: 'send'; readonly how: 'turn' | 'handoff' | 'steer'; readonly hint: string }
+  | {
+      readonly kind: 'queue';
+      readonly reason: 'busy' | 'no_execution' | 'queue_not_empty';
+      readonly position: number;
+      readonly hint: string;
+    }
+  | { readonly kind: 'unavailable'; readonly reason: UnavailableReason; readonly hint: string };
+
+export type UnavailableReason =
+  'no_session' | 'session_deleted' | 'queue_full' | 'read_only' | 'offline';
+
+export interface ComposerContext {
+  /** The token's scopes include `prompt` (or `admin`). */
+  readonly canPrompt: boolean;
+  /** The connection is up and the view is current. */
+  readonly online: boolean;
+  /** The selected session was in the task's view before and is gone now. */
+  readonly deleted?: boolean;
+}
+
+export function composerMode(session: SessionView | undefined, ctx: ComposerContext): ComposerMode {
+  if (!ctx.canPrompt)
+    return unavailable('read_only', 'Your token may read but not send prompts (no prompt scope).');
+  if (!session) {
+    return ctx.deleted
+      ? unavailable('session_deleted', 'This session was deleted: it takes no more prompts.')
+      : unavailable('no_session', 'Select a session to send it a prompt.');
+  }
+  if (!ctx.online)
+    return unavailable('offline', 'Reconnecting: prompts can be sent again once the page is live.');
+  const { activity, queue } = session;
+  const queued = queue.entries.length;
+  if (queued > 0) {
+    if (queue.capacity > 0 && queued >= queue.capacity)
+      return unavailable(
+        'queue_full',
+        `The queue is full (${queue.capacity} prompts): cancel or wait for one to run.`,
+      );
+    return queue_('queue_not_empty', queued + 1, `Other prompts wait first`);
+  }
+  if (activity.state === 'idle' || activity.state === 'waiting_for_input')
+    return {
+      kind: 'send',
+      how: 'turn',
+      hint:
+        activity.foregroundActivity === 'background'
+          ? 'The agent is ready (background work does not hold prompts back): the prompt runs now.'
+          : 'The agent is ready: the prompt runs now.',
+    };
+  if (activity.state === 'running') {
+    if (activity.foregroundActivity === 'background')
+      return {
+        kind: 'send',
+        how: 'handoff',
+        hint: 'The turn yielded to background work: the prompt runs now (handoff).',
+      };
+    if (activity.supportsSteering)
+      return {
+        kind: 'send',
+        how: 'steer',
+        hint: 'The agent takes steering: the prompt joins the running turn now.',
+      };
+    return queue_('busy', 1, 'The session is busy');
+  }
+  return queue_('no_execution', 1, 'No agent is running for this session');
+}
+
+function queue_(
+  reason: 'busy' | 'no_execution' | 'queue_not_empty',
+  position: number,
+  why: string,
+): ComposerMode {
+  return {
+    kind: 'queue',
+    reason,
+    position,
+    hint: `${why}: the prompt will be queued at position ${position} and runs when its turn comes.`,
+  };
+}
+
+function unavailable(reason: UnavailableReason, hint: string): ComposerMode {
+  return { kind: 'unavailable', reason, hint };
+}
+
+/** A prompt's decision in words. */
+export function decisionText(d: PromptOutcome): string {
+  switch (d.outcome) {
+    case 'admitted':
+      return d.mode === 'turn'
+        ? 'The prompt runs now.'
+        : d.mode === 'handoff'
+          ? 'The prompt runs now (handoff from background work).'
+          : 'The prompt steers the running turn.';
+    case 'queued':
+      return `Queued at position ${d.position} (${QUEUE_REASON[d.reason] ?? d.reason}).`;
+    case 'rejected':
+      return `Refused: ${d.message}`;
+    case 'removed':
+      return d.reason === 'cancelled'
+        ? 'The prompt was cancelled.'
+        : 'The prompt was dropped: the session was deleted.';
+  }
+}
+
+const QUEUE_REASON: Record<string, string> = {
+  busy: 'the session is busy',
+  no_execution: 'no agent is running',
+  queue_not_empty: 'other prompts wait first',
+  auto_run_off: 'auto-run is off',
+  released: 'its turn was released',
+};
+
+/** Scopes and tenant read from a token's payload, for the page only (the gateway verifies). */
+export function tokenClaims(token: string): { tenant: string | null; scopes: string[] | null } {
+  const part = token.split('.')[1];
+  if (!part) return { tenant: null, scopes: null };
+  try {
+    const b64 = part.replace(/-/g, '+').replace(/_/g, '/');
+    const json = JSON.parse(
+      decodeURIComponent(
+        Array.from(atob(b64.padEnd(b64.length + ((4 - (b64.length % 4)) % 4), '=')))
+          .map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+          .join(''),
+      ),
+    ) as { tenant?: unknown; scope?: unknown };
+    return {
+      tenant: typeof json.tenant === 'string' ? json.tenant : null,
+      scopes: typeof json.scope === 'string' ? json.scope.split(' ').filter(Boolean) : null,
+    };
+  } catch {
+    return { tenant: null, scopes: null };
+  }
+}
+
+/** Whether scopes allow prompting; unknown scopes (an opaque token) do not block the page. */
+export function canPrompt(scopes: string[] | null): boolean {
+  return scopes === null || scopes.includes('prompt') || scopes.includes('admin');
+}

@@ -1,0 +1,274 @@
+// The live page in a real browser (Debian's chromium through playwright-core) against real
+// everything: redis-server, Baton's one-process run (gateway, projector, worker) started as a
+// user starts it, replay executions started with the CLI. One browser and one page for the whole
+// story, as a person would watch it. Screenshots of each state go to apps/web/screenshots/.
+import { freePort, startRedis, type RedisServer } from '@baton/redis-harness';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import { Proc, cli, getJson, until } from '../../../test/support';
+
+jest.setTimeout(240_000);
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SHOTS = join(__dirname, '..', 'screenshots');
+/** Replay speed: each turn generates for ~8 s, then its shell runs ~12 s in the background. */
+const SPEED = '0.5';
+const WAIT = 90_000;
+
+interface SessionView {
+  activity: { state: string; foregroundActivity: string | null };
+}
+
+describe('the live activity page in a browser', () => {
+  let redis: RedisServer;
+  let dataDir: string;
+  let env: Record<string, string>;
+  let base: string;
+  let baton: Proc;
+  let browser: Browser;
+  let page: Page;
+  const pageErrors: string[] = [];
+
+  const startBaton = async () => {
+    const p = new Proc(
+      'baton',
+      process.execPath,
+      ['--import', 'tsx', 'apps/baton/src/main.ts'],
+      env,
+    );
+    await p.waitFor(/Baton is running/, 120_000);
+    return p;
+  };
+  const token = () => readFileSync(join(dataDir, 'token'), 'utf8').trim();
+  const session = (taskId: string, sessionId: string) =>
+    getJson<SessionView>(`${base}/v1/tasks/${taskId}/sessions/${sessionId}`, token());
+  const exec = async (taskId: string, sessionId: string) => {
+    const r = await cli(
+      ['exec', taskId, sessionId, '--recording', 'demo-claude.jsonl', '--speed', SPEED],
+      env,
+    );
+    if (r.code !== 0) throw new Error(`exec: ${r.stderr}`);
+  };
+  const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
+  const row = (taskId: string, sessionId: string) =>
+    page.locator(`[data-session="${taskId}/${sessionId}"]`);
+  /** The session's indicator, found by its accessible name. */
+  const indicator = (r: Locator, label: string) => r.getByRole('img', { name: label, exact: true });
+  const banner = () => page.locator('#banner');
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    redis = await startRedis();
+    dataDir = mkdtempSync(join(tmpdir(), 'baton-web-'));
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    env = {
+      REDIS_URL: redis.url,
+      BATON_DATA_DIR: dataDir,
+      BATON_PREFIX: `web${process.pid}`,
+      BATON_SHARDS: '4',
+      GATEWAY_PORT: String(port),
+      BATON_GATEWAY_URL: base,
+      LOG_LEVEL: 'warn',
+      PROJECTOR_LEASE_TTL_MS: '1000',
+      PROJECTOR_RENEW_MS: '200',
+      WORKER_EXECUTION_LEASE_MS: '1000',
+    };
+    [baton, browser] = await Promise.all([
+      startBaton(),
+      chromium.launch({
+        executablePath: CHROMIUM,
+        headless: true,
+        args: [
+          '--no-sandbox',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-default-apps',
+          '--disable-sync',
+          '--disable-extensions',
+          '--disable-domain-reliability',
+          '--disable-client-side-phishing-detection',
+          '--metrics-recording-only',
+          '--no-first-run',
+          '--no-default-browser-check',
+          '--no-pings',
+          '--safebrowsing-disable-auto-update',
+        ],
+      }),
+    ]);
+    page = await browser.newPage({
+      viewport: { width: 1100, height: 720 },
+      locale: 'en-GB',
+      timezoneId: 'UTC',
+    });
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await baton?.stop('SIGKILL');
+    await redis?.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** A test whose failure report says what the page, the gateway and Baton showed then. */
+  const story = (name: string, fn: () => Promise<void>) =>
+    it(name, async () => {
+      try {
+        await fn();
+      } catch (err) {
+        const served = await getJson(`${base}/v1/tasks/t1`, token()).catch((e: unknown) => e);
+        const shown = await page
+          .locator('main')
+          .innerText()
+          .catch((e: unknown) => e);
+        const bannerText = await banner()
+          .textContent()
+          .catch(() => null);
+        throw new Error(
+          `${String(err)}\n--- banner: ${bannerText}\n--- page:\n${String(shown)}\n--- GET /v1/tasks/t1: ${JSON.stringify(served)}\n--- baton:\n${baton.tail(30)}`,
+        );
+      }
+    });
+
+  afterEach(() => {
+    // An uncaught error in the page is a bug even when the test's assertions held.
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('is served at / with its assets, no token needed for the page itself', async () => {
+    const res = await fetch(`${base}/`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    const html = await res.text();
+    const js = /src="\/assets\/(app-[A-Z0-9]+\.js)"/.exec(html)?.[1];
+    expect(js).toBeDefined();
+    const asset = await fetch(`${base}/assets/${js}`, { headers: { 'accept-encoding': 'gzip' } });
+    expect(asset.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(asset.headers.get('cache-control')).toContain('immutable');
+    expect((await fetch(`${base}/assets/nope.js`)).status).toBe(404);
+  });
+
+  story('says clearly when the gateway refuses the token of a link', async () => {
+    await page.goto(`${base}/?token=not-a-token`);
+    const error = page.locator('#sign-in-error');
+    await error.filter({ hasText: 'refused' }).waitFor();
+    expect(await error.textContent()).toMatch(/^The gateway refused this token: .+\.$/);
+    expect(await page.getByLabel('Access token').isVisible()).toBe(true);
+    expect(page.url()).toBe(`${base}/`); // the token does not stay in the address bar
+    await shot('1-sign-in-refused');
+  });
+
+  story('follows a replay through generating, a queued prompt, background and idle', async () => {
+    await exec('t1', 's1');
+    await until(async () => (await session('t1', 's1')).activity.state === 'idle', 'agent ready');
+
+    await page.goto(`${base}/?token=${token()}`);
+    expect(page.url()).not.toContain('token=');
+    const s1 = row('t1', 's1');
+    await indicator(s1, 'Idle, done').waitFor();
+    expect(await indicator(s1, 'Idle, done').getAttribute('title')).toMatch(/^Idle: /);
+    await banner().waitFor({ state: 'hidden' });
+    // Keyboard only: choose the session, type, send.
+    await page.getByRole('button', { name: 'Session s1' }).focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#session-title').filter({ hasText: 'Session s1 · task t1' }).waitFor();
+    const submit = page.locator('#composer-submit');
+    expect(await submit.textContent()).toBe('Send');
+    await shot('2-idle-ready');
+
+    await page.getByLabel('Prompt', { exact: true }).fill('first: read the code');
+    await page.keyboard.press('Control+Enter');
+    await indicator(s1, 'Generating').waitFor({ timeout: WAIT });
+    // The task's aggregate follows its most active session.
+    await indicator(page.locator('[data-task="t1"] .task-header'), 'Generating').waitFor();
+    await page.locator('#composer-result').filter({ hasText: 'The prompt runs now.' }).waitFor();
+    await shot('3-generating');
+
+    // Busy: the composer says it will queue, and the prompt shows in the queue, labelled queued.
+    await submit.filter({ hasText: /^Queue$/ }).waitFor();
+    expect(await page.locator('#composer-badge').textContent()).toBe('Will be queued · position 1');
+    await page.getByLabel('Prompt', { exact: true }).fill('second: and add tests');
+    await submit.click();
+    const queued = page.locator('#queue-list li', { hasText: 'second: and add tests' });
+    await queued.waitFor();
+    expect(await queued.locator('.queued-badge').textContent()).toBe('Queued · 1');
+    expect(await queued.getByRole('button', { name: /^Cancel: second/ }).isEnabled()).toBe(true);
+    expect(await queued.getByRole('button', { name: /^Send now: second/ }).isEnabled()).toBe(true);
+    await s1.locator('.session-queued').filter({ hasText: '1 queued' }).waitFor();
+    await shot('4-queued');
+
+    // The first turn ends: the queued prompt leaves the queue and runs.
+    await queued.waitFor({ state: 'detached', timeout: WAIT });
+    await page.locator('#composer-result').filter({ hasText: 'The prompt runs now.' }).waitFor();
+    expect(await indicator(s1, 'Generating').count()).toBe(1);
+
+    // Its turn over, its shell still runs: background, never "done".
+    await indicator(s1, 'Working in the background').waitFor({ timeout: WAIT });
+    const work = page.locator('#work-list li', { hasText: 'npm test -- step-2' });
+    await work.waitFor();
+    expect(await work.locator('.work-kind').textContent()).toBe('Shell');
+    expect(await page.locator('#session-status [role=img]').getAttribute('aria-label')).toBe(
+      'Working in the background',
+    );
+    await shot('5-background');
+
+    await indicator(s1, 'Idle, done').waitFor({ timeout: WAIT });
+    await page.locator('#work-empty').waitFor();
+    expect(await page.locator('#work-list li').count()).toBe(0);
+    expect(await page.locator('#queue-list li').count()).toBe(0);
+    await shot('6-idle-done');
+  });
+
+  story('recovers a dropped connection by itself, without a reload', async () => {
+    // Runs in the page (plain JavaScript: this file is type-checked without the DOM library).
+    await page.evaluate(`(() => {
+      window.noReload = true;
+      window.bannerLog = [];
+      const el = document.getElementById('banner');
+      new MutationObserver(() => {
+        if (!el.hidden) window.bannerLog.push(el.textContent);
+      }).observe(el, { childList: true, characterData: true, subtree: true, attributes: true });
+    })()`);
+    // The whole one-process run stops (gateway included) and starts again on the same port.
+    const stopped = await baton.stop('SIGINT');
+    expect(stopped.code).toBe(0);
+    await banner().filter({ hasText: 'reconnecting' }).waitFor();
+    await shot('7-reconnecting');
+
+    baton = await startBaton();
+    await banner().waitFor({ state: 'hidden', timeout: WAIT });
+    const log = (await page.evaluate('window.bannerLog')) as string[];
+    expect(log.some((t) => /reconnecting/.test(t))).toBe(true);
+    expect(log.some((t) => /resyncing/.test(t))).toBe(true);
+
+    // New updates keep coming on the resumed subscription: a new session appears.
+    await exec('t1', 's2');
+    await indicator(row('t1', 's2'), 'Idle, done').waitFor({ timeout: WAIT });
+    await row('t1', 's2').locator('.session-state').filter({ hasText: 'agent ready' }).waitFor();
+    expect(await page.evaluate('window.noReload')).toBe(true); // the same page all along
+    await shot('8-resumed');
+  });
+
+  story("shows another tenant's token none of these tasks", async () => {
+    const minted = await cli(['token', '--tenant', 'other', '--scopes', 'read,prompt'], env);
+    expect(minted.code).toBe(0);
+    const other = minted.stdout.trim();
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Access token').fill(other);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#who').filter({ hasText: 'Tenant other' }).waitFor();
+    await banner().waitFor({ state: 'hidden', timeout: WAIT });
+    await page.locator('#tasks-empty').waitFor();
+    expect(await page.locator('[data-task]').count()).toBe(0);
+    expect(await page.locator('[data-session]').count()).toBe(0);
+    expect(await page.locator('body').innerText()).not.toMatch(/\bt1\b/);
+    // The REST list the page relies on says the same.
+    expect(await getJson(`${base}/v1/tasks`, other)).toEqual({ tasks: [] });
+    await shot('9-other-tenant');
+  });
+});
