@@ -195,6 +195,7 @@ function step(s: SessionState, e: StreamEntry): SessionState {
         ...answered(s, e.data.commandId),
         background: [],
         tools: {},
+        foregroundTools: [],
         childTools: [],
         generating: false,
       };
@@ -310,25 +311,29 @@ function onTool(
 ): SessionState {
   const { toolCallId, parentToolCallId, ownership: evidence, status } = e.data;
   const done = status === 'completed' || status === 'failed';
-  let owner = s.tools[toolCallId];
-  const child = owner === undefined ? sortedIndexOf(s.childTools, toolCallId) : -1;
-  let next = s;
-  if (owner === undefined && child >= 0) {
-    owner = 'child';
-    if (done) next = { ...s, childTools: removeAt(s.childTools, child) };
-  } else if (owner === undefined) {
-    // Lineage wins over shape: a tool with any parent is never top-level foreground work,
-    // whatever the parent's own ownership (or absence of it) is.
-    owner = parentToolCallId !== undefined ? 'child' : evidence;
-    // Recorded until it completes (a first frame that completes it records nothing).
-    if (owner === 'child' && !done)
-      next = { ...s, childTools: insertAt(s.childTools, -child - 1, toolCallId) };
-    else if (owner !== undefined && !done)
-      next = { ...s, tools: withKey(s.tools, toolCallId, owner) };
-  } else if (done) {
-    next = { ...s, tools: withoutKey(s.tools, toolCallId) };
+  // A known tool keeps the ownership its first evidence gave it; completing forgets it.
+  if (s.tools[toolCallId] !== undefined)
+    return done ? { ...s, tools: withoutKey(s.tools, toolCallId) } : s;
+  const fg = sortedIndexOf(s.foregroundTools, toolCallId);
+  if (fg >= 0) {
+    const next = done ? { ...s, foregroundTools: removeAt(s.foregroundTools, fg) } : s;
+    return foregroundOutput(next);
   }
-  return owner === 'foreground' ? foregroundOutput(next) : next;
+  const child = sortedIndexOf(s.childTools, toolCallId);
+  if (child >= 0) return done ? { ...s, childTools: removeAt(s.childTools, child) } : s;
+  // Lineage wins over shape: a tool with any parent is never top-level foreground work,
+  // whatever the parent's own ownership (or absence of it) is.
+  const owner = parentToolCallId !== undefined ? 'child' : evidence;
+  // Recorded until it completes (a first frame that completes it records nothing).
+  if (owner === 'foreground') {
+    return foregroundOutput(
+      done ? s : { ...s, foregroundTools: insertAt(s.foregroundTools, -fg - 1, toolCallId) },
+    );
+  }
+  if (done || owner === undefined) return s;
+  return owner === 'child'
+    ? { ...s, childTools: insertAt(s.childTools, -child - 1, toolCallId) }
+    : { ...s, tools: { ...s.tools, [toolCallId]: owner } };
 }
 
 function insertAt(sorted: readonly string[], at: number, id: string): readonly string[] {
@@ -342,10 +347,6 @@ function removeAt(sorted: readonly string[], at: number): readonly string[] {
   const out = sorted.slice(0, at);
   for (let i = at + 1; i < sorted.length; i++) out.push(sorted[i]!);
   return out;
-}
-
-function withKey<V>(r: Readonly<Record<string, V>>, key: string, value: V): Record<string, V> {
-  return { ...r, [key]: value };
 }
 
 /** A copy without `key`, built afresh: `delete` would turn the copy into a slow dictionary. */
@@ -405,6 +406,7 @@ function retireExecution(s: SessionState): SessionState {
   let next: SessionState = {
     ...s,
     tools: {},
+    foregroundTools: [],
     childTools: [],
     background: [],
     generating: false,

@@ -129,17 +129,18 @@ export interface SessionState {
    */
   readonly foregroundEpoch: number;
   /**
-   * Tool ownership of the live execution, by tool call id (provider ids are per execution), for
-   * tools decided by their own evidence ('foreground', 'background'). A tool that completes or
-   * fails is forgotten.
+   * Tool ownership of the live execution (provider ids are per execution), decided by the first
+   * frame that carries evidence of it; a tool that completes or fails is forgotten. Read it with
+   * `toolOwnership`. Tools owned by the background are keyed here; foreground tools and tools
+   * decided by lineage come by the hundreds (every call of a generic agent, the sub-tools of
+   * subagents, which pile up when their completion never comes), so their ids are kept in sorted
+   * arrays: taking a new id copies an array of pointers, where a new key in a record costs a new
+   * hidden class and a string-table entry (~1 µs) and a large record copies slowly.
    */
-  readonly tools: Readonly<Record<string, ToolOwnership>>;
-  /**
-   * Ids of the live execution's tools decided by lineage ('child': the first frame named a
-   * parent), sorted. Kept apart because they pile up (sub-tools of work that never reports their
-   * completion) and a sorted array takes a new one far more cheaply than a keyed record. Read
-   * ownership with `toolOwnership`.
-   */
+  readonly tools: Readonly<Record<string, 'background'>>;
+  /** Ids of the live execution's foreground tools, sorted. */
+  readonly foregroundTools: readonly string[];
+  /** Ids of the live execution's tools whose first frame named a parent ('child'), sorted. */
   readonly childTools: readonly string[];
   /** Live background registrations of the live execution, in launch order. */
   readonly background: readonly Registration[];
@@ -191,6 +192,7 @@ export function initialSessionState(id: string): SessionState {
     generating: false,
     foregroundEpoch: 0,
     tools: {},
+    foregroundTools: [],
     childTools: [],
     background: [],
     queue: [],
@@ -228,9 +230,9 @@ export function promptIdOfKey(s: SessionState, idempotencyKey: string): string |
 
 /** Ownership of a tool call of the live execution, if a frame has decided it. */
 export function toolOwnership(s: SessionState, toolCallId: string): ToolOwnership | undefined {
-  return (
-    s.tools[toolCallId] ?? (sortedIndexOf(s.childTools, toolCallId) >= 0 ? 'child' : undefined)
-  );
+  if (s.tools[toolCallId] !== undefined) return s.tools[toolCallId];
+  if (sortedIndexOf(s.foregroundTools, toolCallId) >= 0) return 'foreground';
+  return sortedIndexOf(s.childTools, toolCallId) >= 0 ? 'child' : undefined;
 }
 
 /** Index of `id` in a sorted array, or -(insertion point) - 1 when absent. */
