@@ -8,6 +8,7 @@ import { runFoldBench } from './fold.bench';
 import { runStoreBench } from './store.bench';
 import { runWorkerBench } from './worker.bench';
 import { runProjectorBench } from './projector.bench';
+import { runGatewayBench } from './gateway.bench';
 
 const NOTES_MARKER = '<!-- notes below are kept by bench/run.ts -->';
 
@@ -43,6 +44,14 @@ const SUITES: Suite[] = [
       'In-process projector instances (startProjector) against their own redis-server. A takeover is timed from start to `ready()` (lease, snapshot read, XRANGE pages with zod, fold, views; updates were published by a first owner). ' +
       'Baseline: raw XREAD + JSON.parse of the same streams, in the same run, interleaved. Streams are recorded like the fold benchmark; the one-task stream has 10 sessions of ~10,000 entries each.',
     run: runProjectorBench,
+  },
+  {
+    title: 'Gateway (apps/gateway)',
+    note:
+      'In-process gateway (startGateway) against its own redis-server; WebSocket clients in a child process. ' +
+      'Admission: prompts at 100/s round-robin over 1,000 sessions that each have a ready execution, a real projector (startProjector) in the gateway’s process deciding; round trip = prompt sent → reply with its decision, first 100 excluded. ' +
+      'Fan-out: the test owns the shard and publishes 200 updates per round (batches of 50) that the gateway tails from Redis and sends to 1,000 subscribers of one task; baseline: a raw `ws` server broadcasting the very same frames to 1,000 clients (plain `send` per frame, and corked 50 frames per write like the gateway’s batches), rounds interleaved, median of 3.',
+    run: runGatewayBench,
   },
 ];
 

@@ -32,10 +32,6 @@ type ResyncReason = 'not_retained' | 'slow_consumer';
 const MAX_BUFFERED = 10_000;
 const RETRY_MS = [20, 50, 100, 250, 500, 1_000];
 
-function sessionOf(u: Update): string | undefined {
-  return 'sessionId' in u.data ? u.data.sessionId : undefined;
-}
-
 /**
  * One client's subscription to a task (or one of its sessions): a snapshot or the missed updates,
  * then every update in seq order. The task's seq has no gaps, so a gap in what arrives is noticed
@@ -251,9 +247,8 @@ export class Subscription {
   }
 
   private deliver(frame: UpdateFrame): void {
-    const u = frame.update;
-    this.lastSeq = u.seq;
-    const s = sessionOf(u);
+    this.lastSeq = frame.update.seq;
+    const s = frame.sessionId;
     if (this.sessionId !== undefined && s !== undefined && s !== this.sessionId) return;
     if (!this.sink.writable()) {
       this.state = 'behind';

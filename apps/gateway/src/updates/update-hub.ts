@@ -6,7 +6,11 @@ import { WriteBatch } from './write-batch';
 /** One update as it travels to subscribers; its wire frame is serialized once for all of them. */
 export class UpdateFrame {
   private text: string | undefined;
-  constructor(readonly update: Update) {}
+  /** The session the update is about; undefined for task-level updates. */
+  readonly sessionId: string | undefined;
+  constructor(readonly update: Update) {
+    this.sessionId = 'sessionId' in update.data ? update.data.sessionId : undefined;
+  }
   /**
    * The `update` server message as sent on /ws, serialized once for every subscriber. A string,
    * not a Buffer: ws frames a small string into one write, a Buffer into two (writev).

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import type { WriteBatch } from '../updates/write-batch';
+import { FLUSH_AT, type WriteBatch } from '../updates/write-batch';
 import type { Principal } from '../auth/auth';
 import type { Logger } from '../logger';
 import type { Endpoint, GatewayMetrics } from '../metrics/metrics';
@@ -27,6 +27,10 @@ export abstract class Connection {
   private drainTimer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** The write batch the socket is corked in, what it was given in it, and when writable() looked. */
+  private corkEpoch = -1;
+  private checkedEpoch = -1;
+  private batchBytes = 0;
 
   constructor(
     readonly ws: WebSocket,
@@ -78,15 +82,38 @@ export abstract class Connection {
   /** An update's frame, after {@link writable} said yes (so no second look at the buffer). */
   sendFrame(text: string): void {
     if (this.closed || this.ws.readyState !== OPEN) return;
-    this.writes.before(this.socket);
+    const w = this.writes;
+    if (!w.active) {
+      this.ws.send(text);
+      return;
+    }
+    if (this.corkEpoch !== w.epoch) {
+      this.corkEpoch = w.epoch;
+      this.batchBytes = 0;
+      w.cork(this.socket);
+    }
     this.ws.send(text);
-    this.writes.after(this.socket);
+    this.batchBytes += text.length;
+    if (this.batchBytes > FLUSH_AT) {
+      // Corking must never hide a backlog: flush now, and let writable() look again.
+      this.socket.uncork();
+      this.socket.cork();
+      this.batchBytes = 0;
+      this.checkedEpoch = -1;
+    }
   }
 
   /** Room for updates? Past the bound the connection falls behind and its subscriptions wait. */
   writable(): boolean {
     if (this.behindSince !== undefined) return false;
-    if (this.ws.bufferedAmount <= this.opts.maxBufferedBytes) return true;
+    // Within a batch the buffer grows only by what the batch gives it, and past FLUSH_AT it is
+    // looked at again: once per batch is enough.
+    const w = this.writes;
+    if (w.active && this.checkedEpoch === w.epoch) return true;
+    if (this.ws.bufferedAmount <= this.opts.maxBufferedBytes) {
+      if (w.active) this.checkedEpoch = w.epoch;
+      return true;
+    }
     this.fallBehind();
     return false;
   }
