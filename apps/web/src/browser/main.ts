@@ -134,6 +134,7 @@ async function signIn(token: string): Promise<void> {
   );
   who.hidden = false;
   byId('sign-out').hidden = false;
+  app?.stop(); // a second sign-in (a double submit) replaces the first
   app = new App(token, canPrompt(claims.scopes));
   app.start(check.tasks);
 }
@@ -320,15 +321,21 @@ class App {
     this.schedule();
   }
 
-  /** Live once connected and every subscription has been answered since the last (re)connect. */
+  /**
+   * Live once connected and every subscription has been answered since the last (re)connect;
+   * resyncing again whenever a subscription that had a view has to start over from a snapshot.
+   */
   private checkLive(): void {
-    if (this.connection === 'live' || this.connection === 'reconnecting') return;
-    if (!this.client.connected) return;
-    const settled = [...this.tasks.values()].every(
-      (t) => !t.sub || t.sub.state === 'live' || t.sub.state === 'closed',
-    );
-    if (!settled) return;
-    this.connection = 'live';
+    if (this.connection === 'reconnecting' || !this.client.connected) return;
+    const states = [...this.tasks.values()].map((t) => t.sub?.state);
+    let next: Connection = this.connection;
+    if (this.connection === 'live') {
+      if (states.includes('resyncing')) next = 'resyncing';
+    } else if (states.every((s) => s === undefined || s === 'live' || s === 'closed')) {
+      next = 'live';
+    }
+    if (next === this.connection) return;
+    this.connection = next;
     this.schedule();
   }
 
@@ -380,7 +387,7 @@ class App {
     if (!this.selected) {
       const first = tasks.find((t) => t.view && t.view.sessions.length > 0);
       const s = first?.view?.sessions[0];
-      if (first && s) this.select({ taskId: first.taskId, sessionId: s.sessionId }, false);
+      if (first && s) this.select({ taskId: first.taskId, sessionId: s.sessionId });
     }
     syncList(
       byId('task-list'),
@@ -432,7 +439,7 @@ class App {
 
   private createSessionRow(taskId: string, s: SessionView): HTMLLIElement {
     const button = h('button', { type: 'button', class: 'session-button' }, s.sessionId);
-    button.addEventListener('click', () => this.select({ taskId, sessionId: s.sessionId }, true));
+    button.addEventListener('click', () => this.select({ taskId, sessionId: s.sessionId }));
     return h(
       'li',
       { class: 'session-row', 'data-session': `${taskId}/${s.sessionId}` },
@@ -458,14 +465,13 @@ class App {
     q.hidden = queued === 0;
   }
 
-  private select(sel: Selection, focusComposer: boolean): void {
+  private select(sel: Selection): void {
     this.selected = sel;
     this.selectedSeen = false;
     const hash = `#${encodeURIComponent(sel.taskId)}/${encodeURIComponent(sel.sessionId)}`;
     if (location.hash !== hash) history.replaceState(history.state, '', hash);
     setText(byId('composer-result'), '');
     this.schedule();
-    if (focusComposer) byId('session-title').focus();
   }
 
   private selectedSession(): { view: TaskView | null; session: SessionView | undefined } {
