@@ -5,15 +5,15 @@ import {
   type QueueReason,
   type StreamEntry,
 } from '@baton/protocol';
-import { evolve } from './evolve';
-import {
-  promptOf,
-  type PendingCommand,
-  type SessionState,
-  type TaskState,
-  type Turn,
-} from './state';
-import { supportsSteering, yieldedToAttestedWork } from './views';
+import * as evolveModule from './evolve';
+import * as stateModule from './state';
+import type { PendingCommand, SessionState, TaskState, Turn } from './state';
+import * as viewsModule from './views';
+
+// Bound once at load (tsx's CommonJS output makes each use of an imported binding a getter call).
+const { evolve } = evolveModule;
+const { promptOf } = stateModule;
+const { supportsSteering, yieldedToAttestedWork } = viewsModule;
 
 /** A decision before the owner stamps it with its writer envelope. */
 export type DecisionDraft = Decision extends infer D

@@ -1,23 +1,30 @@
 import type { Capabilities, EntryOf, StreamEntry } from '@baton/protocol';
-import {
+import * as stateModule from './state';
+import type {
+  ExecutionEndReason,
+  ExecutionState,
+  PendingCommand,
+  PromptRecord,
+  PromptStatus,
+  Registration,
+  SessionState,
+  SettledPrompt,
+  SettledStatus,
+  TaskState,
+  ToolOwnership,
+  Turn,
+} from './state';
+
+// Bound once at load: under tsx's CommonJS output every use of an imported binding is a getter
+// call on the module object, which costs more on the per-entry path than these functions do.
+const {
   MAX_DISPATCH_ATTEMPTS,
   SETTLED_PROMPTS_KEPT,
   initialSessionState,
   promptIdOfKey,
   promptOf,
   sortedIndexOf,
-  type ExecutionEndReason,
-  type ExecutionState,
-  type PendingCommand,
-  type PromptRecord,
-  type PromptStatus,
-  type Registration,
-  type SessionState,
-  type SettledPrompt,
-  type SettledStatus,
-  type TaskState,
-  type Turn,
-} from './state';
+} = stateModule;
 
 /**
  * evolve(state, entry) → state: the whole fold. Pure: no clock, no I/O, no randomness; the same
@@ -476,38 +483,42 @@ function onTool(
 ): Draft | null {
   const { toolCallId, parentToolCallId, ownership: evidence, status } = e.data;
   const done = status === 'completed' || status === 'failed';
-  let d: Draft | null = null;
-  const draft = (): Draft => {
-    if (d === null) {
-      d = copySession(s);
-      heard(d);
-    }
-    return d;
-  };
-  if (countsAsEvent(s)) draft();
+  let { tools, foregroundTools, childTools } = s;
+  let owner: ToolOwnership | undefined;
   // A known tool keeps the ownership its first evidence gave it; completing forgets it.
-  if (s.tools[toolCallId] !== undefined) {
-    if (done) draft().tools = withoutKey(s.tools, toolCallId);
-    return d;
+  if (tools[toolCallId] !== undefined) {
+    owner = 'background';
+    if (done) tools = withoutKey(tools, toolCallId);
+  } else {
+    const fg = sortedIndexOf(foregroundTools, toolCallId);
+    const child = fg >= 0 ? -1 : sortedIndexOf(childTools, toolCallId);
+    if (fg >= 0) {
+      owner = 'foreground';
+      if (done) foregroundTools = removeAt(foregroundTools, fg);
+    } else if (child >= 0) {
+      owner = 'child';
+      if (done) childTools = removeAt(childTools, child);
+    } else {
+      // Lineage wins over shape: a tool with any parent is never top-level foreground work,
+      // whatever the parent's own ownership (or absence of it) is.
+      owner = parentToolCallId !== undefined ? 'child' : evidence;
+      // Recorded until it completes (a first frame that completes it records nothing).
+      if (!done && owner === 'foreground')
+        foregroundTools = insertAt(foregroundTools, -fg - 1, toolCallId);
+      else if (!done && owner === 'child')
+        childTools = insertAt(childTools, -child - 1, toolCallId);
+      else if (!done && owner === 'background') tools = withEntry(tools, toolCallId, 'background');
+    }
   }
-  const fg = sortedIndexOf(s.foregroundTools, toolCallId);
-  const child = fg >= 0 ? -1 : sortedIndexOf(s.childTools, toolCallId);
-  let owner = fg >= 0 ? 'foreground' : child >= 0 ? 'child' : undefined;
-  if (fg >= 0 && done) draft().foregroundTools = removeAt(s.foregroundTools, fg);
-  if (child >= 0 && done) draft().childTools = removeAt(s.childTools, child);
-  if (owner === undefined) {
-    // Lineage wins over shape: a tool with any parent is never top-level foreground work,
-    // whatever the parent's own ownership (or absence of it) is.
-    owner = parentToolCallId !== undefined ? 'child' : evidence;
-    // Recorded until it completes (a first frame that completes it records nothing).
-    if (!done && owner === 'foreground')
-      draft().foregroundTools = insertAt(s.foregroundTools, -fg - 1, toolCallId);
-    else if (!done && owner === 'child')
-      draft().childTools = insertAt(s.childTools, -child - 1, toolCallId);
-    else if (!done && owner === 'background')
-      draft().tools = withEntry(s.tools, toolCallId, 'background');
-  }
-  if (owner === 'foreground' && outputChanges(d ?? s)) output(draft());
+  const same =
+    tools === s.tools && foregroundTools === s.foregroundTools && childTools === s.childTools;
+  if (same && !countsAsEvent(s) && !(owner === 'foreground' && outputChanges(s))) return null;
+  const d = copySession(s);
+  heard(d);
+  d.tools = tools;
+  d.foregroundTools = foregroundTools;
+  d.childTools = childTools;
+  if (owner === 'foreground' && outputChanges(d)) output(d);
   return d;
 }
 
