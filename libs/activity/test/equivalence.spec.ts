@@ -1,6 +1,17 @@
 import fc from 'fast-check';
 import type { Capabilities, StreamEntry } from '@baton/protocol';
-import { SETTLED_PROMPTS_KEPT, decide, fold, initialTaskState, taskView, type Timer } from '../src';
+import {
+  SETTLED_PROMPTS_KEPT,
+  decide,
+  evolve,
+  fold,
+  initialTaskState,
+  promptIdOfKey,
+  promptOf,
+  taskView,
+  toolOwnership,
+  type Timer,
+} from '../src';
 import { decide as refDecide } from './reference/decide';
 import { fold as refFold } from './reference/fold';
 import { initialTaskState as refInitialTaskState } from './reference/state';
@@ -291,6 +302,8 @@ function play(steps: readonly Step[]): readonly StreamEntry[] {
 function compare(entries: readonly StreamEntry[]): void {
   let st = initialTaskState('t1');
   let ref = refInitialTaskState('t1');
+  const promptIds = new Set<string>();
+  const keys = new Set<string>();
   // Compared as JSON first (cheap), with expect only on a difference (a readable diff).
   const same = (what: string, a: unknown, b: unknown) => {
     if (JSON.stringify(a) !== JSON.stringify(b)) expect([what, a]).toEqual([what, b]);
@@ -303,6 +316,23 @@ function compare(entries: readonly StreamEntry[]): void {
     same(`updates of entry ${i} (${e.type})`, f.updates, r.updates);
     same(`task view after entry ${i}`, taskView(st), refTaskView(ref));
     same(`decisions after entry ${i}`, decide(st), refDecide(ref));
+    if (e.type === 'prompt.submit') {
+      promptIds.add(e.data.promptId);
+      keys.add(e.data.idempotencyKey);
+    }
+    // What the session knows of each tool and prompt, read through the new representation.
+    const ns = st.sessions[e.sessionId]!;
+    const rs = ref.sessions[e.sessionId]!;
+    for (let t = 0; t <= 40; t++)
+      same(
+        `ownership of tool-${t} after entry ${i}`,
+        toolOwnership(ns, `tool-${t}`),
+        rs.tools[`tool-${t}`],
+      );
+    for (const id of promptIds)
+      same(`prompt ${id} after entry ${i}`, promptOf(ns, id)?.status, rs.prompts[id]?.status);
+    for (const k of keys)
+      same(`key ${k} after entry ${i}`, promptIdOfKey(ns, k), rs.promptByKey[k]);
     for (const s of Object.values(st.sessions)) {
       const timers: Timer[] = [
         { type: 'execution_lease_expired', sessionId: s.id, executionId: s.execution?.id ?? '-' },
@@ -366,5 +396,38 @@ describe('the optimized fold against the naive reference', () => {
     expect(overflowed).toBeGreaterThanOrEqual(4);
     expect(retriedForgotten).toBeGreaterThan(0);
     expect(retriedRemembered).toBeGreaterThan(0);
+  });
+
+  it('a decision about a prompt remembered only as settled changes what is remembered, as before', () => {
+    const owner = new Owner();
+    const x = owner.execution('s1', 'e1', 1);
+    x.start();
+    const a = owner.submit('s1', 'a');
+    x.dispatch(a, 1);
+    x.endTurn(1);
+    // Not something an owner decides; a stream can still hold it, and both cores must agree.
+    owner.append({
+      v: 1,
+      taskId: 't1',
+      sessionId: 's1',
+      writer: { role: 'projector', instance: 'p9', seq: 1 },
+      type: 'prompt.removed',
+      data: { promptId: a, reason: 'cancelled' },
+    });
+    expect(owner.decisionsFor(a).at(-1)).toEqual({ outcome: 'removed', reason: 'cancelled' });
+    compare(owner.entries);
+  });
+
+  it('evolve, like fold, refuses an entry of another task', () => {
+    expect(() =>
+      evolve(initialTaskState('t1'), {
+        v: 1,
+        taskId: 't2',
+        sessionId: 's',
+        writer: { role: 'gateway', instance: 'g', seq: 1 },
+        type: 'session.reset',
+        data: { commandId: 'c' },
+      }),
+    ).toThrow(/task t2/);
   });
 });
