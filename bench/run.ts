@@ -13,6 +13,8 @@ import { runGatewayBench } from './gateway.bench';
 const NOTES_MARKER = '<!-- notes below are kept by bench/run.ts -->';
 
 interface Suite {
+  /** What `bench/run.ts <key>` selects it by (its title selects it too). */
+  key: string;
   title: string;
   note: string;
   run: () => Promise<BenchResult[]>;
@@ -20,6 +22,7 @@ interface Suite {
 
 const SUITES: Suite[] = [
   {
+    key: 'fold',
     title: 'Domain core (libs/activity)',
     note:
       'Replays a recorded stream (executions, prompts with their decisions, coalesced output, tools, subagents) through `fold` = `evolve` + sequenced updates. ' +
@@ -27,11 +30,13 @@ const SUITES: Suite[] = [
     run: runFoldBench,
   },
   {
+    key: 'store',
     title: 'Event store (libs/store)',
     note: 'Against its own redis-server on a free port; baselines are raw pipelined XADD and raw XRANGE + JSON.parse of the same payloads, in the same run.',
     run: runStoreBench,
   },
   {
+    key: 'worker',
     title: 'Worker (apps/worker)',
     note:
       'A real worker (startWorker, in-process) hosting real replay agent processes at speed 0 against its own redis-server; each recording is one turn of 20,000 tool frames over 100 tool calls (one fact per frame). ' +
@@ -39,6 +44,7 @@ const SUITES: Suite[] = [
     run: runWorkerBench,
   },
   {
+    key: 'projector',
     title: 'Projector (apps/projector)',
     note:
       'In-process projector instances (startProjector) against their own redis-server. A takeover is timed from start to `ready()` (lease, snapshot read, XRANGE pages with zod, fold, views; updates were published by a first owner). ' +
@@ -46,6 +52,7 @@ const SUITES: Suite[] = [
     run: runProjectorBench,
   },
   {
+    key: 'gateway',
     title: 'Gateway (apps/gateway)',
     note:
       'In-process gateway (startGateway) against its own redis-server; WebSocket clients in a child process. ' +
@@ -75,8 +82,16 @@ async function main(): Promise<void> {
   // A partial run (`bench/run.ts fold`) rewrites its own sections and keeps the others as they were.
   const kept = sectionsOf(at === -1 ? previous : previous.slice(0, at));
   const sections: string[] = [];
+  const selects = (o: string, suite: Suite) =>
+    o.toLowerCase() === suite.key || suite.title.toLowerCase().includes(o.toLowerCase());
+  const unknown = only.filter((o) => !SUITES.some((suite) => selects(o, suite)));
+  if (unknown.length > 0) {
+    throw new Error(
+      `no suite matches ${unknown.join(', ')}; suites: ${SUITES.map((x) => x.key).join(', ')}`,
+    );
+  }
   for (const suite of SUITES) {
-    if (only.length > 0 && !only.some((o) => suite.title.toLowerCase().includes(o.toLowerCase()))) {
+    if (only.length > 0 && !only.some((o) => selects(o, suite))) {
       const old = kept.get(suite.title);
       if (old) sections.push(old);
       continue;
