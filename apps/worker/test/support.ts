@@ -55,7 +55,14 @@ export async function spawnWorker(env: Record<string, string>): Promise<WorkerPr
   const instanceId = env.BATON_INSTANCE_ID ?? `w-${Math.random().toString(36).slice(2, 8)}`;
   const child = spawn(process.execPath, ['--import', 'tsx', 'apps/worker/src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'info', ...env, BATON_INSTANCE_ID: instanceId },
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'info',
+      // Several workers share this host: each serves its health on a port of its own.
+      WORKER_METRICS_PORT: '0',
+      ...env,
+      BATON_INSTANCE_ID: instanceId,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

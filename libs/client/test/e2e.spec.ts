@@ -105,6 +105,7 @@ const startProjector = () =>
     ...env,
     PROJECTOR_LEASE_TTL_MS: '1000',
     PROJECTOR_RENEW_MS: '200',
+    PROJECTOR_METRICS_PORT: '0',
   });
 const wsUrl = () => `ws://127.0.0.1:${port}/ws`;
 const everyShardOwned = () =>
