@@ -19,6 +19,8 @@ import type {
 // call on the module object, which costs more on the per-entry path than these functions do.
 const {
   MAX_DISPATCH_ATTEMPTS,
+  NO_ENTRIES,
+  NO_IDS,
   SETTLED_PROMPTS_KEPT,
   initialSessionState,
   promptIdOfKey,
@@ -290,7 +292,7 @@ function step(s: SessionState, e: StreamEntry): Draft | null {
       answered(d, e.data.commandId);
       const record = d.prompts[e.data.promptId];
       if (!record || record.status !== 'queued') return d;
-      d.queue = [e.data.promptId, ...without(d.queue, e.data.promptId)];
+      d.queue = toHead(d.queue, e.data.promptId);
       const promoted = copyPrompt(record);
       promoted.sendNow = true;
       d.prompts = withEntry(d.prompts, e.data.promptId, promoted);
@@ -328,10 +330,10 @@ function step(s: SessionState, e: StreamEntry): Draft | null {
       // Explicit reset owns full cleanup of activity; the queue and the running turn stay.
       const d = copySession(s);
       answered(d, e.data.commandId);
-      d.background = [];
-      d.tools = {};
-      d.foregroundTools = [];
-      d.childTools = [];
+      d.background = NO_IDS;
+      d.tools = NO_ENTRIES;
+      d.foregroundTools = NO_IDS;
+      d.childTools = NO_IDS;
       d.generating = false;
       return d;
     }
@@ -341,7 +343,7 @@ function step(s: SessionState, e: StreamEntry): Draft | null {
       d.deleted = true;
       for (const id of d.queue) setPrompt(d, id, 'removed');
       retireExecution(d);
-      d.queue = [];
+      d.queue = NO_IDS;
       return d;
     }
     case 'execution.lost': {
@@ -522,22 +524,29 @@ function onTool(
   return d;
 }
 
+// Arrays are built at their exact size: one grown by push or spread keeps spare capacity (a
+// two-item array then takes ~200 B instead of ~65 B), and states are held by the thousand.
+
 function insertAt(sorted: readonly string[], at: number, id: string): readonly string[] {
-  const out = sorted.slice(0, at);
-  out.push(id);
-  for (let i = at; i < sorted.length; i++) out.push(sorted[i]!);
+  const out = new Array<string>(sorted.length + 1);
+  for (let i = 0; i < at; i++) out[i] = sorted[i]!;
+  out[at] = id;
+  for (let i = at; i < sorted.length; i++) out[i + 1] = sorted[i]!;
   return out;
 }
 
-function removeAt(sorted: readonly string[], at: number): readonly string[] {
-  const out = sorted.slice(0, at);
-  for (let i = at + 1; i < sorted.length; i++) out.push(sorted[i]!);
+function removeAt<T>(list: readonly T[], at: number): readonly T[] {
+  if (list.length === 1) return NO_IDS;
+  const out = new Array<T>(list.length - 1);
+  for (let i = 0; i < at; i++) out[i] = list[i]!;
+  for (let i = at + 1; i < list.length; i++) out[i - 1] = list[i]!;
   return out;
 }
 
 function appended<T>(list: readonly T[], item: T): readonly T[] {
-  const out = list.slice();
-  out.push(item);
+  const out = new Array<T>(list.length + 1);
+  for (let i = 0; i < list.length; i++) out[i] = list[i]!;
+  out[list.length] = item;
   return out;
 }
 
@@ -549,10 +558,10 @@ function withEntry<V>(r: Readonly<Record<string, V>>, key: string, value: V): Re
 }
 
 /** A copy without `key`, built afresh: `delete` would turn the copy into a slow dictionary. */
-function withoutKey<V>(r: Readonly<Record<string, V>>, key: string): Record<string, V> {
-  const out: Record<string, V> = {};
-  for (const k in r) if (k !== key) out[k] = r[k]!;
-  return out;
+function withoutKey<V>(r: Readonly<Record<string, V>>, key: string): Readonly<Record<string, V>> {
+  let out: Record<string, V> | null = null;
+  for (const k in r) if (k !== key) (out ??= {})[k] = r[k]!;
+  return out ?? NO_ENTRIES;
 }
 
 function attests(caps: Capabilities | null, kind: string): boolean {
@@ -604,10 +613,10 @@ function backgroundAfterEnd(
 /** Everything the execution owned goes with it; a claim that never reached the agent is requeued. */
 function retireExecution(d: Draft): void {
   const claims = [d.steer, d.turn];
-  d.tools = {};
-  d.foregroundTools = [];
-  d.childTools = [];
-  d.background = [];
+  d.tools = NO_ENTRIES;
+  d.foregroundTools = NO_IDS;
+  d.childTools = NO_IDS;
+  d.background = NO_IDS;
   d.generating = false;
   d.turn = null;
   d.steer = null;
@@ -633,18 +642,33 @@ function claimSlot(s: SessionState, promptId: string, generation: number): 'turn
 
 function answered(d: Draft, commandId: string | undefined): void {
   if (commandId === undefined) return;
-  const pending = d.pending.filter((p) => p.data.commandId !== commandId);
-  if (pending.length !== d.pending.length) d.pending = pending;
+  let kept: PendingCommand[] | null = null;
+  for (let i = 0; i < d.pending.length; i++) {
+    const p = d.pending[i]!;
+    if (p.data.commandId === commandId) kept ??= d.pending.slice(0, i);
+    else if (kept) kept.push(p);
+  }
+  if (kept) d.pending = kept.length === 0 ? NO_IDS : Array.from(kept);
 }
 
 function without(queue: readonly string[], id: string): readonly string[] {
-  return queue.includes(id) ? queue.filter((q) => q !== id) : queue;
+  const at = queue.indexOf(id);
+  return at === -1 ? queue : removeAt(queue, at);
+}
+
+/** The queue with `id` first (moved there if it was in it). */
+function toHead(queue: readonly string[], id: string): readonly string[] {
+  const rest = without(queue, id);
+  const out = new Array<string>(rest.length + 1);
+  out[0] = id;
+  for (let i = 0; i < rest.length; i++) out[i + 1] = rest[i]!;
+  return out;
 }
 
 /** Back to the head of the queue, with the text its claim carried. */
 function requeueAtHead(d: Draft, promptId: string, text: string | null): void {
   setPrompt(d, promptId, 'queued', text);
-  d.queue = [promptId, ...without(d.queue, promptId)];
+  d.queue = toHead(d.queue, promptId);
 }
 
 function isSettled(status: PromptStatus): status is SettledStatus {
@@ -683,10 +707,13 @@ function setPrompt(
   }
   // Settled for the first time (or again after it fell out of the memory): the newest.
   const entry: SettledPrompt = { promptId, idempotencyKey: record.idempotencyKey, status };
-  const keep = Math.min(d.settled.length, SETTLED_PROMPTS_KEPT - 1);
-  const settled = d.settled.slice(d.settled.length - keep);
-  settled.push(entry);
-  d.settled = settled;
+  const { settled } = d;
+  d.settled = appended(
+    settled.length < SETTLED_PROMPTS_KEPT
+      ? settled
+      : settled.slice(settled.length - SETTLED_PROMPTS_KEPT + 1),
+    entry,
+  );
 }
 
 function rememberedAt(s: SessionState, promptId: string): number {
@@ -714,16 +741,16 @@ function closeSettled(d: Draft): void {
   let any = false;
   for (const id in d.prompts) if (closes(d, d.prompts[id]!)) any = true;
   if (!any) return;
-  const prompts: Record<string, PromptRecord> = {};
-  const promptByKey: Record<string, string> = {};
+  let prompts: Record<string, PromptRecord> | null = null;
+  let promptByKey: Record<string, string> | null = null;
   for (const id in d.prompts) {
     const p = d.prompts[id]!;
     if (closes(d, p)) continue;
-    prompts[id] = p;
-    promptByKey[p.idempotencyKey] = id;
+    (prompts ??= {})[id] = p;
+    (promptByKey ??= {})[p.idempotencyKey] = id;
   }
-  d.prompts = prompts;
-  d.promptByKey = promptByKey;
+  d.prompts = prompts ?? NO_ENTRIES;
+  d.promptByKey = promptByKey ?? NO_ENTRIES;
 }
 
 function closes(s: SessionState, p: PromptRecord): boolean {

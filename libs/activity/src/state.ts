@@ -179,6 +179,14 @@ export function initialTaskState(taskId: string): TaskState {
   return { taskId, seq: 0, sessions: {} };
 }
 
+/**
+ * Shared empty values for the parts of a session that are usually empty: thousands of idle
+ * sessions then hold one empty array and one empty record between them instead of ~40-60 B
+ * each. Frozen, like everything in a state is treated (evolve copies before it changes).
+ */
+export const NO_IDS: readonly never[] = Object.freeze([]);
+export const NO_ENTRIES: Readonly<Record<string, never>> = Object.freeze({});
+
 export function initialSessionState(id: string): SessionState {
   return {
     id,
@@ -191,16 +199,16 @@ export function initialSessionState(id: string): SessionState {
     steer: null,
     generating: false,
     foregroundEpoch: 0,
-    tools: {},
-    foregroundTools: [],
-    childTools: [],
-    background: [],
-    queue: [],
+    tools: NO_ENTRIES,
+    foregroundTools: NO_IDS,
+    childTools: NO_IDS,
+    background: NO_IDS,
+    queue: NO_IDS,
     autoRun: true,
-    prompts: {},
-    promptByKey: {},
-    settled: [],
-    pending: [],
+    prompts: NO_ENTRIES,
+    promptByKey: NO_ENTRIES,
+    settled: NO_IDS,
+    pending: NO_IDS,
     stallAdvised: 0,
   };
 }
