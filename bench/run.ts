@@ -106,7 +106,7 @@ async function main(): Promise<void> {
   const header = [
     '# Benchmarks',
     '',
-    `Command: \`npm run bench\` (= \`node --expose-gc --import tsx bench/run.ts\`; \`bench/run.ts <words>\` runs only the suites whose title contains one of them and keeps the other sections). Last run: ${date}${only.length > 0 ? ` (${only.join(', ')})` : ''}. Machine: ${machine}.`,
+    `Command: \`npm run bench\` (= \`node --expose-gc --import tsx bench/run.ts\`; \`bench/run.ts fold projector\` runs only those suites, by key or by a word of their title, and keeps the other sections as they were). Last run: ${date}${only.length > 0 ? ` (${only.join(', ')})` : ''}. Machine: ${machine}.`,
     '',
     'Every figure is measured side by side with its baseline in the same run; ratios are value / baseline. This machine is a noisy shared 2-core VM: compare ratios, not absolute figures.',
     '',
