@@ -9,6 +9,7 @@ import {
   type Update,
 } from '@baton/protocol';
 import * as evolveModule from './evolve';
+import { orderTowardBusy } from './order';
 import * as stateModule from './state';
 import type { PromptRecord, SessionState, SettledPrompt, TaskState } from './state';
 import * as viewsModule from './views';
@@ -71,9 +72,13 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
   if (drafts.length === 0) {
     return { state: { taskId: state.taskId, seq: state.seq, sessions }, updates: [] };
   }
+  const ordered =
+    a1 === undefined
+      ? drafts
+      : orderTowardBusy(drafts, a0?.foregroundActivity ?? null, a1.foregroundActivity);
   let seq = state.seq;
   const updates: Update[] = [];
-  for (const d of drafts) {
+  for (const d of ordered) {
     // Spelled out: an object spread is several times slower in V8 than this literal.
     updates.push({
       v: SCHEMA_VERSION,

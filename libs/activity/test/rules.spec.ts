@@ -739,3 +739,30 @@ describe('publication', () => {
     ).toThrow(/task t2/);
   });
 });
+
+describe('updates of one entry fail toward busy', () => {
+  const typesSince = (o: Owner, from: number) => o.updates.slice(from).map((u) => u.type);
+
+  it('finished work is removed before the session shows idle; new work follows the busier tier', () => {
+    const o = new Owner();
+    const x = o.execution('s1', 'e1', 1);
+    x.start(CLAUDE_CAPS);
+    const p = o.submit('s1', 'k1');
+    x.dispatch(p, 1);
+    x.shell('shell:b1');
+    x.endTurn(1);
+    expect(activity(o).foregroundActivity).toBe('background');
+
+    let from = o.updates.length;
+    x.finished('shell:b1');
+    let types = typesSince(o, from);
+    expect(types).toEqual(['chat/backgroundWorkRemoved', 'session.activity', 'task.activity']);
+    expect(activity(o).foregroundActivity).toBeNull();
+
+    // Work starting while idle: the busier tier arrives before the work that explains it.
+    from = o.updates.length;
+    x.shell('shell:b2');
+    types = typesSince(o, from);
+    expect(types).toEqual(['task.activity', 'session.activity', 'chat/backgroundWorkSet']);
+  });
+});

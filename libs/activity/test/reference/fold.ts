@@ -10,6 +10,7 @@ import {
 import { evolve } from './evolve';
 import type { PromptRecord, SessionState, TaskState } from './state';
 import { liveRegistrations, queueEntries, sessionActivity, taskActivity } from './views';
+import { orderTowardBusy } from '../../src/order';
 
 export interface Folded {
   readonly state: TaskState;
@@ -49,7 +50,8 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
   }
   if (drafts.length === 0) return { state: next, updates: [] };
   let seq = next.seq;
-  const updates = drafts.map(
+  const ordered = orderTowardBusy(drafts, a0 ? a0.foregroundActivity : null, a1.foregroundActivity);
+  const updates = ordered.map(
     (d) => ({ v: SCHEMA_VERSION, taskId: next.taskId, seq: ++seq, ...d }) as Update,
   );
   return { state: { ...next, seq }, updates };
