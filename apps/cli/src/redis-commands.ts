@@ -1,4 +1,11 @@
-import { decide, fold, initialTaskState, taskView, type TaskState } from '@baton/activity';
+import {
+  decide,
+  fold,
+  initialTaskState,
+  stateFromSnapshot,
+  taskView,
+  type TaskState,
+} from '@baton/activity';
 import type { EventStore } from '@baton/store';
 
 /**
@@ -10,8 +17,15 @@ export async function rebuildTask(
   store: EventStore,
   taskId: string,
 ): Promise<{ state: TaskState; entries: number; fromSnapshot: string | null; undecided: number }> {
-  const snapshot = await store.snapshots.read<TaskState>(taskId);
-  let state = snapshot?.state ?? initialTaskState(taskId);
+  const stored = await store.snapshots.read(taskId);
+  const restored = stored && stateFromSnapshot(stored.state, taskId);
+  if (stored && !restored && (await store.wasTrimmed(taskId))) {
+    throw new Error(
+      `task ${taskId}: its snapshot is of another state version and its stream is trimmed behind it`,
+    );
+  }
+  const snapshot = restored ? stored : null;
+  let state = restored ?? initialTaskState(taskId);
   let after = snapshot?.id ?? '0-0';
   let entries = 0;
   for (;;) {

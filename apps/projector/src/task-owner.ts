@@ -1,7 +1,10 @@
 import {
+  STATE_VERSION,
   decide,
   fold,
   initialTaskState,
+  snapshotOf,
+  stateFromSnapshot,
   taskView,
   type TaskState,
   type Timer,
@@ -51,17 +54,6 @@ const MAX_CONFLICTS = 100;
 interface OwedStop {
   executionId: string;
   reason: 'session_reset' | 'session_deleted';
-}
-
-function isTaskState(v: unknown, taskId: string): v is TaskState {
-  if (typeof v !== 'object' || v === null) return false;
-  const s = v as Partial<TaskState>;
-  return (
-    s.taskId === taskId &&
-    Number.isInteger(s.seq) &&
-    typeof s.sessions === 'object' &&
-    s.sessions !== null
-  );
 }
 
 /**
@@ -230,13 +222,22 @@ export class TaskOwner {
       store.snapshots.read(this.taskId),
       store.lastUpdateSeq(this.taskId),
     ]);
-    if (snap && isTaskState(snap.state, this.taskId)) {
-      this.state = snap.state;
+    const restored = snap && stateFromSnapshot(snap.state, this.taskId);
+    if (snap && restored) {
+      this.state = restored;
       this.lastId = snap.id;
     } else if (snap) {
-      this.ctx.log.error(
+      // Another version's state (or not this task's): the stream rebuilds it, unless it was
+      // trimmed behind that snapshot. Then no state is better than a wrong one: the task waits,
+      // loudly, for an operator (a migration) instead of publishing what it cannot know.
+      if (await store.wasTrimmed(this.taskId)) {
+        throw new Error(
+          `task ${this.taskId}: its snapshot is not a state of version ${STATE_VERSION} and its stream is trimmed behind it; it cannot be rebuilt`,
+        );
+      }
+      this.ctx.log.warn(
         { taskId: this.taskId, snapshotId: snap.id },
-        'snapshot is not a state of this task; replaying the stream from its start',
+        'snapshot is not a state of this version or task; replaying the stream from its start',
       );
     }
     this.publishedSeq = published;
@@ -490,7 +491,12 @@ export class TaskOwner {
     }
     const { store } = this.ctx;
     try {
-      await store.snapshots.write(this.ctx.lease(), this.taskId, this.lastId, this.state);
+      await store.snapshots.write(
+        this.ctx.lease(),
+        this.taskId,
+        this.lastId,
+        snapshotOf(this.state),
+      );
     } catch (err) {
       if (!(err instanceof StaleSnapshotError)) throw err;
     }

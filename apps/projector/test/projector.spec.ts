@@ -1,7 +1,7 @@
 // The projector in-process (startProjector) against a real redis-server: delivery, re-delivery
 // after a takeover, the write fence, timers (execution leases, watchdog), snapshots and recovery,
 // inbox cancels and stops, readiness, options and metrics.
-import { decide, fold, taskView, type TaskState } from '@baton/activity';
+import { decide, fold, stateFromSnapshot, taskView } from '@baton/activity';
 import { SCHEMA_VERSION, type StreamEntry } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-harness';
 import { EventStore, connectRedis, type StoredEntry } from '@baton/store';
@@ -327,9 +327,10 @@ it('snapshots every K entries and trims behind them; a new owner resumes from th
   await t.fact('turn.ended', { admissionGeneration: 13, stopReason: 'end_turn' });
   await play(13, 16);
 
-  const snap = (await store.snapshots.read<TaskState>('snap'))!;
+  const snap = (await store.snapshots.read('snap'))!;
   const tail = (await t.stream()).filter((e) => e.id > '0' && compare(e.id, snap.id) > 0);
-  let state = snap.state;
+  let state = stateFromSnapshot(snap.state, 'snap')!;
+  expect(state).not.toBeNull();
   const expected = [];
   for (const { entry } of tail) {
     const f = fold(state, entry);
@@ -357,6 +358,41 @@ it('snapshots a quiet task after the snapshot period', async () => {
     'snapshot',
     async () => (await store.snapshots.read('quiet'))?.id === (await store.lastId('quiet')),
   );
+});
+
+it('a snapshot of another state version is never read: the stream rebuilds the task, or, trimmed, the task waits', async () => {
+  const prefix = freshPrefix();
+  const store = newStore(prefix, 1);
+  const t = new Task(store, 'old-shape');
+  await t.start();
+  await t.submit('a');
+  const other = new Task(store, 'old-trimmed');
+  await other.start();
+  // What an older Baton left: snapshots in a shape this version does not know.
+  const lease = await store.leases.acquire(0, 'old-owner', 10_000);
+  if (!lease.acquired) throw new Error('lease');
+  for (const task of ['old-shape', 'old-trimmed']) {
+    await store.snapshots.write(lease.lease, task, await store.lastId(task), {
+      taskId: task,
+      seq: 99,
+      sessions: {},
+    });
+  }
+  await store.snapshots.trim(lease.lease, 'old-trimmed');
+  expect(await store.wasTrimmed('old-trimmed')).toBe(true);
+  await store.leases.release(lease.lease);
+
+  // (Not ready(): a task that cannot be rebuilt never catches up, by design.)
+  const p = await projector({ prefix, shards: 1 });
+  // Rebuilt from its stream: the prompt is admitted and delivered, the view is the fold's.
+  await waitFor('delivery', async () => (await t.inbox()).length === 1);
+  await waitFor('view', () => t.viewMatchesFold());
+  // Trimmed behind a snapshot it cannot read: nothing is published for it rather than a guess.
+  await waitFor(
+    'the failure counted',
+    async () => (await metric(p, 'baton_projector_errors_total')) > 0,
+  );
+  expect(await store.views.read('old-trimmed')).toBeNull();
 });
 
 it('cancels a running turn and stops the execution of a reset session through the inbox', async () => {

@@ -5,3 +5,4 @@ export { fold, type Folded } from './fold';
 export * from './views';
 export * from './background-work-reducer';
 export * from './ahp-chat';
+export { STATE_VERSION, snapshotOf, stateFromSnapshot, type TaskSnapshot } from './snapshot';

@@ -71,7 +71,11 @@ export function connectRedis(target: RedisTarget, options: ConnectOptions = {}):
   const common: RedisOptions = {
     maxRetriesPerRequest:
       options.maxRetriesPerRequest === undefined ? 20 : options.maxRetriesPerRequest,
-    enableAutoPipelining: true,
+    // No auto-pipelining: ioredis keeps one auto-pipeline in flight per connection and queues
+    // every later command behind its reply (stop-and-wait), which put ~3 ms on each projector
+    // round trip under load (BENCHMARKS.md, end to end). Plain commands are pipelined on the
+    // connection anyway: each is written at once, replies come back in order.
+    enableAutoPipelining: false,
     ...(options.connectionName ? { connectionName: options.connectionName } : {}),
   };
   if ('url' in target) {
@@ -81,7 +85,7 @@ export function connectRedis(target: RedisTarget, options: ConnectOptions = {}):
   const nodes: ClusterNode[] = target.cluster.map((n) => ({ host: n.host, port: n.port }));
   return new Cluster(nodes, {
     clusterRetryStrategy: backoff(maxDelay),
-    enableAutoPipelining: true,
+    enableAutoPipelining: false,
     redisOptions: {
       maxRetriesPerRequest: common.maxRetriesPerRequest,
       ...(target.username ? { username: target.username } : {}),

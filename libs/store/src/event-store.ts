@@ -315,6 +315,22 @@ export class EventStore {
     return { items, lastId: raw.length > 0 ? raw[raw.length - 1]![0] : afterId };
   }
 
+  /**
+   * True when entries were ever removed from the front of the task stream (trimmed behind a
+   * snapshot): then the stream alone no longer rebuilds the task.
+   */
+  async wasTrimmed(taskId: string): Promise<boolean> {
+    let info: unknown[];
+    try {
+      info = (await this.redis.call('XINFO', 'STREAM', this.keys.taskStream(taskId))) as unknown[];
+    } catch (err) {
+      if (/no such key/i.test(String(err))) return false;
+      throw err;
+    }
+    const at = (name: string) => Number(info[info.indexOf(name) + 1]);
+    return at('entries-added') > at('length');
+  }
+
   /** The id of the last entry of a task stream, `'0-0'` when it has none. */
   async lastId(taskId: string): Promise<string> {
     const last = (await this.redis.xrevrange(

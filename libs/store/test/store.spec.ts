@@ -228,6 +228,8 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       Array.from({ length: 10 }, (_, i) => fact(t, 'w1', i + 1)),
     )) as string[];
     expect(await store.snapshots.trim(lease, t)).toBe(0);
+    expect(await store.wasTrimmed(t)).toBe(false);
+    expect(await store.wasTrimmed('never-written')).toBe(false);
     await store.snapshots.write(lease, t, ids[6]!, { folded: 7 });
     await expect(store.snapshots.write(lease, t, ids[5]!, { folded: 6 })).rejects.toEqual(
       new StaleSnapshotError(ids[6]!),
@@ -238,6 +240,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       epoch: lease.epoch,
     });
     expect(await store.snapshots.trim(lease, t)).toBe(6);
+    expect(await store.wasTrimmed(t)).toBe(true);
     const rest = await store.readTask(t);
     expect(rest.items.map((i) => i.id)).toEqual(ids.slice(6));
     // The expected-version anchor survives the trim.
