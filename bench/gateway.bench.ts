@@ -1,13 +1,15 @@
 /**
  * The gateway (apps/gateway, in-process) against its own redis-server:
  *
- * - admission round trip: prompt sent on a WebSocket → its decision received, at 100 prompts/s
- *   spread over 1,000 sessions that each have a ready execution, with a real projector in the
- *   same process (the owner decides); p50 and p99.
  * - fan-out: updates delivered per second to 1,000 subscribers of one task (the owner's updates
  *   come from Redis through the gateway's tail), against a raw `ws` broadcast of the very same
  *   frames to 1,000 clients, in the same run, rounds interleaved. The clients live in a child
  *   process (bench/gateway-clients.ts), so the server side is what is compared.
+ * - heap per idle connection: 2,000 connections, each subscribed to an idle task, against a bare
+ *   `ws` server holding the same clients (both in this process, measured after a full GC).
+ *
+ * The admission round trip (prompt → decision) is measured end to end, with the gateway and the
+ * projector in processes of their own, in bench/e2e.bench.ts.
  *
  * Run: npm run bench -- gateway
  */
@@ -16,24 +18,17 @@ import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { SCHEMA_VERSION, type StreamEntry, type Update } from '@baton/protocol';
+import { SCHEMA_VERSION, type Update } from '@baton/protocol';
 import { startRedis } from '@baton/redis-harness';
 import { EventStore, type Lease } from '@baton/store';
 import type WebSocket from 'ws';
 import { WebSocketServer } from 'ws';
 import { startGateway } from '../apps/gateway/src/gateway';
-import { startProjector } from '../apps/projector/src/projector';
 import { median, type BenchResult } from './lib';
 
 const SECRET = 'bench-secret-0123456789abcdefghijklmnop';
-const TASKS = 100;
-const SESSIONS_PER_TASK = 10;
-const RATE = 100;
-const WARMUP = 100;
-const PROMPTS = 1_500;
-const CONNECTIONS = 10;
+const IDLE_CONNECTIONS = 2_000;
 const SUBSCRIBERS = 1_000;
 const FANOUT_UPDATES = 200;
 const ROUNDS = 3;
@@ -42,153 +37,6 @@ function token(tenant: string, scope: string): string {
   const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
   const head = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ tenant, scope, exp: Math.floor(Date.now() / 1000) + 3600 })}`;
   return `${head}.${createHmac('sha256', SECRET).update(head).digest('base64url')}`;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
-async function waitFor(check: () => Promise<boolean>, what: string): Promise<void> {
-  const until = Date.now() + 120_000;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`bench: timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function admission(redisUrl: string): Promise<BenchResult[]> {
-  const prefix = 'adm';
-  const shards = 16;
-  const store = EventStore.connect({ url: redisUrl }, { shards, prefix });
-  const projector = await startProjector({ redisUrl, prefix, shards, logLevel: 'error' });
-  const gateway = await startGateway({
-    redisUrl,
-    prefix,
-    shards,
-    port: 0,
-    jwtSecret: SECRET,
-    logLevel: 'error',
-    maxMessagesPerSecond: 10_000,
-  });
-  try {
-    await projector.ready();
-    // 1,000 sessions, each with an execution ready to take a prompt.
-    let seq = 0;
-    for (let t = 0; t < TASKS; t++) {
-      const taskId = `task-${t}`;
-      const entries: StreamEntry[] = [];
-      for (let s = 0; s < SESSIONS_PER_TASK; s++) {
-        // A worker holds its execution's lease (renewed; here long enough for the run).
-        await store.executions.renewLease(
-          { taskId, sessionId: `s${s}`, executionId: `x-${t}-${s}` },
-          600_000,
-        );
-        const base = {
-          v: SCHEMA_VERSION,
-          taskId,
-          sessionId: `s${s}`,
-          executionId: `x-${t}-${s}`,
-          generation: 1,
-        } as const;
-        entries.push(
-          {
-            ...base,
-            type: 'execution.started',
-            writer: { role: 'worker', instance: 'bench-worker', seq: ++seq },
-            data: { startedAt: new Date().toISOString() },
-          },
-          {
-            ...base,
-            type: 'capabilities.negotiated',
-            writer: { role: 'worker', instance: 'bench-worker', seq: ++seq },
-            data: {
-              agent: { name: 'bench' },
-              dialect: 'generic',
-              promptQueueing: false,
-              handoff: false,
-              attestedKinds: [],
-              unambiguousCompletionKinds: [],
-            },
-          },
-        );
-      }
-      await store.append(taskId, entries);
-    }
-    await waitFor(async () => {
-      const views = await Promise.all(
-        Array.from({ length: TASKS }, (_, t) => store.views.read(`task-${t}`)),
-      );
-      return views.every((v) => v?.sessions.length === SESSIONS_PER_TASK);
-    }, 'the projector to see every session');
-
-    // This VM is shared: stalls of the server process (scheduling, GC) show in the tail; the
-    // event-loop delay of the gateway + projector process is reported beside it.
-    const loop = monitorEventLoopDelay({ resolution: 5 });
-    loop.enable();
-    const cpu0 = process.cpuUsage();
-    const clients = clientsProcess();
-    const sessions: [string, string][] = [];
-    for (let x = 0; x < TASKS * SESSIONS_PER_TASK; x++) {
-      sessions.push([`task-${Math.floor(x / SESSIONS_PER_TASK)}`, `s${x % SESSIONS_PER_TASK}`]);
-    }
-    clients.send({
-      admit: {
-        url: `${gateway.url.replace('http', 'ws')}/ws`,
-        token: token('bench', 'read prompt'),
-        connections: CONNECTIONS,
-        rate: RATE,
-        sessions,
-        count: WARMUP + PROMPTS,
-      },
-    });
-    const done = (await clients.next()) as { rtt: number[]; outcomes: Record<string, number> };
-    await clients.close();
-    const rtt = done.rtt.slice(WARMUP);
-    loop.disable();
-    const cpu = process.cpuUsage(cpu0);
-    const outcomes = new Map(Object.entries(done.outcomes));
-    rtt.sort((a, b) => a - b);
-    const decided = [...outcomes.entries()].map(([o, n]) => `${n} ${o}`).join(', ');
-    return [
-      {
-        name: `admission round trip p50 at ${RATE} prompts/s over 1,000 sessions (${decided})`,
-        value: percentile(rtt, 50),
-        unit: 'ms',
-      },
-      {
-        name: 'admission round trip p99 (goal 15 ms; ratio = goal / value)',
-        value: percentile(rtt, 99),
-        unit: 'ms',
-        baseline: 15,
-        ratio: 15 / percentile(rtt, 99),
-        goal: 1,
-      },
-      {
-        name: 'admission round trip p90',
-        value: percentile(rtt, 90),
-        unit: 'ms',
-      },
-      {
-        name: 'CPU of the gateway + projector process per prompt (decision, updates, view included)',
-        value: (cpu.user + cpu.system) / 1e3 / (WARMUP + PROMPTS),
-        unit: 'ms',
-      },
-      {
-        name: 'event-loop delay of the gateway + projector process during the run: p99',
-        value: loop.percentile(99) / 1e6,
-        unit: 'ms',
-      },
-      {
-        name: 'event-loop delay of the gateway + projector process during the run: max',
-        value: loop.max / 1e6,
-        unit: 'ms',
-      },
-    ];
-  } finally {
-    await gateway.stop();
-    await projector.stop();
-    await store.close();
-  }
 }
 
 /** The child process holding the clients, driven over stdin/stdout. */
@@ -368,10 +216,85 @@ async function fanout(redisUrl: string): Promise<BenchResult[]> {
   }
 }
 
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+/** Heap after a full GC (run with --expose-gc, as `npm run bench` does). */
+async function heap(): Promise<number> {
+  await new Promise((r) => setImmediate(r));
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+async function idleConnections(redisUrl: string): Promise<BenchResult[]> {
+  const prefix = 'idle';
+  const gateway = await startGateway({
+    redisUrl,
+    prefix,
+    shards: 16,
+    port: 0,
+    jwtSecret: SECRET,
+    logLevel: 'error',
+  });
+  const raw = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  await once(raw, 'listening');
+  const per = async (connect: (c: ReturnType<typeof clientsProcess>) => Promise<void>) => {
+    const before = await heap();
+    const c = clientsProcess();
+    await connect(c);
+    const after = await heap();
+    await c.close();
+    return (after - before) / IDLE_CONNECTIONS;
+  };
+  try {
+    const rawPer = await per(async (c) => {
+      c.send({
+        connect: `ws://127.0.0.1:${(raw.address() as AddressInfo).port}`,
+        n: IDLE_CONNECTIONS,
+        subscribe: null,
+      });
+      await c.next();
+    });
+    const gwPer = await per(async (c) => {
+      // Each connection watches a task of its own that never changes (the snapshot of an
+      // unknown task is empty).
+      for (let i = 0; i < IDLE_CONNECTIONS; i += 500) {
+        c.send({
+          connect: `${gateway.url.replace('http', 'ws')}/ws`,
+          n: 500,
+          subscribe: `idle-task-${i / 500}`,
+          token: token('bench', 'read'),
+        });
+        await c.next();
+      }
+    });
+    const hasGc = typeof (globalThis as { gc?: unknown }).gc === 'function';
+    return [
+      {
+        name: `bare ws server: heap per idle connection (${IDLE_CONNECTIONS.toLocaleString('en-US')} connections)${hasGc ? '' : ' (run with --expose-gc)'}`,
+        value: rawPer,
+        unit: 'B',
+      },
+      {
+        name: 'gateway: heap per idle connection subscribed to an idle task',
+        value: gwPer,
+        unit: 'B',
+        baseline: rawPer,
+        ratio: gwPer / rawPer,
+      },
+    ];
+  } finally {
+    raw.close();
+    await gateway.stop();
+  }
+}
+
 export async function runGatewayBench(): Promise<BenchResult[]> {
   const server = await startRedis();
   try {
-    return [...(await admission(server.url)), ...(await fanout(server.url))];
+    return [...(await fanout(server.url)), ...(await idleConnections(server.url))];
   } finally {
     await server.stop();
   }

@@ -1,4 +1,7 @@
-/** One measured figure. `ratio` is value / baseline; `goal` is the ratio it should reach. */
+/**
+ * One measured figure. `ratio` is value / baseline; `goal` is the ratio it should reach.
+ * `atMost` / `atLeast` are absolute goals on the value itself (a latency bound, a rate).
+ */
 export interface BenchResult {
   name: string;
   value: number;
@@ -6,7 +9,12 @@ export interface BenchResult {
   baseline?: number;
   ratio?: number;
   goal?: number;
+  atMost?: number;
+  atLeast?: number;
 }
+
+/** What a suite returns: its figures, and optionally text printed under its table. */
+export type SuiteOutput = BenchResult[] | { results: BenchResult[]; details?: string };
 
 export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -23,19 +31,48 @@ export async function rate(items: number, fn: () => Promise<void>): Promise<numb
 }
 
 function fmt(n: number): string {
+  if (Number.isNaN(n)) return 'n/a';
   return n < 100 ? n.toFixed(2) : Math.round(n).toLocaleString('en-US');
+}
+
+function goalText(r: BenchResult): string {
+  const parts: string[] = [];
+  if (r.goal !== undefined) {
+    const met = r.ratio !== undefined && r.ratio >= r.goal;
+    parts.push(`≥ ${(r.goal * 100).toFixed(0)}%: ${met ? 'met' : 'NOT met'}`);
+  }
+  if (r.atMost !== undefined) {
+    const met = r.value <= r.atMost;
+    const by = met
+      ? ''
+      : ` (${fmt(r.value - r.atMost)} ${r.unit} over, +${((r.value / r.atMost - 1) * 100).toFixed(0)}%)`;
+    parts.push(`≤ ${fmt(r.atMost)} ${r.unit}: ${met ? 'met' : `NOT met${by}`}`);
+  }
+  if (r.atLeast !== undefined) {
+    const met = r.value >= r.atLeast;
+    const by = met ? '' : ` (${((1 - r.value / r.atLeast) * 100).toFixed(0)}% short)`;
+    parts.push(`≥ ${fmt(r.atLeast)} ${r.unit}: ${met ? 'met' : `NOT met${by}`}`);
+  }
+  return parts.join('; ');
 }
 
 export function formatResults(results: readonly BenchResult[]): string {
   const rows = results.map((r) => {
     const base = r.baseline === undefined ? '' : `${fmt(r.baseline)} ${r.unit}`;
-    const ratio = r.ratio === undefined ? '' : `${(r.ratio * 100).toFixed(0)}%`;
-    const met = r.ratio !== undefined && r.goal !== undefined && r.ratio >= r.goal;
-    const goal =
-      r.goal === undefined ? '' : `≥ ${(r.goal * 100).toFixed(0)}%: ${met ? 'met' : 'NOT met'}`;
-    return `| ${r.name} | ${fmt(r.value)} ${r.unit} | ${base} | ${ratio} | ${goal} |`;
+    const ratio =
+      r.ratio === undefined
+        ? ''
+        : Number.isFinite(r.ratio)
+          ? `${(r.ratio * 100).toFixed(0)}%`
+          : 'n/a';
+    return `| ${r.name} | ${fmt(r.value)} ${r.unit} | ${base} | ${ratio} | ${goalText(r)} |`;
   });
   return ['| benchmark | value | baseline | ratio | goal |', '|---|---|---|---|---|', ...rows].join(
     '\n',
   );
+}
+
+/** The figures of a suite's output. */
+export function resultsOf(out: SuiteOutput): { results: BenchResult[]; details?: string } {
+  return Array.isArray(out) ? { results: out } : out;
 }

@@ -1,0 +1,135 @@
+// Child process of bench/e2e.bench.ts: the WebSocket clients, each subscribed to one task, in a
+// process of their own so that the servers are measured without them. Every update frame a
+// client receives is recorded as (task index, seq, receive time on CLOCK_MONOTONIC in ms).
+// stdin commands (one JSON per line), each answered with one JSON line:
+// - {"connect": {group, kind: "baton"|"raw", urls, token, tasks, perTask}}: perTask clients per
+//   task, client j of a task on urls[j % urls.length]; baton clients subscribe with the /ws
+//   protocol and wait for the reply, raw clients name their task in the URL (?task=).
+// - {"count": group}: updates received so far, and snapshots received after the subscription
+//   (a resync: the server could not keep up with that client).
+// - {"dump": {group, file}}: writes the receipts recorded since the last dump as Float64 triples.
+// - {"clock": true}: this process's clock, to check that the clocks agree.
+// - {"close": true}
+import { writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import WebSocket from 'ws';
+
+const UPDATE = '{"v":1,"type":"update"';
+const SNAPSHOT = '{"v":1,"type":"snapshot"';
+
+function say(msg: object) {
+  process.stdout.write(`${JSON.stringify(msg)}\n`);
+}
+
+function now(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+class Receipts {
+  buf = new Float64Array(3 * 65_536);
+  n = 0;
+  total = 0;
+  resyncs = 0;
+  add(task: number, seq: number, at: number) {
+    if (3 * (this.n + 1) > this.buf.length) {
+      const bigger = new Float64Array(this.buf.length * 2);
+      bigger.set(this.buf);
+      this.buf = bigger;
+    }
+    const i = 3 * this.n++;
+    this.buf[i] = task;
+    this.buf[i + 1] = seq;
+    this.buf[i + 2] = at;
+    this.total += 1;
+  }
+}
+
+const groups = new Map<string, Receipts>();
+const sockets: WebSocket[] = [];
+
+interface Connect {
+  group: string;
+  kind: 'baton' | 'raw';
+  urls: string[];
+  token: string;
+  tasks: string[];
+  perTask: number;
+}
+
+function seqOf(text: string): number {
+  const at = text.indexOf('"seq":', UPDATE.length);
+  return at === -1 ? -1 : parseInt(text.slice(at + 6, at + 22), 10);
+}
+
+async function connect(c: Connect) {
+  const rec = new Receipts();
+  groups.set(c.group, rec);
+  const opened: Promise<void>[] = [];
+  let j = 0;
+  for (const [t, taskId] of c.tasks.entries()) {
+    const index = Number(taskId.slice(taskId.lastIndexOf('-') + 1));
+    for (let k = 0; k < c.perTask; k++, j++) {
+      const base = c.urls[k % c.urls.length]!;
+      const url = c.kind === 'raw' ? `${base}/?task=${encodeURIComponent(taskId)}` : base;
+      const ws = new WebSocket(url, { headers: { authorization: `Bearer ${c.token}` } });
+      sockets.push(ws);
+      opened.push(
+        new Promise<void>((resolve, reject) => {
+          let subscribed = c.kind === 'raw';
+          ws.once('error', reject);
+          ws.on('message', (data: Buffer, isBinary: boolean) => {
+            if (isBinary) return;
+            const text = data.toString();
+            if (text.startsWith(UPDATE)) {
+              rec.add(index, seqOf(text), now());
+            } else if (!subscribed) {
+              if (text.includes('"type":"reply"')) {
+                if (!text.includes('"ok":true')) reject(new Error(`subscribe: ${text}`));
+                subscribed = true;
+                resolve();
+              }
+            } else if (text.startsWith(SNAPSHOT) && text.includes('"resync":true')) {
+              rec.resyncs += 1;
+            }
+          });
+          ws.once('open', () => {
+            if (c.kind === 'raw') resolve();
+            else ws.send(JSON.stringify({ v: 1, id: `s${t}`, op: 'subscribe', taskId }));
+          });
+        }),
+      );
+      // Not a thousand connections in one burst: the accept queue is finite.
+      if (j % 50 === 49) await Promise.all(opened.slice(-50));
+    }
+  }
+  await Promise.all(opened);
+  say({ connected: j, group: c.group });
+}
+
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const cmd = JSON.parse(line) as {
+    connect?: Connect;
+    count?: string;
+    dump?: { group: string; file: string };
+    clock?: boolean;
+    close?: boolean;
+  };
+  if (cmd.connect) {
+    void connect(cmd.connect).catch((err: unknown) => say({ error: String(err) }));
+  } else if (cmd.count !== undefined) {
+    const g = groups.get(cmd.count);
+    say({ received: g?.total ?? 0, resyncs: g?.resyncs ?? 0 });
+  } else if (cmd.dump) {
+    const g = groups.get(cmd.dump.group)!;
+    writeFileSync(cmd.dump.file, Buffer.from(g.buf.buffer, 0, g.n * 3 * 8));
+    const n = g.n;
+    g.n = 0;
+    say({ dumped: n });
+  } else if (cmd.clock) {
+    say({ clock: now() });
+  } else if (cmd.close) {
+    for (const ws of sockets) ws.terminate();
+    process.exit(0);
+  }
+});
+say({ ready: true });

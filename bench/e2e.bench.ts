@@ -1,0 +1,832 @@
+/**
+ * End to end, every part in a process of its own, as deployed: load (playing the workers) →
+ * Redis → projector(s) → Redis → gateway(s) → WebSocket clients. Raw baselines built from the
+ * raw operations alone (pipelined XADD → blocked XREAD + JSON.parse → ws send), one process per
+ * hop too, run in the same suite, interleaved with Baton's windows.
+ *
+ * 1. Latency append → client receive at 1,000 facts/s, 100 tasks × 10 subscribers, 1 projector
+ *    + 1 gateway, beside the raw pipeline at the same rate (windows interleaved).
+ * 2. Saturation: the rate steps up until p99 ≥ 100 ms or the backlog grows, Baton and raw.
+ * 3. The same latency with 3 projectors + 2 gateways; then kill -9 of the projector holding the
+ *    most shards, under that load: time until every one of its tasks publishes again.
+ * 4. Admission round trip (prompt on a WebSocket → reply with its decision) at 100 prompts/s over
+ *    1,000 sessions, beside a raw request → XADD → decider process → XADD → reply round trip.
+ * 5. Scaling: catch-up of a backlog by 1, 2 and 3 projector processes.
+ *
+ * Clocks: every timestamp is process.hrtime (CLOCK_MONOTONIC), which on Linux is one clock for
+ * every process of the machine; the suite checks it (parent → clients → parent ordering).
+ *
+ * Run: npm run bench -- e2e
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SCHEMA_VERSION, type StreamEntry } from '@baton/protocol';
+import { startRedis } from '@baton/redis-harness';
+import { EventStore, connectRedis, type Lease, type RedisClient } from '@baton/store';
+import { formatResults, type BenchResult } from './lib';
+import {
+  nowMs,
+  spawnGateway,
+  spawnNode,
+  spawnProjector,
+  token,
+  type Deployment,
+  type Proc,
+} from './procs';
+import { TaskPlayer, UpdatePredictor, type ExecutionRefLike } from './replay-facts';
+
+const TASKS = 100;
+const SUBSCRIBERS = 10;
+const SESSIONS = 3;
+const SHARDS = 16;
+const RATE = 1_000;
+const WARMUP_MS = 2_000;
+const WINDOW_MS = 5_000;
+const WINDOWS = 2;
+const STEP_MS = 4_000;
+const LADDER = [2_000, 3_000, 4_000, 6_000, 8_000, 12_000, 16_000];
+const P99_LIMIT = 100;
+const LEASE_TTL_MS = 2_000;
+const MANY_PROJECTORS = Number(process.env.BENCH_E2E_PROJECTORS ?? 3);
+const MANY_GATEWAYS = Number(process.env.BENCH_E2E_GATEWAYS ?? 2);
+const ADMIT_RATE = 100;
+const ADMIT_WARMUP = 100;
+const ADMIT_PROMPTS = 1_000;
+const SCALE_SHARDS = 48;
+const SCALE_TASKS_PER_SHARD = 4;
+const SCALE_FACTS_PER_TASK = 520;
+
+type Mode = 'baton' | 'raw';
+
+/** BENCH_E2E=one,three,admission,scaling runs only those parts (while working on one). */
+const PARTS = process.env.BENCH_E2E?.split(',');
+const want = (part: string) => !PARTS || PARTS.includes(part);
+const progress = (what: string) => process.stderr.write(`  e2e: ${what}\n`);
+
+function percentile(sorted: Float64Array | number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+function readTriples(file: string): Float64Array {
+  const b = readFileSync(file);
+  return new Float64Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
+}
+
+async function redisCpu(client: RedisClient): Promise<number> {
+  const info = await client.info('cpu');
+  const get = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
+  return get('used_cpu_user') + get('used_cpu_sys');
+}
+
+async function until(check: () => Promise<boolean>, what: string, ms = 60_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`bench: timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** CPU seconds of each process (and Redis) over a window. */
+class CpuMeter {
+  private before = new Map<string, number>();
+  constructor(
+    private readonly procs: () => Proc[],
+    private readonly redis: RedisClient,
+  ) {}
+  async start() {
+    this.before = new Map(this.procs().map((p) => [p.name, p.cpu()]));
+    this.before.set('redis-server', await redisCpu(this.redis));
+  }
+  async stop(acc: Map<string, number>) {
+    for (const p of this.procs()) {
+      const b = this.before.get(p.name);
+      if (b !== undefined) acc.set(p.name, (acc.get(p.name) ?? 0) + p.cpu() - b);
+    }
+    const r = (await redisCpu(this.redis)) - this.before.get('redis-server')!;
+    acc.set('redis-server', (acc.get('redis-server') ?? 0) + r);
+  }
+}
+
+/** The load, the clients and what was sent and received, joined into latencies. */
+class Bench {
+  private readonly sent: Record<Mode, number[][]> = {
+    baton: Array.from({ length: TASKS }, () => []),
+    raw: Array.from({ length: TASKS }, () => []),
+  };
+  private expected: Record<Mode, number> = { baton: 0, raw: 0 };
+  private files = 0;
+
+  constructor(
+    readonly dir: string,
+    readonly load: Proc,
+    readonly clients: Proc,
+    readonly groups: Record<Mode, string>,
+  ) {}
+
+  private file(): string {
+    return join(this.dir, `f${++this.files}.bin`);
+  }
+
+  /** Plays `rate` facts/s for `ms`; resolves once it is sent (not delivered). */
+  async play(mode: Mode, rate: number, ms: number) {
+    const file = this.file();
+    const r = (await this.load.ask({ run: { mode, rate, ms, file } })) as {
+      sent: number;
+      stamped: number;
+      achieved: number;
+      lagMs: number;
+    };
+    const stamps = readTriples(file);
+    const s = this.sent[mode];
+    for (let i = 0; i < stamps.length; i += 3) s[stamps[i]!]![stamps[i + 1]!] = stamps[i + 2]!;
+    this.expected[mode] += r.stamped * SUBSCRIBERS;
+    return r;
+  }
+
+  /** Waits until every client has every update sent so far; false if that takes over `ms`. */
+  async drain(mode: Mode, ms: number): Promise<{ drained: boolean; resyncs: number }> {
+    const end = nowMs() + ms;
+    for (;;) {
+      const c = (await this.clients.ask({ count: this.groups[mode] })) as {
+        received: number;
+        resyncs: number;
+      };
+      if (c.received >= this.expected[mode]) return { drained: true, resyncs: c.resyncs };
+      if (nowMs() > end) return { drained: false, resyncs: c.resyncs };
+      await sleep(20);
+    }
+  }
+
+  /** The receipts since the last call, as latencies (ms), sorted; and the raw receipts. */
+  async receipts(mode: Mode): Promise<{ latencies: Float64Array; raw: Float64Array }> {
+    const file = this.file();
+    await this.clients.ask({ dump: { group: this.groups[mode], file } });
+    const r = readTriples(file);
+    const lat = new Float64Array(r.length / 3);
+    let n = 0;
+    const s = this.sent[mode];
+    for (let i = 0; i < r.length; i += 3) {
+      const at = s[r[i]!]![r[i + 1]!];
+      if (at === undefined) throw new Error(`bench: ${mode} update ${r[i]}/${r[i + 1]} not sent`);
+      lat[n++] = r[i + 2]! - at;
+    }
+    return { latencies: lat.subarray(0, n).sort(), raw: r };
+  }
+
+  /** Append → update in Redis, from the observer's records since its last dump, sorted. */
+  async published(observer: Proc): Promise<Float64Array> {
+    const file = this.file();
+    await observer.ask({ dump: file });
+    const r = readTriples(file);
+    const lat = new Float64Array(r.length / 3);
+    let n = 0;
+    for (let i = 0; i < r.length; i += 3) {
+      const at = this.sent.baton[r[i]!]?.[r[i + 1]!];
+      if (at !== undefined) lat[n++] = r[i + 2]! - at;
+    }
+    return lat.subarray(0, n).sort();
+  }
+}
+
+async function startClients(): Promise<Proc> {
+  const clients = spawnNode('clients', 'bench/e2e-clients.ts', {});
+  await clients.next();
+  // The clocks must agree: the clients' reading lies between two of ours.
+  const before = nowMs();
+  const { clock } = (await clients.ask({ clock: true })) as { clock: number };
+  const after = nowMs();
+  if (!(before <= clock && clock <= after)) {
+    throw new Error(`bench: clocks disagree (${before} ≤ ${clock} ≤ ${after} fails)`);
+  }
+  return clients;
+}
+
+async function startLoad(d: Deployment, rawPrefix: string): Promise<Proc> {
+  const load = spawnNode('load', 'bench/e2e-load.ts', {}, [
+    JSON.stringify({
+      redisUrl: d.redisUrl,
+      prefix: d.prefix,
+      shards: d.shards,
+      tasks: TASKS,
+      sessions: SESSIONS,
+      rawPrefix,
+    }),
+  ]);
+  await load.next();
+  return load;
+}
+
+const taskIds = Array.from({ length: TASKS }, (_, t) => `e2e-${t}`);
+
+async function waitBalanced(store: EventStore, owners: number): Promise<Lease[]> {
+  let leases: Lease[] = [];
+  await until(async () => {
+    leases = await store.leases.list();
+    const counts = new Map<string, number>();
+    for (const l of leases) counts.set(l.owner, (counts.get(l.owner) ?? 0) + 1);
+    const c = [...counts.values()];
+    return (
+      leases.length === store.keys.shards &&
+      counts.size === owners &&
+      Math.max(...c) - Math.min(...c) <= 1
+    );
+  }, `${owners} projector(s) sharing the shards`);
+  return leases;
+}
+
+interface Window {
+  p50: number;
+  p99: number;
+  n: number;
+}
+
+function summary(lat: Float64Array[]): Window {
+  const all = new Float64Array(lat.reduce((n, l) => n + l.length, 0));
+  let o = 0;
+  for (const l of lat) {
+    all.set(l, o);
+    o += l.length;
+  }
+  all.sort();
+  return { p50: percentile(all, 50), p99: percentile(all, 99), n: all.length };
+}
+
+/** One step of the saturation ladder: the rate is held if p99 < limit and nothing piles up. */
+async function step(b: Bench, mode: Mode, rate: number, ms: number) {
+  const r = await b.play(mode, rate, ms);
+  const d = await b.drain(mode, 3_000);
+  if (!d.drained) await b.drain(mode, 30_000);
+  const { latencies } = await b.receipts(mode);
+  const w = summary([latencies]);
+  const held =
+    d.drained && d.resyncs === 0 && r.achieved >= 0.97 * rate && r.lagMs < 100 && w.p99 < P99_LIMIT;
+  return { ...w, held, achieved: r.achieved, lagMs: r.lagMs, drained: d.drained };
+}
+
+const fmtMs = (v: number) => `${v.toFixed(2)} ms`;
+
+export async function runE2eBench(): Promise<{ results: BenchResult[]; details: string }> {
+  const server = await startRedis();
+  const redis = connectRedis({ url: server.url });
+  const dir = mkdtempSync(join(tmpdir(), 'baton-e2e-'));
+  const results: BenchResult[] = [];
+  const details: string[] = [];
+  const running: Proc[] = [];
+  const track = <T extends Proc>(p: T) => (running.push(p), p);
+  const stopAll = async () => {
+    await Promise.all(running.splice(0).map((p) => p.stop()));
+  };
+  try {
+    // ---- 1 + 2: one projector, one gateway; raw pipeline beside it ------------------------
+    let raw: Window = { p50: NaN, p99: NaN, n: 0 };
+    if (want('one')) {
+      progress('1 projector + 1 gateway, and the raw pipeline');
+      const d1: Deployment = { redisUrl: server.url, prefix: 'e2e1', shards: SHARDS };
+      const store1 = EventStore.connect({ url: server.url }, { prefix: d1.prefix, shards: SHARDS });
+      const rawKeys = taskIds.map((t) => `raw1:${t}`);
+      const [, g1, relay, clients, load] = await Promise.all([
+        Promise.resolve(track(spawnProjector(d1, 'e2e1-p1'))),
+        spawnGateway(d1, 'e2e1-g1').then((g) => (track(g.proc), g)),
+        (async () => {
+          const r = track(
+            spawnNode('relay', 'bench/e2e-relay.ts', {}, [
+              JSON.stringify({ mode: 'fanout', redisUrl: server.url, keys: rawKeys }),
+            ]),
+          );
+          return { proc: r, url: String((await r.next()).url) };
+        })(),
+        startClients().then(track),
+        startLoad(d1, 'raw1').then(track),
+      ]);
+      // Sees Baton's updates land in Redis: splits append → receive at the publish.
+      const observer = track(
+        spawnNode('observer', 'bench/e2e-relay.ts', {}, [
+          JSON.stringify({
+            mode: 'observe',
+            redisUrl: server.url,
+            keys: Array.from({ length: SHARDS }, (_, s) => store1.keys.updates(s)),
+          }),
+        ]),
+      );
+      await observer.next();
+      await waitBalanced(store1, 1);
+      await clients.ask({
+        connect: {
+          group: 'baton',
+          kind: 'baton',
+          urls: [`${g1.url.replace('http', 'ws')}/ws`],
+          token: token('bench', 'read'),
+          tasks: taskIds,
+          perTask: SUBSCRIBERS,
+        },
+      });
+      await clients.ask({
+        connect: {
+          group: 'raw',
+          kind: 'raw',
+          urls: [relay.url],
+          token: '',
+          tasks: taskIds,
+          perTask: SUBSCRIBERS,
+        },
+      });
+      const b1 = new Bench(dir, load, clients, { baton: 'baton', raw: 'raw' });
+      // Warm-up (JIT, connections, first executions): not counted.
+      for (const mode of ['baton', 'raw'] as const) {
+        await b1.play(mode, RATE, WARMUP_MS);
+        await b1.drain(mode, 10_000);
+        await b1.receipts(mode);
+      }
+      await b1.published(observer);
+      const lat: Record<Mode, Float64Array[]> = { baton: [], raw: [] };
+      const hop: Float64Array[] = [];
+      const cpu: Record<Mode, Map<string, number>> = { baton: new Map(), raw: new Map() };
+      const meter = new CpuMeter(() => running, redis);
+      const measuredMs: Record<Mode, number> = { baton: 0, raw: 0 };
+      for (let w = 0; w < WINDOWS; w++) {
+        for (const mode of w % 2 === 0
+          ? (['baton', 'raw'] as const)
+          : (['raw', 'baton'] as const)) {
+          await meter.start();
+          const t0 = nowMs();
+          await b1.play(mode, RATE, WINDOW_MS);
+          const d = await b1.drain(mode, 10_000);
+          if (!d.drained) throw new Error(`bench: ${mode} did not deliver everything at ${RATE}/s`);
+          measuredMs[mode] += nowMs() - t0;
+          await meter.stop(cpu[mode]);
+          lat[mode].push((await b1.receipts(mode)).latencies);
+          if (mode === 'baton') hop.push(await b1.published(observer));
+        }
+      }
+      const bat = summary(lat.baton);
+      const pub = summary(hop);
+      raw = summary(lat.raw);
+      const label = `${TASKS} tasks × ${SUBSCRIBERS} subscribers, ${RATE.toLocaleString('en-US')} facts/s`;
+      results.push(
+        {
+          name: `raw pipeline (XADD → XREAD + JSON.parse → ws), ${label}: append → receive p50`,
+          value: raw.p50,
+          unit: 'ms',
+        },
+        { name: 'raw pipeline: p99', value: raw.p99, unit: 'ms' },
+        {
+          name: `Baton, 1 projector + 1 gateway, ${label}: append → receive p50 (${bat.n.toLocaleString('en-US')} deliveries)`,
+          value: bat.p50,
+          unit: 'ms',
+          baseline: raw.p50,
+          ratio: bat.p50 / raw.p50,
+          atMost: 2,
+        },
+        {
+          name: 'Baton, 1 projector + 1 gateway: p99',
+          value: bat.p99,
+          unit: 'ms',
+          baseline: raw.p99,
+          ratio: bat.p99 / raw.p99,
+          atMost: 15,
+        },
+        {
+          name: 'of which append → update in Redis (load → projector → Redis, seen by a blocked XREAD): p50',
+          value: pub.p50,
+          unit: 'ms',
+          baseline: raw.p50,
+          ratio: pub.p50 / raw.p50,
+        },
+        {
+          name: 'of which append → update in Redis: p99',
+          value: pub.p99,
+          unit: 'ms',
+          baseline: raw.p99,
+          ratio: pub.p99 / raw.p99,
+        },
+      );
+      const share = (m: Map<string, number>, ms: number) =>
+        [...m]
+          .sort((a, b) => b[1] - a[1])
+          .map(([n, s]) => `${n} ${((s * 1e5) / ms).toFixed(0)}%`)
+          .join(', ');
+      details.push(
+        `CPU during the ${RATE.toLocaleString('en-US')} facts/s windows, in % of one core (the machine has 2): Baton — ${share(cpu.baton, measuredMs.baton)}; raw — ${share(cpu.raw, measuredMs.raw)}.`,
+      );
+
+      // Saturation: step up until a rate is not held.
+      const best: Record<Mode, number> = {
+        baton: bat.p99 < P99_LIMIT ? RATE : 0,
+        raw: raw.p99 < P99_LIMIT ? RATE : 0,
+      };
+      const steps: string[] = [];
+      const alive: Record<Mode, boolean> = { baton: best.baton > 0, raw: best.raw > 0 };
+      for (const rate of LADDER) {
+        for (const mode of ['baton', 'raw'] as const) {
+          if (!alive[mode]) continue;
+          const s = await step(b1, mode, rate, STEP_MS);
+          steps.push(
+            `${mode} ${rate.toLocaleString('en-US')}/s: p50 ${fmtMs(s.p50)}, p99 ${fmtMs(s.p99)}, sent at ${Math.round(s.achieved).toLocaleString('en-US')}/s (lag ${s.lagMs.toFixed(0)} ms)${s.drained ? '' : ', backlog'} → ${s.held ? 'held' : 'NOT held'}`,
+          );
+          if (s.held) best[mode] = rate;
+          else alive[mode] = false;
+        }
+        if (!alive.baton && !alive.raw) break;
+      }
+      results.push(
+        {
+          name: `raw pipeline: highest rate held (p99 < ${P99_LIMIT} ms, no backlog; steps ${[RATE, ...LADDER].map((r) => r / 1000).join(', ')} k/s)`,
+          value: best.raw,
+          unit: 'facts/s',
+        },
+        {
+          name: `Baton, 1 projector + 1 gateway: highest rate held, same steps`,
+          value: best.baton,
+          unit: 'facts/s',
+          baseline: best.raw,
+          ratio: best.baton / best.raw,
+        },
+      );
+      details.push(`Saturation steps (${STEP_MS / 1000} s each): ${steps.join('; ')}.`);
+      await store1.close();
+      await clients.ask({ close: true }).catch(() => undefined);
+      await stopAll();
+    }
+
+    // ---- 3: three projectors, two gateways; failover under load --------------------------
+    if (want('three')) {
+      progress('3 projectors + 2 gateways, failover');
+      const d3: Deployment = { redisUrl: server.url, prefix: 'e2e3', shards: SHARDS };
+      const store3 = EventStore.connect({ url: server.url }, { prefix: d3.prefix, shards: SHARDS });
+      const projectors = Array.from({ length: MANY_PROJECTORS }, (_, i) =>
+        track(
+          spawnProjector(d3, `e2e3-p${i + 1}`, { PROJECTOR_LEASE_TTL_MS: String(LEASE_TTL_MS) }),
+        ),
+      );
+      const [gateways, clients3, load3] = await Promise.all([
+        Promise.all(
+          Array.from({ length: MANY_GATEWAYS }, (_, i) =>
+            spawnGateway(d3, `e2e3-g${i + 1}`).then((g) => (track(g.proc), g)),
+          ),
+        ),
+        startClients().then(track),
+        startLoad(d3, 'raw3').then(track),
+      ]);
+      await waitBalanced(store3, MANY_PROJECTORS);
+      await clients3.ask({
+        connect: {
+          group: 'baton',
+          kind: 'baton',
+          urls: gateways.map((g) => g.url).map((u) => `${u.replace('http', 'ws')}/ws`),
+          token: token('bench', 'read'),
+          tasks: taskIds,
+          perTask: SUBSCRIBERS,
+        },
+      });
+      const b3 = new Bench(dir, load3, clients3, { baton: 'baton', raw: 'raw' });
+      await b3.play('baton', RATE, WARMUP_MS);
+      await b3.drain('baton', 10_000);
+      await b3.receipts('baton');
+      const lat3: Float64Array[] = [];
+      for (let w = 0; w < WINDOWS; w++) {
+        await b3.play('baton', RATE, WINDOW_MS);
+        const d = await b3.drain('baton', 10_000);
+        if (!d.drained) throw new Error(`bench: 3 projectors did not deliver everything`);
+        lat3.push((await b3.receipts('baton')).latencies);
+      }
+      const three = summary(lat3);
+      results.push(
+        {
+          name: `Baton, 3 projectors + 2 gateways, same load: p50`,
+          value: three.p50,
+          unit: 'ms',
+          baseline: raw.p50,
+          ratio: three.p50 / raw.p50,
+          atMost: 2,
+        },
+        {
+          name: 'Baton, 3 projectors + 2 gateways: p99',
+          value: three.p99,
+          unit: 'ms',
+          baseline: raw.p99,
+          ratio: three.p99 / raw.p99,
+          atMost: 15,
+        },
+      );
+
+      // Failover: kill -9 the projector holding the most shards while the load goes on.
+      const failoverRun = b3.play('baton', RATE, 2_000 + LEASE_TTL_MS + 4_000);
+      await sleep(2_000);
+      const leases = await store3.leases.list();
+      const held = new Map<string, number[]>();
+      for (const l of leases) held.set(l.owner, [...(held.get(l.owner) ?? []), l.shard]);
+      const [victimId, victimShards] = [...held].sort((a, b) => b[1].length - a[1].length)[0]!;
+      const victim = projectors.find((p) => p.name === victimId)!;
+      const victimTasks = taskIds
+        .map((id, t) => [id, t] as const)
+        .filter(([id]) => victimShards.includes(store3.shardOf(id)));
+      const killedAt = nowMs();
+      await victim.kill();
+      // Let Redis run what the dead process had already sent (its last publishes) before looking.
+      await sleep(50);
+      // What the dead owner published; anything above comes from its successor.
+      const lastSeq = await Promise.all(victimTasks.map(([id]) => store3.lastUpdateSeq(id)));
+      await failoverRun;
+      const fd = await b3.drain('baton', 30_000);
+      const { raw: receipts } = await b3.receipts('baton');
+      const firstAgain = new Map<number, number>();
+      const threshold = new Map(victimTasks.map(([, t], i) => [t, lastSeq[i]!]));
+      for (let i = 0; i < receipts.length; i += 3) {
+        const t = receipts[i]!;
+        const limit = threshold.get(t);
+        if (limit === undefined || receipts[i + 1]! <= limit) continue;
+        const at = receipts[i + 2]!;
+        if (at < (firstAgain.get(t) ?? Infinity)) firstAgain.set(t, at);
+      }
+      const recovered = firstAgain.size === victimTasks.length && fd.drained;
+      const failoverMs = recovered ? Math.max(...firstAgain.values()) - killedAt : NaN;
+      const firstMs = recovered ? Math.min(...firstAgain.values()) - killedAt : NaN;
+      results.push({
+        name: `failover: kill -9 of the projector holding ${victimShards.length} of ${SHARDS} shards (${victimTasks.length} tasks) at ${RATE.toLocaleString('en-US')} facts/s → every one of its tasks publishing again (lease ${LEASE_TTL_MS.toLocaleString('en-US')} ms; first task after ${firstMs.toFixed(0)} ms)${recovered ? '' : ' — NOT every task recovered'}`,
+        value: failoverMs,
+        unit: 'ms',
+        baseline: LEASE_TTL_MS + 1_000,
+        ratio: failoverMs / (LEASE_TTL_MS + 1_000),
+        atMost: LEASE_TTL_MS + 1_000,
+      });
+      await store3.close();
+      await clients3.ask({ close: true }).catch(() => undefined);
+      await stopAll();
+    }
+
+    // ---- 4: admission round trip ----------------------------------------------------------
+    if (want('admission')) {
+      progress('admission');
+      results.push(...(await admission(server.url, redis, track, stopAll, details)));
+    }
+
+    // ---- 5: scaling -------------------------------------------------------------------------
+    if (want('scaling')) {
+      progress('scaling');
+      results.push(...(await scaling(server.url, redis, track, stopAll, details)));
+    }
+    return { results, details: details.join('\n\n') };
+  } finally {
+    await stopAll();
+    redis.disconnect();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function admission(
+  redisUrl: string,
+  redis: RedisClient,
+  track: (p: Proc) => Proc,
+  stopAll: () => Promise<void>,
+  details: string[],
+): Promise<BenchResult[]> {
+  const d: Deployment = { redisUrl, prefix: 'adm', shards: SHARDS };
+  const store = EventStore.connect({ url: redisUrl }, { prefix: d.prefix, shards: SHARDS });
+  const sessionsPerTask = 10;
+  const projector = track(spawnProjector(d, 'adm-p1'));
+  const [gw, front, decider] = await Promise.all([
+    spawnGateway(d, 'adm-g1').then((g) => (track(g.proc), g)),
+    (async () => {
+      const p = track(
+        spawnNode('raw-front', 'bench/e2e-relay.ts', {}, [
+          JSON.stringify({ mode: 'front', redisUrl, name: 'f1' }),
+        ]),
+      );
+      return { proc: p, url: String((await p.next()).url) };
+    })(),
+    (async () => {
+      const p = track(
+        spawnNode('raw-decider', 'bench/e2e-relay.ts', {}, [
+          JSON.stringify({ mode: 'decide', redisUrl }),
+        ]),
+      );
+      await p.next();
+      return p;
+    })(),
+  ]);
+  // 1,000 sessions, each with an execution ready to take a prompt (its worker holds the lease).
+  let seq = 0;
+  const sessions: [string, string][] = [];
+  for (let t = 0; t < TASKS; t++) {
+    const taskId = `adm-${t}`;
+    const entries: StreamEntry[] = [];
+    for (let s = 0; s < sessionsPerTask; s++) {
+      const ref = { taskId, sessionId: `s${s}`, executionId: `x-${t}-${s}` };
+      sessions.push([taskId, ref.sessionId]);
+      await store.executions.renewLease(ref, 600_000);
+      const base = { v: SCHEMA_VERSION, ...ref, generation: 1 } as const;
+      entries.push(
+        {
+          ...base,
+          type: 'execution.started',
+          writer: { role: 'worker', instance: 'bench-worker', seq: ++seq },
+          data: { startedAt: new Date().toISOString() },
+        },
+        {
+          ...base,
+          type: 'capabilities.negotiated',
+          writer: { role: 'worker', instance: 'bench-worker', seq: ++seq },
+          data: {
+            agent: { name: 'bench' },
+            dialect: 'generic',
+            promptQueueing: false,
+            handoff: false,
+            attestedKinds: [],
+            unambiguousCompletionKinds: [],
+          },
+        },
+      );
+    }
+    await store.append(taskId, entries);
+  }
+  await until(async () => {
+    const views = await Promise.all(
+      Array.from({ length: TASKS }, (_, t) => store.views.read(`adm-${t}`)),
+    );
+    return views.every((v) => v?.sessions.length === sessionsPerTask);
+  }, 'the projector to see every session');
+  // Sessions in a shuffled order (fixed seed), so consecutive prompts hit different shards.
+  const order = sessions.map((s, i) => [s, (i * 7919) % sessions.length] as const);
+  order.sort((a, b) => a[1] - b[1]);
+  const shuffled = order.map(([s]) => s);
+
+  const run = async (url: string, procs: Proc[]) => {
+    const c = spawnNode('admit-clients', 'bench/gateway-clients.ts', {});
+    const cpu0 = procs.map((p) => p.cpu());
+    const r0 = await redisCpu(redis);
+    c.send({
+      admit: {
+        url,
+        token: token('bench', 'read prompt'),
+        connections: 10,
+        rate: ADMIT_RATE,
+        sessions: shuffled,
+        count: ADMIT_WARMUP + ADMIT_PROMPTS,
+      },
+    });
+    const done = (await c.next()) as { rtt: number[]; outcomes: Record<string, number> };
+    const cpu = procs.map((p, i) => p.cpu() - cpu0[i]!);
+    const redisSec = (await redisCpu(redis)) - r0;
+    c.send({ close: true });
+    await new Promise<void>((r) => c.child.once('exit', () => r()));
+    const rtt = done.rtt.slice(ADMIT_WARMUP).sort((a, b) => a - b);
+    return { rtt, outcomes: done.outcomes, cpu, redisSec };
+  };
+  const perPrompt = (s: number) => `${((s * 1e3) / (ADMIT_WARMUP + ADMIT_PROMPTS)).toFixed(2)} ms`;
+  const rawRun = await run(front.url, [front.proc, decider]);
+  const batonRun = await run(`${gw.url.replace('http', 'ws')}/ws`, [projector, gw.proc]);
+  details.push(
+    `Admission: CPU per prompt — projector ${perPrompt(batonRun.cpu[0]!)}, gateway ${perPrompt(batonRun.cpu[1]!)}, redis-server ${perPrompt(batonRun.redisSec)}; raw: front ${perPrompt(rawRun.cpu[0]!)}, decider ${perPrompt(rawRun.cpu[1]!)}, redis-server ${perPrompt(rawRun.redisSec)}. ` +
+      `Outcomes: ${Object.entries(batonRun.outcomes)
+        .map(([o, n]) => `${n} ${o}`)
+        .join(', ')}.`,
+  );
+  await store.close();
+  await stopAll();
+  const b50 = percentile(batonRun.rtt, 50);
+  const b99 = percentile(batonRun.rtt, 99);
+  const r50 = percentile(rawRun.rtt, 50);
+  const r99 = percentile(rawRun.rtt, 99);
+  return [
+    {
+      name: `raw round trip (ws → XADD → decider process → XADD → ws) at ${ADMIT_RATE} requests/s: p50`,
+      value: r50,
+      unit: 'ms',
+    },
+    { name: 'raw round trip: p99', value: r99, unit: 'ms' },
+    {
+      name: `admission round trip (prompt → reply with its decision; gateway and projector processes) at ${ADMIT_RATE} prompts/s over 1,000 sessions: p50`,
+      value: b50,
+      unit: 'ms',
+      baseline: r50,
+      ratio: b50 / r50,
+    },
+    {
+      name: 'admission round trip: p99',
+      value: b99,
+      unit: 'ms',
+      baseline: r99,
+      ratio: b99 / r99,
+      atMost: 15,
+    },
+  ];
+}
+
+/** Tasks whose ids spread evenly over the shards: `perShard` in each. */
+function evenTasks(store: EventStore, perShard: number): string[] {
+  const count = new Array<number>(store.keys.shards).fill(0);
+  const out: string[] = [];
+  for (let i = 0; out.length < perShard * store.keys.shards; i++) {
+    const id = `scale-${i}`;
+    const s = store.shardOf(id);
+    if (count[s]! < perShard) {
+      count[s]! += 1;
+      out.push(id);
+    }
+  }
+  return out;
+}
+
+async function scaling(
+  redisUrl: string,
+  redis: RedisClient,
+  track: (p: Proc) => Proc,
+  stopAll: () => Promise<void>,
+  details: string[],
+): Promise<BenchResult[]> {
+  const probe = new EventStore(redis, { prefix: 'scale', shards: SCALE_SHARDS });
+  const tasks = evenTasks(probe, SCALE_TASKS_PER_SHARD);
+  // The backlog, once: each task played from the recordings; its final update seq predicted.
+  const backlog = tasks.map((id, t) => {
+    const player = new TaskPlayer(id, SESSIONS, 'bench-scale', 1_000 + t);
+    const predictor = new UpdatePredictor(id);
+    const entries: StreamEntry[] = [];
+    // Executions still running at the end of the backlog hold a lease; ended ones dropped theirs.
+    const live = new Map<string, ExecutionRefLike>();
+    let last = 0;
+    for (let i = 0; i < SCALE_FACTS_PER_TASK; i++) {
+      const f = player.next();
+      if (f.starts) live.set(f.starts.executionId, f.starts);
+      if (f.ends) live.delete(f.ends.executionId);
+      entries.push(f.entry);
+      const seqs = predictor.apply(f.entry);
+      if (seqs.length > 0) last = seqs[seqs.length - 1]!;
+    }
+    return { id, entries, starts: [...live.values()], last };
+  });
+  const total = tasks.length * SCALE_FACTS_PER_TASK;
+  const rates: number[] = [];
+  const notes: string[] = [];
+  for (const n of [1, 2, 3]) {
+    const d: Deployment = { redisUrl, prefix: `scale${n}`, shards: SCALE_SHARDS };
+    const store = new EventStore(redis, { prefix: d.prefix, shards: SCALE_SHARDS });
+    // Every shard held by the bench until all projectors run: they then start together.
+    const blocks: Lease[] = [];
+    for (let s = 0; s < SCALE_SHARDS; s++) {
+      const r = await store.leases.acquire(s, 'bench-blocker', 120_000);
+      if (r.acquired) blocks.push(r.lease);
+    }
+    for (const b of backlog) {
+      await Promise.all(b.starts.map((ref) => store.executions.renewLease(ref, 600_000)));
+      for (let i = 0; i < b.entries.length; i += 500) {
+        await store.append(b.id, b.entries.slice(i, i + 500));
+      }
+    }
+    const procs = Array.from({ length: n }, (_, i) =>
+      track(spawnProjector(d, `scale${n}-p${i + 1}`, { PROJECTOR_RENEW_MS: '100' })),
+    );
+    await until(
+      async () => (await redis.zcard(store.keys.projectors())) === n,
+      `${n} projectors to start`,
+    );
+    const cpu0 = procs.map((p) => p.cpu());
+    const r0 = await redisCpu(redis);
+    const t0 = nowMs();
+    await Promise.all(blocks.map((l) => store.leases.release(l)));
+    await until(
+      async () => {
+        const seqs = await Promise.all(backlog.map((b) => store.lastUpdateSeq(b.id)));
+        return seqs.every((s, i) => s >= backlog[i]!.last);
+      },
+      `${n} projector(s) to catch up`,
+      120_000,
+    );
+    const ms = nowMs() - t0;
+    const cpu = procs.map((p, i) => p.cpu() - cpu0[i]!);
+    const redisSec = (await redisCpu(redis)) - r0;
+    rates.push((total * 1e3) / ms);
+    const busy = (cpu.reduce((a, b) => a + b, 0) + redisSec) / (ms / 1e3);
+    notes.push(
+      `${n}: ${ms.toFixed(0)} ms, CPU of the projectors ${cpu.map((c) => `${((c * 1e5) / ms).toFixed(0)}%`).join(' + ')}, redis-server ${((redisSec * 1e5) / ms).toFixed(0)}% → ${(busy * 50).toFixed(0)}% of the 2 cores`,
+    );
+    await stopAll();
+  }
+  details.push(
+    `Scaling: ${total.toLocaleString('en-US')} facts over ${tasks.length} tasks spread evenly over ${SCALE_SHARDS} shards, caught up (every update published) by N projector processes started together; per N — ${notes.join('; ')}.`,
+  );
+  return rates.map((r, i) => ({
+    name: `catch-up with ${i + 1} projector process${i === 0 ? '' : 'es'} (${total.toLocaleString('en-US')} facts, ${tasks.length} tasks, ${SCALE_SHARDS} shards)${i === 0 ? '' : ', vs 1'}`,
+    value: r,
+    unit: 'facts/s',
+    ...(i === 0 ? {} : { baseline: rates[0]!, ratio: r / rates[0]! }),
+  }));
+}
+
+if (require.main === module) {
+  void runE2eBench().then(
+    (r) => {
+      console.log(formatResults(r.results));
+      console.log(r.details);
+      process.exit(0);
+    },
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
