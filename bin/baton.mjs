@@ -8,7 +8,15 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const child = spawn(
   process.execPath,
   ['--import', import.meta.resolve('tsx'), `${root}apps/cli/src/main.ts`, ...process.argv.slice(2)],
-  { stdio: 'inherit', env: { ...process.env, TSX_TSCONFIG_PATH: `${root}tsconfig.json` } },
+  {
+    stdio: 'inherit',
+    env: {
+      // The checkout's data folder (where `npm start` keeps the token), whatever the directory.
+      BATON_DATA_DIR: `${root}.baton`,
+      ...process.env,
+      TSX_TSCONFIG_PATH: `${root}tsconfig.json`,
+    },
+  },
 );
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

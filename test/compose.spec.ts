@@ -7,8 +7,9 @@ import { enqueueExecution, executionQueue } from '@baton/jobs';
 import { SCHEMA_VERSION, type Update } from '@baton/protocol';
 import { freePort, startRedis, type RedisServer } from '@baton/redis-harness';
 import { connectRedis } from '@baton/store';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { parse } from 'yaml';
 import { mintToken } from '../apps/baton/src/token';
 import { Proc, ROOT, runToEnd, until } from './support';
@@ -29,6 +30,47 @@ interface Service {
 
 const SECRET = 'compose-test-secret-of-at-least-32-chars';
 
+/**
+ * The files of the image: the runtime stage's COPY lines of deploy/Dockerfile applied to this
+ * checkout with .dockerignore, and node_modules linked in (a superset of the image's production
+ * dependencies). Services run from here, so a file the image lacks fails the test.
+ */
+function imageTree(): string {
+  const dockerfile = readFileSync(join(ROOT, 'deploy', 'Dockerfile'), 'utf8');
+  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'))
+    .map((glob) => {
+      // `**/` is any run of folders, `*` anything within one name.
+      const re = glob
+        .split('**/')
+        .map((part) => part.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*'))
+        .join('(?:.*/)?');
+      return new RegExp(`^${re}(?:/.*)?$`);
+    });
+  const dir = mkdtempSync(join(tmpdir(), 'baton-image-'));
+  for (const line of runtime.split('\n')) {
+    const m = /^COPY (?!--)(.+) (\S+)$/.exec(line.trim());
+    if (!m) continue;
+    const sources = m[1]!.split(/\s+/);
+    const dest = m[2]!;
+    for (const src of sources) {
+      const target = dest.endsWith('/') ? join(dir, dest, src) : join(dir, dest);
+      cpSync(join(ROOT, src), target, {
+        recursive: true,
+        filter: (from) => {
+          const rel = relative(ROOT, from);
+          return rel === '' || !ignored.some((re) => re.test(rel));
+        },
+      });
+    }
+  }
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  return dir;
+}
+
 /** Compose's variable interpolation: ${VAR}, ${VAR:-default}, ${VAR:?error}. */
 function interpolate(value: string, vars: Record<string, string>): string {
   return value.replace(
@@ -48,11 +90,13 @@ describe('docker-compose.yml', () => {
   };
   const services = file.services;
   let redis: RedisServer;
+  let image: string;
   const procs: { service: string; proc: Proc; ports: Map<string, number> }[] = [];
 
   afterAll(async () => {
     for (const { proc } of procs) await proc.stop('SIGKILL');
     await redis?.stop();
+    if (image) rmSync(image, { recursive: true, force: true });
   });
 
   it('declares Redis with AOF and a healthcheck, and every Baton role with healthchecks, restart and scale', () => {
@@ -78,6 +122,7 @@ describe('docker-compose.yml', () => {
 
   it('runs as local processes: healthy, and a replay session goes generating → background → idle with prompts queueing and draining', async () => {
     redis = await startRedis({ aof: true });
+    image = imageTree();
     const vars = { BATON_JWT_SECRET: SECRET };
     const prefix = `compose${process.pid}`;
     for (const role of ['projector', 'worker', 'gateway']) {
@@ -104,6 +149,7 @@ describe('docker-compose.yml', () => {
           cmd === 'node' ? process.execPath : cmd!,
           args,
           env,
+          image,
         );
         procs.push({ service: role, proc, ports });
       }
@@ -116,14 +162,15 @@ describe('docker-compose.yml', () => {
       const local = args.map((a) =>
         a.replace(/127\.0\.0\.1:(\d+)/g, (m, p: string) => `127.0.0.1:${ports.get(p) ?? p}`),
       );
+      // Healthy, or exited: a process that dies at start fails the test at once, with its output.
       await until(
-        async () => {
-          if (!proc.running) throw new Error(`${proc.name} exited:\n${proc.tail()}`);
-          return (await runToEnd(cmd === 'node' ? process.execPath : cmd!, local)).code === 0;
-        },
+        async () =>
+          !proc.running ||
+          (await runToEnd(cmd === 'node' ? process.execPath : cmd!, local)).code === 0,
         `${proc.name} healthy`,
         120_000,
       );
+      if (!proc.running) throw new Error(`${proc.name} exited at start:\n${proc.tail()}`);
     }
 
     // The smoke: a client of the gateway, an execution of a replay recording, three prompts.

@@ -121,6 +121,11 @@ describe('the one-process run (npm start) and the CLI', () => {
       );
     }, 'rebuild to equal the served view');
 
+    // A command the owner refuses is an error: one line, exit 1.
+    const refused = await cli(['queue', 't1', 's1', 'cancel', String(secondId)], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim()).toMatch(/^baton: not_queued: /);
+
     const shards = await cli(['shards'], env);
     expect(shards.stdout).toMatch(/^8\/8 shards owned$/m);
     await baton.stop('SIGINT');

@@ -36,9 +36,10 @@ export class Proc {
     command: string,
     args: string[],
     env: Record<string, string | undefined>,
+    cwd = ROOT,
   ) {
     this.child = spawn(command, args, {
-      cwd: ROOT,
+      cwd,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -19,9 +19,9 @@ export interface DemoOptions {
 
 /**
  * Starts a replay execution of the demo recording on each demo task, through the same queue any
- * client uses, then sends three prompts per task through the gateway as a client would: the first
- * runs, the others wait in the queue and drain one by one as turns end. Prints each session's
- * activity as it changes.
+ * client uses, then sends three prompts per task through the gateway as a client would: they
+ * queue while the agent starts (no execution yet), then run one by one as turns end. Prints each
+ * session's activity as it changes.
  */
 export async function startDemo(o: DemoOptions): Promise<{ stop(): Promise<void> }> {
   const redis = connectRedis(redisTargetFromUrl(o.redisUrl), { maxRetriesPerRequest: null });

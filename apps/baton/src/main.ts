@@ -53,7 +53,9 @@ async function main(argv: string[]): Promise<void> {
     redisUrl,
     prefix: config.BATON_PREFIX,
     shards: config.BATON_SHARDS,
-    logLevel: config.LOG_LEVEL,
+    // On a laptop the addresses above matter more than every lease taken: warnings only,
+    // unless LOG_LEVEL asks for more.
+    logLevel: process.env.LOG_LEVEL ? config.LOG_LEVEL : ('warn' as const),
   };
   const projector = await startProjector({
     ...common,

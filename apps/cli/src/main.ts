@@ -7,7 +7,7 @@
 import { BatonClient, BatonError } from '@baton/client';
 import { CLI, COMMON, ConfigError, GATEWAY, RUN, loadConfig } from '@baton/config';
 import { enqueueExecution, executionQueue } from '@baton/jobs';
-import { SCHEMA_VERSION, type AgentSpec } from '@baton/protocol';
+import { SCHEMA_VERSION, type AgentSpec, type CommandResult } from '@baton/protocol';
 import { EventStore, connectRedis, redisTargetFromUrl } from '@baton/store';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -32,7 +32,8 @@ operator commands (straight to Redis; REDIS_URL, BATON_PREFIX, BATON_SHARDS):
   exec <task> <session> --recording NAME [--speed F]    start a replay execution
   exec <task> <session> [--mode M] -- <command> [args…]  start an execution of an ACP agent
                                                 (--tenant T: the task's tenant, default local)
-  rebuild <task> [--state]                      fold the task's stream from scratch; print its view
+  rebuild <task> [--state]                      fold the task's stream from its start (from its snapshot
+                                                only when the stream was trimmed behind it); print its view
   shards                                        show who owns each shard
   token [--tenant T] [--scopes read,prompt,admin] [--expires 30d]
                                                 mint a client token (BATON_JWT_SECRET or the local one)`;
@@ -174,11 +175,11 @@ export async function run(argv: string[], out: Out, signal?: AbortSignal): Promi
         if (action === undefined) {
           out(JSON.stringify(await c.queue.list(ref)));
         } else if (action === 'cancel' && arg) {
-          out(JSON.stringify(await c.queue.cancel({ ...ref, promptId: arg })));
+          out(commandOutcome(await c.queue.cancel({ ...ref, promptId: arg })));
         } else if (action === 'send-now' && arg) {
-          out(JSON.stringify(await c.queue.sendNow({ ...ref, promptId: arg })));
+          out(commandOutcome(await c.queue.sendNow({ ...ref, promptId: arg })));
         } else if (action === 'auto-run' && (arg === 'on' || arg === 'off')) {
-          out(JSON.stringify(await c.queue.setAutoRun({ ...ref, enabled: arg === 'on' })));
+          out(commandOutcome(await c.queue.setAutoRun({ ...ref, enabled: arg === 'on' })));
         } else {
           throw new UsageError(
             'queue actions: cancel <promptId>, send-now <promptId>, auto-run on|off',
@@ -194,7 +195,7 @@ export async function run(argv: string[], out: Out, signal?: AbortSignal): Promi
         'cancel',
       );
       out(
-        JSON.stringify(
+        commandOutcome(
           await withClient((c) => c.cancel({ taskId: taskId!, sessionId: sessionId! })),
         ),
       );
@@ -311,6 +312,12 @@ export async function run(argv: string[], out: Out, signal?: AbortSignal): Promi
     default:
       throw new UsageError(`unknown command ${command}; try baton help`);
   }
+}
+
+/** A command the owner refused is an error (exit 1); done or still pending is printed. */
+function commandOutcome(r: CommandResult): string {
+  if (r.status === 'failed') throw new Error(`${r.reason}: ${r.message}`);
+  return JSON.stringify(r);
 }
 
 function message(err: unknown): string {

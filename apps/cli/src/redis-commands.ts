@@ -9,23 +9,26 @@ import {
 import type { EventStore } from '@baton/store';
 
 /**
- * Rebuilds a task's state from its stream alone, from the first entry still retained (or from the
- * snapshot the stream was trimmed behind), exactly as a new owner would. Reports what the owner
- * would still decide, so an operator can see a stuck task at a glance.
+ * Rebuilds a task's state from its stream alone, exactly as a new owner with no snapshot would;
+ * from its snapshot only when the stream was trimmed behind it (then nothing else can). Reports
+ * what the owner would still decide, so an operator can see a stuck task at a glance.
  */
 export async function rebuildTask(
   store: EventStore,
   taskId: string,
 ): Promise<{ state: TaskState; entries: number; fromSnapshot: string | null; undecided: number }> {
-  const stored = await store.snapshots.read(taskId);
-  const restored = stored && stateFromSnapshot(stored.state, taskId);
-  if (stored && !restored && (await store.wasTrimmed(taskId))) {
-    throw new Error(
-      `task ${taskId}: its snapshot is of another state version and its stream is trimmed behind it`,
-    );
+  let snapshot: { id: string; state: TaskState } | null = null;
+  if (await store.wasTrimmed(taskId)) {
+    const stored = await store.snapshots.read(taskId);
+    const restored = stored && stateFromSnapshot(stored.state, taskId);
+    if (!stored || !restored) {
+      throw new Error(
+        `task ${taskId}: its stream is trimmed behind a snapshot of another state version (or none)`,
+      );
+    }
+    snapshot = { id: stored.id, state: restored };
   }
-  const snapshot = restored ? stored : null;
-  let state = restored ?? initialTaskState(taskId);
+  let state = snapshot?.state ?? initialTaskState(taskId);
   let after = snapshot?.id ?? '0-0';
   let entries = 0;
   for (;;) {

@@ -61,7 +61,7 @@ export const COMMON = {
   LOG_LEVEL: setting(
     z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     'info',
-    'Structured (JSON) log level',
+    'Structured (JSON) log level (the one-process run logs warnings only unless it is set)',
   ),
 } satisfies Record<string, Setting>;
 
