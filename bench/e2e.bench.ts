@@ -43,19 +43,22 @@ const SHARDS = 16;
 const RATE = 1_000;
 const WARMUP_MS = 2_000;
 const WINDOW_MS = 5_000;
-const WINDOWS = 2;
+const WINDOWS = 4;
 const STEP_MS = 4_000;
-const LADDER = [2_000, 3_000, 4_000, 6_000, 8_000, 12_000, 16_000];
+const LADDER = [
+  2_000, 3_000, 4_000, 5_000, 6_000, 7_000, 8_000, 10_000, 12_000, 16_000, 20_000, 24_000,
+];
 const P99_LIMIT = 100;
 const LEASE_TTL_MS = 2_000;
 const MANY_PROJECTORS = Number(process.env.BENCH_E2E_PROJECTORS ?? 3);
 const MANY_GATEWAYS = Number(process.env.BENCH_E2E_GATEWAYS ?? 2);
 const ADMIT_RATE = 100;
 const ADMIT_WARMUP = 100;
-const ADMIT_PROMPTS = 1_000;
+const ADMIT_PROMPTS = 2_000;
 const SCALE_SHARDS = 48;
 const SCALE_TASKS_PER_SHARD = 4;
-const SCALE_FACTS_PER_TASK = 520;
+const SCALE_FACTS_PER_TASK = 780;
+const CPU_WORK = 1_000_000;
 
 type Mode = 'baton' | 'raw';
 
@@ -90,9 +93,52 @@ async function until(check: () => Promise<boolean>, what: string, ms = 60_000): 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** CPU seconds of each process (and Redis) over a window. */
+/** Calls of each Redis command so far, from INFO commandstats. */
+async function redisCommands(client: RedisClient): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const m of (await client.info('commandstats')).matchAll(/cmdstat_([^:]+):calls=(\d+)/g)) {
+    out.set(m[1]!, Number(m[2]));
+  }
+  return out;
+}
+
+/** CPU seconds the whole machine has been busy (all cores, every process), from /proc/stat. */
+function machineBusy(): number {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1);
+  // user nice system idle iowait irq softirq steal: all but idle and iowait.
+  const n = f.map(Number);
+  return (n[0]! + n[1]! + n[2]! + n[5]! + n[6]! + n[7]!) / 100;
+}
+
+/** Machine CPU, and ours (these processes, Redis, the bench itself), at one moment. */
+async function cpuSnap(procs: Proc[], redis: RedisClient) {
+  const ours = procs.reduce((a, p) => a + p.cpu(), 0) + (await redisCpu(redis)) + ownCpu();
+  return { machine: machineBusy(), ours };
+}
+
+/** CPU seconds other processes of the machine used since `s0` (this VM is shared). */
+async function othersSince(
+  s0: { machine: number; ours: number },
+  procs: Proc[],
+  redis: RedisClient,
+) {
+  const s1 = await cpuSnap(procs, redis);
+  return Math.max(0, s1.machine - s0.machine - (s1.ours - s0.ours));
+}
+
+/** This process's CPU seconds. */
+function ownCpu(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+/**
+ * CPU seconds of each process (and Redis), and Redis commands, over windows; and what the rest
+ * of the machine (other engineers' work on this shared VM) used meanwhile, under 'others'.
+ */
 class CpuMeter {
   private before = new Map<string, number>();
+  private commands = new Map<string, number>();
   constructor(
     private readonly procs: () => Proc[],
     private readonly redis: RedisClient,
@@ -100,14 +146,26 @@ class CpuMeter {
   async start() {
     this.before = new Map(this.procs().map((p) => [p.name, p.cpu()]));
     this.before.set('redis-server', await redisCpu(this.redis));
+    this.commands = await redisCommands(this.redis);
+    this.before.set('machine', machineBusy());
+    this.before.set('bench', ownCpu());
   }
-  async stop(acc: Map<string, number>) {
+  async stop(acc: Map<string, number>, commands: Map<string, number>) {
     for (const p of this.procs()) {
       const b = this.before.get(p.name);
       if (b !== undefined) acc.set(p.name, (acc.get(p.name) ?? 0) + p.cpu() - b);
     }
     const r = (await redisCpu(this.redis)) - this.before.get('redis-server')!;
     acc.set('redis-server', (acc.get('redis-server') ?? 0) + r);
+    let ours = r + ownCpu() - this.before.get('bench')!;
+    for (const p of this.procs()) ours += p.cpu() - (this.before.get(p.name) ?? p.cpu());
+    const others = machineBusy() - this.before.get('machine')! - ours;
+    acc.set('others', (acc.get('others') ?? 0) + Math.max(0, others));
+    for (const [c, n] of await redisCommands(this.redis)) {
+      if (c === 'info') continue;
+      const d = n - (this.commands.get(c) ?? 0);
+      if (d > 0) commands.set(c, (commands.get(c) ?? 0) + d);
+    }
   }
 }
 
@@ -302,17 +360,6 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
         startClients().then(track),
         startLoad(d1, 'raw1').then(track),
       ]);
-      // Sees Baton's updates land in Redis: splits append → receive at the publish.
-      const observer = track(
-        spawnNode('observer', 'bench/e2e-relay.ts', {}, [
-          JSON.stringify({
-            mode: 'observe',
-            redisUrl: server.url,
-            keys: Array.from({ length: SHARDS }, (_, s) => store1.keys.updates(s)),
-          }),
-        ]),
-      );
-      await observer.next();
       await waitBalanced(store1, 1);
       await clients.ask({
         connect: {
@@ -341,10 +388,9 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
         await b1.drain(mode, 10_000);
         await b1.receipts(mode);
       }
-      await b1.published(observer);
       const lat: Record<Mode, Float64Array[]> = { baton: [], raw: [] };
-      const hop: Float64Array[] = [];
       const cpu: Record<Mode, Map<string, number>> = { baton: new Map(), raw: new Map() };
+      const commands: Record<Mode, Map<string, number>> = { baton: new Map(), raw: new Map() };
       const meter = new CpuMeter(() => running, redis);
       const measuredMs: Record<Mode, number> = { baton: 0, raw: 0 };
       for (let w = 0; w < WINDOWS; w++) {
@@ -357,13 +403,28 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           const d = await b1.drain(mode, 10_000);
           if (!d.drained) throw new Error(`bench: ${mode} did not deliver everything at ${RATE}/s`);
           measuredMs[mode] += nowMs() - t0;
-          await meter.stop(cpu[mode]);
+          await meter.stop(cpu[mode], commands[mode]);
           lat[mode].push((await b1.receipts(mode)).latencies);
-          if (mode === 'baton') hop.push(await b1.published(observer));
         }
       }
+      // Then one more window with an observer that sees Baton's updates land in Redis, which
+      // splits append → receive at the publish (not in the figures above: it costs CPU too).
+      const observer = track(
+        spawnNode('observer', 'bench/e2e-relay.ts', {}, [
+          JSON.stringify({
+            mode: 'observe',
+            redisUrl: server.url,
+            keys: Array.from({ length: SHARDS }, (_, s) => store1.keys.updates(s)),
+          }),
+        ]),
+      );
+      await observer.next();
+      await b1.play('baton', RATE, WINDOW_MS);
+      await b1.drain('baton', 10_000);
+      const split = summary([(await b1.receipts('baton')).latencies]);
+      const pub = summary([await b1.published(observer)]);
+      await observer.stop();
       const bat = summary(lat.baton);
-      const pub = summary(hop);
       raw = summary(lat.raw);
       const label = `${TASKS} tasks × ${SUBSCRIBERS} subscribers, ${RATE.toLocaleString('en-US')} facts/s`;
       results.push(
@@ -390,20 +451,29 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           atMost: 15,
         },
         {
-          name: 'of which append → update in Redis (load → projector → Redis, seen by a blocked XREAD): p50',
+          name: `in one more window with an observer process (blocked XREAD of the update streams): append → update in Redis (load → projector → Redis) p50, of ${fmtMs(split.p50)} append → receive in that window`,
           value: pub.p50,
           unit: 'ms',
           baseline: raw.p50,
           ratio: pub.p50 / raw.p50,
         },
         {
-          name: 'of which append → update in Redis: p99',
+          name: `append → update in Redis p99, of ${fmtMs(split.p99)} append → receive in that window`,
           value: pub.p99,
           unit: 'ms',
           baseline: raw.p99,
           ratio: pub.p99 / raw.p99,
         },
       );
+      const facts = (WINDOWS * RATE * WINDOW_MS) / 1e3;
+      const perFact = (m: Map<string, number>) => {
+        const total = [...m.values()].reduce((a, b) => a + b, 0);
+        const top = [...m]
+          .sort((a, b) => b[1] - a[1])
+          .filter(([, n]) => n / facts >= 0.05)
+          .map(([c, n]) => `${c} ${(n / facts).toFixed(2)}`);
+        return `${(total / facts).toFixed(1)} (${top.join(', ')})`;
+      };
       const share = (m: Map<string, number>, ms: number) =>
         [...m]
           .sort((a, b) => b[1] - a[1])
@@ -411,22 +481,28 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           .join(', ');
       details.push(
         `CPU during the ${RATE.toLocaleString('en-US')} facts/s windows, in % of one core (the machine has 2): Baton — ${share(cpu.baton, measuredMs.baton)}; raw — ${share(cpu.raw, measuredMs.raw)}.`,
+        `Redis commands per fact in those windows: Baton ${perFact(commands.baton)}; raw ${perFact(commands.raw)}.`,
       );
 
       // Saturation: step up until a rate is not held.
-      const best: Record<Mode, number> = {
-        baton: bat.p99 < P99_LIMIT ? RATE : 0,
-        raw: raw.p99 < P99_LIMIT ? RATE : 0,
-      };
+      const best: Record<Mode, number> = { baton: 0, raw: 0 };
       const steps: string[] = [];
-      const alive: Record<Mode, boolean> = { baton: best.baton > 0, raw: best.raw > 0 };
+      const alive: Record<Mode, boolean> = { baton: true, raw: true };
       for (const rate of LADDER) {
         for (const mode of ['baton', 'raw'] as const) {
           if (!alive[mode]) continue;
-          const s = await step(b1, mode, rate, STEP_MS);
-          steps.push(
-            `${mode} ${rate.toLocaleString('en-US')}/s: p50 ${fmtMs(s.p50)}, p99 ${fmtMs(s.p99)}, sent at ${Math.round(s.achieved).toLocaleString('en-US')}/s (lag ${s.lagMs.toFixed(0)} ms)${s.drained ? '' : ', backlog'} → ${s.held ? 'held' : 'NOT held'}`,
-          );
+          let s = await step(b1, mode, rate, STEP_MS);
+          const say = (retry: boolean) =>
+            steps.push(
+              `${mode} ${rate.toLocaleString('en-US')}/s${retry ? ' again' : ''}: p50 ${fmtMs(s.p50)}, p99 ${fmtMs(s.p99)}, sent at ${Math.round(s.achieved).toLocaleString('en-US')}/s (lag ${s.lagMs.toFixed(0)} ms)${s.drained ? '' : ', backlog'} → ${s.held ? 'held' : 'NOT held'}`,
+            );
+          say(false);
+          // The machine is shared: a stall elsewhere can break one step. A rate fails on two.
+          if (!s.held) {
+            await sleep(1_000);
+            s = await step(b1, mode, rate, STEP_MS);
+            say(true);
+          }
           if (s.held) best[mode] = rate;
           else alive[mode] = false;
         }
@@ -434,7 +510,7 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
       }
       results.push(
         {
-          name: `raw pipeline: highest rate held (p99 < ${P99_LIMIT} ms, no backlog; steps ${[RATE, ...LADDER].map((r) => r / 1000).join(', ')} k/s)`,
+          name: `raw pipeline: highest rate held (p99 < ${P99_LIMIT} ms, no backlog; steps ${LADDER.map((r) => r / 1000).join(', ')} k/s)${best.raw === LADDER[LADDER.length - 1] ? ' — the top step: its limit is higher' : ''}`,
           value: best.raw,
           unit: 'facts/s',
         },
@@ -659,6 +735,8 @@ async function admission(
     const c = spawnNode('admit-clients', 'bench/gateway-clients.ts', {});
     const cpu0 = procs.map((p) => p.cpu());
     const r0 = await redisCpu(redis);
+    const s0 = await cpuSnap([...procs, c], redis);
+    const a0 = nowMs();
     c.send({
       admit: {
         url,
@@ -672,16 +750,18 @@ async function admission(
     const done = (await c.next()) as { rtt: number[]; outcomes: Record<string, number> };
     const cpu = procs.map((p, i) => p.cpu() - cpu0[i]!);
     const redisSec = (await redisCpu(redis)) - r0;
+    const others = (await othersSince(s0, [...procs, c], redis)) / ((nowMs() - a0) / 1e3);
     c.send({ close: true });
     await new Promise<void>((r) => c.child.once('exit', () => r()));
     const rtt = done.rtt.slice(ADMIT_WARMUP).sort((a, b) => a - b);
-    return { rtt, outcomes: done.outcomes, cpu, redisSec };
+    return { rtt, outcomes: done.outcomes, cpu, redisSec, others };
   };
   const perPrompt = (s: number) => `${((s * 1e3) / (ADMIT_WARMUP + ADMIT_PROMPTS)).toFixed(2)} ms`;
   const rawRun = await run(front.url, [front.proc, decider]);
   const batonRun = await run(`${gw.url.replace('http', 'ws')}/ws`, [projector, gw.proc]);
   details.push(
     `Admission: CPU per prompt — projector ${perPrompt(batonRun.cpu[0]!)}, gateway ${perPrompt(batonRun.cpu[1]!)}, redis-server ${perPrompt(batonRun.redisSec)}; raw: front ${perPrompt(rawRun.cpu[0]!)}, decider ${perPrompt(rawRun.cpu[1]!)}, redis-server ${perPrompt(rawRun.redisSec)}. ` +
+      `Other processes of the machine used ${(batonRun.others * 100).toFixed(0)}% of a core during Baton's run, ${(rawRun.others * 100).toFixed(0)}% during the raw one. ` +
       `Outcomes: ${Object.entries(batonRun.outcomes)
         .map(([o, n]) => `${n} ${o}`)
         .join(', ')}.`,
@@ -786,6 +866,7 @@ async function scaling(
     );
     const cpu0 = procs.map((p) => p.cpu());
     const r0 = await redisCpu(redis);
+    const s0 = await cpuSnap(procs, redis);
     const t0 = nowMs();
     await Promise.all(blocks.map((l) => store.leases.release(l)));
     await until(
@@ -799,22 +880,47 @@ async function scaling(
     const ms = nowMs() - t0;
     const cpu = procs.map((p, i) => p.cpu() - cpu0[i]!);
     const redisSec = (await redisCpu(redis)) - r0;
+    const others = await othersSince(s0, procs, redis);
     rates.push((total * 1e3) / ms);
     const busy = (cpu.reduce((a, b) => a + b, 0) + redisSec) / (ms / 1e3);
     notes.push(
-      `${n}: ${ms.toFixed(0)} ms, CPU of the projectors ${cpu.map((c) => `${((c * 1e5) / ms).toFixed(0)}%`).join(' + ')}, redis-server ${((redisSec * 1e5) / ms).toFixed(0)}% → ${(busy * 50).toFixed(0)}% of the 2 cores`,
+      `${n}: ${ms.toFixed(0)} ms, CPU of the projectors ${cpu.map((c) => `${((c * 1e5) / ms).toFixed(0)}%`).join(' + ')}, redis-server ${((redisSec * 1e5) / ms).toFixed(0)}% → ${(busy * 50).toFixed(0)}% of the 2 cores (other processes of the machine: ${((others * 1e5) / ms).toFixed(0)}% of a core)`,
     );
     await stopAll();
   }
   details.push(
     `Scaling: ${total.toLocaleString('en-US')} facts over ${tasks.length} tasks spread evenly over ${SCALE_SHARDS} shards, caught up (every update published) by N projector processes started together; per N — ${notes.join('; ')}.`,
   );
-  return rates.map((r, i) => ({
-    name: `catch-up with ${i + 1} projector process${i === 0 ? '' : 'es'} (${total.toLocaleString('en-US')} facts, ${tasks.length} tasks, ${SCALE_SHARDS} shards)${i === 0 ? '' : ', vs 1'}`,
-    value: r,
-    unit: 'facts/s',
-    ...(i === 0 ? {} : { baseline: rates[0]!, ratio: r / rates[0]! }),
-  }));
+  // The machine's own ceiling: the same amount of pure CPU work split over N processes.
+  const machine: number[] = [];
+  for (const n of [1, 2, 3]) {
+    const procs = Array.from({ length: n }, () =>
+      track(spawnNode('cpu-work', 'bench/cpu-work.ts', {}, [String(Math.round(CPU_WORK / n))])),
+    );
+    await Promise.all(procs.map((p) => p.next()));
+    const t0 = nowMs();
+    await Promise.all(procs.map((p) => p.ask({ go: true })));
+    machine.push(nowMs() - t0);
+    await stopAll();
+  }
+  const out: BenchResult[] = [];
+  for (const [i, r] of rates.entries()) {
+    const n = i + 1;
+    if (n > 1) {
+      out.push({
+        name: `the machine: the same pure CPU work (JSON.parse of these facts) split over ${n} processes, speed vs 1 process (the ceiling of scaling by processes here)`,
+        value: machine[0]! / machine[i]!,
+        unit: '×',
+      });
+    }
+    out.push({
+      name: `catch-up with ${n} projector process${n === 1 ? '' : 'es'} (${total.toLocaleString('en-US')} facts, ${tasks.length} tasks, ${SCALE_SHARDS} shards)${n === 1 ? '' : ', vs 1'}`,
+      value: r,
+      unit: 'facts/s',
+      ...(n === 1 ? {} : { baseline: rates[0]!, ratio: r / rates[0]! }),
+    });
+  }
+  return out;
 }
 
 if (require.main === module) {
