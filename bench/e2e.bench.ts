@@ -563,13 +563,28 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
       await b3.drain('baton', 10_000);
       await b3.receipts('baton');
       const lat3: Float64Array[] = [];
+      const meter3 = new CpuMeter(() => running, redis);
+      const cpu3 = new Map<string, number>();
+      let ms3 = 0;
       for (let w = 0; w < WINDOWS; w++) {
+        await meter3.start();
+        const t0 = nowMs();
         await b3.play('baton', RATE, WINDOW_MS);
         const d = await b3.drain('baton', 10_000);
         if (!d.drained) throw new Error(`bench: 3 projectors did not deliver everything`);
+        ms3 += nowMs() - t0;
+        await meter3.stop(cpu3, new Map());
         lat3.push((await b3.receipts('baton')).latencies);
       }
       const three = summary(lat3);
+      details.push(
+        `CPU with 3 projectors + 2 gateways at ${RATE.toLocaleString('en-US')} facts/s, in % of one core: ${[
+          ...cpu3,
+        ]
+          .sort((a, b) => b[1] - a[1])
+          .map(([n, sec]) => `${n} ${((sec * 1e5) / ms3).toFixed(0)}%`)
+          .join(', ')}.`,
+      );
       results.push(
         {
           name: `Baton, 3 projectors + 2 gateways, same load: p50`,
