@@ -151,14 +151,16 @@ class CpuMeter {
     this.before.set('bench', ownCpu());
   }
   async stop(acc: Map<string, number>, commands: Map<string, number>) {
-    for (const p of this.procs()) {
+    // A process that has exited (the observer) reads as NaN: it is left out.
+    const live = this.procs().filter((p) => !Number.isNaN(p.cpu()));
+    for (const p of live) {
       const b = this.before.get(p.name);
       if (b !== undefined) acc.set(p.name, (acc.get(p.name) ?? 0) + p.cpu() - b);
     }
     const r = (await redisCpu(this.redis)) - this.before.get('redis-server')!;
     acc.set('redis-server', (acc.get('redis-server') ?? 0) + r);
     let ours = r + ownCpu() - this.before.get('bench')!;
-    for (const p of this.procs()) ours += p.cpu() - (this.before.get(p.name) ?? p.cpu());
+    for (const p of live) ours += p.cpu() - (this.before.get(p.name) ?? p.cpu());
     const others = machineBusy() - this.before.get('machine')! - ours;
     acc.set('others', (acc.get('others') ?? 0) + Math.max(0, others));
     for (const [c, n] of await redisCommands(this.redis)) {
@@ -314,15 +316,24 @@ function summary(lat: Float64Array[]): Window {
 }
 
 /** One step of the saturation ladder: the rate is held if p99 < limit and nothing piles up. */
-async function step(b: Bench, mode: Mode, rate: number, ms: number) {
+async function step(b: Bench, mode: Mode, rate: number, ms: number, meter: CpuMeter) {
+  await meter.start();
+  const t0 = nowMs();
   const r = await b.play(mode, rate, ms);
   const d = await b.drain(mode, 3_000);
+  const cpu = new Map<string, number>();
+  await meter.stop(cpu, new Map());
+  const busiest = [...cpu]
+    .sort((x, y) => y[1] - x[1])
+    .slice(0, 3)
+    .map(([n, sec]) => `${n} ${((sec * 1e5) / (nowMs() - t0)).toFixed(0)}%`)
+    .join(', ');
   if (!d.drained) await b.drain(mode, 30_000);
   const { latencies } = await b.receipts(mode);
   const w = summary([latencies]);
   const held =
     d.drained && d.resyncs === 0 && r.achieved >= 0.97 * rate && r.lagMs < 100 && w.p99 < P99_LIMIT;
-  return { ...w, held, achieved: r.achieved, lagMs: r.lagMs, drained: d.drained };
+  return { ...w, held, achieved: r.achieved, lagMs: r.lagMs, drained: d.drained, busiest };
 }
 
 const fmtMs = (v: number) => `${v.toFixed(2)} ms`;
@@ -491,16 +502,16 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
       for (const rate of LADDER) {
         for (const mode of ['baton', 'raw'] as const) {
           if (!alive[mode]) continue;
-          let s = await step(b1, mode, rate, STEP_MS);
+          let s = await step(b1, mode, rate, STEP_MS, meter);
           const say = (retry: boolean) =>
             steps.push(
-              `${mode} ${rate.toLocaleString('en-US')}/s${retry ? ' again' : ''}: p50 ${fmtMs(s.p50)}, p99 ${fmtMs(s.p99)}, sent at ${Math.round(s.achieved).toLocaleString('en-US')}/s (lag ${s.lagMs.toFixed(0)} ms)${s.drained ? '' : ', backlog'} → ${s.held ? 'held' : 'NOT held'}`,
+              `${mode} ${rate.toLocaleString('en-US')}/s${retry ? ' again' : ''}: p50 ${fmtMs(s.p50)}, p99 ${fmtMs(s.p99)}, sent at ${Math.round(s.achieved).toLocaleString('en-US')}/s (lag ${s.lagMs.toFixed(0)} ms)${s.drained ? '' : ', backlog'}, busiest: ${s.busiest} → ${s.held ? 'held' : 'NOT held'}`,
             );
           say(false);
           // The machine is shared: a stall elsewhere can break one step. A rate fails on two.
           if (!s.held) {
             await sleep(1_000);
-            s = await step(b1, mode, rate, STEP_MS);
+            s = await step(b1, mode, rate, STEP_MS, meter);
             say(true);
           }
           if (s.held) best[mode] = rate;
