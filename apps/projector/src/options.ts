@@ -1,5 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
+import { COMMON, defaultInstanceId } from '@baton/config';
 import { z } from 'zod';
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
@@ -7,21 +6,10 @@ const int = (min: number, max: number) => z.number().int().min(min).max(max);
 /** What `startProjector` accepts; the same rules as the PROJECTOR settings of libs/config. */
 export const ProjectorOptions = z
   .object({
-    redisUrl: z
-      .string()
-      .refine(
-        (v) => /^rediss?(\+cluster)?:\/\//.test(v),
-        'must be a redis://, rediss:// or redis+cluster:// URL',
-      ),
-    prefix: z
-      .string()
-      .regex(/^[A-Za-z0-9_.-]{1,50}$/, 'letters, digits, _ . - only')
-      .default('baton'),
+    redisUrl: COMMON.REDIS_URL.schema,
+    prefix: COMMON.BATON_PREFIX.schema.default('baton'),
     shards: int(1, 16_384).default(64),
-    instanceId: z
-      .string()
-      .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'letters, digits, _ . : - only')
-      .optional(),
+    instanceId: COMMON.BATON_INSTANCE_ID.schema,
     leaseTtlMs: int(200, 600_000).default(2_000),
     renewMs: int(50, 300_000).default(500),
     snapshotEntries: int(1, 10_000_000).default(1_000),
@@ -29,9 +17,7 @@ export const ProjectorOptions = z
     stallMs: int(100, 86_400_000).default(120_000),
     /** Port of /metrics; 0 picks a free one; null (the default in-process) serves none. */
     metricsPort: int(0, 65_535).nullable().default(null),
-    logLevel: z
-      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
-      .default('warn'),
+    logLevel: COMMON.LOG_LEVEL.schema.default('warn'),
     /** Task steps (read, fold, decide, write) running at once across all shards. */
     concurrency: int(1, 1_000).default(32),
   })
@@ -52,11 +38,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     const lines = r.error.issues.map((i) => `  ${i.path.join('.') || '(options)'}: ${i.message}`);
     throw new ProjectorOptionsError(`invalid projector options:\n${lines.join('\n')}`);
   }
-  const host = hostname()
-    .replace(/[^A-Za-z0-9_.-]/g, '-')
-    .slice(0, 40);
   // Unique per process start: leases and writer envelopes name the instance.
-  const instanceId =
-    r.data.instanceId ?? `projector-${host}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const instanceId = r.data.instanceId ?? defaultInstanceId('projector');
   return { ...r.data, instanceId };
 }

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { z } from 'zod';
 
 /**
@@ -255,4 +257,15 @@ export function settingsTable(): string {
     }
   }
   return rows.join('\n');
+}
+
+/**
+ * The default name of a process in leases, writer envelopes and logs: role, host and pid, and a
+ * random suffix, so a restarted process never reuses its predecessor's name.
+ */
+export function defaultInstanceId(role: string): string {
+  const host = hostname()
+    .replace(/[^A-Za-z0-9_.-]/g, '-')
+    .slice(0, 40);
+  return `${role}-${host}-${process.pid}-${randomBytes(3).toString('hex')}`;
 }
