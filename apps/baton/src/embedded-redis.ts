@@ -43,16 +43,20 @@ export interface EmbeddedRedis {
  * restart with nothing lost). Throws {@link RedisUnavailableError} with a one-line install hint
  * when redis-server is not installed.
  */
-export async function startEmbeddedRedis(dataDir: string, port = 6379): Promise<EmbeddedRedis> {
+export async function startEmbeddedRedis(
+  dataDir: string,
+  port = 6379,
+  binary = 'redis-server',
+): Promise<EmbeddedRedis> {
   const dir = resolve(dataDir, 'redis');
-  if (spawnSync('redis-server', ['--version']).error) {
+  if (spawnSync(binary, ['--version']).error) {
     throw new RedisUnavailableError(
       'redis-server is not installed: install it with `apt-get install redis-server` (Debian, Ubuntu) or `brew install redis` (macOS), or set REDIS_URL',
     );
   }
   mkdirSync(dir, { recursive: true });
   const child: ChildProcess = spawn(
-    'redis-server',
+    binary,
     [
       '--port',
       String(port),
