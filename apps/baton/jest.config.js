@@ -1,17 +1,10 @@
 const preset = require('../../jest.preset.js');
-const [, swcOptions] = preset.transform['^.+\\.ts$'];
+const esmPackages = require('../../jest.esm.js');
 
 module.exports = {
   ...preset,
   displayName: 'baton',
   rootDir: __dirname,
   testMatch: ['<rootDir>/test/**/*.spec.ts'],
-  transform: {
-    ...preset.transform,
-    '^.+\\.js$': [
-      '@swc/jest',
-      { ...swcOptions, jsc: { ...swcOptions.jsc, parser: { syntax: 'ecmascript' } } },
-    ],
-  },
-  transformIgnorePatterns: ['/node_modules/(?!@agentclientprotocol/)'],
+  ...esmPackages(['@agentclientprotocol']),
 };

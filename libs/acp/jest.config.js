@@ -1,19 +1,10 @@
 const preset = require('../../jest.preset.js');
-
-// The ACP SDK ships as ESM only; jest's CommonJS runtime needs it transpiled like our sources.
-const [, swcOptions] = preset.transform['^.+\\.ts$'];
+const esmPackages = require('../../jest.esm.js');
 
 module.exports = {
   ...preset,
   displayName: 'acp',
   rootDir: __dirname,
   testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
-  transform: {
-    ...preset.transform,
-    '^.+\\.js$': [
-      '@swc/jest',
-      { ...swcOptions, jsc: { ...swcOptions.jsc, parser: { syntax: 'ecmascript' } } },
-    ],
-  },
-  transformIgnorePatterns: ['/node_modules/(?!@agentclientprotocol/)'],
+  ...esmPackages(['@agentclientprotocol']),
 };
