@@ -6,5 +6,6 @@ module.exports = {
   displayName: 'e2e',
   rootDir: __dirname,
   testMatch: ['<rootDir>/**/*.spec.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/security/'],
   ...esmPackages(['@agentclientprotocol', 'jose']),
 };

@@ -3,7 +3,14 @@
 import { randomBytes } from 'node:crypto';
 import { startRedis, type RedisServer } from '@baton/redis-harness';
 import WebSocket from 'ws';
-import { Client, SECRET, spawnGateway, token, waitFor, type GatewayProc } from './support';
+import {
+  Client,
+  SECRET,
+  spawnGateway,
+  token,
+  waitFor,
+  type GatewayProc,
+} from '../../apps/gateway/test/support';
 
 jest.setTimeout(60_000);
 

@@ -5,7 +5,13 @@ import { randomBytes } from 'node:crypto';
 import { SCHEMA_VERSION, type TaskView, type Update } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-harness';
 import { EventStore, type Lease } from '@baton/store';
-import { Client, spawnGateway, tokenFor, waitFor, type GatewayProc } from './support';
+import {
+  Client,
+  spawnGateway,
+  tokenFor,
+  waitFor,
+  type GatewayProc,
+} from '../../apps/gateway/test/support';
 
 jest.setTimeout(120_000);
 

@@ -3,7 +3,13 @@
 // keeps working, and nothing reaches any stream.
 import fc from 'fast-check';
 import { AhpPingParams, ClientMessage } from '@baton/protocol';
-import { Client, spawnGateway, streamLengths, tokenFor, type GatewayProc } from './support';
+import {
+  Client,
+  spawnGateway,
+  streamLengths,
+  tokenFor,
+  type GatewayProc,
+} from '../../apps/gateway/test/support';
 import { startRedis, type RedisServer } from '@baton/redis-harness';
 import { EventStore } from '@baton/store';
 

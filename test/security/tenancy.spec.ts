@@ -10,7 +10,7 @@ import {
   tokenFor,
   waitFor,
   type Stack,
-} from './support';
+} from '../../apps/gateway/test/support';
 
 jest.setTimeout(60_000);
 
