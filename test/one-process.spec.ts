@@ -3,7 +3,7 @@
 // sent — a prompt queued before the restart is still queued after it, and runs once an execution
 // is there to take it.
 import { freePort, startRedis, type RedisServer } from '@baton/redis-harness';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Proc, cli, getJson, until } from './support';
@@ -129,6 +129,46 @@ describe('the one-process run (npm start) and the CLI', () => {
     const shards = await cli(['shards'], env);
     expect(shards.stdout).toMatch(/^8\/8 shards owned$/m);
     await baton.stop('SIGINT');
+  });
+
+  it('without REDIS_URL runs on a redis-server of its own that listens only on a socket in its data folder', async () => {
+    const ownDir = mkdtempSync(join(tmpdir(), 'baton-own-'));
+    const port = await freePort();
+    const own = {
+      ...env,
+      REDIS_URL: undefined,
+      BATON_DATA_DIR: ownDir,
+      GATEWAY_PORT: String(port),
+      BATON_GATEWAY_URL: `http://127.0.0.1:${port}`,
+    };
+    const p = new Proc(
+      'baton-own',
+      process.execPath,
+      ['--import', 'tsx', 'apps/baton/src/main.ts'],
+      own,
+    );
+    procs.push(p);
+    try {
+      await p.waitFor(/Baton is running/, 120_000);
+      const socket = join(ownDir, 'redis', 'redis.sock');
+      expect(p.lines).toContain(
+        `started redis-server on ${socket} (data in ${join(ownDir, 'redis')}, only this user can connect)`,
+      );
+      expect(statSync(join(ownDir, 'redis')).mode & 0o777).toBe(0o700);
+      // The CLI's operator commands find it without being told; client commands use the gateway.
+      const shards = await cli(['shards'], own);
+      expect(shards.stdout).toMatch(/^8\/8 shards owned$/m);
+      const prompt = await cli(['prompt', 't-own', 's1', 'hello', '--key', 'k1'], own);
+      expect(JSON.parse(prompt.stdout)).toMatchObject({ outcome: 'queued' });
+      expect((await p.stop('SIGINT')).code).toBe(0);
+      // Stopped with it: nothing listens on the socket any more.
+      expect((await cli(['shards'], own)).stderr).toMatch(
+        /^baton: cannot reach Redis at unix:\/\//,
+      );
+    } finally {
+      await p.stop('SIGKILL');
+      rmSync(ownDir, { recursive: true, force: true });
+    }
   });
 
   it('answers every CLI error with one line and a non-zero exit', async () => {

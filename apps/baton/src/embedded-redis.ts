@@ -1,18 +1,17 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { parseRedisUrl, unixSocketUrl } from '@baton/store';
 import { Redis } from 'ioredis';
-
-/** The address the one-process run uses when REDIS_URL is not set. */
-export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 export class RedisUnavailableError extends Error {
   override name = 'RedisUnavailableError';
 }
 
-/** True when a Redis answers PING at `url` within `timeoutMs`. */
+/** True when the Redis server at `url` (not a Cluster) answers PING within `timeoutMs`. */
 export async function redisAnswers(url: string, timeoutMs = 1_000): Promise<boolean> {
-  const client = new Redis(url, {
+  const client = new Redis({
+    ...parseRedisUrl(url),
     lazyConnect: true,
     connectTimeout: timeoutMs,
     maxRetriesPerRequest: 0,
@@ -30,38 +29,86 @@ export async function redisAnswers(url: string, timeoutMs = 1_000): Promise<bool
   }
 }
 
+/** Where the one-process run's own redis-server keeps its data and its socket. */
+export const embeddedRedisDir = (dataDir: string): string => resolve(dataDir, 'redis');
+export const embeddedRedisSocket = (dataDir: string): string =>
+  resolve(embeddedRedisDir(dataDir), 'redis.sock');
+
+/**
+ * The URL of the one-process run's own redis-server when the data folder has one (running or
+ * not: a stopped one is an error to report, not a reason to try another Redis): what the CLI's
+ * operator commands use when REDIS_URL is not set.
+ */
+export function embeddedRedisUrl(dataDir: string): string | undefined {
+  return existsSync(embeddedRedisDir(dataDir))
+    ? unixSocketUrl(embeddedRedisSocket(dataDir))
+    : undefined;
+}
+
 export interface EmbeddedRedis {
   url: string;
+  socket: string;
   dataDir: string;
+  /** True when a server an earlier start left running was found on the socket and used. */
+  adopted: boolean;
   /** Stops the server; its append-only file keeps everything for the next start. */
   stop(): Promise<void>;
 }
 
+// sun_path holds 108 bytes with its terminating NUL.
+const MAX_SOCKET_PATH = 107;
+
 /**
- * Starts a redis-server of our own on the default address, persisting every write to an
- * append-only file under `dataDir` (fsync on every write: a laptop run must survive Ctrl-C and a
- * restart with nothing lost). Throws {@link RedisUnavailableError} with a one-line install hint
- * when redis-server is not installed.
+ * The one-process run's own redis-server. It listens on no TCP port at all, only on a unix
+ * socket inside `<dataDir>/redis`, a folder only this user may enter (mode 0700, socket 0700):
+ * on a shared machine no other local user can reach Baton's data or queue a job for its worker,
+ * and there is no password to leak. Every write goes to an append-only file, fsynced on every
+ * write: a laptop run survives Ctrl-C and a restart with nothing lost. A server an earlier start
+ * left running (the run was killed) is used as it is. Throws {@link RedisUnavailableError} with a
+ * one-line hint when redis-server is not installed or the socket path is too long.
  */
 export async function startEmbeddedRedis(
   dataDir: string,
-  port = 6379,
   binary = 'redis-server',
 ): Promise<EmbeddedRedis> {
-  const dir = resolve(dataDir, 'redis');
+  const dir = embeddedRedisDir(dataDir);
+  const socket = embeddedRedisSocket(dataDir);
+  const url = unixSocketUrl(socket);
+  if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) {
+    throw new RedisUnavailableError(
+      `the unix socket path ${socket} is longer than ${MAX_SOCKET_PATH} bytes: set a shorter BATON_DATA_DIR, or REDIS_URL`,
+    );
+  }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  if (await redisAnswers(url, 500)) {
+    return {
+      url,
+      socket,
+      dataDir: dir,
+      adopted: true,
+      stop: async () => {
+        const client = new Redis({ path: socket, maxRetriesPerRequest: 0 });
+        client.on('error', () => undefined);
+        await client.shutdown().catch(() => undefined);
+        client.disconnect();
+      },
+    };
+  }
   if (spawnSync(binary, ['--version']).error) {
     throw new RedisUnavailableError(
       'redis-server is not installed: install it with `apt-get install redis-server` (Debian, Ubuntu) or `brew install redis` (macOS), or set REDIS_URL',
     );
   }
-  mkdirSync(dir, { recursive: true });
   const child: ChildProcess = spawn(
     binary,
     [
       '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
+      '0',
+      '--unixsocket',
+      socket,
+      '--unixsocketperm',
+      '700',
       '--dir',
       dir,
       '--appendonly',
@@ -78,7 +125,6 @@ export async function startEmbeddedRedis(
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const url = `redis://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     if (await redisAnswers(url, 200)) break;
     const early = await Promise.race([
@@ -94,7 +140,9 @@ export async function startEmbeddedRedis(
   }
   return {
     url,
+    socket,
     dataDir: dir,
+    adopted: false,
     stop: async () => {
       if (child.exitCode !== null) return;
       child.kill('SIGTERM');

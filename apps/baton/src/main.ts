@@ -1,8 +1,8 @@
 /**
  * Baton in one process, for a laptop: `npm start` (add `-- --demo` for bundled replay sessions).
- * Gateway, projector and worker run together against REDIS_URL; when REDIS_URL is not set and
- * nothing answers at the default address, a redis-server of our own is started with its data in
- * BATON_DATA_DIR. Ctrl-C stops everything cleanly; the next start continues where this one left.
+ * Gateway, projector and worker run together against REDIS_URL; when REDIS_URL is not set, a
+ * redis-server of our own is started with its data in BATON_DATA_DIR, reachable only through a
+ * unix socket there. Ctrl-C stops everything cleanly; the next start continues where this one left.
  */
 import { COMMON, ConfigError, GATEWAY, PROJECTOR, RUN, WORKER, loadConfig } from '@baton/config';
 import { resolve } from 'node:path';
@@ -11,8 +11,8 @@ import { startGateway } from '../../gateway/src/gateway';
 import { startProjector } from '../../projector/src/projector';
 import { startWorker } from '../../worker/src/worker';
 import { startDemo } from './demo';
+import { redact } from '@baton/store';
 import {
-  DEFAULT_REDIS_URL,
   RedisUnavailableError,
   redisAnswers,
   startEmbeddedRedis,
@@ -36,17 +36,21 @@ async function main(argv: string[]): Promise<void> {
   const dataDir = resolve(config.BATON_DATA_DIR);
   const say = (line: string) => process.stdout.write(`${line}\n`);
 
+  // REDIS_URL set: that Redis, and nothing else. Not set: a redis-server of our own on a unix
+  // socket only this user can reach (see startEmbeddedRedis).
   let redisUrl = config.REDIS_URL;
   let embedded: EmbeddedRedis | null = null;
-  if (!(await redisAnswers(redisUrl))) {
-    if (process.env.REDIS_URL || redisUrl !== DEFAULT_REDIS_URL) {
-      throw new RedisUnavailableError(`nothing answers at REDIS_URL=${redisUrl}`);
+  if (process.env.REDIS_URL) {
+    if (!/\+cluster:/.test(redisUrl) && !(await redisAnswers(redisUrl))) {
+      throw new RedisUnavailableError(`nothing answers at REDIS_URL=${redact(redisUrl)}`);
     }
+    say(`using Redis at ${redact(redisUrl)}`);
+  } else {
     embedded = await startEmbeddedRedis(dataDir);
     redisUrl = embedded.url;
-    say(`started redis-server at ${redisUrl} (data in ${embedded.dataDir})`);
-  } else {
-    say(`using Redis at ${redisUrl}`);
+    say(
+      `${embedded.adopted ? 'using the redis-server left running' : 'started redis-server'} on ${embedded.socket} (data in ${embedded.dataDir}, only this user can connect)`,
+    );
   }
 
   const common = {

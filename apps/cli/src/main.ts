@@ -8,7 +8,8 @@ import { BatonClient, BatonError } from '@baton/client';
 import { CLI, COMMON, ConfigError, GATEWAY, RUN, loadConfig } from '@baton/config';
 import { enqueueExecution, executionQueue } from '@baton/jobs';
 import { SCHEMA_VERSION, type AgentSpec, type CommandResult } from '@baton/protocol';
-import { EventStore, connectRedis, redisTargetFromUrl } from '@baton/store';
+import { EventStore, connectRedis, redact, redisTargetFromUrl } from '@baton/store';
+import { embeddedRedisUrl } from '../../baton/src/embedded-redis';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -87,10 +88,20 @@ async function withClient<T>(fn: (c: BatonClient) => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * The Redis an operator command acts on: REDIS_URL when it is set, else the one-process run's own
+ * server (its socket in BATON_DATA_DIR), else REDIS_URL's default.
+ */
+export function operatorRedisUrl(config: ReturnType<typeof env>): string {
+  if (process.env.REDIS_URL) return config.REDIS_URL;
+  return embeddedRedisUrl(resolve(config.BATON_DATA_DIR)) ?? config.REDIS_URL;
+}
+
 async function withStore<T>(fn: (store: EventStore) => Promise<T>): Promise<T> {
   const config = env();
+  const redisUrl = operatorRedisUrl(config);
   const store = EventStore.connect(
-    redisTargetFromUrl(config.REDIS_URL),
+    redisTargetFromUrl(redisUrl),
     { shards: config.BATON_SHARDS, prefix: config.BATON_PREFIX },
     { maxRetriesPerRequest: 1, maxReconnectDelayMs: 200 },
   );
@@ -101,7 +112,7 @@ async function withStore<T>(fn: (store: EventStore) => Promise<T>): Promise<T> {
     await store.redis.ping();
   } catch (err) {
     await store.close().catch(() => undefined);
-    throw new Error(`cannot reach Redis at ${config.REDIS_URL}: ${cause?.message ?? message(err)}`);
+    throw new Error(`cannot reach Redis at ${redact(redisUrl)}: ${cause?.message ?? message(err)}`);
   }
   try {
     return await fn(store);
@@ -230,7 +241,9 @@ export async function run(argv: string[], out: Out, signal?: AbortSignal): Promi
       const owner = await withStore((store) => store.tenants.claim(taskId!, tenant));
       if (owner !== tenant) throw new Error(`task ${taskId} belongs to another tenant`);
       const config = env();
-      const redis = connectRedis(redisTargetFromUrl(config.REDIS_URL), { maxRetriesPerRequest: 1 });
+      const redis = connectRedis(redisTargetFromUrl(operatorRedisUrl(config)), {
+        maxRetriesPerRequest: 1,
+      });
       redis.on('error', () => undefined);
       const queue = executionQueue(redis, config.BATON_PREFIX);
       try {

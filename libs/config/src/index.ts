@@ -16,8 +16,8 @@ const bool = z
 const redisUrl = z
   .string()
   .refine(
-    (v) => /^rediss?(\+cluster)?:\/\//.test(v),
-    'must be a redis://, rediss:// or redis+cluster:// URL',
+    (v) => /^(rediss?(\+cluster)?|unix):\/\//.test(v),
+    'must be a redis://, rediss://, redis+cluster:// or unix:// URL',
   );
 
 /** One documented setting: the schema of its value and what it means. */
@@ -40,7 +40,7 @@ export const COMMON = {
   REDIS_URL: setting(
     redisUrl,
     'redis://127.0.0.1:6379',
-    'Redis to use (`rediss://` for TLS, `redis+cluster://` for a Cluster; user:password for ACL)',
+    'Redis to use (`rediss://` for TLS, `redis+cluster://` for a Cluster, `unix:///path` for a socket; user:password for ACL). The one-process run, when it is not set, starts its own redis-server on a unix socket in BATON_DATA_DIR',
   ),
   BATON_PREFIX: setting(
     z.string().regex(/^[A-Za-z0-9_.-]{1,50}$/, 'letters, digits, _ . - only'),

@@ -1,5 +1,5 @@
 import { startRedis, type RedisServer } from '@baton/redis-harness';
-import { connectRedis, parseRedisUrl, redisTargetFromUrl } from './connection';
+import { connectRedis, parseRedisUrl, redisTargetFromUrl, unixSocketUrl } from './connection';
 
 describe('REDIS_URL', () => {
   it('reads ACL user and percent-encoded password, host, port and db', () => {
@@ -24,8 +24,18 @@ describe('REDIS_URL', () => {
     });
   });
 
+  it('reads a unix socket URL, spaces and all', () => {
+    expect(parseRedisUrl('unix:///var/run/baton%20data/redis.sock')).toEqual({
+      path: '/var/run/baton data/redis.sock',
+    });
+    expect(parseRedisUrl(unixSocketUrl('/tmp/a b/redis.sock'))).toEqual({
+      path: '/tmp/a b/redis.sock',
+    });
+    expect(() => parseRedisUrl('unix://')).toThrow(/needs a socket path/);
+  });
+
   it('explains what is wrong with a bad URL without echoing the password', () => {
-    expect(() => parseRedisUrl('http://x')).toThrow(/redis:\/\/ or rediss:\/\//);
+    expect(() => parseRedisUrl('http://x')).toThrow(/redis:\/\/, rediss:\/\/ or unix:\/\//);
     expect(() => parseRedisUrl('redis://h/db')).toThrow(/database must be a number/);
     expect(() => parseRedisUrl('redis://u:hunter2@[bad')).toThrow(/\*\*\*@/);
     expect(() => parseRedisUrl('redis://u:hunter2@[bad')).not.toThrow(/hunter2/);

@@ -27,9 +27,10 @@ export interface ConnectOptions {
 }
 
 /**
- * Options for ioredis from a `redis://` or `rediss://` URL:
+ * Options for ioredis from a `redis://`, `rediss://` or `unix://` URL:
  * `rediss://user:password@host:port/db`. User and password are ACL credentials (percent-decoded);
- * `rediss` turns on TLS with the host as SNI server name.
+ * `rediss` turns on TLS with the host as SNI server name; `unix:///path/redis.sock` is a server's
+ * unix socket (the one-process run's own server listens on nothing else).
  */
 export function parseRedisUrl(url: string): RedisOptions {
   let u: URL;
@@ -38,8 +39,14 @@ export function parseRedisUrl(url: string): RedisOptions {
   } catch {
     throw new Error(`REDIS_URL is not a URL: ${redact(url)}`);
   }
+  if (u.protocol === 'unix:') {
+    if (!u.pathname || u.pathname === '/') throw new Error('REDIS_URL unix:// needs a socket path');
+    return { path: decodeURIComponent(u.pathname) };
+  }
   if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') {
-    throw new Error(`REDIS_URL must start with redis:// or rediss://, got ${u.protocol}//`);
+    throw new Error(
+      `REDIS_URL must start with redis://, rediss:// or unix://, got ${u.protocol}//`,
+    );
   }
   const options: RedisOptions = {
     host: u.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1',
@@ -56,7 +63,8 @@ export function parseRedisUrl(url: string): RedisOptions {
   return options;
 }
 
-function redact(url: string): string {
+/** The URL with its credentials hidden, for logs and errors. */
+export function redact(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
 }
 
@@ -126,3 +134,6 @@ export function redisTargetFromUrl(url: string): RedisTarget {
   }
   return target;
 }
+
+/** The `unix://` URL of a unix socket at `path` (absolute). */
+export const unixSocketUrl = (path: string): string => `unix://${encodeURI(path)}`;

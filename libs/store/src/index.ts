@@ -15,7 +15,14 @@ export type {
   StoredUpdate,
 } from './event-store';
 export { StreamTail } from './tail';
-export { connectRedis, parseRedisUrl, redisTargetFromUrl, isCluster } from './connection';
+export {
+  connectRedis,
+  parseRedisUrl,
+  redact,
+  redisTargetFromUrl,
+  isCluster,
+  unixSocketUrl,
+} from './connection';
 export type { ConnectOptions, RedisClient, RedisNode, RedisTarget } from './connection';
 export { KeyLayout, fnv1a32, DEFAULT_SHARDS, DEFAULT_PREFIX } from './keys';
 export {
