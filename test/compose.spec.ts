@@ -10,25 +10,18 @@ import { connectRedis } from '@baton/store';
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { parse } from 'yaml';
 import { mintToken } from '../apps/baton/src/token';
+import {
+  COMPOSE_SECRETS,
+  ROLES,
+  composeRedisArgs,
+  composeRedisUrl,
+  composeServices,
+  interpolate,
+} from './compose-file';
 import { Proc, ROOT, runToEnd, until } from './support';
 
 jest.setTimeout(300_000);
-
-interface Service {
-  image?: string;
-  build?: unknown;
-  command?: string[];
-  environment?: Record<string, string>;
-  deploy?: { replicas?: number };
-  healthcheck?: { test: string[] };
-  ports?: string[];
-  restart?: string;
-  depends_on?: Record<string, { condition: string }>;
-}
-
-const SECRET = 'compose-test-secret-of-at-least-32-chars';
 
 /**
  * The files of the image: the runtime stage's COPY lines of deploy/Dockerfile applied to this
@@ -71,24 +64,8 @@ function imageTree(): string {
   return dir;
 }
 
-/** Compose's variable interpolation: ${VAR}, ${VAR:-default}, ${VAR:?error}. */
-function interpolate(value: string, vars: Record<string, string>): string {
-  return value.replace(
-    /\$\{(\w+)(?::([?-])([^}]*))?\}/g,
-    (_, name: string, op?: string, arg?: string) => {
-      const v = vars[name];
-      if (v !== undefined && v !== '') return v;
-      if (op === '?') throw new Error(`compose needs ${name}: ${arg}`);
-      return op === '-' ? (arg ?? '') : '';
-    },
-  );
-}
-
 describe('docker-compose.yml', () => {
-  const file = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
-    services: Record<string, Service>;
-  };
-  const services = file.services;
+  const services = composeServices();
   let redis: RedisServer;
   let image: string;
   const procs: { service: string; proc: Proc; ports: Map<string, number> }[] = [];
@@ -102,13 +79,23 @@ describe('docker-compose.yml', () => {
   it('declares Redis with AOF and a healthcheck, and every Baton role with healthchecks, restart and scale', () => {
     expect(services.redis?.command).toEqual(expect.arrayContaining(['--appendonly', 'yes']));
     expect(services.redis?.healthcheck?.test).toEqual(['CMD', 'redis-cli', 'ping']);
-    for (const role of ['gateway', 'projector', 'worker']) {
+    for (const role of ROLES) {
       const s = services[role]!;
       expect(s.command?.slice(0, 3)).toEqual(['node', '--import', 'tsx']);
       expect(s.healthcheck?.test[0]).toBe('CMD');
       expect(s.restart).toBe('unless-stopped');
       expect(s.depends_on?.redis?.condition).toBe('service_healthy');
-      expect(s.environment?.REDIS_URL).toBe('redis://redis:6379');
+      // Each role is its own Redis user, its password from the environment.
+      expect(s.environment?.REDIS_URL).toBe(
+        `redis://${role}:\${BATON_REDIS_${role.toUpperCase()}_PASSWORD}@redis:6379`,
+      );
+      expect(() =>
+        composeRedisArgs({
+          ...COMPOSE_SECRETS,
+          [`BATON_REDIS_${role.toUpperCase()}_PASSWORD`]: '',
+        }),
+      ).toThrow(new RegExp(`BATON_REDIS_${role.toUpperCase()}_PASSWORD`));
+      expect(s.environment?.BATON_PREFIX).toBe('baton');
     }
     // Scaled roles publish no fixed host port (several replicas could not share it).
     expect(services.projector!.deploy?.replicas).toBe(2);
@@ -121,18 +108,18 @@ describe('docker-compose.yml', () => {
   });
 
   it('runs as local processes: healthy, and a replay session goes generating → background → idle with prompts queueing and draining', async () => {
-    redis = await startRedis({ aof: true });
+    // Redis as the compose file starts it: its users, their passwords and rights.
+    redis = await startRedis({ aof: true, args: composeRedisArgs() });
     image = imageTree();
-    const vars = { BATON_JWT_SECRET: SECRET };
-    const prefix = `compose${process.pid}`;
-    for (const role of ['projector', 'worker', 'gateway']) {
+    const vars = { ...COMPOSE_SECRETS };
+    for (const role of ['projector', 'worker', 'gateway'] as const) {
       const s = services[role]!;
       for (let replica = 1; replica <= (s.deploy?.replicas ?? 1); replica++) {
         const ports = new Map<string, number>();
         const env: Record<string, string> = {};
         for (const [k, raw] of Object.entries(s.environment ?? {})) {
           let v = interpolate(String(raw), vars);
-          if (k === 'REDIS_URL') v = v.replace('redis://redis:6379', redis.url);
+          if (k === 'REDIS_URL') v = composeRedisUrl(role, redis.url);
           // Each container has its own network namespace; local replicas need their own ports.
           if (k.endsWith('_PORT')) {
             const local = await freePort();
@@ -141,7 +128,6 @@ describe('docker-compose.yml', () => {
           }
           env[k] = v;
         }
-        env.BATON_PREFIX = prefix;
         env.GATEWAY_HOST = '127.0.0.1';
         const [cmd, ...args] = s.command!;
         const proc = new Proc(
@@ -176,7 +162,10 @@ describe('docker-compose.yml', () => {
     // The smoke: a client of the gateway, an execution of a replay recording, three prompts.
     const gateway = procs.find((p) => p.service === 'gateway')!;
     const port = gateway.ports.get('8080')!;
-    const token = await mintToken(SECRET, { tenant: 'acme', scopes: ['read', 'prompt', 'admin'] });
+    const token = await mintToken(COMPOSE_SECRETS.BATON_JWT_SECRET!, {
+      tenant: 'acme',
+      scopes: ['read', 'prompt', 'admin'],
+    });
     const client = new BatonClient();
     await client.connect(`ws://127.0.0.1:${port}/ws`, token);
     const activity: (string | null)[] = [];
@@ -192,8 +181,11 @@ describe('docker-compose.yml', () => {
       },
     });
     await sub.ready;
-    const bull = connectRedis({ url: redis.url }, { maxRetriesPerRequest: null });
-    const queue = executionQueue(bull, prefix);
+    const bull = connectRedis(
+      { url: composeRedisUrl('gateway', redis.url) },
+      { maxRetriesPerRequest: null },
+    );
+    const queue = executionQueue(bull, 'baton');
     await enqueueExecution(queue, {
       v: SCHEMA_VERSION,
       taskId: 't-compose',

@@ -1,0 +1,349 @@
+// Redis is not an open door. Attacks from someone who reaches the compose file's Redis on the
+// network: without credentials, with a wrong password, and with one role's credentials reaching
+// for more than that role needs. Then the same credentials over a Cluster and over TLS, where
+// Baton must keep working. (The one-process run's own server is tried as another local user in
+// apps/baton/test/embedded-redis.spec.ts; a job injected with valid credentials in profiles.spec.ts.)
+import { freePort, startRedis, startRedisCluster, type RedisServer } from '@baton/redis-harness';
+import { EventStore, redisTargetFromUrl, type RedisClient } from '@baton/store';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis, type RedisOptions } from 'ioredis';
+import {
+  COMPOSE_SECRETS,
+  ROLES,
+  composeRedisArgs,
+  composeRedisUrl,
+  type Role,
+} from '../compose-file';
+import { spawnGateway, spawnProjector, tokenFor, waitFor } from '../../apps/gateway/test/support';
+
+jest.setTimeout(120_000);
+
+const PASSWORD = (role: Role) => COMPOSE_SECRETS[`BATON_REDIS_${role.toUpperCase()}_PASSWORD`]!;
+
+/** A client that never retries: every refusal surfaces as the command's error. */
+function client(options: RedisOptions): Redis {
+  const c = new Redis({
+    ...options,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+    enableReadyCheck: false,
+  });
+  c.on('error', () => undefined);
+  return c;
+}
+
+const refusal = (p: Promise<unknown>) =>
+  p.then(
+    (v) => `accepted: ${JSON.stringify(v)}`,
+    (e: Error) => e.message,
+  );
+
+describe("the compose file's Redis", () => {
+  let redis: RedisServer;
+  const opened: Redis[] = [];
+  const as = async (role: Role | 'anonymous', password?: string) => {
+    const c = client({
+      host: '127.0.0.1',
+      port: redis.port,
+      ...(role === 'anonymous' ? {} : { username: role, password: password ?? PASSWORD(role) }),
+    });
+    opened.push(c);
+    await c.connect().catch(() => undefined);
+    return c;
+  };
+
+  beforeAll(async () => {
+    redis = await startRedis({ args: composeRedisArgs() });
+  });
+  afterAll(async () => {
+    for (const c of opened) c.disconnect();
+    await redis?.stop();
+  });
+
+  it('lets a client without credentials PING (the healthcheck) and nothing else', async () => {
+    const anon = await as('anonymous');
+    expect(await anon.ping()).toBe('PONG');
+    for (const attempt of [
+      () => anon.get('baton:x'),
+      () => anon.xadd('baton:{b:0}:task:t1', '*', 'e', '{}'),
+      () => anon.lpush('{baton:q}:executions:wait', 'job'),
+      () => anon.eval("return redis.call('get', KEYS[1])", 1, 'baton:x'),
+      () => anon.keys('*'),
+      () => anon.flushall(),
+      () => anon.config('GET', '*'),
+      () => anon.call('ACL', 'WHOAMI'),
+    ]) {
+      expect(await refusal(attempt())).toMatch(/^NOPERM/);
+    }
+  });
+
+  it('refuses every role with a wrong password, and a user that does not exist', async () => {
+    const anon = await as('anonymous');
+    for (const [user, password] of [
+      ...ROLES.map((r) => [r, 'not-the-password']),
+      ['gateway', PASSWORD('worker')],
+      ['admin', 'x'],
+    ]) {
+      expect(await refusal(anon.call('AUTH', user!, password!))).toMatch(/^WRONGPASS/);
+      // Still anonymous after a failed AUTH.
+      expect(await refusal(anon.get('baton:probe'))).toMatch(/^NOPERM/);
+    }
+    const rightPassword = await as('gateway');
+    expect(await rightPassword.call('ACL', 'WHOAMI')).toBe('gateway');
+    expect(await rightPassword.ping()).toBe('PONG');
+  });
+
+  it('gives each role keys under the prefix only, and the projector not the job queue', async () => {
+    for (const role of ROLES) {
+      const c = await as(role);
+      expect(await c.set('baton:probe', role)).toBe('OK');
+      expect(await refusal(c.set('other:probe', role))).toMatch(/^NOPERM/);
+      expect(await refusal(c.get('batonx:probe'))).toMatch(/^NOPERM/);
+      // A script is held to the same patterns as the commands it runs.
+      expect(
+        await refusal(c.eval("return redis.call('set', KEYS[1], 'x')", 1, 'other:via-script')),
+      ).toMatch(/NOPERM|No permissions/);
+      expect(await c.eval("return redis.call('get', KEYS[1])", 1, 'baton:probe')).toBe(role);
+    }
+    const projector = await as('projector');
+    expect(await refusal(projector.lpush('{baton:q}:executions:wait', 'job'))).toMatch(/^NOPERM/);
+    for (const role of ['gateway', 'worker'] as const) {
+      const c = await as(role);
+      expect(await c.hset(`{baton:q}:executions:probe-${role}`, 'by', role)).toBe(1);
+    }
+  });
+
+  it('lets no role flush, reconfigure, list every key, manage users, debug, watch or stop the server', async () => {
+    for (const role of ROLES) {
+      const c = await as(role);
+      for (const attempt of [
+        () => c.flushall(),
+        () => c.flushdb(),
+        () => c.config('SET', 'appendonly', 'no'),
+        () => c.config('GET', 'requirepass'),
+        () => c.keys('*'),
+        () => c.call('ACL', 'LIST'),
+        () => c.call('ACL', 'SETUSER', role, '+@all', '~*'),
+        () => c.call('DEBUG', 'SLEEP', '0'),
+        () => c.call('MONITOR'),
+        () => c.call('SHUTDOWN', 'NOSAVE'),
+        () => c.call('REPLICAOF', '127.0.0.1', '1'),
+        () => c.call('MODULE', 'LIST'),
+        () => c.call('SORT', 'baton:probe-list', 'BY', 'other:*'),
+        () => c.publish('baton:channel', 'x'),
+      ]) {
+        // DEBUG is refused before the ACL is asked (enable-debug-command no); both are a no.
+        expect(await refusal(attempt())).toMatch(/^NOPERM|^ERR DEBUG command not allowed/);
+      }
+    }
+    // The server is still up and nothing was flushed.
+    expect(await (await as('gateway')).get('baton:probe')).not.toBeNull();
+  });
+
+  it('refuses the whole stack when a role has no password set', () => {
+    for (const role of ROLES) {
+      expect(() =>
+        composeRedisArgs({
+          ...COMPOSE_SECRETS,
+          [`BATON_REDIS_${role.toUpperCase()}_PASSWORD`]: '',
+        }),
+      ).toThrow(`set BATON_REDIS_${role.toUpperCase()}_PASSWORD`);
+    }
+  });
+});
+
+/** The compose file's users, set on a running server (a Cluster node, a TLS server). */
+async function applyComposeUsers(c: RedisClient | Redis): Promise<void> {
+  const args = composeRedisArgs();
+  const users: string[][] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] !== '--user') continue;
+    const rules: string[] = [];
+    for (let j = i + 1; j < args.length && !args[j]!.startsWith('--'); j++) rules.push(args[j]!);
+    users.push(rules);
+  }
+  // default last: until then this client is default and needs its rights.
+  users.sort((a, b) => Number(a[0] === 'default') - Number(b[0] === 'default'));
+  for (const [name, ...rules] of users) await c.call('ACL', 'SETUSER', name!, 'reset', ...rules);
+}
+
+describe('a Redis Cluster with the compose users', () => {
+  it('keeps Baton working with credentials, and refuses a client without them', async () => {
+    const cluster = await startRedisCluster(3);
+    try {
+      for (const s of cluster.servers) {
+        const admin = client({ host: '127.0.0.1', port: s.port });
+        await admin.connect();
+        await applyComposeUsers(admin);
+        admin.disconnect();
+      }
+      const seeds = cluster.servers.map((s) => `127.0.0.1:${s.port}`).join(',');
+      const url = `redis+cluster://projector:${PASSWORD('projector')}@${seeds}`;
+      const store = EventStore.connect(redisTargetFromUrl(url), { shards: 8, prefix: 'baton' });
+      try {
+        // Tasks on every master: appends and reads under the role's user.
+        for (let i = 0; i < 24; i++) {
+          await store.redis.set(`baton:{b:${i % 8}}:probe`, String(i));
+          expect(await store.redis.get(`baton:{b:${i % 8}}:probe`)).toBe(String(i));
+        }
+      } finally {
+        await store.close();
+      }
+      // Without credentials a node answers PING and refuses the rest.
+      for (const s of cluster.servers) {
+        const anon = client({ host: '127.0.0.1', port: s.port });
+        await anon.connect();
+        expect(await anon.ping()).toBe('PONG');
+        expect(await refusal(anon.call('CLUSTER', 'SLOTS'))).toMatch(/^NOPERM/);
+        expect(await refusal(anon.get('baton:{b:0}:probe'))).toMatch(/^NOPERM/);
+        anon.disconnect();
+      }
+    } finally {
+      await cluster.stop();
+    }
+  });
+});
+
+describe('Redis over TLS with the compose users', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-tls-'));
+  let server: ChildProcess | undefined;
+  afterAll(() => {
+    server?.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs a gateway and a projector on rediss:// with their passwords', async () => {
+    const f = (n: string) => join(dir, n);
+    const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+    ssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=baton-test-ca',
+      '-keyout',
+      f('ca.key'),
+      '-out',
+      f('ca.crt'),
+    );
+    ssl(
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      '/CN=localhost',
+      '-keyout',
+      f('redis.key'),
+      '-out',
+      f('redis.csr'),
+    );
+    execFileSync('sh', ['-c', `printf 'subjectAltName=DNS:localhost,IP:127.0.0.1' > ${f('ext')}`]);
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      f('redis.csr'),
+      '-CA',
+      f('ca.crt'),
+      '-CAkey',
+      f('ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '1',
+      '-extfile',
+      f('ext'),
+      '-out',
+      f('redis.crt'),
+    );
+
+    const port = await freePort();
+    server = spawn(
+      'redis-server',
+      [
+        '--port',
+        '0',
+        '--tls-port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--tls-cert-file',
+        f('redis.crt'),
+        '--tls-key-file',
+        f('redis.key'),
+        '--tls-ca-cert-file',
+        f('ca.crt'),
+        '--tls-auth-clients',
+        'no',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        ...composeRedisArgs(),
+      ],
+      { stdio: 'ignore' },
+    );
+    const tls = { ca: readFileSync(f('ca.crt')), servername: 'localhost' };
+    await waitFor(async () => {
+      const c = client({ host: '127.0.0.1', port, tls });
+      try {
+        await c.connect();
+        return (await c.ping()) === 'PONG';
+      } catch {
+        return false;
+      } finally {
+        c.disconnect();
+      }
+    }, 'redis-server on TLS');
+
+    // Plain TCP to the TLS port gets nothing.
+    const plain = client({
+      host: '127.0.0.1',
+      port,
+      username: 'gateway',
+      password: PASSWORD('gateway'),
+      connectTimeout: 1_000,
+    });
+    expect(await refusal(plain.connect().then(() => plain.ping()))).not.toMatch(/^accepted/);
+    plain.disconnect();
+
+    const env = (role: Role) => ({
+      REDIS_URL: composeRedisUrl(role, `redis://localhost:${port}`).replace(/^redis:/, 'rediss:'),
+      BATON_PREFIX: 'baton',
+      BATON_SHARDS: '2',
+      NODE_EXTRA_CA_CERTS: f('ca.crt'),
+    });
+    const projector = await spawnProjector(env('projector'));
+    const gateway = await spawnGateway({ ...env('gateway'), GATEWAY_ADMISSION_WAIT_MS: '5000' });
+    try {
+      await waitFor(
+        async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
+        'every shard owned over TLS',
+        60_000,
+      );
+      const res = await fetch(`${gateway.url}/v1/tasks/t-tls/sessions/main/prompts`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${tokenFor('acme')}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ text: 'over TLS', idempotencyKey: 'k-tls' }),
+      });
+      const body = (await res.json()) as { status: string; decision?: { outcome: string } };
+      // Decided by the projector: the prompt went gateway → Redis → projector → Redis → gateway.
+      expect(body).toMatchObject({ status: 'decided', decision: { outcome: 'queued' } });
+    } finally {
+      await gateway.stop();
+      await projector.stop();
+    }
+  });
+});
