@@ -15,6 +15,12 @@ export interface GatewayOptions {
   admissionWaitMs?: number;
   maxMessageBytes?: number;
   maxSubscriptions?: number;
+  /** WebSocket connections one tenant may hold open on this gateway (both endpoints). */
+  maxConnectionsPerTenant?: number;
+  /** Subscriptions one tenant may hold on this gateway (every connection, both endpoints). */
+  maxSubscriptionsPerTenant?: number;
+  /** Bytes of serialized task views kept to share among subscribers; 0: none. */
+  viewCacheBytes?: number;
   maxMessagesPerSecond?: number;
   maxBufferedBytes?: number;
   heartbeatMs?: number;
@@ -42,6 +48,9 @@ export const DEFAULTS = {
   admissionWaitMs: 2_000,
   maxMessageBytes: 262_144,
   maxSubscriptions: 100,
+  maxConnectionsPerTenant: 1_000,
+  maxSubscriptionsPerTenant: 10_000,
+  viewCacheBytes: 64 * 1024 * 1024,
   maxMessagesPerSecond: 50,
   maxBufferedBytes: 4_194_304,
   heartbeatMs: 15_000,

@@ -161,6 +161,16 @@ export const GATEWAY = {
     'Largest client WebSocket message',
   ),
   GATEWAY_MAX_SUBSCRIPTIONS: setting(int(1, 100_000), '100', 'Subscriptions per connection'),
+  GATEWAY_MAX_CONNECTIONS_PER_TENANT: setting(
+    int(1, 10_000_000),
+    '1000',
+    'WebSocket connections (/ws and /ahp together) one tenant may hold open on one gateway',
+  ),
+  GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT: setting(
+    int(1, 100_000_000),
+    '10000',
+    'Subscriptions (both endpoints, all connections) one tenant may hold on one gateway',
+  ),
   GATEWAY_MAX_MESSAGES_PER_SECOND: setting(
     int(1, 1_000_000),
     '50',
@@ -169,7 +179,12 @@ export const GATEWAY = {
   GATEWAY_MAX_BUFFERED_BYTES: setting(
     int(1_024, 1_073_741_824),
     '4194304',
-    'Unsent bytes a connection may hold before it is told to resync',
+    'Unsent bytes a connection may hold; past it, no updates until it drains, then a resync (closed 4008 if it does not drain)',
+  ),
+  GATEWAY_VIEW_CACHE_BYTES: setting(
+    int(0, 4_294_967_296),
+    '67108864',
+    'Memory for task views serialized once per version and shared by every subscriber (0: no cache)',
   ),
   GATEWAY_HEARTBEAT_MS: setting(
     int(100, 600_000),
