@@ -23,6 +23,7 @@ import { UpdateHub } from './updates/update-hub';
 import type { Services } from './ws/client-connection';
 import { ClientGateway } from './ws/client.gateway';
 import { ConnectionRegistry } from './ws/connection';
+import { TenantLimits } from './ws/tenant-limits';
 
 /** Settings, log and metrics: everything else is built from these. */
 @Global()
@@ -70,10 +71,10 @@ class StoreShutdown implements OnApplicationShutdown {
     },
     {
       provide: UpdateHub,
-      inject: [STORE, LOGGER],
+      inject: [STORE, LOGGER, OPTIONS],
       // The tail starts before the server listens: every update after this point reaches it.
-      useFactory: async (store: EventStore, log: Logger) => {
-        const hub = new UpdateHub(store, log);
+      useFactory: async (store: EventStore, log: Logger, o: ResolvedOptions) => {
+        const hub = new UpdateHub(store, log, o.viewCacheBytes);
         await hub.start();
         return hub;
       },
@@ -138,8 +139,14 @@ class CommandsModule {}
       useFactory: (o: ResolvedOptions) => new ConnectionRegistry(o.heartbeatMs),
     },
     {
+      provide: TenantLimits,
+      inject: [OPTIONS],
+      useFactory: (o: ResolvedOptions) =>
+        new TenantLimits(o.maxConnectionsPerTenant, o.maxSubscriptionsPerTenant),
+    },
+    {
       provide: SERVICES,
-      inject: [OPTIONS, UpdateHub, Tenancy, Commands, GatewayMetrics, LOGGER],
+      inject: [OPTIONS, UpdateHub, Tenancy, Commands, GatewayMetrics, LOGGER, TenantLimits],
       useFactory: (
         opts: ResolvedOptions,
         hub: UpdateHub,
@@ -147,10 +154,11 @@ class CommandsModule {}
         commands: Commands,
         metrics: GatewayMetrics,
         log: Logger,
-      ): Services => ({ opts, hub, tenancy, commands, metrics, log }),
+        limits: TenantLimits,
+      ): Services => ({ opts, hub, tenancy, commands, metrics, log, limits }),
     },
   ],
-  exports: [ConnectionRegistry, SERVICES],
+  exports: [ConnectionRegistry, SERVICES, TenantLimits],
 })
 class ConnectionsModule {}
 

@@ -17,6 +17,7 @@ import {
 } from './options';
 import { HttpErrors, type HttpResponse } from './rest/http-errors';
 import { ConnectionRegistry } from './ws/connection';
+import { TenantLimits } from './ws/tenant-limits';
 import { BatonWsAdapter } from './ws/ws-adapter';
 
 export type { GatewayOptions } from './options';
@@ -104,8 +105,12 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
     },
   );
   app.useWebSocketAdapter(
-    new BatonWsAdapter(app, app.get(Authenticator), opts.hardMaxMessageBytes, () =>
-      metrics.errors.inc({ code: 'unauthorized' }),
+    new BatonWsAdapter(
+      app,
+      app.get(Authenticator),
+      opts.hardMaxMessageBytes,
+      (code) => metrics.errors.inc({ code }),
+      app.get(TenantLimits),
     ),
   );
   // No enableShutdownHooks: with no signals named, Nest listens to every one and re-raises it

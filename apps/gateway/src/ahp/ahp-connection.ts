@@ -20,7 +20,7 @@ import { allows, type Principal } from '../auth/auth';
 import { toWireError } from '../errors';
 import { Subscription } from '../subscriptions/subscription';
 import { NotFoundError } from '../tenancy';
-import { Connection } from '../ws/connection';
+import { Connection, SLOW_CONSUMER_CLOSE } from '../ws/connection';
 import { readJson } from '../ws/frames';
 import type { Services } from '../ws/client-connection';
 
@@ -83,7 +83,7 @@ export class AhpConnection extends Connection {
     principal: Principal,
     private readonly s: Services,
   ) {
-    super(ws, socket, s.hub.writes, principal, 'ahp', s.opts, s.metrics, s.log);
+    super(ws, socket, s.hub.writes, principal, 'ahp', s.opts, s.metrics, s.log, s.limits);
   }
 
   handleFrame(data: string | Buffer): void {
@@ -285,6 +285,10 @@ export class AhpConnection extends Connection {
         code: 'forbidden',
       });
     }
+    // A snapshot is what its reply would carry: not while the client has not read what it has.
+    if (this.behind) {
+      throw new RpcError(AHP_ERRORS.Unavailable, this.behindMessage(), { code: 'unavailable' });
+    }
     if (!this.chats.has(channel) && this.chats.size >= this.opts.maxSubscriptions) {
       throw new RpcError(
         AHP_ERRORS.TooManySubscriptions,
@@ -294,29 +298,49 @@ export class AhpConnection extends Connection {
     }
     await this.s.tenancy.claim(ref.taskId, this.principal.tenant);
     this.unsubscribe(channel);
+    const over = this.tenantLimitMessage(channel);
+    if (over) {
+      throw new RpcError(AHP_ERRORS.TooManySubscriptions, over, {
+        code: 'too_many_subscriptions',
+      });
+    }
     const mirror = new ChatMirror(ref.taskId, ref.sessionId);
     let ready = false;
-    const emit = (actions: AhpAction[]) => {
-      for (const action of actions) {
-        this.send({
+    const frames = (actions: AhpAction[]) =>
+      actions.map((action) =>
+        JSON.stringify({
           jsonrpc: '2.0',
           method: 'action',
           params: { channel, action, serverSeq: ++this.serverSeq },
-        });
-      }
+        }),
+      );
+    // Updates: room was checked for the update (an action is about as large).
+    const emit = (actions: AhpAction[]) => {
+      for (const f of frames(actions)) this.sendFrame(f, Buffer.byteLength(f));
     };
     const sub = new Subscription(
       ref.taskId,
       ref.sessionId,
       this.s.hub,
       {
-        writable: () => this.writable(),
+        writable: (bytes) => this.writable(bytes),
         snapshot: (view, resync) => {
           const session = view.sessions.find((x) => x.sessionId === ref.sessionId);
           // Before the client has its snapshot, the mirror simply becomes the view; after, the
           // client is brought to the view with AHP actions (reconcile, as AHP asks of hosts).
-          if (ready && resync) emit(mirror.reconcile(session));
-          else mirror.reset(session);
+          if (!(ready && resync)) {
+            mirror.reset(session);
+            return true;
+          }
+          const out = frames(mirror.reconcile(session));
+          const bytes = out.reduce((n, f) => n + Buffer.byteLength(f), 0);
+          if (!this.writable(bytes)) {
+            // The mirror has moved on: what the client has is no longer known. It reconnects.
+            this.close(SLOW_CONSUMER_CLOSE, 'slow consumer: no room for its resync');
+            return false;
+          }
+          for (const f of out) this.sendFrame(f, Buffer.byteLength(f));
+          return true;
         },
         update: (frame) => {
           const actions = mirror.apply(frame.update);

@@ -56,6 +56,7 @@ class Sink implements SubscriptionSink {
   }
   snapshot(view: TaskView, resync: boolean) {
     this.sent.push({ kind: 'snapshot', seq: view.seq, resync });
+    return true;
   }
   update(frame: UpdateFrame) {
     this.sent.push({ kind: 'update', u: frame.update });

@@ -9,14 +9,25 @@ export interface UpdateSource {
   lastSeq(taskId: string): Promise<number>;
   /** The retained updates after a seq, gapless; null when some are no longer retained. */
   missed(taskId: string, afterSeq: number): Promise<Update[] | null>;
+  /** The view with only one session in it (shared among the subscribers of a version). */
+  session?(view: TaskView, sessionId: string): TaskView;
 }
 
 /** The connection side of a subscription: how it sends, and whether it may. */
 export interface SubscriptionSink {
-  /** False once the connection has fallen behind: the subscription then waits for a resync. */
-  writable(): boolean;
-  snapshot(view: TaskView, resync: boolean): void;
+  /**
+   * Room for `bytes` more? False once the connection has fallen behind: the subscription then
+   * waits for a resync.
+   */
+  writable(bytes: number): boolean;
+  /** Sends the view; false when there is no room for it (the subscription then waits too). */
+  snapshot(view: TaskView, resync: boolean): boolean;
   update(frame: UpdateFrame): void;
+}
+
+/** The connection had no room for what a starting subscription had to send it. */
+export class BehindError extends Error {
+  override readonly name = 'BehindError';
 }
 
 export interface SubscriptionHooks {
@@ -49,6 +60,8 @@ export class Subscription {
   private overflowed = false;
   private wantResync: ResyncReason | undefined;
   private running = false;
+  /** The sink had no room for a snapshot (the client waits for a resync, or is refused). */
+  private snapshotRefused = false;
 
   constructor(
     readonly taskId: string,
@@ -99,6 +112,10 @@ export class Subscription {
       }
       await this.settle();
       if (this.closed) return;
+      // The reply would tell of a snapshot the client did not get: refuse rather than mislead.
+      if (this.snapshotRefused && this.state === 'behind') {
+        throw new BehindError('no room for the snapshot');
+      }
       onReady({ mode, seq: this.lastSeq });
     } finally {
       this.running = false;
@@ -238,7 +255,12 @@ export class Subscription {
         this.source.lastSeq(this.taskId),
       ]);
       if (this.state !== 'catching_up') return;
-      this.sink.snapshot(this.filter(view), resync || attempt > 0);
+      if (!this.sink.snapshot(this.filter(view), resync || attempt > 0)) {
+        this.snapshotRefused = true;
+        this.state = 'behind';
+        this.buffer = [];
+        return;
+      }
       this.lastSeq = view.seq;
       if (last <= view.seq || (await this.fill())) return;
       if (this.state !== 'catching_up') return;
@@ -250,7 +272,7 @@ export class Subscription {
     this.lastSeq = frame.update.seq;
     const s = frame.sessionId;
     if (this.sessionId !== undefined && s !== undefined && s !== this.sessionId) return;
-    if (!this.sink.writable()) {
+    if (!this.sink.writable(frame.bytes)) {
       this.state = 'behind';
       this.buffer = [];
       return;
@@ -261,6 +283,7 @@ export class Subscription {
 
   private filter(view: TaskView): TaskView {
     if (this.sessionId === undefined) return view;
+    if (this.source.session) return this.source.session(view, this.sessionId);
     return { ...view, sessions: view.sessions.filter((s) => s.sessionId === this.sessionId) };
   }
 }

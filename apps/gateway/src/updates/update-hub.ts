@@ -1,11 +1,17 @@
 import { Update, type TaskView } from '@baton/protocol';
 import type { EventStore, StoredUpdate, StreamTail } from '@baton/store';
 import type { Logger } from '../logger';
+import { ViewCache } from './view-cache';
 import { WriteBatch } from './write-batch';
+
+/** Past this size an update's frame goes to every socket as one shared Buffer, not a copy each. */
+const SHARE_AT = 16 * 1024;
 
 /** One update as it travels to subscribers; its wire frame is serialized once for all of them. */
 export class UpdateFrame {
   private text: string | undefined;
+  private size: number | undefined;
+  private buffer: Buffer | undefined;
   /** The session the update is about; undefined for task-level updates. */
   readonly sessionId: string | undefined;
   constructor(readonly update: Update) {
@@ -17,6 +23,17 @@ export class UpdateFrame {
    */
   get wire(): string {
     return (this.text ??= `{"v":1,"type":"update","update":${JSON.stringify(this.update)}}`);
+  }
+
+  /** The wire frame's size in bytes (what it adds to a socket's buffer). */
+  get bytes(): number {
+    return (this.size ??= Buffer.byteLength(this.wire));
+  }
+
+  /** What a /ws socket is given: the string, or past SHARE_AT one Buffer for every socket. */
+  get payload(): string | Buffer {
+    if (this.bytes < SHARE_AT) return this.wire;
+    return (this.buffer ??= Buffer.from(this.wire));
   }
 }
 
@@ -61,10 +78,18 @@ export class UpdateHub {
   readonly writes = new WriteBatch();
   private loop: Promise<void> | undefined;
 
+  /** Task views by version, serialized once, shared by every subscriber and REST read. */
+  readonly views: ViewCache;
+  /** Reads of a view under way, by task and version: concurrent subscribers wait for one. */
+  private readonly loading = new Map<string, Promise<TaskView>>();
+
   constructor(
     private readonly store: EventStore,
     private readonly log: Logger,
-  ) {}
+    viewCacheBytes = 0,
+  ) {
+    this.views = new ViewCache(viewCacheBytes);
+  }
 
   /** Starts following every shard from its current end. */
   async start(): Promise<void> {
@@ -125,8 +150,39 @@ export class UpdateHub {
     return n;
   }
 
+  /**
+   * The task's current view. With the cache, one small read (the stored view's seq) tells
+   * whether the version at hand is current; a new version is read and parsed once however many
+   * ask for it at the same time. The view returned is shared: never modify it.
+   */
   async view(taskId: string): Promise<TaskView> {
-    return (await this.store.views.read(taskId)) ?? emptyView(taskId);
+    if (!this.views.enabled) return (await this.store.views.read(taskId)) ?? emptyView(taskId);
+    const shard = this.store.shardOf(taskId);
+    const raw = await this.store.redis.hget(this.store.keys.viewSeqs(shard), taskId);
+    if (raw === null) return emptyView(taskId);
+    const seq = Number(raw);
+    const hit = this.views.get(taskId, seq);
+    if (hit) return hit;
+    const key = `${seq}\u0000${taskId}`;
+    let p = this.loading.get(key);
+    if (!p) {
+      p = this.store.views
+        .read(taskId)
+        .then((v) => (v ? this.views.put(v) : emptyView(taskId)))
+        .finally(() => this.loading.delete(key));
+      this.loading.set(key, p);
+    }
+    return p;
+  }
+
+  /** The view with one session only, built once per version and session. */
+  session(view: TaskView, sessionId: string): TaskView {
+    return this.views.session(view, sessionId);
+  }
+
+  /** The /ws `snapshot` message of a view this hub handed out, serialized once per version. */
+  snapshotFrame(view: TaskView, resync: boolean): Buffer {
+    return this.views.snapshotFrame(view, resync);
   }
 
   lastSeq(taskId: string): Promise<number> {

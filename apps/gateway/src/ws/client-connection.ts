@@ -15,11 +15,12 @@ import { WireFailure, toWireError } from '../errors';
 import type { Logger } from '../logger';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ResolvedOptions } from '../options';
-import { Subscription } from '../subscriptions/subscription';
+import { BehindError, Subscription } from '../subscriptions/subscription';
 import type { Tenancy } from '../tenancy';
 import type { UpdateHub } from '../updates/update-hub';
 import { Connection } from './connection';
 import { idOf, parseMessage, readJson } from './frames';
+import type { TenantLimits } from './tenant-limits';
 
 /** What a connection handler needs from the process. */
 export interface Services {
@@ -29,6 +30,7 @@ export interface Services {
   commands: Commands;
   metrics: GatewayMetrics;
   log: Logger;
+  limits: TenantLimits;
 }
 
 export function requireScope(p: Principal, scope: Scope): void {
@@ -49,7 +51,7 @@ export class ClientConnection extends Connection {
     principal: Principal,
     private readonly s: Services,
   ) {
-    super(ws, socket, s.hub.writes, principal, 'ws', s.opts, s.metrics, s.log);
+    super(ws, socket, s.hub.writes, principal, 'ws', s.opts, s.metrics, s.log, s.limits);
   }
 
   handleFrame(data: string | Buffer): void {
@@ -114,6 +116,8 @@ export class ClientConnection extends Connection {
       case 'subscribe':
         requireScope(this.principal, 'read');
         return this.serial(async () => {
+          // A snapshot is what it would be sent first: not while it has not read what it has.
+          if (this.behind) throw new WireFailure('unavailable', this.behindMessage());
           if (!this.subs.has(msg.taskId) && this.subs.size >= this.opts.maxSubscriptions) {
             throw new WireFailure(
               'too_many_subscriptions',
@@ -144,6 +148,7 @@ export class ClientConnection extends Connection {
       case 'queue.list': {
         requireScope(this.principal, 'read');
         await this.s.tenancy.check(msg.taskId, tenant);
+        if (this.behind) throw new WireFailure('unavailable', this.behindMessage());
         const view = await this.s.hub.view(msg.taskId);
         const session = view.sessions.find((x) => x.sessionId === msg.sessionId);
         if (!session) {
@@ -177,15 +182,22 @@ export class ClientConnection extends Connection {
   private async subscribe(msg: Extract<ClientMessage, { op: 'subscribe' }>): Promise<void> {
     const old = this.subs.get(msg.taskId);
     if (old) this.unsubscribe(old);
+    const over = this.tenantLimitMessage(msg.taskId);
+    if (over) throw new WireFailure('too_many_subscriptions', over);
     const sub = new Subscription(
       msg.taskId,
       msg.sessionId,
       this.s.hub,
       {
-        writable: () => this.writable(),
-        snapshot: (task, resync) =>
-          this.send({ v: SCHEMA_VERSION, type: 'snapshot', resync, task }),
-        update: (frame) => this.sendFrame(frame.wire),
+        writable: (bytes) => this.writable(bytes),
+        snapshot: (task, resync) => {
+          // One Buffer per version of the view, shared by every subscriber it goes to.
+          const frame = this.s.hub.snapshotFrame(task, resync);
+          if (!this.writable(frame.length)) return false;
+          this.sendFrame(frame, frame.length);
+          return true;
+        },
+        update: (frame) => this.sendFrame(frame.payload, frame.bytes),
       },
       {
         onResync: (reason) => this.s.metrics.resyncs.inc({ reason }),
@@ -210,6 +222,7 @@ export class ClientConnection extends Connection {
       });
     } catch (err) {
       this.unsubscribe(sub);
+      if (err instanceof BehindError) throw new WireFailure('unavailable', this.behindMessage());
       throw err;
     }
   }

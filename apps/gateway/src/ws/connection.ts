@@ -7,16 +7,28 @@ import type { Endpoint, GatewayMetrics } from '../metrics/metrics';
 import type { ResolvedOptions } from '../options';
 import type { Subscription } from '../subscriptions/subscription';
 import { RateLimiter } from './frames';
+import { TenantCountedMap, type TenantLimits } from './tenant-limits';
 
 const OPEN = 1;
 const DRAIN_CHECK_MS = 25;
+/** Close code of a connection that does not read what it is sent (4000-4999: the application's). */
+export const SLOW_CONSUMER_CLOSE = 4008;
+/**
+ * Room past GATEWAY_MAX_BUFFERED_BYTES for small replies (errors, pongs, command results) of a
+ * connection that has fallen behind, so that it is answered while it drains; when even this is
+ * full the connection is closed.
+ */
+export const REPLY_HEADROOM = 64 * 1024;
+/** The peer's close handshake is not waited for longer than this: the socket is destroyed. */
+export const CLOSE_GRACE_MS = 1_000;
 
 /**
  * What every client connection (/ws and /ahp) shares: bounded sending with a slow-consumer
  * protocol, rate limiting, heartbeats, idle timeout, token expiry and its subscriptions.
  */
 export abstract class Connection {
-  readonly subs = new Map<string, Subscription>();
+  /** Subscriptions by key (task id on /ws, channel on /ahp), counted against the tenant. */
+  readonly subs: Map<string, Subscription>;
   /** Last sign of life (any frame, a pong). */
   lastSeen = Date.now();
   /** Last client message. */
@@ -31,6 +43,8 @@ export abstract class Connection {
   private corkEpoch = -1;
   private checkedEpoch = -1;
   private batchBytes = 0;
+  /** Unsent bytes at the batch's look at the buffer, plus what the batch has sent since. */
+  private knownBuffered = 0;
 
   constructor(
     readonly ws: WebSocket,
@@ -42,7 +56,9 @@ export abstract class Connection {
     protected readonly opts: ResolvedOptions,
     protected readonly metrics: GatewayMetrics,
     protected readonly log: Logger,
+    protected readonly limits?: TenantLimits,
   ) {
+    this.subs = new TenantCountedMap<Subscription>(limits, principal.tenant);
     this.limiter = new RateLimiter(opts.maxMessagesPerSecond);
     ws.on('pong', () => (this.lastSeen = Date.now()));
     if (principal.expiresAt !== undefined) {
@@ -64,27 +80,44 @@ export abstract class Connection {
     return this.limiter.take(now);
   }
 
+  /**
+   * A reply or an error: it goes out within GATEWAY_MAX_BUFFERED_BYTES, or, when small, within
+   * REPLY_HEADROOM past it (the connection then falls behind). A client that reads nothing at all
+   * while it keeps sending is closed (4008) rather than allowed to grow the buffer.
+   */
   sendText(text: string): void {
     if (this.closed || this.ws.readyState !== OPEN) return;
-    // Replies still go out while updates are held back; a client that reads nothing at all while
-    // it keeps sending is cut off rather than allowed to grow the buffer without bound.
-    if (this.ws.bufferedAmount > this.opts.maxBufferedBytes * 4) {
-      this.close(1008, 'too slow: not reading what it is sent');
+    const bytes = Buffer.byteLength(text);
+    const buffered = this.ws.bufferedAmount;
+    const max = this.opts.maxBufferedBytes;
+    if (buffered === 0 || buffered + bytes <= max) {
+      this.ws.send(text);
       return;
     }
-    this.ws.send(text);
+    if (bytes <= REPLY_HEADROOM && buffered + bytes <= max + REPLY_HEADROOM) {
+      this.ws.send(text);
+      this.fallBehind();
+      return;
+    }
+    this.close(
+      SLOW_CONSUMER_CLOSE,
+      `slow consumer: ${buffered} bytes unsent, more than GATEWAY_MAX_BUFFERED_BYTES (${max})`,
+    );
   }
 
   send(message: object): void {
     this.sendText(JSON.stringify(message));
   }
 
-  /** An update's frame, after {@link writable} said yes (so no second look at the buffer). */
-  sendFrame(text: string): void {
+  /**
+   * An update's (or a snapshot's) frame of `bytes` bytes, after {@link writable} said yes for it
+   * (so no second look at the buffer). A shared Buffer is sent as it is, not copied per socket.
+   */
+  sendFrame(data: string | Buffer, bytes: number): void {
     if (this.closed || this.ws.readyState !== OPEN) return;
     const w = this.writes;
     if (!w.active) {
-      this.ws.send(text);
+      this.ws.send(data);
       return;
     }
     if (this.corkEpoch !== w.epoch) {
@@ -92,8 +125,9 @@ export abstract class Connection {
       this.batchBytes = 0;
       w.cork(this.socket);
     }
-    this.ws.send(text);
-    this.batchBytes += text.length;
+    this.ws.send(data);
+    this.batchBytes += bytes;
+    if (this.checkedEpoch === w.epoch) this.knownBuffered += bytes;
     if (this.batchBytes > FLUSH_AT) {
       // Corking must never hide a backlog: flush now, and let writable() look again.
       this.socket.uncork();
@@ -103,22 +137,59 @@ export abstract class Connection {
     }
   }
 
-  /** Room for updates? Past the bound the connection falls behind and its subscriptions wait. */
-  writable(): boolean {
-    if (this.behindSince !== undefined) return false;
+  /**
+   * Room for a frame of `bytes`? Unsent bytes never pass GATEWAY_MAX_BUFFERED_BYTES (but a frame
+   * larger than the bound alone goes out when nothing is unsent). Without room the connection
+   * falls behind: its subscriptions wait, and resync once it has drained.
+   */
+  writable(bytes: number): boolean {
+    if (this.behindSince !== undefined || this.closed) return false;
     // Within a batch the buffer grows only by what the batch gives it, and past FLUSH_AT it is
     // looked at again: once per batch is enough.
     const w = this.writes;
-    if (w.active && this.checkedEpoch === w.epoch) return true;
-    if (this.ws.bufferedAmount <= this.opts.maxBufferedBytes) {
-      if (w.active) this.checkedEpoch = w.epoch;
-      return true;
+    let buffered: number;
+    if (w.active && this.checkedEpoch === w.epoch) buffered = this.knownBuffered;
+    else {
+      buffered = this.ws.bufferedAmount;
+      if (w.active) {
+        this.checkedEpoch = w.epoch;
+        this.knownBuffered = buffered;
+      }
     }
+    if (buffered === 0 || buffered + bytes <= this.opts.maxBufferedBytes) return true;
     this.fallBehind();
     return false;
   }
 
+  /** Whether the connection has fallen behind (its updates held back until it drains). */
+  get behind(): boolean {
+    return this.behindSince !== undefined;
+  }
+
+  /**
+   * Null when a subscription under the new `key` fits the tenant's limit on this gateway (check
+   * it with no await before adding it); otherwise why not.
+   */
+  protected tenantLimitMessage(key: string): string | null {
+    if (!this.limits || this.subs.has(key) || this.limits.maySubscribe(this.principal.tenant)) {
+      return null;
+    }
+    return (
+      `the tenant holds ${this.limits.maxSubscriptions} subscriptions on this gateway ` +
+      '(GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT); unsubscribe first'
+    );
+  }
+
+  /** Why a request that would send much is refused while the connection is behind. */
+  protected behindMessage(): string {
+    return (
+      `slow consumer: ${this.ws.bufferedAmount} bytes unsent, more than ` +
+      `GATEWAY_MAX_BUFFERED_BYTES (${this.opts.maxBufferedBytes}); read them, then try again`
+    );
+  }
+
   private fallBehind() {
+    if (this.behindSince !== undefined || this.closed) return;
     this.behindSince = Date.now();
     this.log.debug(
       { endpoint: this.endpoint, tenant: this.principal.tenant },
@@ -137,7 +208,10 @@ export abstract class Connection {
       return;
     }
     if (Date.now() - this.behindSince! > this.opts.heartbeatMs * 2) {
-      this.close(1008, 'too slow: fell behind and did not catch up');
+      this.close(
+        SLOW_CONSUMER_CLOSE,
+        `slow consumer: did not read what it was sent within ${this.opts.heartbeatMs * 2} ms`,
+      );
     }
   }
 
@@ -167,9 +241,19 @@ export abstract class Connection {
     }
   }
 
+  /**
+   * Sends the close frame and frees everything at once; the socket (and what it still buffers)
+   * is destroyed after CLOSE_GRACE_MS at the latest, whether or not the peer answers the close.
+   */
   close(code: number, reason: string): void {
     if (this.closed) return;
+    if (code === SLOW_CONSUMER_CLOSE) {
+      this.metrics.errors.inc({ code: 'slow_consumer' });
+      this.log.info({ endpoint: this.endpoint, tenant: this.principal.tenant }, reason);
+    }
     this.ws.close(code, reason);
+    const ws = this.ws;
+    setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
     this.dispose();
   }
 

@@ -2,6 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { WsAdapter } from '@nestjs/platform-ws';
 import type { IncomingMessage } from 'node:http';
 import { AuthError, Authenticator, type Principal } from '../auth/auth';
+import type { TenantLimits } from './tenant-limits';
 
 const PRINCIPAL = Symbol('baton.principal');
 
@@ -22,14 +23,16 @@ type VerifyCallback = (
  * one `frame` handler as it came (text as a string, binary as a Buffer) so that each one can be
  * validated and answered; frames above the hard cap close the connection (1009) without being
  * buffered; and the upgrade is authenticated — a missing, bad or expired token never becomes a
- * connection, it is answered 401 with a one-line reason.
+ * connection, it is answered 401 with a one-line reason. A tenant that already holds
+ * GATEWAY_MAX_CONNECTIONS_PER_TENANT connections on this gateway is answered 429.
  */
 export class BatonWsAdapter extends WsAdapter {
   constructor(
     app: INestApplicationContext,
     private readonly auth: Authenticator,
     private readonly hardMaxMessageBytes: number,
-    private readonly onRefused: (reason: string) => void,
+    private readonly onRefused: (code: 'unauthorized' | 'too_many_connections') => void,
+    private readonly limits?: TenantLimits,
   ) {
     super(app, { messageParser: (data) => ({ event: 'frame', data }) });
   }
@@ -41,12 +44,29 @@ export class BatonWsAdapter extends WsAdapter {
       verifyClient: (info: { req: IncomingMessage }, cb: VerifyCallback) => {
         this.auth.verify(Authenticator.tokenOf(info.req)).then(
           (principal) => {
+            // The tenant's place is held for as long as the TCP socket lives (it is the
+            // upgraded connection's), so a handshake that fails later gives it back too.
+            const release = this.limits ? this.limits.openConnection(principal.tenant) : () => {};
+            if (!release) {
+              this.onRefused('too_many_connections');
+              const max = this.limits!.maxConnections;
+              cb(
+                false,
+                429,
+                `the tenant holds ${max} connections on this gateway ` +
+                  '(GATEWAY_MAX_CONNECTIONS_PER_TENANT); close one first',
+                { 'Retry-After': '1' },
+              );
+              return;
+            }
+            if (info.req.socket.destroyed) release();
+            else info.req.socket.once('close', release);
             (info.req as IncomingMessage & { [PRINCIPAL]?: Principal })[PRINCIPAL] = principal;
             cb(true);
           },
           (err: unknown) => {
             const reason = err instanceof AuthError ? err.message : 'authentication failed';
-            this.onRefused(reason);
+            this.onRefused('unauthorized');
             cb(false, 401, reason, {
               'WWW-Authenticate': `Bearer error="invalid_token", error_description="${reason}"`,
             });

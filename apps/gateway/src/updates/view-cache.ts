@@ -1,0 +1,125 @@
+import { SCHEMA_VERSION, type TaskView } from '@baton/protocol';
+
+interface Entry {
+  taskId: string;
+  /** The view's seq: a stored view never changes for a seq (view_write.lua keeps the first). */
+  seq: number;
+  view: TaskView;
+  /** The view serialized, the core of every full-task snapshot frame. */
+  json: string;
+  /** One session's part of the view, built once per session asked for. */
+  sessions: Map<string, TaskView>;
+  /** /ws snapshot frames by session filter and resync flag. */
+  frames: Map<string, Buffer>;
+  bytes: number;
+}
+
+/**
+ * Task views by (task, version), each serialized once and shared by every subscriber: a
+ * subscribe, a resync or a REST read of a version already seen costs neither a read of the view
+ * from Redis nor its parsing nor its serialization, and the snapshot frames sent to many
+ * sockets are one Buffer (ws does not copy a Buffer it is given). Bounded by bytes, least
+ * recently used first out; only the newest version of a task is kept.
+ */
+export class ViewCache {
+  private readonly byTask = new Map<string, Entry>();
+  /** A view object handed out (the task's, or one session's part) → its entry and filter. */
+  private readonly owners = new WeakMap<TaskView, { entry: Entry; session: string }>();
+  private total = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  get enabled(): boolean {
+    return this.maxBytes > 0;
+  }
+
+  get bytes(): number {
+    return this.total;
+  }
+
+  get size(): number {
+    return this.byTask.size;
+  }
+
+  /** The cached view of `taskId` at `seq`, if any (and marks it recently used). */
+  get(taskId: string, seq: number): TaskView | undefined {
+    const e = this.byTask.get(taskId);
+    if (!e || e.seq !== seq) return undefined;
+    this.byTask.delete(taskId);
+    this.byTask.set(taskId, e);
+    return e.view;
+  }
+
+  /** Keeps `view` as its task's current one (unless a newer one is kept); returns the kept one. */
+  put(view: TaskView): TaskView {
+    const old = this.byTask.get(view.taskId);
+    if (old && old.seq >= view.seq) return old.seq === view.seq ? old.view : view;
+    if (old) this.drop(old);
+    const json = JSON.stringify(view);
+    const e: Entry = {
+      taskId: view.taskId,
+      seq: view.seq,
+      view,
+      json,
+      sessions: new Map(),
+      frames: new Map(),
+      bytes: json.length,
+    };
+    if (e.bytes > this.maxBytes) return view;
+    this.byTask.set(view.taskId, e);
+    this.owners.set(view, { entry: e, session: '' });
+    this.total += e.bytes;
+    this.evict(e);
+    return view;
+  }
+
+  /** The view with only `sessionId`'s session, the same object for every caller of a version. */
+  session(view: TaskView, sessionId: string): TaskView {
+    const o = this.owners.get(view);
+    const build = (): TaskView => ({
+      ...view,
+      sessions: view.sessions.filter((s) => s.sessionId === sessionId),
+    });
+    if (!o || o.session !== '' || this.byTask.get(o.entry.taskId) !== o.entry) return build();
+    let part = o.entry.sessions.get(sessionId);
+    if (!part) {
+      part = build();
+      o.entry.sessions.set(sessionId, part);
+      this.owners.set(part, { entry: o.entry, session: sessionId });
+    }
+    return part;
+  }
+
+  /** The /ws `snapshot` message of `view`, serialized once per version, filter and flag. */
+  snapshotFrame(view: TaskView, resync: boolean): Buffer {
+    const o = this.owners.get(view);
+    const head = `{"v":${SCHEMA_VERSION},"type":"snapshot","resync":${resync},"task":`;
+    if (!o || this.byTask.get(o.entry.taskId) !== o.entry) {
+      return Buffer.from(`${head}${JSON.stringify(view)}}`);
+    }
+    const key = `${o.session}\u0000${resync}`;
+    let frame = o.entry.frames.get(key);
+    if (!frame) {
+      const json = o.session === '' ? o.entry.json : JSON.stringify(view);
+      frame = Buffer.from(`${head}${json}}`);
+      o.entry.frames.set(key, frame);
+      o.entry.bytes += frame.length;
+      this.total += frame.length;
+      this.evict(o.entry);
+    }
+    return frame;
+  }
+
+  private drop(e: Entry): void {
+    this.byTask.delete(e.taskId);
+    this.total -= e.bytes;
+  }
+
+  /** Least recently used out until within the bound; `keep` (in use right now) stays. */
+  private evict(keep: Entry): void {
+    for (const e of this.byTask.values()) {
+      if (this.total <= this.maxBytes) return;
+      if (e !== keep) this.drop(e);
+    }
+  }
+}
