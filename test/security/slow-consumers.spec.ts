@@ -50,7 +50,12 @@ beforeAll(async () => {
     projectors: 1,
     shards: 2,
     // Short heartbeats: a socket that does not drain is closed (and redials) within the attack.
-    gatewayEnv: { GATEWAY_HEARTBEAT_MS: '4000' },
+    gatewayEnv: {
+      GATEWAY_HEARTBEAT_MS: '4000',
+      ...(process.env.SLOW_GW_ENV
+        ? (JSON.parse(process.env.SLOW_GW_ENV) as Json as Record<string, string>)
+        : {}),
+    },
   });
   gw = stack.gateways[0]!;
   worker = new FakeWorker(stack.store, TASK, SESSION);
@@ -219,6 +224,18 @@ async function watchAhp(): Promise<Watch> {
   };
 }
 
+/** The gateway's heap and off-heap memory, from its /metrics (to see where RSS goes). */
+async function heapOf(): Promise<string> {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const get = (name: string) =>
+    Number(new RegExp(`^baton_gateway_${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / MB;
+  return (
+    `rss ${get('process_resident_memory_bytes').toFixed(0)} MB, heap used ${get('nodejs_heap_size_used_bytes').toFixed(0)} MB of ` +
+    `${get('nodejs_heap_size_total_bytes').toFixed(0)}, external ` +
+    `${get('nodejs_external_memory_bytes').toFixed(0)} MB`
+  );
+}
+
 /** Bumps the task every 100 ms and measures how long each bump takes to reach the reader. */
 async function measure(w: Watch, ms: number, sample: () => void): Promise<number[]> {
   const lat: number[] = [];
@@ -248,11 +265,34 @@ for (const path of ['/ws', '/ahp'] as const) {
     const base: number[] = [];
     const baseLat = await measure(w, 4_000, () => base.push(rssBytes(pid)));
     const baseRss = median(base);
+    const heapBefore = process.env.SLOW_DEBUG ? await heapOf() : '';
 
     const slow = Array.from({ length: SLOW }, () => new SlowSocket(path));
     for (const s of slow) s.start();
     let peak = 0;
-    const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 200);
+    let heapAtPeak = '';
+    let statusAtPeak = '';
+    let maxScrape = 0;
+    let looking = false;
+    const sampler = setInterval(() => {
+      const rss = rssBytes(pid);
+      if (process.env.SLOW_DEBUG && !looking) {
+        looking = true;
+        void heapOf().then((h) => {
+          looking = false;
+          const r = Number(/^rss (\d+)/.exec(h)?.[1]);
+          if (r > maxScrape) ((maxScrape = r), (heapAtPeak = h));
+        });
+      }
+      if (rss <= peak) return;
+      peak = rss;
+      if (process.env.SLOW_DEBUG) {
+        statusAtPeak = readFileSync(`/proc/${pid}/status`, 'utf8')
+          .split('\n')
+          .filter((l) => /Rss|Threads|VmData/.test(l))
+          .join(' ');
+      }
+    }, 200);
     let attackLat: number[];
     try {
       attackLat = await measure(w, ATTACK_MS, () => (peak = Math.max(peak, rssBytes(pid))));
@@ -267,7 +307,7 @@ for (const path of ['/ws', '/ahp'] as const) {
       `${path}: RSS baseline ${(baseRss / MB).toFixed(0)} MB, peak ${(peak / MB).toFixed(0)} MB ` +
         `(+${grew.toFixed(0)} MB); reader delay p50 ${median(baseLat).toFixed(1)} ms before, ` +
         `${median(attackLat).toFixed(1)} ms during (max ${Math.max(...attackLat).toFixed(0)} ms); ` +
-        `${subscribes} subscribes, closes ${JSON.stringify(closes.slice(0, 20))}`,
+        `${subscribes} subscribes, closes ${JSON.stringify(closes.slice(0, 20))} ${heapBefore} -> ${heapAtPeak} ${statusAtPeak}`,
     );
     expect(grew).toBeLessThanOrEqual(100);
     // The reader kept getting its updates: every one, in order, promptly compared with before.

@@ -3,8 +3,11 @@ import { UpdateFrame } from '../updates/update-hub';
 
 /** Where a subscription reads what it needs to bring a client up to date. */
 export interface UpdateSource {
-  /** The task's current view (an empty one with seq 0 when no owner has written it yet). */
-  view(taskId: string): Promise<TaskView>;
+  /**
+   * The task's current view (an empty one with seq 0 when no owner has written it yet); with
+   * `maxAgeMs`, one that was current at most that long ago will do.
+   */
+  view(taskId: string, maxAgeMs?: number): Promise<TaskView>;
   /** The task's last published update seq. */
   lastSeq(taskId: string): Promise<number>;
   /** The retained updates after a seq, gapless; null when some are no longer retained. */
@@ -42,6 +45,11 @@ type ResyncReason = 'not_retained' | 'slow_consumer';
 /** Updates buffered while catching up; past this the buffer is dropped and read back from Redis. */
 const MAX_BUFFERED = 10_000;
 const RETRY_MS = [20, 50, 100, 250, 500, 1_000];
+/**
+ * A snapshot may start from a view up to this old (the updates after it are filled in from the
+ * update stream): many subscribers of a busy task then share one read of its view.
+ */
+const SNAPSHOT_VIEW_MAX_AGE_MS = 500;
 
 /**
  * One client's subscription to a task (or one of its sessions): a snapshot or the missed updates,
@@ -251,7 +259,7 @@ export class Subscription {
   private async snapshot(resync: boolean): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       const [view, last] = await Promise.all([
-        this.source.view(this.taskId),
+        this.source.view(this.taskId, attempt === 0 ? SNAPSHOT_VIEW_MAX_AGE_MS : 0),
         this.source.lastSeq(this.taskId),
       ]);
       if (this.state !== 'catching_up') return;

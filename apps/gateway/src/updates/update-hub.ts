@@ -56,6 +56,8 @@ function parseJson(text: string | undefined): unknown {
 
 /** How far back a resume may look in a shard's update stream before it settles for a snapshot. */
 const MAX_SCAN = 50_000;
+/** The first page of that look back, in entries; each next one is four times larger. */
+const FIRST_PAGE = 8;
 
 export function emptyView(taskId: string): TaskView {
   return {
@@ -153,10 +155,17 @@ export class UpdateHub {
   /**
    * The task's current view. With the cache, one small read (the stored view's seq) tells
    * whether the version at hand is current; a new version is read and parsed once however many
-   * ask for it at the same time. The view returned is shared: never modify it.
+   * ask for it at the same time. With `maxAgeMs`, a cached view that was current at most that
+   * long ago is good enough (a subscription fills in the updates after it from the update
+   * stream): a task that changes all the time is then read at most once per `maxAgeMs`. The
+   * view returned is shared: never modify it.
    */
-  async view(taskId: string): Promise<TaskView> {
+  async view(taskId: string, maxAgeMs = 0): Promise<TaskView> {
     if (!this.views.enabled) return (await this.store.views.read(taskId)) ?? emptyView(taskId);
+    if (maxAgeMs > 0) {
+      const recent = this.views.recent(taskId, maxAgeMs);
+      if (recent) return recent;
+    }
     const shard = this.store.shardOf(taskId);
     const raw = await this.store.redis.hget(this.store.keys.viewSeqs(shard), taskId);
     if (raw === null) return emptyView(taskId);
@@ -199,7 +208,9 @@ export class UpdateHub {
     const found: Update[] = [];
     let end = '+';
     let scanned = 0;
-    let page = 200;
+    // Pages start small and grow: a client that missed a few updates reads a few entries, not
+    // hundreds (an entry may be large: a session.queue update carries the whole queue).
+    let page = FIRST_PAGE;
     while (scanned < MAX_SCAN) {
       const raw = (await this.store.redis.xrevrange(key, end, '-', 'COUNT', page)) as XEntry[];
       if (raw.length === 0) return null;
@@ -221,7 +232,7 @@ export class UpdateHub {
       }
       scanned += raw.length;
       end = `(${raw[raw.length - 1]![0]}`;
-      page = 1_000;
+      page = Math.min(page * 4, 1_000);
     }
     return null;
   }

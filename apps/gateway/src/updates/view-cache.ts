@@ -4,6 +4,8 @@ interface Entry {
   taskId: string;
   /** The view's seq: a stored view never changes for a seq (view_write.lua keeps the first). */
   seq: number;
+  /** When the view was last known to be the task's current one. */
+  checkedAt: number;
   view: TaskView;
   /** The view serialized, the core of every full-task snapshot frame. */
   json: string;
@@ -45,6 +47,16 @@ export class ViewCache {
   get(taskId: string, seq: number): TaskView | undefined {
     const e = this.byTask.get(taskId);
     if (!e || e.seq !== seq) return undefined;
+    e.checkedAt = Date.now();
+    this.byTask.delete(taskId);
+    this.byTask.set(taskId, e);
+    return e.view;
+  }
+
+  /** The cached view of `taskId` if it was current at most `maxAgeMs` ago. */
+  recent(taskId: string, maxAgeMs: number): TaskView | undefined {
+    const e = this.byTask.get(taskId);
+    if (!e || Date.now() - e.checkedAt > maxAgeMs) return undefined;
     this.byTask.delete(taskId);
     this.byTask.set(taskId, e);
     return e.view;
@@ -59,6 +71,7 @@ export class ViewCache {
     const e: Entry = {
       taskId: view.taskId,
       seq: view.seq,
+      checkedAt: Date.now(),
       view,
       json,
       sessions: new Map(),
