@@ -22,6 +22,7 @@ import { Subscription } from '../subscriptions/subscription';
 import { NotFoundError } from '../tenancy';
 import { Connection, SLOW_CONSUMER_CLOSE } from '../ws/connection';
 import { readJson } from '../ws/frames';
+import { jsonParts } from '../ws/shared-json';
 import type { Services } from '../ws/client-connection';
 
 /** A JSON-RPC error, with Baton's wire error code in `data.code`. */
@@ -138,7 +139,9 @@ export class AhpConnection extends Connection {
     this.request(method, msg.params).then(
       // The result is built at the moment it is sent: snapshots in it take what arrived until
       // then, and the actions of their chats start flowing only after it.
-      (result) => this.send({ jsonrpc: '2.0', id, result: result() }),
+      // A chat's queue (the bulk of a snapshot) is serialized once per version, not per reply.
+      (result) =>
+        this.sendParts(jsonParts({ jsonrpc: '2.0', id, result: result() }, (k) => k === 'queue')),
       (err: unknown) => {
         if (err instanceof RpcError) {
           this.error(id, err.code, { message: err.message, ...err.data });

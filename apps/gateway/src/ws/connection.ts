@@ -86,16 +86,25 @@ export abstract class Connection {
    * while it keeps sending is closed (4008) rather than allowed to grow the buffer.
    */
   sendText(text: string): void {
+    this.sendParts([text]);
+  }
+
+  /**
+   * {@link sendText} for a message in parts (see jsonParts): sent as fragments of one message,
+   * so that a shared Buffer among them is neither copied nor re-serialized per socket.
+   */
+  sendParts(parts: (string | Buffer)[]): void {
     if (this.closed || this.ws.readyState !== OPEN) return;
-    const bytes = Buffer.byteLength(text);
+    let bytes = 0;
+    for (const p of parts) bytes += typeof p === 'string' ? Buffer.byteLength(p) : p.length;
     const buffered = this.ws.bufferedAmount;
     const max = this.opts.maxBufferedBytes;
     if (buffered === 0 || buffered + bytes <= max) {
-      this.ws.send(text);
+      this.write(parts);
       return;
     }
     if (bytes <= REPLY_HEADROOM && buffered + bytes <= max + REPLY_HEADROOM) {
-      this.ws.send(text);
+      this.write(parts);
       this.fallBehind();
       return;
     }
@@ -107,6 +116,15 @@ export abstract class Connection {
 
   send(message: object): void {
     this.sendText(JSON.stringify(message));
+  }
+
+  private write(parts: (string | Buffer)[]): void {
+    if (parts.length === 1) {
+      this.ws.send(parts[0]!, { binary: false });
+      return;
+    }
+    const last = parts.length - 1;
+    parts.forEach((p, i) => this.ws.send(p, { binary: false, fin: i === last }));
   }
 
   /**
