@@ -1,0 +1,135 @@
+// Per-tenant limits on one gateway: connections (both endpoints together) and subscriptions (every
+// connection, both endpoints). Over a limit: a clear refusal, and nothing else affected.
+import { randomBytes } from 'node:crypto';
+import { chatUri } from '@baton/protocol';
+import { startRedis, type RedisServer } from '@baton/redis-harness';
+import WebSocket from 'ws';
+import {
+  Client,
+  spawnGateway,
+  tokenFor,
+  waitFor,
+  type GatewayProc,
+} from '../../apps/gateway/test/support';
+
+jest.setTimeout(60_000);
+
+let redis: RedisServer;
+let gw: GatewayProc;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  gw = await spawnGateway({
+    REDIS_URL: redis.url,
+    BATON_PREFIX: `tl${randomBytes(2).toString('hex')}`,
+    BATON_SHARDS: '2',
+    GATEWAY_MAX_CONNECTIONS_PER_TENANT: '3',
+    GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT: '4',
+    GATEWAY_MAX_SUBSCRIPTIONS: '3',
+  });
+});
+afterAll(async () => {
+  await gw?.stop();
+  await redis?.stop();
+});
+
+/** The answer to an upgrade: open (then closed again), or the refusal's status and body. */
+function upgrade(tok: string, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${gw.wsUrl}${path}`, { headers: { authorization: `Bearer ${tok}` } });
+    ws.once('open', () => {
+      ws.close();
+      resolve({ status: 101, body: '' });
+    });
+    ws.once('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    ws.once('error', (err) => {
+      if (!/Unexpected server response/.test(err.message)) reject(err);
+    });
+  });
+}
+
+const ping = async (c: Client) => (await c.request({ op: 'ping' })).result;
+
+it('a tenant holding GATEWAY_MAX_CONNECTIONS_PER_TENANT connections is refused more (429), others are not', async () => {
+  const a = tokenFor('conn-a');
+  const held = [
+    await Client.connect(gw.wsUrl, a),
+    await Client.connect(gw.wsUrl, a),
+    await Client.connect(gw.wsUrl, a, '/ahp'),
+  ];
+  for (const path of ['/ws', '/ahp']) {
+    const r = await upgrade(a, path);
+    expect(r.status).toBe(429);
+    expect(r.body).toMatch(/3 connections on this gateway \(GATEWAY_MAX_CONNECTIONS_PER_TENANT\)/);
+  }
+  // Another tenant connects; the tenant's open connections keep working.
+  const b = await Client.connect(gw.wsUrl, tokenFor('conn-b'));
+  expect(await ping(b)).toEqual({ pong: true });
+  expect(await ping(held[0]!)).toEqual({ pong: true });
+  expect(held.every((c) => c.closed === undefined)).toBe(true);
+  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  expect(metrics).toMatch(/baton_gateway_errors_total\{code="too_many_connections"\} 2/);
+  // A closed connection gives its place back.
+  await held[0]!.close();
+  const again = await waitFor(async () => {
+    const r = await upgrade(a, '/ws');
+    return r.status === 101 ? r : undefined;
+  }, 'the place to be given back');
+  expect(again.status).toBe(101);
+  await Promise.all([...held, b].map((c) => c.close()));
+});
+
+it('a tenant holding GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT subscriptions is refused more, on either endpoint', async () => {
+  const c = tokenFor('subs-c');
+  const [one, two, ahp] = [
+    await Client.connect(gw.wsUrl, c),
+    await Client.connect(gw.wsUrl, c),
+    await Client.connect(gw.wsUrl, c, '/ahp'),
+  ];
+  for (const t of ['t1', 't2', 't3']) {
+    expect((await one.request({ op: 'subscribe', taskId: t })).ok).toBe(true);
+  }
+  expect((await two.request({ op: 'subscribe', taskId: 't4' })).ok).toBe(true);
+  // Five would be one too many: on /ws a reply error, on /ahp a JSON-RPC error.
+  const refused = await two.request({ op: 'subscribe', taskId: 't5' });
+  expect(refused).toMatchObject({
+    ok: false,
+    error: {
+      code: 'too_many_subscriptions',
+      message: expect.stringMatching(/4 subscriptions on this gateway .*PER_TENANT/) as string,
+    },
+  });
+  expect(
+    (await ahp.rpc('initialize', { protocolVersions: ['1.0.0'], clientId: 'c' })).result,
+  ).toBeDefined();
+  const rpc = await ahp.rpc('subscribe', { channel: chatUri('t6', 's1') });
+  expect(rpc.error).toMatchObject({ code: -32092, data: { code: 'too_many_subscriptions' } });
+  // Subscribing again to what it has is no new subscription; another tenant is not affected.
+  expect((await two.request({ op: 'subscribe', taskId: 't4' })).ok).toBe(true);
+  const d = await Client.connect(gw.wsUrl, tokenFor('subs-d'));
+  expect((await d.request({ op: 'subscribe', taskId: 'd1' })).ok).toBe(true);
+  // Nothing was closed; giving a subscription back makes room, and so does closing a connection.
+  expect([one, two, ahp].every((x) => x.closed === undefined)).toBe(true);
+  expect((await one.request({ op: 'unsubscribe', taskId: 't1' })).ok).toBe(true);
+  expect((await two.request({ op: 'subscribe', taskId: 't5' })).ok).toBe(true);
+  await one.close();
+  await waitFor(async () => {
+    const r = await ahp.rpc('subscribe', { channel: chatUri('t6', 's1') });
+    return r.result !== undefined;
+  }, 'room after a connection closed');
+  await Promise.all([two, ahp, d].map((x) => x.close()));
+});
+
+it('the settings are validated at start', async () => {
+  const bad = spawnGateway({
+    REDIS_URL: redis.url,
+    GATEWAY_MAX_CONNECTIONS_PER_TENANT: '0',
+    GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT: 'lots',
+  });
+  await expect(bad).rejects.toThrow(/GATEWAY_MAX_CONNECTIONS_PER_TENANT="0"/);
+  await expect(bad).rejects.toThrow(/GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT="lots"/);
+});
