@@ -365,6 +365,17 @@ export class AhpConnection extends Connection {
       this.unsubscribe(channel);
       throw err;
     }
+    // The snapshot goes out in the reply: without room for it, the connection falls behind and
+    // the subscribe is refused (its queue is serialized once per version, so this costs little).
+    const parts = jsonParts(mirror.state(''), (k) => k === 'queue');
+    const bytes = parts.reduce<number>(
+      (n, p) => n + (typeof p === 'string' ? Buffer.byteLength(p) : p.length),
+      0,
+    );
+    if (!this.writable(bytes)) {
+      this.unsubscribe(channel);
+      throw new RpcError(AHP_ERRORS.Unavailable, this.behindMessage(), { code: 'unavailable' });
+    }
     return () => {
       ready = true;
       return {
