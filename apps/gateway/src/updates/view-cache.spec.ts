@@ -1,0 +1,70 @@
+import type { TaskView } from '@baton/protocol';
+import { ViewCache } from './view-cache';
+
+const view = (taskId: string, seq: number, sessions = ['s1', 's2'], pad = 0): TaskView =>
+  ({
+    taskId,
+    seq,
+    activity: { foregroundActivity: null, activeSubagentCount: 0 },
+    sessions: sessions.map((sessionId) => ({ sessionId, pad: 'x'.repeat(pad) })),
+  }) as unknown as TaskView;
+
+describe('ViewCache', () => {
+  it('keeps one version per task, and hands out the same objects and frames for it', () => {
+    const c = new ViewCache(1_000_000);
+    const v = c.put(view('t', 3));
+    expect(c.get('t', 3)).toBe(v);
+    expect(c.get('t', 2)).toBeUndefined();
+    // An older version never replaces a newer one; the same version is the kept object.
+    expect(c.put(view('t', 2))).not.toBe(v);
+    expect(c.put(view('t', 3))).toBe(v);
+    expect(c.get('t', 3)).toBe(v);
+    const part = c.session(v, 's1');
+    expect(part.sessions.map((s) => s.sessionId)).toEqual(['s1']);
+    expect(c.session(v, 's1')).toBe(part);
+    const f = c.snapshotFrame(v, false);
+    expect(c.snapshotFrame(v, false)).toBe(f);
+    expect(JSON.parse(f.toString())).toEqual({ v: 1, type: 'snapshot', resync: false, task: v });
+    expect(JSON.parse(c.snapshotFrame(part, true).toString())).toMatchObject({
+      resync: true,
+      task: { sessions: [{ sessionId: 's1' }] },
+    });
+    // A newer version replaces it.
+    const v4 = c.put(view('t', 4));
+    expect(c.get('t', 3)).toBeUndefined();
+    expect(c.get('t', 4)).toBe(v4);
+    expect(c.size).toBe(1);
+  });
+
+  it('stays within its bytes, least recently used out first', () => {
+    const c = new ViewCache(25_000);
+    c.put(view('a', 1, ['s'], 10_000));
+    c.put(view('b', 1, ['s'], 10_000));
+    expect(c.get('a', 1)).toBeDefined(); // a is now the most recently used
+    c.put(view('c', 1, ['s'], 10_000));
+    expect(c.get('b', 1)).toBeUndefined();
+    expect(c.get('a', 1)).toBeDefined();
+    expect(c.get('c', 1)).toBeDefined();
+    expect(c.bytes).toBeLessThanOrEqual(25_000);
+    // Frames count too; a view too large for the cache is served, not kept.
+    c.snapshotFrame(c.get('c', 1)!, false);
+    expect(c.bytes).toBeLessThanOrEqual(25_000);
+    expect(c.get('c', 1)).toBeDefined();
+    const big = view('d', 1, ['s'], 30_000);
+    expect(c.put(big)).toBe(big);
+    expect(c.get('d', 1)).toBeUndefined();
+    expect(JSON.parse(c.snapshotFrame(big, false).toString()).task).toEqual(big);
+  });
+
+  it('serves only what was current lately to those that accept an older view', () => {
+    const c = new ViewCache(1_000_000);
+    const v = c.put(view('t', 1));
+    expect(c.recent('t', 1_000)).toBe(v);
+    expect(c.recent('u', 1_000)).toBeUndefined();
+    jest.spyOn(Date, 'now').mockReturnValue(Date.now() + 5_000);
+    expect(c.recent('t', 1_000)).toBeUndefined();
+    expect(c.get('t', 1)).toBe(v); // confirmed current again
+    expect(c.recent('t', 1_000)).toBe(v);
+    jest.restoreAllMocks();
+  });
+});
