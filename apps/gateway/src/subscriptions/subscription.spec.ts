@@ -1,7 +1,12 @@
 import fc from 'fast-check';
 import type { TaskView, Update } from '@baton/protocol';
 import { UpdateFrame } from '../updates/update-hub';
-import { Subscription, type SubscriptionSink, type UpdateSource } from './subscription';
+import {
+  BehindError,
+  Subscription,
+  type SubscriptionSink,
+  type UpdateSource,
+} from './subscription';
 
 const T = 't1';
 
@@ -55,6 +60,8 @@ class Sink implements SubscriptionSink {
     return !this.behind;
   }
   snapshot(view: TaskView, resync: boolean) {
+    // No room while behind: the subscription waits for the drain (or, starting, is refused).
+    if (this.behind) return false;
     this.sent.push({ kind: 'snapshot', seq: view.seq, resync });
     return true;
   }
@@ -146,7 +153,13 @@ describe('Subscription', () => {
             onDelivered: () => undefined,
           });
           let ready: { mode: string; seq: number } | undefined;
-          const started = sub.start(resumeAt, (r) => (ready = r));
+          let refused = false;
+          const started = sub
+            .start(resumeAt, (r) => (ready = r))
+            .catch((err: unknown) => {
+              if (!(err instanceof BehindError)) throw err;
+              refused = true;
+            });
           for (const ev of events) {
             switch (ev.e) {
               case 'publish': {
@@ -182,6 +195,12 @@ describe('Subscription', () => {
           const last = world.publish('s1');
           sub.offer(new UpdateFrame(last));
           await started;
+          if (refused) {
+            // Refused for want of room: no reply, no snapshot claimed (the caller closes it).
+            expect(ready).toBeUndefined();
+            expect(sink.sent.filter((x) => x.kind === 'snapshot')).toEqual([]);
+            return;
+          }
           for (let i = 0; i < 200 && !sub.live; i++) await new Promise((r) => setTimeout(r, 1));
           await settle();
           expect(ready).toBeDefined();
