@@ -23,6 +23,8 @@ const SLOW = 8;
 /** How long the slow sockets keep at it (30 s as issue 13 states it; shorter for a quick run). */
 const ATTACK_MS = Number(process.env.SLOW_ATTACK_MS ?? 30_000);
 const MB = 1024 * 1024;
+/** A socket that has not drained two heartbeats after it fell behind is closed (4008). */
+const HEARTBEAT_MS = 4_000;
 const tok = tokenFor('bp');
 
 let stack: Stack;
@@ -50,7 +52,7 @@ beforeAll(async () => {
     projectors: 1,
     shards: 2,
     // Short heartbeats: a socket that does not drain is closed (and redials) within the attack.
-    gatewayEnv: { GATEWAY_HEARTBEAT_MS: '4000' },
+    gatewayEnv: { GATEWAY_HEARTBEAT_MS: String(HEARTBEAT_MS) },
   });
   gw = stack.gateways[0]!;
   worker = new FakeWorker(stack.store, TASK, SESSION);
@@ -229,6 +231,30 @@ async function heapOf(): Promise<string> {
   );
 }
 
+/** Subscribes on a fresh connection; true when the reply with the ~1 MB view came as text. */
+async function snapshotIsText(path: '/ws' | '/ahp'): Promise<boolean> {
+  const ws = new WebSocket(`${gw.wsUrl}${path}`, { headers: { authorization: `Bearer ${tok}` } });
+  await new Promise((r) => ws.once('open', r));
+  const text = new Promise<boolean>((resolve) => {
+    ws.on('message', (data: Buffer, isBinary) => {
+      if (data.length > 990_000) resolve(!isBinary && JSON.parse(data.toString()) !== undefined);
+    });
+  });
+  ws.send(
+    path === '/ws'
+      ? JSON.stringify({ v: 1, id: 'r', op: 'subscribe', taskId: TASK })
+      : JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersions: ['1.0.0'], clientId: 'r', initialSubscriptions: [CHANNEL] },
+        }),
+  );
+  const ok = await text;
+  ws.terminate();
+  return ok;
+}
+
 /** How many connections the gateway has closed as slow consumers (4008). */
 async function slowCloses(): Promise<number> {
   const text = await (await fetch(`${gw.url}/metrics`)).text();
@@ -306,13 +332,12 @@ for (const path of ['/ws', '/ahp'] as const) {
     );
     expect(grew).toBeLessThanOrEqual(100);
     // The slow sockets were closed (4008) for not draining, again after each redial.
-    expect(closed).toBeGreaterThanOrEqual(SLOW);
+    if (ATTACK_MS > HEARTBEAT_MS * 3) expect(closed).toBeGreaterThanOrEqual(SLOW);
     // The reader kept getting its updates: every one, in order, promptly compared with before.
     w.check();
     expect(median(attackLat)).toBeLessThanOrEqual(median(baseLat) * 10 + 250);
-    // The gateway still serves: a new reader gets the ~1 MB view.
-    const after = path === '/ws' ? await watchWs() : await watchAhp();
-    await after.close();
+    // The gateway still serves: a new reader gets the ~1 MB view, as a text message.
+    expect(await snapshotIsText(path)).toBe(true);
     await w.close();
   });
 }

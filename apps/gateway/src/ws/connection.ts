@@ -10,6 +10,7 @@ import { RateLimiter } from './frames';
 import { TenantCountedMap, type TenantLimits } from './tenant-limits';
 
 const OPEN = 1;
+const TEXT = { binary: false } as const;
 const DRAIN_CHECK_MS = 25;
 /** Close code of a connection that does not read what it is sent (4000-4999: the application's). */
 export const SLOW_CONSUMER_CLOSE = 4008;
@@ -120,7 +121,7 @@ export abstract class Connection {
 
   private write(parts: (string | Buffer)[]): void {
     if (parts.length === 1) {
-      this.ws.send(parts[0]!, { binary: false });
+      this.ws.send(parts[0]!, TEXT);
       return;
     }
     const last = parts.length - 1;
@@ -134,8 +135,9 @@ export abstract class Connection {
   sendFrame(data: string | Buffer, bytes: number): void {
     if (this.closed || this.ws.readyState !== OPEN) return;
     const w = this.writes;
+    // A text message, also when it is a (shared) Buffer: ws would make a Buffer a binary one.
     if (!w.active) {
-      this.ws.send(data);
+      this.ws.send(data, TEXT);
       return;
     }
     if (this.corkEpoch !== w.epoch) {
@@ -143,7 +145,7 @@ export abstract class Connection {
       this.batchBytes = 0;
       w.cork(this.socket);
     }
-    this.ws.send(data);
+    this.ws.send(data, TEXT);
     this.batchBytes += bytes;
     if (this.checkedEpoch === w.epoch) this.knownBuffered += bytes;
     if (this.batchBytes > FLUSH_AT) {
