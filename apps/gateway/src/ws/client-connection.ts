@@ -89,7 +89,13 @@ export class ClientConnection extends Connection {
   }
 
   private reply(id: string, result: unknown): void {
-    this.send({ v: SCHEMA_VERSION, type: 'reply', id, ok: true, result });
+    const text = JSON.stringify({ v: SCHEMA_VERSION, type: 'reply', id, ok: true, result });
+    // A large reply (queue.list) that does not fit is refused rather than the connection closed.
+    if (!this.roomForReply(Buffer.byteLength(text))) {
+      this.fail(id, { code: 'unavailable', message: this.behindMessage() });
+      return;
+    }
+    this.sendText(text);
   }
 
   private fail(id: string | undefined, error: WireError): void {

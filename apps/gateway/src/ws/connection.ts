@@ -119,6 +119,17 @@ export abstract class Connection {
     this.sendText(JSON.stringify(message));
   }
 
+  /** Whether a reply of `bytes` would go out now ({@link sendParts} closes the connection if not). */
+  protected roomForReply(bytes: number): boolean {
+    const buffered = this.ws.bufferedAmount;
+    const max = this.opts.maxBufferedBytes;
+    return (
+      buffered === 0 ||
+      buffered + bytes <= max ||
+      (bytes <= REPLY_HEADROOM && buffered + bytes <= max + REPLY_HEADROOM)
+    );
+  }
+
   private write(parts: (string | Buffer)[]): void {
     if (parts.length === 1) {
       this.ws.send(parts[0]!, TEXT);
