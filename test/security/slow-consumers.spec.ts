@@ -341,3 +341,28 @@ for (const path of ['/ws', '/ahp'] as const) {
     await w.close();
   });
 }
+
+it('a socket that does not drain is closed with 4008 and a reason (seen by a client that reads again)', async () => {
+  const c = await Client.connect(gw.wsUrl, tok);
+  const before = await slowCloses();
+  const socket = (c.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+  socket.pause();
+  const t = setInterval(() => c.send({ v: 1, id: 'again', op: 'subscribe', taskId: TASK }), 50);
+  try {
+    await waitFor(async () => (await slowCloses()) > before, 'the gateway to close it', 60_000);
+  } finally {
+    clearInterval(t);
+  }
+  // The socket is destroyed a second after the close frame, read or not: read it before then.
+  socket.resume();
+  await waitFor(() => c.closed, 'the close frame');
+  expect(c.closed).toEqual({
+    code: 4008,
+    reason: expect.stringMatching(/^slow consumer: /) as string,
+  });
+  // It had been told it was behind: its later subscribes were refused, not answered with views.
+  const refused = c.messages.filter(
+    (m) => m.type === 'reply' && (m.error as { code?: string } | undefined)?.code === 'unavailable',
+  );
+  expect(refused.length).toBeGreaterThan(0);
+});
