@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 
+export * from './profiles';
+
 /**
  * Every setting of Baton is an environment variable, declared here once with its default and its
  * meaning. Each process validates the settings it uses at start and refuses to run, with one
@@ -112,6 +114,11 @@ export const WORKER = {
     undefined,
     'Folder of replay recordings an execution may name (default: the bundled recordings)',
   ),
+  WORKER_WORKSPACE_ROOT: setting(
+    z.string().min(1).optional(),
+    undefined,
+    'Root of the agents’ workspaces, a folder per tenant (default: baton-workspaces in the OS temp folder)',
+  ),
   WORKER_METRICS_PORT: setting(
     int(0, 65_535),
     '9465',
@@ -126,6 +133,20 @@ export const WORKER = {
     int(100, 600_000),
     '30000',
     'An agent that has not finished its ACP session setup (initialize, session/new) by then ends as failed',
+  ),
+} satisfies Record<string, Setting>;
+
+/** The agent profiles (./profiles.ts), read by workers and gateways; both validated at start. */
+export const PROFILES = {
+  BATON_PROFILES_FILE: setting(
+    z.string().min(1).optional(),
+    undefined,
+    'JSON file of the agent profiles executions may start (default: the built-in `replay`, `claude`)',
+  ),
+  BATON_PROFILES: setting(
+    z.string().min(1).optional(),
+    undefined,
+    'The same JSON inline, instead of a file (set one of the two)',
   ),
 } satisfies Record<string, Setting>;
 
@@ -225,7 +246,7 @@ export const CLI = {
 } satisfies Record<string, Setting>;
 
 /** Every setting, by group, for the documentation. */
-export const SETTINGS = { COMMON, PROJECTOR, WORKER, GATEWAY, RUN, CLI } as const;
+export const SETTINGS = { COMMON, PROJECTOR, WORKER, PROFILES, GATEWAY, RUN, CLI } as const;
 
 type Group = Record<string, Setting>;
 type ValueOf<S extends Setting> = z.infer<S['schema']>;
