@@ -64,49 +64,65 @@ export const InboxMessage = z.discriminatedUnion('type', [
 ]);
 export type InboxMessage = z.infer<typeof InboxMessage>;
 
-/** How to start the agent of an execution. */
-export const AgentSpec = z.discriminatedUnion('kind', [
-  /** Any ACP agent speaking over stdio; its dialect is chosen by what it reports at initialize. */
-  z.object({
-    kind: z.literal('command'),
-    command: z.string().min(1).max(2_000),
-    args: z.array(z.string().max(10_000)).max(200).default([]),
-    /** Added to the worker's environment for this agent only. */
-    env: z.record(z.string(), z.string().max(10_000)).default({}),
-  }),
-  /** The built-in replay agent playing a recording (a bundled name or a path on the worker). */
-  z.object({
-    kind: z.literal('recording'),
-    recording: z.string().min(1).max(2_000),
-    /** Playback speed factor: 2 plays twice as fast; 0 plays without delays. */
-    speed: z.number().min(0).max(1_000).default(1),
-  }),
-]);
-export type AgentSpec = z.infer<typeof AgentSpec>;
+/**
+ * The name of an agent profile: one of the agents the operator configured for the workers
+ * (BATON_PROFILES / BATON_PROFILES_FILE, libs/config). A client names a profile and nothing
+ * else about the agent: never a command, its arguments, its environment or a path.
+ */
+export const ProfileName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/,
+    'a profile name: letters, digits, _ . - (at most 64), starting with a letter or digit',
+  );
+export type ProfileName = z.infer<typeof ProfileName>;
 
-/** How permission requests are answered (see AgentHost in libs/acp). */
-export const PermissionPolicy = z.enum(['allow-once', 'deny', 'first-option']);
-export type PermissionPolicy = z.infer<typeof PermissionPolicy>;
+/** The tenant a job acts for, as in client tokens. */
+export const TenantId = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[^{}]+$/, 'must not contain braces');
 
 /**
- * The data of an execution's BullMQ job. `executionId` is chosen by whoever starts it and is
- * also the job id, so starting the same execution twice is one job. The generation is taken by
- * the worker when the job starts (a per-session counter in Redis), so a restart is always a new
- * execution with a higher generation.
+ * A subfolder of the tenant's workspace: relative, `/`-separated, no `.` or `..` segment, no
+ * empty segment, no backslash or control character. The worker also resolves it (symbolic
+ * links included) and refuses it unless it stays inside the tenant's workspace.
  */
-export const ExecutionJob = z.object({
+export const WorkspacePath = z
+  .string()
+  .min(1)
+  .max(1_000)
+  .refine(
+    (p) =>
+      !p.startsWith('/') &&
+      !/[\\\u0000-\u001f]/.test(p) &&
+      p.split('/').every((seg) => seg !== '' && seg !== '.' && seg !== '..'),
+    'must be a relative folder inside the workspace: no leading /, no . or .. segment, no empty segment, no backslash',
+  );
+
+/**
+ * The data of an execution's BullMQ job: which profile to run, for which tenant, and the few
+ * choices a profile leaves to the client. Strict: a job with any other key (an `agent`, a
+ * `command`, an `env`, a `cwd`) is refused by the worker and dead-lettered, never run.
+ * `executionId` is chosen by whoever starts it and is also the job id, so starting the same
+ * execution twice is one job. The generation is taken by the worker when the job starts (a
+ * per-session counter in Redis), so a restart is always a new execution with a higher generation.
+ */
+export const ExecutionJob = z.strictObject({
   v: SchemaVersion,
   taskId: Id,
   sessionId: Id,
   executionId: Id,
-  agent: AgentSpec,
-  /** Working directory of the agent's ACP session (default: a fresh temporary folder). */
-  cwd: z.string().min(1).max(4_000).optional(),
-  /** ACP session mode to set after session/new (session/set_mode), e.g. `default`. */
-  mode: z.string().min(1).max(200).optional(),
-  permissionPolicy: PermissionPolicy.default('allow-once'),
-  /** Ask claude-agent-acp for raw SDK task messages (identified background completion). */
-  rawSdkMessages: z.boolean().default(true),
+  /** The tenant that owns the task; the worker refuses a job whose task another tenant owns. */
+  tenant: TenantId,
+  profile: ProfileName,
+  /** Replay profiles only: the recording to play (a name inside the worker's recordings folder). */
+  recording: z.string().min(1).max(2_000).optional(),
+  /** Replay profiles only: playback speed factor (2 twice as fast; 0 without delays). */
+  speed: z.number().min(0).max(1_000).optional(),
+  /** A subfolder of the tenant's workspace to run in (default: a fresh folder per execution). */
+  workspace: WorkspacePath.optional(),
 });
 export type ExecutionJob = z.infer<typeof ExecutionJob>;
 export type ExecutionJobInput = z.input<typeof ExecutionJob>;
