@@ -857,6 +857,31 @@ export class EventStore {
   }
 
   readonly deadLetters = {
+    /**
+     * Records something refused on its way in from outside the task streams (an execution job a
+     * worker will not run), once per (source, id), in the dead-letter stream of `shard`.
+     * Returns whether it was recorded now (false: it already was).
+     */
+    add: async (
+      shard: number,
+      source: string,
+      id: string,
+      reason: string,
+      raw: string,
+    ): Promise<boolean> => {
+      const r = await this.run(
+        this.scripts.dead_letter(
+          this.keys.deadLetters(shard),
+          this.keys.deadIndex(shard),
+          source,
+          id,
+          reason.slice(0, 4_000),
+          raw.slice(0, 64_000),
+          this.opts.deadLettersMaxLen,
+        ),
+      );
+      return r !== 0;
+    },
     read: async (shard: number, afterId = '0-0', count = 1_000): Promise<Page<DeadLetter>> => {
       const start = afterId === '0-0' ? '-' : `(${afterId}`;
       const raw = (await this.redis.xrange(
