@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 export interface ReplayCommandOptions {
   pace?: number;
@@ -7,12 +8,16 @@ export interface ReplayCommandOptions {
   spawnChildPidFile?: string;
 }
 
-/** The command line that runs the replay agent as a real stdio process (node + tsx). */
+/**
+ * The command line that runs the replay agent as a real stdio process (node + tsx). tsx is named
+ * by its file, so the agent runs from any working directory (an execution's workspace).
+ */
 export const replayAgentCommand = (
   recordingPath: string,
   options: ReplayCommandOptions = {},
 ): { command: string; args: string[] } => {
-  const args = ['--import', 'tsx', join(__dirname, 'main.ts'), recordingPath];
+  const tsx = pathToFileURL(require.resolve('tsx')).href;
+  const args = ['--import', tsx, join(__dirname, 'main.ts'), recordingPath];
   if (options.pace !== undefined) args.push('--pace', String(options.pace));
   if (options.crashAfterFrames !== undefined)
     args.push('--crash-after', String(options.crashAfterFrames));
