@@ -11,6 +11,7 @@ import {
   type FactBody,
   type Frame,
 } from '@baton/acp';
+import type { AgentProfile } from '@baton/config';
 import type { ExecutionJob, Fact, InboxMessage } from '@baton/protocol';
 import {
   InvalidEntryError,
@@ -21,12 +22,11 @@ import {
   type StreamTail,
 } from '@baton/store';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import type { Logger } from './logger';
 import { Pump } from './pump';
 import { resolveRecording } from './recordings';
+import { prepareWorkspace } from './workspace';
 
 export interface ExecutionSettings {
   workerId: string;
@@ -35,6 +35,24 @@ export interface ExecutionSettings {
   setupTimeoutMs: number;
   killGraceMs: number;
   recordingsDir: string;
+  workspaceRoot: string;
+}
+
+/**
+ * The environment of an agent process: PATH and HOME of the worker, the variables the profile
+ * inherits (when the worker has them) and the profile's own — never Baton's settings (Redis
+ * credentials, the token secret), which the profile schema refuses to name.
+ */
+export function agentEnv(
+  profile: AgentProfile,
+  workerEnv: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of ['PATH', 'HOME', ...profile.inheritEnv]) {
+    const v = workerEnv[name];
+    if (v !== undefined) env[name] = v;
+  }
+  return { ...env, ...profile.env };
 }
 
 export interface ExecutionOutcome {
@@ -50,6 +68,8 @@ interface AgentLaunch {
   env: NodeJS.ProcessEnv;
   /** Where the process runs. */
   cwd: string;
+  /** The working directory of the ACP session. */
+  sessionCwd: string;
 }
 
 class StoppedBeforeStart extends Error {
@@ -90,6 +110,7 @@ export class Execution {
 
   constructor(
     private readonly job: ExecutionJob,
+    private readonly profile: AgentProfile,
     private readonly store: EventStore,
     private readonly settings: ExecutionSettings,
     log: Logger,
@@ -176,16 +197,19 @@ export class Execution {
     try {
       if (this.stopRequested) throw new StoppedBeforeStart();
       const launch = this.launch();
-      log.info({ command: launch.command, generation: this.generation }, 'starting agent');
+      log.info(
+        { profile: this.job.profile, command: launch.command, cwd: launch.sessionCwd },
+        'starting agent',
+      );
       this.host = await AgentHost.start({
         command: launch.command,
         args: launch.args,
         env: launch.env,
         cwd: launch.cwd,
-        sessionCwd: this.job.cwd ?? this.tempCwd(),
-        rawSdkMessages: this.job.rawSdkMessages,
-        permissionPolicy: this.job.permissionPolicy,
-        ...(this.job.mode !== undefined ? { mode: this.job.mode } : {}),
+        sessionCwd: launch.sessionCwd,
+        rawSdkMessages: this.profile.capabilities.rawSdkMessages,
+        permissionPolicy: this.profile.permissionPolicy,
+        ...(this.profile.mode !== undefined ? { mode: this.profile.mode } : {}),
         setupTimeoutMs: settings.setupTimeoutMs,
         killGraceMs: settings.killGraceMs,
         onFact: (f) => this.onFact(f),
@@ -240,33 +264,34 @@ export class Execution {
   }
 
   private describeAgent(): string {
-    const a = this.job.agent;
+    const p = this.profile;
+    const what =
+      p.kind === 'command' ? [p.command, ...p.args].join(' ') : `replay ${this.recording()}`;
+    return `profile ${this.job.profile}: ${what}`.slice(0, 2_000);
+  }
+
+  private recording(): string {
     return (
-      a.kind === 'command' ? [a.command, ...a.args].join(' ') : `replay ${a.recording}`
-    ).slice(0, 2_000);
+      this.job.recording ?? (this.profile.kind === 'replay' ? this.profile.recording : '') ?? ''
+    );
   }
 
-  private tempCwd(): string {
-    this.tempDir ??= mkdtempSync(join(tmpdir(), 'baton-exec-'));
-    return this.tempDir;
-  }
-
+  /** Chooses the workspace (the worker's, never the client's path) and the process to start. */
   private launch(): AgentLaunch {
-    const agent = this.job.agent;
-    if (agent.kind === 'command') {
-      return {
-        command: agent.command,
-        args: agent.args,
-        env: { ...process.env, ...agent.env },
-        cwd: this.job.cwd ?? this.tempCwd(),
-      };
+    const p = this.profile;
+    const env = agentEnv(p);
+    if (p.kind === 'command') {
+      const ws = prepareWorkspace(this.settings.workspaceRoot, this.job.tenant, this.job.workspace);
+      if (ws.temporary) this.tempDir = ws.dir;
+      return { command: p.command, args: p.args, env, cwd: ws.dir, sessionCwd: ws.dir };
     }
-    const file = resolveRecording(agent.recording, this.settings.recordingsDir);
-    const { command, args } = replayAgentCommand(file, {
-      pace: agent.speed === 0 ? 0 : 1 / agent.speed,
-    });
-    // The replay agent is Baton's own code: it runs where Baton's modules resolve.
-    return { command, args, env: process.env, cwd: process.cwd() };
+    // Checked before any folder is made, so a refused recording leaves nothing behind.
+    const file = resolveRecording(this.recording(), this.settings.recordingsDir);
+    const ws = prepareWorkspace(this.settings.workspaceRoot, this.job.tenant, this.job.workspace);
+    if (ws.temporary) this.tempDir = ws.dir;
+    const speed = this.job.speed ?? p.speed;
+    const { command, args } = replayAgentCommand(file, { pace: speed === 0 ? 0 : 1 / speed });
+    return { command, args, env, cwd: ws.dir, sessionCwd: ws.dir };
   }
 
   private onFact(body: FactBody): void {

@@ -4,16 +4,30 @@
  * running execution ended (with its execution.ended fact, its agent's process group killed), then
  * exit 0.
  */
-import { COMMON, ConfigError, WORKER, loadConfig } from '@baton/config';
+import {
+  COMMON,
+  ConfigError,
+  PROFILES,
+  ProfilesError,
+  WORKER,
+  loadConfig,
+  loadProfiles,
+} from '@baton/config';
 import { startWorker } from './worker';
 
 async function main(): Promise<void> {
   let config;
+  let profiles;
   try {
-    config = loadConfig({ ...COMMON, ...WORKER });
+    config = loadConfig({ ...COMMON, ...WORKER, ...PROFILES });
+    profiles = loadProfiles();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    if (err instanceof ProfilesError) {
+      process.stderr.write(`invalid configuration: ${err.message}\n`);
       process.exit(2);
     }
     throw err;
@@ -27,6 +41,10 @@ async function main(): Promise<void> {
     executionLeaseMs: config.WORKER_EXECUTION_LEASE_MS,
     ...(config.WORKER_RECORDINGS_DIR !== undefined
       ? { recordingsDir: config.WORKER_RECORDINGS_DIR }
+      : {}),
+    profiles: { ...profiles },
+    ...(config.WORKER_WORKSPACE_ROOT !== undefined
+      ? { workspaceRoot: config.WORKER_WORKSPACE_ROOT }
       : {}),
     coalesceMs: config.WORKER_COALESCE_MS,
     setupTimeoutMs: config.WORKER_SETUP_TIMEOUT_MS,

@@ -14,6 +14,11 @@ export class WorkerMetrics {
     help: 'Agent executions started',
     registers: [this.registry],
   });
+  readonly refused = new Counter({
+    name: 'baton_worker_jobs_refused_total',
+    help: 'Execution jobs refused (dead-lettered, nothing run): bad shape, unknown profile, wrong tenant',
+    registers: [this.registry],
+  });
   readonly ended = new Counter({
     name: 'baton_worker_executions_ended_total',
     help: 'Agent executions ended, by reason',

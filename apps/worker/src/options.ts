@@ -1,4 +1,6 @@
-import { COMMON, defaultInstanceId } from '@baton/config';
+import { AgentProfile, COMMON, builtinProfiles, defaultInstanceId } from '@baton/config';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
@@ -13,6 +15,10 @@ export const WorkerOptions = z.object({
   executionLeaseMs: int(200, 600_000).default(3_000),
   /** Folder of the recordings a `recording` agent may name (default: the bundled ones). */
   recordingsDir: z.string().min(1).optional(),
+  /** The agent profiles executions may start (default: the built-in set of libs/config). */
+  profiles: z.record(z.string(), AgentProfile).optional(),
+  /** Root of the agents' workspaces, a folder per tenant (default: baton-workspaces in tmpdir). */
+  workspaceRoot: z.string().min(1).optional(),
   coalesceMs: int(0, 10_000).default(250),
   setupTimeoutMs: int(100, 600_000).default(30_000),
   /** Between SIGTERM and SIGKILL of an agent's process group when its execution ends. */
@@ -22,7 +28,11 @@ export const WorkerOptions = z.object({
   metricsPort: int(0, 65_535).nullable().default(null),
 });
 export type WorkerOptionsInput = z.input<typeof WorkerOptions>;
-export type ResolvedOptions = z.output<typeof WorkerOptions> & { instanceId: string };
+export type ResolvedOptions = z.output<typeof WorkerOptions> & {
+  instanceId: string;
+  profiles: Record<string, AgentProfile>;
+  workspaceRoot: string;
+};
 
 export class WorkerOptionsError extends Error {
   override readonly name = 'WorkerOptionsError';
@@ -36,5 +46,10 @@ export function resolveOptions(input: unknown): ResolvedOptions {
   }
   // Unique per process start: writer instances and logs name it.
   const instanceId = r.data.instanceId ?? defaultInstanceId('worker');
-  return { ...r.data, instanceId };
+  return {
+    ...r.data,
+    instanceId,
+    profiles: r.data.profiles ?? { ...builtinProfiles() },
+    workspaceRoot: r.data.workspaceRoot ?? join(tmpdir(), 'baton-workspaces'),
+  };
 }

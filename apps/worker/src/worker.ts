@@ -1,8 +1,14 @@
 import { BUNDLED_RECORDINGS_DIR } from '@baton/acp';
-import { EXECUTIONS_QUEUE, parseExecutionJob, queuePrefix } from '@baton/jobs';
+import { checkProfileRequest } from '@baton/config';
+import {
+  EXECUTIONS_QUEUE,
+  InvalidExecutionJobError,
+  parseExecutionJob,
+  queuePrefix,
+} from '@baton/jobs';
 import type { ExecutionJob } from '@baton/protocol';
 import { EventStore, connectRedis, redisTargetFromUrl } from '@baton/store';
-import { WaitingError, Worker, type ConnectionOptions } from 'bullmq';
+import { UnrecoverableError, WaitingError, Worker, type ConnectionOptions } from 'bullmq';
 import { Execution } from './execution';
 import { WorkerMetrics, serveHealth } from './metrics';
 import { createLogger, type Logger } from './logger';
@@ -47,6 +53,9 @@ export async function startWorker(
     maxRetriesPerRequest: null,
     connectionName: `${opts.instanceId}:jobs`,
   });
+  const runs = new Map<string, Execution>();
+  let stopping = false;
+  const metrics = new WorkerMetrics(opts.instanceId);
   const settings = {
     workerId: opts.instanceId,
     executionLeaseMs: opts.executionLeaseMs,
@@ -54,10 +63,60 @@ export async function startWorker(
     setupTimeoutMs: opts.setupTimeoutMs,
     killGraceMs: opts.killGraceMs,
     recordingsDir: opts.recordingsDir ?? BUNDLED_RECORDINGS_DIR,
+    workspaceRoot: opts.workspaceRoot,
   };
-  const runs = new Map<string, Execution>();
-  let stopping = false;
-  const metrics = new WorkerMetrics(opts.instanceId);
+  const profiles = opts.profiles;
+  const source = `${queuePrefix(opts.prefix)}:${EXECUTIONS_QUEUE}`;
+
+  /**
+   * A job this worker will not run: recorded with its reason in the dead letters of its task's
+   * shard (shard 0 when it names no task), then failed for good. Nothing is started.
+   */
+  const refuse = async (jobId: string, raw: unknown, reason: string): Promise<never> => {
+    const taskId = (raw as { taskId?: unknown } | null)?.taskId;
+    const shard = typeof taskId === 'string' && taskId !== '' ? store.shardOf(taskId) : 0;
+    log.error({ jobId, reason }, 'execution job refused');
+    metrics.refused.inc();
+    let text: string;
+    try {
+      text = JSON.stringify(raw) ?? 'undefined';
+    } catch {
+      text = String(raw);
+    }
+    await store.deadLetters.add(shard, source, jobId, `execution job refused: ${reason}`, text);
+    throw new UnrecoverableError(`execution job refused: ${reason}`);
+  };
+
+  /**
+   * Every job is checked again here, whoever queued it (Redis is writable by more than the
+   * gateway): strict shape (no agent, command, env or cwd), a configured profile, and the task's
+   * owner is the job's tenant.
+   */
+  const admit = async (jobId: string, raw: unknown): Promise<ExecutionJob> => {
+    let data: ExecutionJob;
+    try {
+      data = parseExecutionJob(raw);
+    } catch (err) {
+      return refuse(
+        jobId,
+        raw,
+        err instanceof InvalidExecutionJobError ? err.problems.join('; ') : String(err),
+      );
+    }
+    const problem = checkProfileRequest(profiles, data);
+    if (problem !== null) return refuse(jobId, raw, problem);
+    const owner = await store.tenants.of(data.taskId);
+    if (owner !== data.tenant) {
+      return refuse(
+        jobId,
+        raw,
+        owner === null
+          ? `task ${data.taskId} has no tenant`
+          : `task ${data.taskId} is not tenant ${JSON.stringify(data.tenant)}'s`,
+      );
+    }
+    return data;
+  };
 
   const worker = new Worker<ExecutionJob, void>(
     EXECUTIONS_QUEUE,
@@ -67,15 +126,9 @@ export async function startWorker(
         await job.moveToWait(token);
         throw new WaitingError();
       }
-      let data: ExecutionJob;
-      try {
-        data = parseExecutionJob(job.data);
-      } catch (err) {
-        log.error({ jobId: job.id, err: String(err) }, 'invalid execution job');
-        throw err;
-      }
+      const data = await admit(job.id ?? '', job.data);
       if (runs.has(data.executionId)) throw new Error(`${data.executionId} already runs here`);
-      const run = new Execution(data, store, settings, log);
+      const run = new Execution(data, profiles[data.profile]!, store, settings, log);
       runs.set(data.executionId, run);
       metrics.started.inc();
       metrics.running.set(runs.size);
