@@ -121,7 +121,8 @@ class ExecutionsShutdown implements OnApplicationShutdown {
     {
       provide: Executions,
       inject: [STORE, OPTIONS],
-      useFactory: (store: EventStore, o: ResolvedOptions) => new Executions(store, o.prefix),
+      useFactory: (store: EventStore, o: ResolvedOptions) =>
+        new Executions(store, o.prefix, o.profiles),
     },
     ExecutionsShutdown,
   ],

@@ -1,3 +1,4 @@
+import { builtinProfiles } from '@baton/config';
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -66,6 +67,7 @@ export function resolveOptions(o: GatewayOptions): ResolvedOptions {
     idleTimeoutMs: o.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
     logLevel: o.logLevel ?? DEFAULTS.logLevel,
     store: o.store,
+    profiles: o.profiles ?? builtinProfiles(),
   };
 }
 

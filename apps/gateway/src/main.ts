@@ -1,15 +1,30 @@
 // The gateway process: `node --import tsx apps/gateway/src/main.ts`, configured by the
 // environment (libs/config: COMMON and GATEWAY settings).
-import { COMMON, ConfigError, GATEWAY, loadConfig } from '@baton/config';
+import {
+  COMMON,
+  ConfigError,
+  GATEWAY,
+  PROFILES,
+  ProfilesError,
+  loadConfig,
+  loadProfiles,
+} from '@baton/config';
 import { startGateway } from './gateway';
 
 async function main(): Promise<void> {
   let config;
+  let profiles;
   try {
-    config = loadConfig({ ...COMMON, ...GATEWAY });
+    config = loadConfig({ ...COMMON, ...GATEWAY, ...PROFILES });
+    // The gateway refuses unknown profile names before it queues anything.
+    profiles = loadProfiles();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    if (err instanceof ProfilesError) {
+      process.stderr.write(`invalid configuration: ${err.message}\n`);
       process.exit(2);
     }
     throw err;
@@ -40,6 +55,7 @@ async function main(): Promise<void> {
     heartbeatMs: config.GATEWAY_HEARTBEAT_MS,
     idleTimeoutMs: config.GATEWAY_IDLE_TIMEOUT_MS,
     logLevel: config.LOG_LEVEL,
+    profiles,
   });
   // Tests and scripts read the bound port from this line (GATEWAY_PORT=0 picks a free one).
   process.stdout.write(

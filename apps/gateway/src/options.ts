@@ -1,3 +1,4 @@
+import type { Profiles } from '@baton/config';
 import type { EventStoreOptions } from '@baton/store';
 
 /** Everything a gateway process needs; {@link startGateway} fills in the defaults. */
@@ -26,6 +27,8 @@ export interface GatewayOptions {
   heartbeatMs?: number;
   /** A connection with no subscription that sends nothing for this long is closed; 0: never. */
   idleTimeoutMs?: number;
+  /** The agent profiles executions may name (default: the built-in set of libs/config). */
+  profiles?: Profiles;
   logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Store tuning for tests and benchmarks (e.g. a small `updatesMaxLen`); not a public setting. */
   store?: Omit<EventStoreOptions, 'shards' | 'prefix'>;

@@ -2,7 +2,11 @@ import { errors, jwtVerify } from 'jose';
 import type { IncomingMessage } from 'node:http';
 import { z } from 'zod';
 
-export const SCOPES = ['read', 'prompt', 'admin'] as const;
+/**
+ * What a token may do: `read` views and updates, `prompt` prompts, queue and session commands,
+ * `execute` start agent executions (of operator-configured profiles), `admin` everything.
+ */
+export const SCOPES = ['read', 'prompt', 'execute', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** Who a request acts for: a tenant and what it may do there. */
@@ -29,7 +33,7 @@ const Claims = z.object({
     .max(200)
     .refine(
       (s) => s.split(' ').every((p) => p === '' || (SCOPES as readonly string[]).includes(p)),
-      'must be a space-separated subset of "read prompt admin"',
+      'must be a space-separated subset of "read prompt execute admin"',
     ),
   sub: z.string().optional(),
   exp: z.number().optional(),

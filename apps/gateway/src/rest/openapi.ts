@@ -74,7 +74,9 @@ export function openApiDocument(): Record<string, unknown> {
       version: '0.1.0',
       description:
         'Read models and commands of a tenant’s tasks. Authentication: an HS256 JWT with claims ' +
-        '`tenant` and `scope` (space-separated subset of `read prompt admin`) as a Bearer token ' +
+        '`tenant` and `scope` (space-separated subset of `read prompt execute admin`: `read` ' +
+        'views, `prompt` prompts and queue/session commands, `execute` starts executions of ' +
+        'operator-configured agent profiles, `admin` all of them) as a Bearer token ' +
         '(or `?token=`). A task belongs to the first tenant that touches it; a task of another ' +
         'tenant answers exactly as one that does not exist. WebSockets on the same port: `/ws` ' +
         '(Baton’s protocol, docs/protocol.md) and `/ahp` (the AHP chat channel, docs/ahp-channel.md).',
@@ -197,7 +199,10 @@ export function openApiDocument(): Record<string, unknown> {
       },
       '/v1/tasks/{taskId}/sessions/{sessionId}/executions': {
         post: {
-          summary: 'Start an execution (agent command or recording) on a worker — admin scope',
+          summary:
+            'Start an execution of an agent profile the operator configured — execute scope. ' +
+            'The body names the profile (plus recording and speed for replay profiles, and a ' +
+            'workspace subfolder); any other key, or an unknown profile, is a 400 and nothing is queued',
           ...secured,
           parameters: session,
           ...body('ExecutionBody'),

@@ -1,4 +1,11 @@
-import { AgentSpec, Id, MAX_PROMPT_CHARS, PermissionPolicy, PromptOrigin } from '@baton/protocol';
+import {
+  ExecutionJob,
+  Id,
+  MAX_PROMPT_CHARS,
+  ProfileName,
+  PromptOrigin,
+  WorkspacePath,
+} from '@baton/protocol';
 import { z } from 'zod';
 
 /** Request bodies of the REST routes (the OpenAPI document is built from these). */
@@ -11,15 +18,31 @@ export const PromptBody = z.object({
 });
 export const ObservedGenerationBody = z.object({ observedGeneration: Generation.optional() });
 export const AutoRunBody = z.object({ enabled: z.boolean() });
-export const ExecutionBody = z.object({
-  /** Chosen by the caller to make the request retryable; a fresh one when absent. */
-  executionId: Id.optional(),
-  agent: AgentSpec,
-  cwd: z.string().min(1).max(4_000).optional(),
-  mode: z.string().min(1).max(200).optional(),
-  permissionPolicy: PermissionPolicy.optional(),
-  rawSdkMessages: z.boolean().optional(),
-});
+/**
+ * What a client may say about an execution: which operator-configured profile, and the few
+ * choices a profile leaves open. Strict: any other key (`agent`, `command`, `args`, `env`, `cwd`,
+ * …) is a 400 naming it; nothing about the process comes from a client.
+ */
+export const ExecutionBody = z.strictObject(
+  {
+    /** Chosen by the caller to make the request retryable; a fresh one when absent. */
+    executionId: Id.optional(),
+    /** A profile the operator configured (BATON_PROFILES / BATON_PROFILES_FILE). */
+    profile: ProfileName,
+    /** Replay profiles only: the recording to play. */
+    recording: ExecutionJob.shape.recording,
+    /** Replay profiles only: playback speed factor (0: no delays). */
+    speed: ExecutionJob.shape.speed,
+    /** A subfolder of the tenant's workspace (default: a fresh folder for this execution). */
+    workspace: WorkspacePath.optional(),
+  },
+  {
+    error: (iss) =>
+      iss.code === 'unrecognized_keys'
+        ? `unknown field${iss.keys.length > 1 ? 's' : ''} ${iss.keys.map((k) => JSON.stringify(k)).join(', ')}: an execution names a profile (and recording, speed, workspace, executionId), never a command, environment or path`
+        : undefined,
+  },
+);
 export const ExecutionStarted = z.object({ executionId: Id, jobId: z.string() });
 export const TaskList = z.object({ tasks: z.array(Id) });
 export const ErrorBody = z.object({

@@ -162,7 +162,7 @@ export class TasksController {
   }
 
   @Post(`${SESSION}/executions`)
-  @RequiresScope('admin')
+  @RequiresScope('execute')
   @HttpCode(202)
   async startExecution(
     @Req() req: AuthedRequest,
@@ -172,9 +172,17 @@ export class TasksController {
   ): Promise<{ executionId: string; jobId: string }> {
     const ids = this.ids(taskId, sessionId);
     const b = parse(ExecutionBody, body);
+    // Unknown profiles are refused before the task is claimed or anything is queued.
+    this.executions.check(b);
     await this.tenancy.claim(taskId, req.principal.tenant);
     const executionId = b.executionId ?? randomUUID();
-    const jobId = await this.executions.start({ v: 1, ...ids, ...b, executionId });
+    const jobId = await this.executions.start({
+      v: 1,
+      ...ids,
+      ...b,
+      executionId,
+      tenant: req.principal.tenant,
+    });
     return { executionId, jobId };
   }
 
