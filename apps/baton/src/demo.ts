@@ -1,7 +1,5 @@
 import { BatonClient } from '@baton/client';
-import { enqueueExecution, executionQueue } from '@baton/jobs';
-import { SCHEMA_VERSION, type TaskView } from '@baton/protocol';
-import { connectRedis, redisTargetFromUrl } from '@baton/store';
+import type { TaskView } from '@baton/protocol';
 import { randomBytes } from 'node:crypto';
 
 /** The bundled recording the demo plays (libs/acp/fixtures; made by libs/acp/scripts). */
@@ -12,20 +10,16 @@ const SESSION = 'main';
 export interface DemoOptions {
   gatewayUrl: string;
   token: string;
-  redisUrl: string;
-  prefix: string;
   say: (line: string) => void;
 }
 
 /**
- * Starts a replay execution of the demo recording on each demo task, through the same queue any
- * client uses, then sends three prompts per task through the gateway as a client would: they
+ * Starts a replay execution of the demo recording on each demo task (the `replay` profile),
+ * through the gateway's REST API with the run's token as any client would, then sends three prompts per task through the gateway as a client would: they
  * queue while the agent starts (no execution yet), then run one by one as turns end. Prints each
  * session's activity as it changes.
  */
 export async function startDemo(o: DemoOptions): Promise<{ stop(): Promise<void> }> {
-  const redis = connectRedis(redisTargetFromUrl(o.redisUrl), { maxRetriesPerRequest: null });
-  const queue = executionQueue(redis, o.prefix);
   const client = new BatonClient({ retryInitialConnect: true });
   await client.connect(o.gatewayUrl.replace(/^http/, 'ws') + '/ws', o.token);
   const run = randomBytes(3).toString('hex');
@@ -40,12 +34,11 @@ export async function startDemo(o: DemoOptions): Promise<{ stop(): Promise<void>
       },
     });
     await sub.ready;
-    await enqueueExecution(queue, {
-      v: SCHEMA_VERSION,
-      taskId,
-      sessionId: SESSION,
+    await startExecution(o, taskId, {
       executionId: `${taskId}-${run}`,
-      agent: { kind: 'recording', recording: DEMO_RECORDING, speed: 1 },
+      profile: 'replay',
+      recording: DEMO_RECORDING,
+      speed: 1,
     });
     for (let i = 1; i <= 3; i++) {
       void client
@@ -64,10 +57,26 @@ export async function startDemo(o: DemoOptions): Promise<{ stop(): Promise<void>
   return {
     stop: async () => {
       await client.close();
-      await queue.close();
-      redis.disconnect();
     },
   };
+}
+
+async function startExecution(
+  o: DemoOptions,
+  taskId: string,
+  body: Record<string, unknown>,
+): Promise<void> {
+  const url = `${o.gatewayUrl}/v1/tasks/${encodeURIComponent(taskId)}/sessions/${SESSION}/executions`;
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${o.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) {
+    throw new Error(
+      `demo ${taskId}: starting its execution failed: ${res.status} ${await res.text()}`,
+    );
+  }
 }
 
 function outcome(d: { outcome: string; position?: number; reason?: string }): string {

@@ -4,7 +4,18 @@
  * redis-server of our own is started with its data in BATON_DATA_DIR, reachable only through a
  * unix socket there. Ctrl-C stops everything cleanly; the next start continues where this one left.
  */
-import { COMMON, ConfigError, GATEWAY, PROJECTOR, RUN, WORKER, loadConfig } from '@baton/config';
+import {
+  COMMON,
+  ConfigError,
+  GATEWAY,
+  PROFILES,
+  PROJECTOR,
+  ProfilesError,
+  RUN,
+  WORKER,
+  loadConfig,
+  loadProfiles,
+} from '@baton/config';
 import { resolve } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { startGateway } from '../../gateway/src/gateway';
@@ -31,7 +42,15 @@ async function main(argv: string[]): Promise<void> {
   const unknown = argv.filter((a) => a !== '--demo');
   if (unknown.length > 0) throw new UsageError(`unknown option ${unknown[0]}\n${USAGE}`);
 
-  const config = loadConfig({ ...COMMON, ...PROJECTOR, ...WORKER, ...GATEWAY, ...RUN });
+  const config = loadConfig({
+    ...COMMON,
+    ...PROJECTOR,
+    ...WORKER,
+    ...PROFILES,
+    ...GATEWAY,
+    ...RUN,
+  });
+  const profiles = loadProfiles();
   const demo = argv.includes('--demo') || config.BATON_DEMO;
   const dataDir = resolve(config.BATON_DATA_DIR);
   const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -77,6 +96,8 @@ async function main(argv: string[]): Promise<void> {
     coalesceMs: config.WORKER_COALESCE_MS,
     setupTimeoutMs: config.WORKER_SETUP_TIMEOUT_MS,
     ...(config.WORKER_RECORDINGS_DIR ? { recordingsDir: config.WORKER_RECORDINGS_DIR } : {}),
+    ...(config.WORKER_WORKSPACE_ROOT ? { workspaceRoot: config.WORKER_WORKSPACE_ROOT } : {}),
+    profiles: { ...profiles },
   });
   const jwtSecret = config.BATON_JWT_SECRET ?? localSecret(dataDir);
   const gateway = await startGateway({
@@ -86,10 +107,12 @@ async function main(argv: string[]): Promise<void> {
     jwtSecret,
     ...(config.BATON_JWT_ISSUER ? { jwtIssuer: config.BATON_JWT_ISSUER } : {}),
     admissionWaitMs: config.GATEWAY_ADMISSION_WAIT_MS,
+    profiles,
   });
   const token = await mintToken(jwtSecret, {
     tenant: 'local',
-    scopes: ['read', 'prompt', 'admin'],
+    // Least privilege: views, prompts, and executions of the configured profiles; no admin.
+    scopes: ['read', 'prompt', 'execute'],
     ...(config.BATON_JWT_ISSUER ? { issuer: config.BATON_JWT_ISSUER } : {}),
   });
   // The CLI reads it from here by default.
@@ -100,7 +123,8 @@ async function main(argv: string[]): Promise<void> {
   say(`  page       ${gateway.url}/?token=${token}`);
   say(`  WebSocket  ${ws}/ws?token=…   AHP channel ${ws}/ahp`);
   say(`  REST       ${gateway.url}/v1/tasks   OpenAPI ${gateway.url}/openapi.json`);
-  say(`  token      tenant "local", scopes read prompt admin (saved in ${dataDir}/token)`);
+  say(`  token      tenant "local", scopes read prompt execute (saved in ${dataDir}/token)`);
+  say(`  profiles   ${Object.keys(profiles).sort().join(', ')}`);
   say('Ctrl-C stops it; the next start continues where it left off.');
 
   let demoHandle: { stop(): Promise<void> } | null = null;
@@ -108,8 +132,6 @@ async function main(argv: string[]): Promise<void> {
     demoHandle = await startDemo({
       gatewayUrl: gateway.url,
       token,
-      redisUrl,
-      prefix: config.BATON_PREFIX,
       say,
     });
 
@@ -133,7 +155,10 @@ class UsageError extends Error {}
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   const known =
-    err instanceof ConfigError || err instanceof RedisUnavailableError || err instanceof UsageError;
+    err instanceof ConfigError ||
+    err instanceof ProfilesError ||
+    err instanceof RedisUnavailableError ||
+    err instanceof UsageError;
   process.stderr.write(
     `baton: ${known ? (err as Error).message : String((err as Error)?.stack ?? err)}\n`,
   );

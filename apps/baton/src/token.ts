@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 
-export type Scope = 'read' | 'prompt' | 'admin';
+export type Scope = 'read' | 'prompt' | 'execute' | 'admin';
 
 /** Signs a client token (HS256) carrying a tenant and scopes, as the gateway verifies them. */
 export async function mintToken(
