@@ -1,14 +1,14 @@
 /**
  * The Baton CLI: `npm run baton -- <command>` (or the `baton` bin).
- * Client commands go through the gateway with a token, as any client would; operator commands
- * (exec, rebuild, shards, token) talk to Redis directly. Every error is one line and exit code 1
- * (2 for a usage error).
+ * Client commands (exec included) go through the gateway with a token, as any client would;
+ * operator commands (rebuild, shards) read Redis directly and say on stderr which Redis and
+ * prefix they act on; token mints a token. Every error is one line and exit code 1 (2 for a
+ * usage error).
  */
 import { BatonClient, BatonError } from '@baton/client';
 import { CLI, COMMON, ConfigError, GATEWAY, RUN, loadConfig } from '@baton/config';
-import { enqueueExecution, executionQueue } from '@baton/jobs';
-import { SCHEMA_VERSION, type AgentSpec, type CommandResult } from '@baton/protocol';
-import { EventStore, connectRedis, redact, redisTargetFromUrl } from '@baton/store';
+import type { CommandResult } from '@baton/protocol';
+import { EventStore, redact, redisTargetFromUrl } from '@baton/store';
 import { embeddedRedisUrl } from '../../baton/src/embedded-redis';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -28,15 +28,15 @@ client commands (through the gateway; BATON_GATEWAY_URL, BATON_TOKEN):
   queue <task> <session> send-now <promptId>    run a queued prompt next
   queue <task> <session> auto-run on|off        let the queue drain by itself, or not
   cancel <task> <session>                       cancel the running turn
+  exec <task> <session> --profile NAME [--recording R] [--speed F] [--workspace DIR]
+                                                start an execution of an agent profile the operator
+                                                configured (execute scope; --recording alone: replay)
 
 operator commands (straight to Redis; REDIS_URL, BATON_PREFIX, BATON_SHARDS):
-  exec <task> <session> --recording NAME [--speed F]    start a replay execution
-  exec <task> <session> [--mode M] -- <command> [args…]  start an execution of an ACP agent
-                                                (--tenant T: the task's tenant, default local)
   rebuild <task> [--state]                      fold the task's stream from its start (from its snapshot
                                                 only when the stream was trimmed behind it); print its view
   shards                                        show who owns each shard
-  token [--tenant T] [--scopes read,prompt,admin] [--expires 30d]
+  token [--tenant T] [--scopes read,prompt,execute,admin] [--expires 30d]
                                                 mint a client token (BATON_JWT_SECRET or the local one)`;
 
 export class UsageError extends Error {}
@@ -62,8 +62,7 @@ function parse(argv: string[], options: ParseArgsConfig['options'] = {}) {
   }
 }
 
-async function withClient<T>(fn: (c: BatonClient) => Promise<T>): Promise<T> {
-  const config = env();
+function clientToken(config: ReturnType<typeof env>): string {
   const tokenFile = resolve(config.BATON_DATA_DIR, 'token');
   const token =
     config.BATON_TOKEN ??
@@ -73,6 +72,41 @@ async function withClient<T>(fn: (c: BatonClient) => Promise<T>): Promise<T> {
       `no token: set BATON_TOKEN (or run Baton once with npm start, which saves one in ${tokenFile})`,
     );
   }
+  return token;
+}
+
+/** A REST call to the gateway with the caller's token; a refusal is its `error.message`. */
+async function restCall(method: string, path: string, body: unknown): Promise<unknown> {
+  const config = env();
+  const token = clientToken(config);
+  let res: Response;
+  try {
+    res = await fetch(`${config.BATON_GATEWAY_URL.replace(/\/$/, '')}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(10_000),
+    });
+  } catch (err) {
+    throw new Error(`cannot reach the gateway at ${config.BATON_GATEWAY_URL}: ${message(err)}`);
+  }
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: reported as text
+  }
+  if (!res.ok) {
+    const e = (parsed as { error?: { code?: string; message?: string } })?.error;
+    throw new Error(`${res.status} ${e?.code ?? ''}: ${e?.message ?? text}`.replace(' :', ':'));
+  }
+  return parsed;
+}
+
+async function withClient<T>(fn: (c: BatonClient) => Promise<T>): Promise<T> {
+  const config = env();
+  const token = clientToken(config);
   const client = new BatonClient({ requestTimeoutMs: 10_000 });
   try {
     await client.connect(`${config.BATON_GATEWAY_URL.replace(/^http/, 'ws')}/ws`, token);
@@ -97,9 +131,13 @@ export function operatorRedisUrl(config: ReturnType<typeof env>): string {
   return embeddedRedisUrl(resolve(config.BATON_DATA_DIR)) ?? config.REDIS_URL;
 }
 
-async function withStore<T>(fn: (store: EventStore) => Promise<T>): Promise<T> {
+async function withStore<T>(fn: (store: EventStore) => Promise<T>, note: Out): Promise<T> {
   const config = env();
   const redisUrl = operatorRedisUrl(config);
+  // An operator command acts on whatever Redis that is: say which, before touching it.
+  note(
+    `baton: operator command on Redis ${redact(redisUrl)}, prefix ${config.BATON_PREFIX}, ${config.BATON_SHARDS} shards`,
+  );
   const store = EventStore.connect(
     redisTargetFromUrl(redisUrl),
     { shards: config.BATON_SHARDS, prefix: config.BATON_PREFIX },
@@ -121,7 +159,12 @@ async function withStore<T>(fn: (store: EventStore) => Promise<T>): Promise<T> {
   }
 }
 
-export async function run(argv: string[], out: Out, signal?: AbortSignal): Promise<void> {
+export async function run(
+  argv: string[],
+  out: Out,
+  signal?: AbortSignal,
+  note: Out = (line) => process.stderr.write(`${line}\n`),
+): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'tail': {
@@ -213,59 +256,48 @@ export async function run(argv: string[], out: Out, signal?: AbortSignal): Promi
       return;
     }
     case 'exec': {
-      const dash = rest.indexOf('--');
-      const own = dash === -1 ? rest : rest.slice(0, dash);
-      const agentArgv = dash === -1 ? [] : rest.slice(dash + 1);
-      const { positionals: p, values } = parse(own, {
+      if (rest.includes('--')) {
+        throw new UsageError(
+          'exec starts an agent profile the operator configured; a command cannot be given',
+        );
+      }
+      const { positionals: p, values } = parse(rest, {
+        profile: { type: 'string' },
         recording: { type: 'string' },
         speed: { type: 'string' },
-        mode: { type: 'string' },
+        workspace: { type: 'string' },
         'execution-id': { type: 'string' },
-        tenant: { type: 'string' },
       });
       const [taskId, sessionId] = positionals(p, ['task', 'session'], 'exec');
-      let agent: AgentSpec;
-      if (typeof values.recording === 'string') {
-        const speed = values.speed === undefined ? 1 : Number(values.speed);
+      const profile =
+        typeof values.profile === 'string'
+          ? values.profile
+          : typeof values.recording === 'string'
+            ? 'replay'
+            : undefined;
+      if (profile === undefined) throw new UsageError('exec needs --profile NAME');
+      let speed: number | undefined;
+      if (values.speed !== undefined) {
+        speed = Number(values.speed);
         if (!(speed >= 0)) throw new UsageError('--speed must be a number ≥ 0');
-        agent = { kind: 'recording', recording: values.recording, speed };
-      } else if (agentArgv.length > 0) {
-        agent = { kind: 'command', command: agentArgv[0]!, args: agentArgv.slice(1), env: {} };
-      } else {
-        throw new UsageError('exec needs --recording NAME or -- <command> [args…]');
       }
       const executionId =
         typeof values['execution-id'] === 'string' ? values['execution-id'] : randomUUID();
-      // The task is its tenant's: the clients of that tenant (and only they) see it.
-      const tenant = typeof values.tenant === 'string' ? values.tenant : 'local';
-      const owner = await withStore((store) => store.tenants.claim(taskId!, tenant));
-      if (owner !== tenant) throw new Error(`task ${taskId} belongs to another tenant`);
-      const config = env();
-      const redis = connectRedis(redisTargetFromUrl(operatorRedisUrl(config)), {
-        maxRetriesPerRequest: 1,
+      const path = `/v1/tasks/${encodeURIComponent(taskId!)}/sessions/${encodeURIComponent(sessionId!)}/executions`;
+      const started = await restCall('POST', path, {
+        executionId,
+        profile,
+        ...(typeof values.recording === 'string' ? { recording: values.recording } : {}),
+        ...(speed !== undefined ? { speed } : {}),
+        ...(typeof values.workspace === 'string' ? { workspace: values.workspace } : {}),
       });
-      redis.on('error', () => undefined);
-      const queue = executionQueue(redis, config.BATON_PREFIX);
-      try {
-        await enqueueExecution(queue, {
-          v: SCHEMA_VERSION,
-          taskId: taskId!,
-          sessionId: sessionId!,
-          executionId,
-          agent,
-          ...(typeof values.mode === 'string' ? { mode: values.mode } : {}),
-        });
-      } finally {
-        await queue.close();
-        redis.disconnect();
-      }
-      out(JSON.stringify({ executionId, taskId, sessionId, tenant }));
+      out(JSON.stringify({ ...(started as object), taskId, sessionId, profile }));
       return;
     }
     case 'rebuild': {
       const { positionals: p, values } = parse(rest, { state: { type: 'boolean' } });
       const [taskId] = positionals(p, ['task'], 'rebuild');
-      const r = await withStore((store) => rebuildTask(store, taskId!));
+      const r = await withStore((store) => rebuildTask(store, taskId!), note);
       out(
         JSON.stringify(
           {
@@ -282,7 +314,7 @@ export async function run(argv: string[], out: Out, signal?: AbortSignal): Promi
       return;
     }
     case 'shards': {
-      const rows = await withStore((store) => shardOwnership(store));
+      const rows = await withStore((store) => shardOwnership(store), note);
       const held = rows.filter((r) => r.owner !== null);
       const byOwner = new Map<string, number[]>();
       for (const r of held) byOwner.set(r.owner!, [...(byOwner.get(r.owner!) ?? []), r.shard]);
@@ -299,8 +331,10 @@ export async function run(argv: string[], out: Out, signal?: AbortSignal): Promi
         expires: { type: 'string' },
       });
       const scopes = String(values.scopes ?? 'read,prompt').split(',') as Scope[];
-      const bad = scopes.find((s) => !['read', 'prompt', 'admin'].includes(s));
-      if (bad !== undefined) throw new UsageError(`unknown scope ${bad}: read, prompt, admin`);
+      const bad = scopes.find((s) => !['read', 'prompt', 'execute', 'admin'].includes(s));
+      if (bad !== undefined) {
+        throw new UsageError(`unknown scope ${bad}: read, prompt, execute, admin`);
+      }
       const config = env();
       const secret = config.BATON_JWT_SECRET ?? localSecret(resolve(config.BATON_DATA_DIR));
       out(
