@@ -152,10 +152,14 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
       while (store.shardOf(taskId) !== 0);
       const ref = { taskId, sessionId: `${taskId}-s`, executionId: `${taskId}-x` };
       refs.push(ref);
+      await store.tenants.claim(taskId, 'bench');
       await enqueueExecution(queue, {
         v: 1,
         ...ref,
-        agent: { kind: 'recording', recording: file, speed: 0 },
+        tenant: 'bench',
+        profile: 'replay',
+        recording: file,
+        speed: 0,
       });
       await store.inbox.append(lease.lease, taskId, ref.executionId, [
         {

@@ -3,10 +3,8 @@
 // with its own ports as its container would have), every healthcheck is run as written, and an
 // end-to-end smoke goes through the gateway. So the compose file cannot rot unnoticed.
 import { BatonClient } from '@baton/client';
-import { enqueueExecution, executionQueue } from '@baton/jobs';
-import { SCHEMA_VERSION, type Update } from '@baton/protocol';
+import type { Update } from '@baton/protocol';
 import { freePort, startRedis, type RedisServer } from '@baton/redis-harness';
-import { connectRedis } from '@baton/store';
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -164,7 +162,7 @@ describe('docker-compose.yml', () => {
     const port = gateway.ports.get('8080')!;
     const token = await mintToken(COMPOSE_SECRETS.BATON_JWT_SECRET!, {
       tenant: 'acme',
-      scopes: ['read', 'prompt', 'admin'],
+      scopes: ['read', 'prompt', 'execute'],
     });
     const client = new BatonClient();
     await client.connect(`ws://127.0.0.1:${port}/ws`, token);
@@ -181,18 +179,21 @@ describe('docker-compose.yml', () => {
       },
     });
     await sub.ready;
-    const bull = connectRedis(
-      { url: composeRedisUrl('gateway', redis.url) },
-      { maxRetriesPerRequest: null },
+    // Through the gateway, as any client: the `replay` profile of the workers' built-in set.
+    const started = await fetch(
+      `http://127.0.0.1:${port}/v1/tasks/t-compose/sessions/main/executions`,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          executionId: 'x-compose-1',
+          profile: 'replay',
+          recording: 'demo-claude.jsonl',
+          speed: 2,
+        }),
+      },
     );
-    const queue = executionQueue(bull, 'baton');
-    await enqueueExecution(queue, {
-      v: SCHEMA_VERSION,
-      taskId: 't-compose',
-      sessionId: 'main',
-      executionId: 'x-compose-1',
-      agent: { kind: 'recording', recording: 'demo-claude.jsonl', speed: 2 },
-    });
+    expect(started.status).toBe(202);
     await until(
       () => sub.view?.sessions.find((s) => s.sessionId === 'main')?.activity.state === 'idle',
       'execution ready',
@@ -228,8 +229,6 @@ describe('docker-compose.yml', () => {
     );
     expect(activity).toEqual(expect.arrayContaining(['generating', 'background', null]));
     await client.close();
-    await queue.close();
-    bull.disconnect();
 
     // SIGTERM, as `docker compose down` sends it: every process stops cleanly.
     for (const { proc } of [...procs].reverse()) {

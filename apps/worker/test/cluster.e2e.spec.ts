@@ -1,7 +1,15 @@
-import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
+import { executionQueue, type ExecutionQueue } from '@baton/jobs';
 import { startRedisCluster, type RedisClusterHandle } from '@baton/redis-harness';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
-import { OwnerDouble, factsOf, readAll, spawnWorker, until, type WorkerProcess } from './support';
+import {
+  OwnerDouble,
+  factsOf,
+  readAll,
+  spawnWorker,
+  startExecution,
+  until,
+  type WorkerProcess,
+} from './support';
 
 /**
  * The worker process unchanged on a 3-master Redis Cluster (REDIS_URL=redis+cluster://...): the
@@ -52,11 +60,7 @@ it('runs executions of tasks in several shards (slots), turn to end, on a Cluste
   }));
   expect(new Set(refs.map((r) => store.shardOf(r.taskId))).size).toBeGreaterThan(1);
   for (const ref of refs) {
-    await enqueueExecution(queue, {
-      v: 1,
-      ...ref,
-      agent: { kind: 'recording', recording: 'codex-exec-command', speed: 0 },
-    });
+    await startExecution(store, queue, ref, { recording: 'codex-exec-command', speed: 0 });
     await owner.deliver(ref, 'p1', 1);
   }
   for (const ref of refs) {

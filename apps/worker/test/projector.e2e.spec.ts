@@ -1,4 +1,4 @@
-import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
+import { executionQueue, type ExecutionQueue } from '@baton/jobs';
 import type { StreamEntry, Update } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-harness';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
@@ -7,6 +7,7 @@ import {
   readAll,
   spawnProjector,
   spawnWorker,
+  startExecution,
   until,
   type ProjectorProcess,
   type WorkerProcess,
@@ -102,11 +103,7 @@ const admitted = (promptId: string) => (e: StreamEntry) =>
 it('Claude, handoff policy: the second prompt is admitted at the human-origin yield, not before', async () => {
   const ref = { taskId: 'claude-task', sessionId: 'claude-session', executionId: 'claude-x1' };
   await gateway.command(ref, 'session.configure', { admission: 'handoff' });
-  await enqueueExecution(queue, {
-    v: 1,
-    ...ref,
-    agent: { kind: 'recording', recording: 'claude-handoff-held-prompt', speed: 0 },
-  });
+  await startExecution(store, queue, ref, { recording: 'claude-handoff-held-prompt', speed: 0 });
   await gateway.submit(ref, 'p1');
   await gateway.submit(ref, 'p2');
 
@@ -177,11 +174,7 @@ it('Claude, handoff policy: the second prompt is admitted at the human-origin yi
 
 it('Codex, coarse policy: the second prompt waits for the first turn to end; delete stops the execution', async () => {
   const ref = { taskId: 'codex-task', sessionId: 'codex-session', executionId: 'codex-x1' };
-  await enqueueExecution(queue, {
-    v: 1,
-    ...ref,
-    agent: { kind: 'recording', recording: 'codex-exec-command', speed: 0 },
-  });
+  await startExecution(store, queue, ref, { recording: 'codex-exec-command', speed: 0 });
   await gateway.submit(ref, 'p1');
   await gateway.submit(ref, 'p2');
   const entries = await until(async () => {

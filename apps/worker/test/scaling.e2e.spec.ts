@@ -1,4 +1,4 @@
-import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
+import { executionQueue, type ExecutionQueue } from '@baton/jobs';
 import type { SessionView, StreamEntry } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-harness';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
@@ -13,6 +13,7 @@ import {
   readAll,
   spawnProjector,
   spawnWorker,
+  startExecution,
   until,
   writeBackgroundRecording,
   type ProjectorProcess,
@@ -126,11 +127,7 @@ it('spreads 30 executions over 3 workers; a killed worker loses only its own', a
     }
     // Handoff: a session whose foreground yielded to its subagent shows `background`.
     await gateway.command(ref, 'session.configure', { admission: 'handoff' });
-    await enqueueExecution(queue, {
-      v: 1,
-      ...ref,
-      agent: { kind: 'recording', recording: 'background' },
-    });
+    await startExecution(store, queue, ref, { recording: 'background' });
     await gateway.submit(ref, `p1-${ref.taskId}`);
   }
 
@@ -222,11 +219,7 @@ it('spreads 30 executions over 3 workers; a killed worker loses only its own', a
   for (const ref of lost) {
     await gateway.submit(ref, `p2-${ref.taskId}`);
     const next = refOf(Number(ref.taskId.slice('task-'.length)), 2);
-    await enqueueExecution(queue, {
-      v: 1,
-      ...next,
-      agent: { kind: 'recording', recording: 'background' },
-    });
+    await startExecution(store, queue, next, { recording: 'background' });
   }
   for (const ref of lost) {
     const next = refOf(Number(ref.taskId.slice('task-'.length)), 2);

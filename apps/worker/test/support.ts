@@ -1,11 +1,29 @@
 import type { FactBody } from '@baton/acp';
 import { SCHEMA_VERSION, type InboxMessage, type StreamEntry } from '@baton/protocol';
+import { enqueueExecution, type ExecutionQueue } from '@baton/jobs';
 import type { EventStore, Lease } from '@baton/store';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const ROOT = join(__dirname, '..', '..', '..');
+
+/**
+ * Starts an execution as the gateway does: the task claimed for its tenant (the worker refuses
+ * a job whose tenant does not own the task), then the job, naming a profile (default: the
+ * built-in `replay`).
+ */
+export async function startExecution(
+  store: EventStore,
+  queue: ExecutionQueue,
+  ref: { taskId: string; sessionId: string; executionId: string },
+  job: { profile?: string; recording?: string; speed?: number; workspace?: string },
+  tenant = 'local',
+): Promise<string> {
+  const owner = await store.tenants.claim(ref.taskId, tenant);
+  if (owner !== tenant) throw new Error(`task ${ref.taskId} belongs to ${owner}`);
+  return enqueueExecution(queue, { v: 1, ...ref, tenant, profile: 'replay', ...job });
+}
 
 /** Resolves once `cond` holds; jest's timeout bounds it. */
 export async function until<T>(

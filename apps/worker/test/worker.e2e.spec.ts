@@ -1,6 +1,6 @@
 import { parseRecording, replayAgentCommand, type FactBody, type Frame } from '@baton/acp';
 import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
-import type { ExecutionJobInput } from '@baton/protocol';
+import type { AgentProfileInput } from '@baton/config';
 import { startRedis, type RedisServer } from '@baton/redis-harness';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
@@ -59,6 +59,7 @@ const env = (extra: Record<string, string> = {}) => ({
   BATON_PREFIX: PREFIX,
   BATON_SHARDS: String(SHARDS),
   WORKER_EXECUTION_LEASE_MS: '1500',
+  BATON_PROFILES: JSON.stringify({ profiles: PROFILES }),
   ...extra,
 });
 
@@ -68,9 +69,32 @@ const newRef = () => {
 };
 type Ref = ReturnType<typeof newRef>;
 
-const start = async (agent: ExecutionJobInput['agent'], extra: Partial<ExecutionJobInput> = {}) => {
+/** The profiles these workers run: replays, and commands that misbehave on purpose. */
+const PROFILES: Record<string, AgentProfileInput> = {
+  replay: { kind: 'replay' },
+  'replay-raw': { kind: 'replay', capabilities: { rawSdkMessages: true } },
+  crash: {
+    kind: 'command',
+    ...replayAgentCommand(join(FIXTURES, 'generic-turn.jsonl'), { pace: 0, crashAfterFrames: 5 }),
+  },
+  hang: {
+    kind: 'command',
+    ...replayAgentCommand(join(FIXTURES, 'generic-turn.jsonl'), { hangOnInitialize: true }),
+  },
+  garbage: {
+    kind: 'command',
+    command: process.execPath,
+    args: ['-e', "process.stdout.write('Hello from a CLI\\n'); setInterval(() => {}, 1000)"],
+  },
+};
+
+const TENANT = 'local';
+
+/** Starts an execution of a profile on a new task of TENANT, as the gateway would. */
+const start = async (profile: string, extra: { recording?: string; speed?: number } = {}) => {
   const ref = newRef();
-  await enqueueExecution(queue, { v: 1, ...ref, agent, ...extra });
+  await store.tenants.claim(ref.taskId, TENANT);
+  await enqueueExecution(queue, { v: 1, ...ref, tenant: TENANT, profile, ...extra });
   return ref;
 };
 
@@ -141,10 +165,7 @@ describe('one worker process', () => {
     const optsIn = recording.some((f) =>
       JSON.stringify(f.message).includes('"emitRawSDKMessages"'),
     );
-    const ref = await start(
-      { kind: 'recording', recording: fixture, speed: 0 },
-      { rawSdkMessages: optsIn },
-    );
+    const ref = await start(optsIn ? 'replay-raw' : 'replay', { recording: fixture, speed: 0 });
     const agentFrames = async () =>
       (await store.rawFrames.read(ref.taskId, ref.executionId)).items.filter(
         (f) => f.direction === 'in',
@@ -183,30 +204,11 @@ describe('one worker process', () => {
   });
 
   it('ends each misbehaving agent with a clear reason, then runs the next execution', async () => {
-    const crash = await start(
-      {
-        kind: 'command',
-        ...replayAgentCommand(join(FIXTURES, 'generic-turn.jsonl'), {
-          pace: 0,
-          crashAfterFrames: 5,
-        }),
-      },
-      { cwd: ROOT },
-    );
-    const hang = await start(
-      {
-        kind: 'command',
-        ...replayAgentCommand(join(FIXTURES, 'generic-turn.jsonl'), { hangOnInitialize: true }),
-      },
-      { cwd: ROOT },
-    );
-    const garbage = await start({
-      kind: 'command',
-      command: process.execPath,
-      args: ['-e', "process.stdout.write('Hello from a CLI\\n'); setInterval(() => {}, 1000)"],
-    });
-    const outside = await start({ kind: 'recording', recording: '../../../package.json' });
-    const healthy = await start({ kind: 'recording', recording: 'generic-turn', speed: 0 });
+    const crash = await start('crash');
+    const hang = await start('hang');
+    const garbage = await start('garbage');
+    const outside = await start('replay', { recording: '../../../package.json' });
+    const healthy = await start('replay', { recording: 'generic-turn', speed: 0 });
     // Prompts may be handed over before the job runs: the worker reads its inbox from the start.
     await owner.deliver(crash, 'p1', 1);
     await owner.deliver(healthy, 'p1', 1);
@@ -245,7 +247,7 @@ describe('one worker process', () => {
   });
 
   it('stops an execution its owner declared lost (its lease dropped) instead of reviving it', async () => {
-    const ref = await start({ kind: 'recording', recording: 'generic-turn', speed: 0 });
+    const ref = await start('replay', { recording: 'generic-turn', speed: 0 });
     await until(async () => (await factTypes(ref)).includes('capabilities.negotiated'), 'ready');
     // What the owner does after it appends execution.lost.
     await store.executions.dropLease(ref);
@@ -254,7 +256,7 @@ describe('one worker process', () => {
   });
 
   it('cancels the running turn, and ignores a cancel of a turn that is not running', async () => {
-    const ref = await start({ kind: 'recording', recording: 'busy' });
+    const ref = await start('replay', { recording: 'busy' });
     await owner.deliver(ref, 'p1', 1);
     await until(async () => (await factTypes(ref)).includes('foreground.output'), 'generating');
     await owner.cancelTurn(ref, 7);
@@ -273,7 +275,7 @@ describe('one worker process', () => {
   });
 
   it('sends a prompt delivered twice once', async () => {
-    const ref = await start({ kind: 'recording', recording: 'generic-turn', speed: 0 });
+    const ref = await start('replay', { recording: 'generic-turn', speed: 0 });
     await owner.deliver(ref, 'p1', 1);
     await owner.deliver(ref, 'p1', 1);
     await until(async () => (await factTypes(ref)).includes('turn.ended'), 'turn ended');
@@ -301,7 +303,7 @@ describe('output coalescing in the worker', () => {
 
   it('reports a burst of output as few facts, chars summed, flushed before the turn ends', async () => {
     writeBusyRecording(join(dir, 'burst.jsonl'), 200, 1);
-    const ref = await start({ kind: 'recording', recording: 'burst', speed: 0 });
+    const ref = await start('replay', { recording: 'burst', speed: 0 });
     await owner.deliver(ref, 'p1', 1);
     await until(async () => (await factTypes(ref)).includes('turn.ended'), 'turn ended');
     await owner.stopExecution(ref);
@@ -337,7 +339,7 @@ describe('SIGTERM', () => {
     );
     const refs = [];
     for (let i = 0; i < 3; i++) {
-      const ref = await start({ kind: 'recording', recording: 'busy' });
+      const ref = await start('replay', { recording: 'busy' });
       await owner.deliver(ref, 'p1', 1);
       refs.push(ref);
     }

@@ -113,6 +113,8 @@ export function builtinProfiles(claudePath: string | null = claudeAdapterPath() 
     replay: AgentProfile.parse({
       kind: 'replay',
       description: 'Baton’s replay agent playing a recording of the recordings folder',
+      // As a Claude host asks: Claude recordings then play with their raw task messages.
+      capabilities: { rawSdkMessages: true },
     }),
   };
   if (claudePath !== null) {

@@ -25,7 +25,9 @@ const job = (executionId: string): ExecutionJobInput => ({
   taskId: 'task-1',
   sessionId: 'session-1',
   executionId,
-  agent: { kind: 'recording', recording: 'generic-turn.jsonl' },
+  tenant: 'local',
+  profile: 'replay',
+  recording: 'generic-turn.jsonl',
 });
 
 describe('the executions queue', () => {
@@ -54,25 +56,27 @@ describe('the executions queue', () => {
   });
 
   it('validates the job and names the bad fields', async () => {
-    const bad = { ...job('bad-1'), taskId: '', agent: { kind: 'command' } } as never;
+    const bad = {
+      ...job('bad-1'),
+      taskId: '',
+      agent: { kind: 'command', command: '/bin/sh' },
+    } as never;
     const err = await enqueueExecution(queue, bad).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InvalidExecutionJobError);
     expect((err as InvalidExecutionJobError).problems.join('\n')).toMatch(/taskId/);
-    expect((err as InvalidExecutionJobError).problems.join('\n')).toMatch(/agent\.command/);
+    // A job names a profile; a command (or env, cwd) is never part of one.
+    expect((err as InvalidExecutionJobError).problems.join('\n')).toMatch(
+      /Unrecognized key: "agent"/,
+    );
     expect(await executionJobState(queue, 'bad-1')).toBe('unknown');
   });
 
-  it('adds the same execution once, defaults applied', async () => {
+  it('adds the same execution once', async () => {
     const a = await enqueueExecution(queue, job('twice'));
     const b = await enqueueExecution(queue, { ...job('twice'), sessionId: 'other' });
     expect(a).toBe(b);
     const stored = await queue.getJob(a);
-    expect(stored?.data).toMatchObject({
-      sessionId: 'session-1',
-      permissionPolicy: 'allow-once',
-      rawSdkMessages: true,
-      agent: { speed: 1 },
-    });
+    expect(stored?.data).toEqual(job('twice'));
     const waiting = await queue.getWaiting();
     expect(waiting.filter((j) => j.data.executionId === 'twice')).toHaveLength(1);
   });
