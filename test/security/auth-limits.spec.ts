@@ -140,9 +140,12 @@ describe('authentication', () => {
     const exec = await fetch(`${gw.url}/v1/tasks/t/sessions/s/executions`, {
       method: 'POST',
       headers: { ...bearer(tok('read prompt')), 'content-type': 'application/json' },
-      body: JSON.stringify({ agent: { kind: 'recording', recording: 'x' } }),
+      body: JSON.stringify({ profile: 'replay', recording: 'x' }),
     });
     expect(exec.status).toBe(403);
+    expect(await exec.json()).toEqual({
+      error: { code: 'forbidden', message: "the token's scope does not include execute" },
+    });
   });
 
   it('/ws and /ahp: a message needs its scope', async () => {

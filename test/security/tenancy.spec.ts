@@ -125,7 +125,7 @@ describe('tenant isolation', () => {
       ['POST', `${s}/queue/p1/send-now`, {}],
       ['PUT', `${s}/queue/auto-run`, { enabled: false }],
       ['POST', `${s}/cancel`, {}],
-      ['POST', `${s}/executions`, { agent: { kind: 'recording', recording: 'x' } }],
+      ['POST', `${s}/executions`, { profile: 'replay', recording: 'x' }],
     ];
     for (const [method, path, body] of routes) {
       expect({ route: `${method} ${path}`, ...(await call(method, path, body)) }).toEqual({

@@ -203,36 +203,53 @@ describe('REST', () => {
     }
   });
 
-  it('starts an execution on the workers’ queue (admin scope)', async () => {
-    const admin = token({ tenant: 'rest', scope: 'admin' });
-    const r = await call(
-      'POST',
-      '/v1/tasks/rest-3/sessions/s1/executions',
-      {
-        executionId: 'exec-1',
-        agent: { kind: 'recording', recording: 'claude-subagent', speed: 0 },
-      },
-      admin,
-    );
-    expect(r).toEqual({ status: 202, body: { executionId: 'exec-1', jobId: expect.any(String) } });
+  it('starts an execution of a profile on the workers’ queue (execute scope; admin implies it)', async () => {
     const queue = executionQueue(stack.store.redis, stack.prefix);
-    expect(await executionJobState(queue, 'exec-1')).toBe('waiting');
-    const job = await queue.getJob(r.body.jobId as string);
-    expect(job?.data).toMatchObject({
-      taskId: 'rest-3',
-      sessionId: 's1',
-      executionId: 'exec-1',
-      agent: { kind: 'recording' },
-    });
-    await queue.close();
+    for (const [scope, executionId] of [
+      ['execute', 'exec-1'],
+      ['admin', 'exec-2'],
+    ] as const) {
+      const r = await call(
+        'POST',
+        '/v1/tasks/rest-3/sessions/s1/executions',
+        { executionId, profile: 'replay', recording: 'claude-subagent', speed: 0 },
+        token({ tenant: 'rest', scope }),
+      );
+      expect(r).toEqual({ status: 202, body: { executionId, jobId: expect.any(String) } });
+      expect(await executionJobState(queue, executionId)).toBe('waiting');
+      const job = await queue.getJob(r.body.jobId as string);
+      expect(job?.data).toEqual({
+        v: 1,
+        taskId: 'rest-3',
+        sessionId: 's1',
+        executionId,
+        tenant: 'rest',
+        profile: 'replay',
+        recording: 'claude-subagent',
+        speed: 0,
+      });
+    }
+    const exec = token({ tenant: 'rest', scope: 'execute' });
     const bad = await call(
       'POST',
       '/v1/tasks/rest-3/sessions/s1/executions',
-      { agent: { kind: 'shell' } },
-      admin,
+      { profile: 'replay', recording: 'x', agent: { kind: 'command', command: '/bin/sh' } },
+      exec,
     );
     expect(bad.status).toBe(400);
-    expect((bad.body.error as Json).path).toBe('agent.kind');
+    expect((bad.body.error as Json).message).toMatch(/unknown field "agent"/);
+    const unknown = await call(
+      'POST',
+      '/v1/tasks/rest-3/sessions/s1/executions',
+      { profile: 'nope' },
+      exec,
+    );
+    expect(unknown.status).toBe(400);
+    expect((unknown.body.error as Json).message).toMatch(
+      /^unknown profile "nope"; known: .*replay/,
+    );
+    expect(await executionJobState(queue, 'exec-3')).toBe('unknown');
+    await queue.close();
   });
 
   it('serves its OpenAPI 3.1 document, built from the zod schemas', async () => {
