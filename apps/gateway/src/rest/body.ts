@@ -6,7 +6,8 @@ import { WireFailure } from '../errors';
 export function parse<S extends z.ZodType>(schema: S, value: unknown, where = ''): z.infer<S> {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
-  const i = r.error.issues[0]!;
+  // An unknown key is named first: it says most plainly what is wrong with the request.
+  const i = r.error.issues.find((x) => x.code === 'unrecognized_keys') ?? r.error.issues[0]!;
   const path = [where, ...i.path.map(String)].filter(Boolean).join('.') || '(root)';
   if (path === 'text' && i.code === 'too_big') {
     const n =
