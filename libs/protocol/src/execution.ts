@@ -96,7 +96,8 @@ export const WorkspacePath = z
   .refine(
     (p) =>
       !p.startsWith('/') &&
-      !/[\\\u0000-\u001f]/.test(p) &&
+      !p.includes('\\') &&
+      ![...p].some((c) => c.charCodeAt(0) < 0x20) &&
       p.split('/').every((seg) => seg !== '' && seg !== '.' && seg !== '..'),
     'must be a relative folder inside the workspace: no leading /, no . or .. segment, no empty segment, no backslash',
   );
