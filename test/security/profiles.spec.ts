@@ -15,6 +15,7 @@ import {
   rmSync,
   symlinkSync,
 } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -142,6 +143,33 @@ const deadLetter = (taskId: string | undefined, jobId: string) =>
 
 const probes = () => readdirSync(PROBES).filter((f) => f.endsWith('.json'));
 
+describe('configuration', () => {
+  it.each(['apps/worker/src/main.ts', 'apps/gateway/src/main.ts'])(
+    '%s refuses to start on a bad profile, in one line',
+    (main) => {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', main], {
+        cwd: join(__dirname, '..', '..'),
+        env: {
+          ...process.env,
+          ...stack.env,
+          BATON_JWT_SECRET: SECRET,
+          BATON_PROFILES: JSON.stringify({
+            profiles: { sh: { kind: 'command', command: '/bin/sh', env: { REDIS_URL: 'x' } } },
+          }),
+        },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(r.status).toBe(2);
+      expect(r.stderr.trim().split('\n')).toEqual([
+        expect.stringMatching(
+          /^invalid configuration: BATON_PROFILES: profiles\.sh\.env\.REDIS_URL: Baton settings .* are never given to agents$/,
+        ),
+      ]);
+    },
+  );
+});
+
 describe('starting an execution over REST', () => {
   it.each([
     ['agent', { agent: { kind: 'command', command: '/bin/sh', args: ['-c', `touch ${MARKER}`] } }],
@@ -181,7 +209,7 @@ describe('starting an execution over REST', () => {
     expect(await stack.store.tenants.of(ref.taskId)).toBeNull();
   });
 
-  it('needs the execute scope (admin implies it)', async () => {
+  it('needs the execute scope', async () => {
     const ref = newTask();
     const before = await snapshot();
     for (const scope of ['read', 'read prompt']) {
