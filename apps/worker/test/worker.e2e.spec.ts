@@ -27,6 +27,9 @@ import {
  * the execution inboxes (prompts, stops), as the projector does.
  */
 
+// Real processes on a machine that may be busy: each test waits on conditions, not on the clock.
+jest.setTimeout(120_000);
+
 const PREFIX = 'wt';
 const SHARDS = 4;
 const FIXTURES = join(ROOT, 'libs', 'acp', 'fixtures');
@@ -145,7 +148,8 @@ describe('one worker process', () => {
       env({
         WORKER_CONCURRENCY: '1',
         WORKER_COALESCE_MS: '0',
-        WORKER_SETUP_TIMEOUT_MS: '1500',
+        // Long enough for a replay agent to start on a loaded machine; the hung one still fails.
+        WORKER_SETUP_TIMEOUT_MS: '10000',
         WORKER_RECORDINGS_DIR: dir,
       }),
     );
