@@ -191,8 +191,22 @@ describe('the one-process run (npm start) and the CLI', () => {
       REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
     });
     expect(noRedis.code).toBe(1);
-    expect(noRedis.stderr.trim()).toMatch(
-      /^baton: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED/,
-    );
+    // An operator command first says which Redis and prefix it acts on, then its one-line error.
+    expect(noRedis.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        /^baton: operator command on Redis redis:\/\/127\.0\.0\.1:\d+, prefix run\d+, 8 shards$/,
+      ),
+      expect.stringMatching(
+        /^baton: cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED/,
+      ),
+    ]);
+    // Never its password.
+    const secret = await cli(['shards'], {
+      ...env,
+      REDIS_URL: `redis://ops:s3cret-pw@127.0.0.1:${await freePort()}`,
+    });
+    expect(secret.code).toBe(1);
+    expect(secret.stderr).not.toContain('s3cret-pw');
+    expect(secret.stderr).toContain('redis://ops:***@127.0.0.1:');
   });
 });
