@@ -207,6 +207,6 @@ describe('the one-process run (npm start) and the CLI', () => {
     });
     expect(secret.code).toBe(1);
     expect(secret.stderr).not.toContain('s3cret-pw');
-    expect(secret.stderr).toContain('redis://ops:***@127.0.0.1:');
+    expect(secret.stderr).toContain('redis://***@127.0.0.1:');
   });
 });
