@@ -158,12 +158,16 @@ describe('the one-process run (npm start) and the CLI', () => {
       // The CLI's operator commands find it without being told; client commands use the gateway.
       const shards = await cli(['shards'], own);
       expect(shards.stdout).toMatch(/^8\/8 shards owned$/m);
+      // …and say which one they act on.
+      expect(shards.stderr.split('\n')).toContain(
+        `baton: operator command on Redis unix://${socket}, prefix ${env.BATON_PREFIX}, 8 shards`,
+      );
       const prompt = await cli(['prompt', 't-own', 's1', 'hello', '--key', 'k1'], own);
       expect(JSON.parse(prompt.stdout)).toMatchObject({ outcome: 'queued' });
       expect((await p.stop('SIGINT')).code).toBe(0);
       // Stopped with it: nothing listens on the socket any more.
       expect((await cli(['shards'], own)).stderr).toMatch(
-        /^baton: cannot reach Redis at unix:\/\//,
+        /^baton: cannot reach Redis at unix:\/\//m,
       );
     } finally {
       await p.stop('SIGKILL');
