@@ -6,6 +6,7 @@ import { freePort, startRedis, type RedisServer } from '@baton/redis-harness';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import WebSocket from 'ws';
 import { Proc, cli, getJson, until } from './support';
 
 jest.setTimeout(300_000);
@@ -140,6 +141,8 @@ describe('the one-process run (npm start) and the CLI', () => {
       BATON_DATA_DIR: ownDir,
       GATEWAY_PORT: String(port),
       BATON_GATEWAY_URL: `http://127.0.0.1:${port}`,
+      // The gateway's limits are the one-process run's too.
+      GATEWAY_MAX_CONNECTIONS_PER_TENANT: '1',
     };
     const p = new Proc(
       'baton-own',
@@ -155,6 +158,18 @@ describe('the one-process run (npm start) and the CLI', () => {
         `started redis-server on ${socket} (data in ${join(ownDir, 'redis')}, only this user can connect)`,
       );
       expect(statSync(join(ownDir, 'redis')).mode & 0o777).toBe(0o700);
+      const ownToken = readFileSync(join(ownDir, 'token'), 'utf8').trim();
+      const upgrade = (ws: WebSocket) =>
+        new Promise<number>((resolve) => {
+          ws.once('open', () => resolve(101));
+          ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+          ws.once('error', () => resolve(0));
+        });
+      const first = new WebSocket(`ws://127.0.0.1:${port}/ws?token=${ownToken}`);
+      expect(await upgrade(first)).toBe(101);
+      const second = new WebSocket(`ws://127.0.0.1:${port}/ws?token=${ownToken}`);
+      expect(await upgrade(second)).toBe(429);
+      first.close();
       // The CLI's operator commands find it without being told; client commands use the gateway.
       const shards = await cli(['shards'], own);
       expect(shards.stdout).toMatch(/^8\/8 shards owned$/m);

@@ -19,6 +19,7 @@ import {
 import { resolve } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { startGateway } from '../../gateway/src/gateway';
+import { gatewayLimits } from '../../gateway/src/options';
 import { startProjector } from '../../projector/src/projector';
 import { startWorker } from '../../worker/src/worker';
 import { startDemo } from './demo';
@@ -106,7 +107,7 @@ async function main(argv: string[]): Promise<void> {
     port: config.GATEWAY_PORT,
     jwtSecret,
     ...(config.BATON_JWT_ISSUER ? { jwtIssuer: config.BATON_JWT_ISSUER } : {}),
-    admissionWaitMs: config.GATEWAY_ADMISSION_WAIT_MS,
+    ...gatewayLimits(config),
     profiles,
   });
   const token = await mintToken(jwtSecret, {

@@ -10,6 +10,7 @@ import {
   loadProfiles,
 } from '@baton/config';
 import { startGateway } from './gateway';
+import { gatewayLimits } from './options';
 
 async function main(): Promise<void> {
   let config;
@@ -44,16 +45,7 @@ async function main(): Promise<void> {
     jwtSecret: config.BATON_JWT_SECRET,
     ...(config.BATON_JWT_ISSUER ? { jwtIssuer: config.BATON_JWT_ISSUER } : {}),
     ...(config.BATON_INSTANCE_ID ? { instanceId: config.BATON_INSTANCE_ID } : {}),
-    admissionWaitMs: config.GATEWAY_ADMISSION_WAIT_MS,
-    maxMessageBytes: config.GATEWAY_MAX_MESSAGE_BYTES,
-    maxSubscriptions: config.GATEWAY_MAX_SUBSCRIPTIONS,
-    maxConnectionsPerTenant: config.GATEWAY_MAX_CONNECTIONS_PER_TENANT,
-    maxSubscriptionsPerTenant: config.GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT,
-    viewCacheBytes: config.GATEWAY_VIEW_CACHE_BYTES,
-    maxMessagesPerSecond: config.GATEWAY_MAX_MESSAGES_PER_SECOND,
-    maxBufferedBytes: config.GATEWAY_MAX_BUFFERED_BYTES,
-    heartbeatMs: config.GATEWAY_HEARTBEAT_MS,
-    idleTimeoutMs: config.GATEWAY_IDLE_TIMEOUT_MS,
+    ...gatewayLimits(config),
     logLevel: config.LOG_LEVEL,
     profiles,
   });

@@ -1,4 +1,4 @@
-import type { Profiles } from '@baton/config';
+import type { ConfigOf, GATEWAY, Profiles } from '@baton/config';
 import type { EventStoreOptions } from '@baton/store';
 
 /** Everything a gateway process needs; {@link startGateway} fills in the defaults. */
@@ -72,3 +72,33 @@ export const OPTIONS = Symbol('GatewayOptions');
 export const STORE = Symbol('EventStore');
 export const LOGGER = Symbol('Logger');
 export const SERVICES = Symbol('Services');
+
+/** The gateway's limits and timings from its validated settings, for every process that runs one. */
+export function gatewayLimits(
+  config: ConfigOf<typeof GATEWAY>,
+): Pick<
+  GatewayOptions,
+  | 'admissionWaitMs'
+  | 'maxMessageBytes'
+  | 'maxSubscriptions'
+  | 'maxConnectionsPerTenant'
+  | 'maxSubscriptionsPerTenant'
+  | 'viewCacheBytes'
+  | 'maxMessagesPerSecond'
+  | 'maxBufferedBytes'
+  | 'heartbeatMs'
+  | 'idleTimeoutMs'
+> {
+  return {
+    admissionWaitMs: config.GATEWAY_ADMISSION_WAIT_MS,
+    maxMessageBytes: config.GATEWAY_MAX_MESSAGE_BYTES,
+    maxSubscriptions: config.GATEWAY_MAX_SUBSCRIPTIONS,
+    maxConnectionsPerTenant: config.GATEWAY_MAX_CONNECTIONS_PER_TENANT,
+    maxSubscriptionsPerTenant: config.GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT,
+    viewCacheBytes: config.GATEWAY_VIEW_CACHE_BYTES,
+    maxMessagesPerSecond: config.GATEWAY_MAX_MESSAGES_PER_SECOND,
+    maxBufferedBytes: config.GATEWAY_MAX_BUFFERED_BYTES,
+    heartbeatMs: config.GATEWAY_HEARTBEAT_MS,
+    idleTimeoutMs: config.GATEWAY_IDLE_TIMEOUT_MS,
+  };
+}
