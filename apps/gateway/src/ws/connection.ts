@@ -20,8 +20,12 @@ export const SLOW_CONSUMER_CLOSE = 4008;
  * full the connection is closed.
  */
 export const REPLY_HEADROOM = 64 * 1024;
-/** The peer's close handshake is not waited for longer than this: the socket is destroyed. */
-export const CLOSE_GRACE_MS = 1_000;
+/**
+ * The peer's close handshake is not waited for longer than this: the socket is destroyed. A slow
+ * consumer is not reading anyway, and what it still buffers is the memory to free; any other
+ * peer gets time to read its close code (idle timeout, token expired) on a loaded machine.
+ */
+export const CLOSE_GRACE_MS = { slowConsumer: 1_000, other: 10_000 } as const;
 
 /**
  * What every client connection (/ws and /ahp) shares: bounded sending with a slow-consumer
@@ -284,7 +288,9 @@ export abstract class Connection {
     }
     this.ws.close(code, reason);
     const ws = this.ws;
-    setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
+    const grace =
+      code === SLOW_CONSUMER_CLOSE ? CLOSE_GRACE_MS.slowConsumer : CLOSE_GRACE_MS.other;
+    setTimeout(() => ws.terminate(), grace).unref();
     this.dispose();
   }
 
