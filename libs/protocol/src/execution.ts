@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TaskKey } from './task-key';
 import { AdmissionMode, Id, MAX_PROMPT_CHARS, PromptOrigin, SchemaVersion } from './common';
 
 /**
@@ -10,7 +11,7 @@ const Generation = z.number().int().nonnegative();
 
 const inboxEnvelope = {
   v: SchemaVersion,
-  taskId: Id,
+  taskId: TaskKey,
   sessionId: Id,
   executionId: Id,
 };
@@ -112,7 +113,8 @@ export const WorkspacePath = z
  */
 export const ExecutionJob = z.strictObject({
   v: SchemaVersion,
-  taskId: Id,
+  /** The task's key (`<tenant>/<task id>`): the worker is tenant-agnostic. */
+  taskId: TaskKey,
   sessionId: Id,
   executionId: Id,
   /** The tenant that owns the task; the worker refuses a job whose task another tenant owns. */
