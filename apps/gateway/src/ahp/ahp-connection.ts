@@ -299,7 +299,9 @@ export class AhpConnection extends Connection {
         { code: 'too_many_subscriptions' },
       );
     }
-    await this.s.tenancy.claim(ref.taskId, this.principal.tenant);
+    // A chat of a task the tenant never wrote to is not found, whoever else has that task id;
+    // subscribing never claims nor writes.
+    const key = await this.s.tenancy.existing(this.principal.tenant, ref.taskId);
     this.unsubscribe(channel);
     const over = this.tenantLimitMessage(channel);
     if (over) {
@@ -322,7 +324,7 @@ export class AhpConnection extends Connection {
       for (const f of frames(actions)) this.sendFrame(f, Buffer.byteLength(f));
     };
     const sub = new Subscription(
-      ref.taskId,
+      key,
       ref.sessionId,
       this.s.hub,
       {
@@ -356,7 +358,7 @@ export class AhpConnection extends Connection {
         onDelivered: () => this.s.metrics.delivered++,
       },
     );
-    const stop = this.s.hub.listen(ref.taskId, (frame) => sub.offer(frame));
+    const stop = this.s.hub.listen(key, (frame) => sub.offer(frame));
     this.chats.set(channel, { sub, mirror, stop });
     this.subs.set(channel, sub);
     try {
