@@ -209,7 +209,12 @@ export class AhpConnection extends Connection {
       this.version = n.version;
       const snapshots: (() => AhpSnapshot)[] = [];
       for (const channel of p.initialSubscriptions ?? []) {
-        snapshots.push(await this.serial(() => this.subscribe(channel)));
+        try {
+          snapshots.push(await this.serial(() => this.subscribe(channel)));
+        } catch (err) {
+          // A chat of a task the tenant does not have is left out, as on reconnect.
+          if (!(err instanceof NotFoundError)) throw err;
+        }
       }
       return () => ({
         protocolVersion: n.version,
