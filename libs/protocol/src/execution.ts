@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { TaskKey } from './task-key';
+import { TaskKey, TenantId } from './task-key';
 import { AdmissionMode, Id, MAX_PROMPT_CHARS, PromptOrigin, SchemaVersion } from './common';
 
 /**
@@ -77,13 +77,6 @@ export const ProfileName = z
     'a profile name: letters, digits, _ . - (at most 64), starting with a letter or digit',
   );
 export type ProfileName = z.infer<typeof ProfileName>;
-
-/** The tenant a job acts for, as in client tokens. */
-export const TenantId = z
-  .string()
-  .min(1)
-  .max(200)
-  .regex(/^[^{}]+$/, 'must not contain braces');
 
 /**
  * A subfolder of the tenant's workspace: relative, `/`-separated, no `.` or `..` segment, no
