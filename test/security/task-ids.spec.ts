@@ -299,7 +299,9 @@ describe('task ids are tenant-scoped', () => {
           method: 'POST',
           headers: { authorization: `Bearer ${t.tok}`, 'content-type': 'application/json' },
           body: JSON.stringify({
-            agent: { kind: 'recording', recording: 'generic-turn', speed: 0 },
+            profile: 'replay',
+            recording: 'generic-turn',
+            speed: 0,
           }),
         });
         expect(r.status).toBe(202);
