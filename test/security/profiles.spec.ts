@@ -251,7 +251,7 @@ describe('starting an execution over REST', () => {
 describe('the agent process', () => {
   const ended = (ref: { taskId: string }, executionId: string) =>
     until(async () => {
-      const facts = factsOf(await readAll(stack.store, ref.taskId), executionId);
+      const facts = factsOf(await readAll(stack.store, taskKey(A, ref.taskId)), executionId);
       return facts.find((f) => f.type === 'execution.ended');
     }, `execution.ended of ${executionId}`);
 
@@ -325,7 +325,7 @@ describe('the agent process', () => {
     });
     expect(r.status).toBe(202);
     await until(async () => {
-      const facts = factsOf(await readAll(stack.store, ref.taskId), 'replay-env');
+      const facts = factsOf(await readAll(stack.store, taskKey(A, ref.taskId)), 'replay-env');
       return facts.some((f) => f.type === 'capabilities.negotiated');
     }, 'the replay agent ready');
     const [agent] = childrenOf(worker.pid).filter((p) => !before.has(p));
