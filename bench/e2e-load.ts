@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { EventStore, connectRedis } from '@baton/store';
-import type { StreamEntry } from '@baton/protocol';
+import { taskKey, type StreamEntry } from '@baton/protocol';
 import { TaskPlayer, UpdatePredictor, type PlayedFact } from './replay-facts';
 
 interface Config {
@@ -33,6 +33,8 @@ const writer = `bench-load-${process.pid}-${randomBytes(3).toString('hex')}`;
 const store = EventStore.connect({ url: cfg.redisUrl }, { prefix: cfg.prefix, shards: cfg.shards });
 const raw = connectRedis({ url: cfg.redisUrl });
 const taskIds = Array.from({ length: cfg.tasks }, (_, t) => `e2e-${t}`);
+/** Task ids are tenant-scoped: Baton's tasks are the keys of the clients' tenant (`bench`). */
+const batonIds = taskIds.map((id) => taskKey('bench', id));
 
 interface Lane {
   players: TaskPlayer[];
@@ -42,16 +44,16 @@ interface Lane {
   played: number;
 }
 
-function lane(seedBase: number): Lane {
+function lane(seedBase: number, ids: string[]): Lane {
   return {
-    players: taskIds.map((id, t) => new TaskPlayer(id, cfg.sessions, writer, seedBase + t)),
-    predictors: taskIds.map((id) => new UpdatePredictor(id)),
+    players: ids.map((id, t) => new TaskPlayer(id, cfg.sessions, writer, seedBase + t)),
+    predictors: ids.map((id) => new UpdatePredictor(id)),
     rawSeq: taskIds.map(() => 0),
     played: 0,
   };
 }
 
-const lanes = { baton: lane(1), raw: lane(1) };
+const lanes = { baton: lane(1, batonIds), raw: lane(1, taskIds) };
 
 function now(): number {
   return Number(process.hrtime.bigint()) / 1e6;
@@ -87,7 +89,7 @@ async function sendBaton(batch: Map<number, PlayedFact[]>, stamps: Stamps): Prom
       const entries: StreamEntry[] = facts.map((f) => f.entry);
       const seqs = entries.flatMap((e) => l.predictors[t]!.apply(e));
       const at = now();
-      await store.append(taskIds[t]!, entries);
+      await store.append(batonIds[t]!, entries);
       for (const s of seqs) stamps.add(t, s, at);
       // As a worker does once the execution's end is stored.
       const ends = facts.flatMap((f) => (f.ends ? [f.ends] : []));

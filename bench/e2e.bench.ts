@@ -21,7 +21,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SCHEMA_VERSION, type StreamEntry } from '@baton/protocol';
+import { SCHEMA_VERSION, taskKey, type StreamEntry } from '@baton/protocol';
 import { startRedis } from '@baton/redis-harness';
 import { EventStore, connectRedis, type Lease, type RedisClient } from '@baton/store';
 import { formatResults, type BenchResult } from './lib';
@@ -281,6 +281,8 @@ async function startLoad(d: Deployment, rawPrefix: string): Promise<Proc> {
 }
 
 const taskIds = Array.from({ length: TASKS }, (_, t) => `e2e-${t}`);
+/** Task ids are tenant-scoped: below the gateway, a task of the clients' tenant is its key. */
+const key = (taskId: string) => taskKey('bench', taskId);
 
 async function waitBalanced(store: EventStore, owners: number): Promise<Lease[]> {
   let leases: Lease[] = [];
@@ -625,13 +627,13 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
       const victim = projectors.find((p) => p.name === victimId)!;
       const victimTasks = taskIds
         .map((id, t) => [id, t] as const)
-        .filter(([id]) => victimShards.includes(store3.shardOf(id)));
+        .filter(([id]) => victimShards.includes(store3.shardOf(key(id))));
       const killedAt = nowMs();
       await victim.kill();
       // Let Redis run what the dead process had already sent (its last publishes) before looking.
       await sleep(50);
       // What the dead owner published; anything above comes from its successor.
-      const lastSeq = await Promise.all(victimTasks.map(([id]) => store3.lastUpdateSeq(id)));
+      const lastSeq = await Promise.all(victimTasks.map(([id]) => store3.lastUpdateSeq(key(id))));
       await failoverRun;
       const fd = await b3.drain('baton', 30_000);
       const { raw: receipts } = await b3.receipts('baton');
@@ -715,11 +717,11 @@ async function admission(
   let seq = 0;
   const sessions: [string, string][] = [];
   for (let t = 0; t < TASKS; t++) {
-    const taskId = `adm-${t}`;
+    const taskId = key(`adm-${t}`);
     const entries: StreamEntry[] = [];
     for (let s = 0; s < sessionsPerTask; s++) {
       const ref = { taskId, sessionId: `s${s}`, executionId: `x-${t}-${s}` };
-      sessions.push([taskId, ref.sessionId]);
+      sessions.push([`adm-${t}`, ref.sessionId]);
       await store.executions.renewLease(ref, 600_000);
       const base = { v: SCHEMA_VERSION, ...ref, generation: 1 } as const;
       entries.push(
@@ -748,7 +750,7 @@ async function admission(
   }
   await until(async () => {
     const views = await Promise.all(
-      Array.from({ length: TASKS }, (_, t) => store.views.read(`adm-${t}`)),
+      Array.from({ length: TASKS }, (_, t) => store.views.read(key(`adm-${t}`))),
     );
     return views.every((v) => v?.sessions.length === sessionsPerTask);
   }, 'the projector to see every session');

@@ -148,11 +148,11 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
     for (let i = 0; i < count; i++) {
       // Every task in shard 0, so one lease lets the bench write their inboxes.
       let taskId = '';
-      do taskId = `bench-${++n}`;
+      do taskId = `bench/bench-${++n}`;
       while (store.shardOf(taskId) !== 0);
       const ref = { taskId, sessionId: `${taskId}-s`, executionId: `${taskId}-x` };
       refs.push(ref);
-      await store.tenants.claim(taskId, 'bench');
+      await store.tenants.add('bench', taskId.slice('bench/'.length));
       await enqueueExecution(queue, {
         v: 1,
         ...ref,

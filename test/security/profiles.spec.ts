@@ -5,6 +5,7 @@
 // carries a command (or an unknown profile, or another tenant) is dead-lettered and runs nothing.
 import { EXECUTIONS_QUEUE, EXECUTION_JOB_NAME, executionJobId, queuePrefix } from '@baton/jobs';
 import { Queue, type ConnectionOptions } from 'bullmq';
+import { taskKey } from '@baton/protocol';
 import {
   existsSync,
   mkdirSync,
@@ -206,7 +207,7 @@ describe('starting an execution over REST', () => {
     // A recording for a command profile is refused too.
     expect((await post(ref, { profile: 'probe', recording: 'x' })).status).toBe(400);
     expect(await snapshot()).toEqual(before);
-    expect(await stack.store.tenants.of(ref.taskId)).toBeNull();
+    expect(await stack.store.tenants.has(A, ref.taskId)).toBe(false);
   });
 
   it('needs the execute scope', async () => {
@@ -224,16 +225,14 @@ describe('starting an execution over REST', () => {
     expect(await snapshot()).toEqual(before);
   });
 
-  it('a token of tenant A cannot start an execution on tenant B’s task', async () => {
+  it('a token of tenant A naming the id of tenant B’s task starts an execution on its own task', async () => {
     const ref = newTask();
-    expect(await stack.store.tenants.claim(ref.taskId, B)).toBe(B);
-    const before = await snapshot();
+    await stack.store.tenants.add(B, ref.taskId);
     const r = await post(ref, { profile: 'replay', recording: 'demo-claude.jsonl' });
-    expect(r).toEqual({
-      status: 404,
-      body: { error: { code: 'not_found', message: `task ${ref.taskId} not found` } },
-    });
-    expect(await snapshot()).toEqual(before);
+    expect(r.status).toBe(202);
+    // Task ids are tenant-scoped: the job names A's task by its key, never B's.
+    const job = await queue.getJob(r.body.jobId as string);
+    expect(job?.data).toMatchObject({ taskId: taskKey(A, ref.taskId), tenant: A });
   });
 
   it.each(['../x', '/etc', 'a/../../x', './a', 'a//b', '..', 'a\\..\\b'])(
@@ -252,7 +251,7 @@ describe('starting an execution over REST', () => {
 describe('the agent process', () => {
   const ended = (ref: { taskId: string }, executionId: string) =>
     until(async () => {
-      const facts = factsOf(await readAll(stack.store, ref.taskId), executionId);
+      const facts = factsOf(await readAll(stack.store, taskKey(A, ref.taskId)), executionId);
       return facts.find((f) => f.type === 'execution.ended');
     }, `execution.ended of ${executionId}`);
 
@@ -326,7 +325,7 @@ describe('the agent process', () => {
     });
     expect(r.status).toBe(202);
     await until(async () => {
-      const facts = factsOf(await readAll(stack.store, ref.taskId), 'replay-env');
+      const facts = factsOf(await readAll(stack.store, taskKey(A, ref.taskId)), 'replay-env');
       return facts.some((f) => f.type === 'capabilities.negotiated');
     }, 'the replay agent ready');
     const [agent] = childrenOf(worker.pid).filter((p) => !before.has(p));
@@ -350,7 +349,7 @@ describe('a job written straight into Redis', () => {
 
   it('with a command, env and cwd: dead-lettered with the reason, nothing run', async () => {
     const ref = newTask();
-    await stack.store.tenants.claim(ref.taskId, A);
+    ref.taskId = taskKey(A, ref.taskId);
     const seen = new Set(probes());
     const legacy = await inject('x.legacy', {
       v: 1,
@@ -388,7 +387,8 @@ describe('a job written straight into Redis', () => {
 
   it('with an unknown profile, or a tenant that does not own the task: dead-lettered, nothing run', async () => {
     const ref = newTask();
-    await stack.store.tenants.claim(ref.taskId, B);
+    // A task of B: its key names B.
+    ref.taskId = taskKey(B, ref.taskId);
     const seen = new Set(probes());
     const unknown = await inject('x.unknown', {
       v: 1,

@@ -2,7 +2,7 @@
 // snapshot — updates are never dropped silently. The task's owner is played by the test (it holds
 // the shard lease and publishes big updates), so the volume is exactly what the test wants.
 import { randomBytes } from 'node:crypto';
-import { SCHEMA_VERSION, type TaskView, type Update } from '@baton/protocol';
+import { SCHEMA_VERSION, taskKey, type TaskView, type Update } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-harness';
 import { EventStore, type Lease } from '@baton/store';
 import {
@@ -16,6 +16,8 @@ import {
 jest.setTimeout(120_000);
 
 const TASK = 'firehose';
+/** The task as its owner names it: the key of the clients' tenant's task. */
+const KEY = taskKey('slow', TASK);
 const N = 600;
 const BLOB = 'b'.repeat(50_000);
 let redis: RedisServer;
@@ -46,7 +48,7 @@ afterAll(async () => {
 
 const update = (seq: number): Update => ({
   v: SCHEMA_VERSION,
-  taskId: TASK,
+  taskId: KEY,
   seq,
   type: 'chat/backgroundWorkSet',
   data: {
@@ -63,7 +65,7 @@ const update = (seq: number): Update => ({
 });
 
 const view = (seq: number): TaskView => ({
-  taskId: TASK,
+  taskId: KEY,
   seq,
   activity: { foregroundActivity: null, activeSubagentCount: 0 },
   sessions: [],
@@ -83,7 +85,7 @@ it('a client that stops reading is told to resync with a snapshot, never left wi
   for (let seq = 1; seq <= N; seq += 20) {
     await store.publishUpdates(
       lease,
-      TASK,
+      KEY,
       Array.from({ length: 20 }, (_, i) => update(seq + i)),
     );
   }

@@ -2,7 +2,7 @@
 // view (10 queued prompts of 99,000 characters) must not blow up the gateway's memory, nor delay a
 // client that reads. Real processes: redis-server, a projector (it writes the view), a gateway.
 import { readFileSync } from 'node:fs';
-import { chatUri } from '@baton/protocol';
+import { chatUri, taskKey } from '@baton/protocol';
 import WebSocket from 'ws';
 import {
   Client,
@@ -26,6 +26,8 @@ const MB = 1024 * 1024;
 /** A socket that has not drained two heartbeats after it fell behind is closed (4008). */
 const HEARTBEAT_MS = 4_000;
 const tok = tokenFor('bp');
+/** The task below the gateway: the key of the tenant's task id. */
+const KEY = taskKey('bp', TASK);
 
 let stack: Stack;
 let gw: GatewayProc;
@@ -55,7 +57,7 @@ beforeAll(async () => {
     gatewayEnv: { GATEWAY_HEARTBEAT_MS: String(HEARTBEAT_MS) },
   });
   gw = stack.gateways[0]!;
-  worker = new FakeWorker(stack.store, TASK, SESSION);
+  worker = new FakeWorker(stack.store, KEY, SESSION);
   await worker.start();
   const c = await Client.connect(gw.wsUrl, tok);
   for (let i = 0; i <= 10; i++) {
@@ -71,11 +73,11 @@ beforeAll(async () => {
   await c.close();
   await waitFor(
     async () =>
-      (await stack.store.views.read(TASK))?.sessions[0]?.queue.entries.length === 10 || undefined,
+      (await stack.store.views.read(KEY))?.sessions[0]?.queue.entries.length === 10 || undefined,
     'ten queued prompts in the view',
     30_000,
   );
-  const size = JSON.stringify(await stack.store.views.read(TASK)).length;
+  const size = JSON.stringify(await stack.store.views.read(KEY)).length;
   expect(size).toBeGreaterThan(990_000);
 });
 afterAll(() => stack?.stop());

@@ -1,6 +1,8 @@
-// Tenant isolation: a token of tenant Y can neither subscribe to, read, prompt nor command tenant
-// X's task — on every /ws message type, the /ahp channel and every REST route — and every answer
-// is word for word the one for a task that does not exist.
+// Tenant isolation: task ids are the tenant's own. A token of tenant Y that names X's task id
+// reads nothing of X's task — on every /ws message type, the /ahp channel and every REST route,
+// each read answering exactly as for a task Y does not have — and its commands go to Y's own task
+// of that id, never to X's.
+import { taskKey } from '@baton/protocol';
 import {
   Client,
   FakeWorker,
@@ -21,7 +23,14 @@ const owner = tokenFor('tenant-x');
 // Y holds every scope: only tenancy stands between it and X's task.
 const intruder = token({ tenant: 'tenant-y', scope: 'read prompt admin' });
 const TASK = 'x-private';
+const X_KEY = taskKey('tenant-x', TASK);
 const notFound = (taskId: string) => ({ code: 'not_found', message: `task ${taskId} not found` });
+const emptyView = (taskId: string) => ({
+  taskId,
+  seq: 0,
+  activity: { foregroundActivity: null, activeSubagentCount: 0 },
+  sessions: [],
+});
 
 beforeAll(async () => {
   stack = await startStack({ gateways: 1, projectors: 1 });
@@ -29,7 +38,7 @@ beforeAll(async () => {
   http = stack.gateways[0]!.url;
   // X creates its task: a session with an execution and a queued prompt.
   const c = await Client.connect(ws, owner);
-  await new FakeWorker(stack.store, TASK, 's1').start();
+  await new FakeWorker(stack.store, X_KEY, 's1').start();
   for (const key of ['k1', 'k2']) {
     const r = await c.request({
       op: 'prompt',
@@ -41,7 +50,7 @@ beforeAll(async () => {
     expect(r.ok).toBe(true);
   }
   await waitFor(
-    async () => (await stack.store.views.read(TASK))?.sessions[0]?.queue.entries.length === 1,
+    async () => (await stack.store.views.read(X_KEY))?.sessions[0]?.queue.entries.length === 1,
     'the view of X',
   );
   await c.close();
@@ -50,99 +59,135 @@ afterAll(() => stack?.stop());
 
 type Json = Record<string, unknown>;
 
+async function call(method: string, path: string, tok: string, body?: unknown) {
+  const res = await fetch(`${http}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json()) as Json };
+}
+
 describe('tenant isolation', () => {
-  it('/ws: every message type about X’s task answers as for an unknown task, and nothing is written', async () => {
-    const queued = (await stack.store.views.read(TASK))!.sessions[0]!.queue.entries[0]!.promptId;
+  it('/ws: Y’s reads of X’s task id answer as for a task Y does not have, and write nothing', async () => {
     const xWatcher = await Client.connect(ws, owner);
     await xWatcher.request({ op: 'subscribe', taskId: TASK });
     const before = await streamLengths(stack.store, stack.prefix);
     const y = await Client.connect(ws, intruder);
-    const ref = { taskId: TASK, sessionId: 's1' };
-    const messages: Json[] = [
-      { op: 'subscribe', taskId: TASK },
-      { op: 'subscribe', taskId: TASK, sessionId: 's1', afterSeq: 0 },
-      { op: 'prompt', ...ref, text: 'let me in', idempotencyKey: 'y1' },
-      { op: 'queue.list', ...ref },
-      { op: 'queue.cancel', ...ref, promptId: queued },
-      { op: 'queue.send_now', ...ref, promptId: queued },
-      { op: 'queue.auto_run', ...ref, enabled: false },
-      { op: 'session.cancel', ...ref },
-    ];
-    for (const m of messages) {
-      const r = await y.request(m);
-      expect({ op: m.op, ok: r.ok, error: r.error }).toEqual({
-        op: m.op,
-        ok: false,
-        error: notFound(TASK),
-      });
+    // A subscription is Y's own (empty) task: the same as for an id nobody has.
+    for (const taskId of [TASK, 'nobody-has-it']) {
+      const from = y.messages.length;
+      const r = await y.request({ op: 'subscribe', taskId });
+      expect(r.result).toEqual({ taskId, mode: 'snapshot', seq: 0 });
+      const snap = y.messages.slice(from).find((m) => m.type === 'snapshot');
+      expect(snap).toEqual({ v: 1, type: 'snapshot', resync: false, task: emptyView(taskId) });
     }
-    // The same messages about a task nobody has: the reads answer the same.
-    const unknown = await y.request({ op: 'queue.list', taskId: 'nobody-has-it', sessionId: 's1' });
-    expect(unknown.error).toEqual(notFound('nobody-has-it'));
-    // Unsubscribing tells nothing either: it is a no-op for any task.
+    expect(
+      (await y.request({ op: 'subscribe', taskId: TASK, sessionId: 's1', afterSeq: 0 })).result,
+    ).toEqual({ taskId: TASK, sessionId: 's1', mode: 'resumed', seq: 0 });
+    for (const taskId of [TASK, 'nobody-has-it']) {
+      const r = await y.request({ op: 'queue.list', taskId, sessionId: 's1' });
+      expect(r.error).toEqual(notFound(taskId));
+    }
     expect((await y.request({ op: 'unsubscribe', taskId: TASK })).result).toEqual({
       taskId: TASK,
       subscribed: false,
     });
-    expect(y.messages.filter((m) => m.type === 'snapshot' || m.type === 'update')).toEqual([]);
+    expect(y.updates()).toEqual([]);
     expect(await streamLengths(stack.store, stack.prefix)).toEqual(before);
+    expect(await stack.store.tenants.tasks('tenant-y')).toEqual([]);
     // X's subscriber saw nothing happen.
     expect(xWatcher.updates(TASK)).toEqual([]);
     await Promise.all([y.close(), xWatcher.close()]);
   });
 
-  it('/ahp: X’s chat is not found, and reconnect leaves it out', async () => {
+  it('/ahp: X’s chat is not found for Y, and reconnect and initialize leave it out', async () => {
     const y = await Client.connect(ws, intruder, '/ahp');
-    await y.rpc('initialize', { protocolVersions: ['1.0.0'], clientId: 'y' });
+    const init = await y.rpc('initialize', {
+      protocolVersions: ['1.0.0'],
+      clientId: 'y',
+      initialSubscriptions: [`ahp-chat:/${TASK}/s1`],
+    });
+    expect(init.result).toMatchObject({ snapshots: [] });
     const r = await y.rpc('subscribe', { channel: `ahp-chat:/${TASK}/s1` });
-    expect(r.error).toMatchObject({ code: -32008, message: `task ${TASK} not found` });
+    expect(r.error).toEqual({
+      code: -32008,
+      message: `task ${TASK} not found`,
+      data: { code: 'not_found' },
+    });
     const re = await y.rpc('reconnect', {
       clientId: 'y',
       lastSeenServerSeq: 0,
       subscriptions: [`ahp-chat:/${TASK}/s1`],
     });
     expect(re.result).toEqual({ type: 'snapshot', snapshots: [] });
+    expect(await stack.store.tenants.tasks('tenant-y')).toEqual([]);
     await y.close();
   });
 
-  it('REST: every route about X’s task is a 404 like an unknown task’s', async () => {
+  it('REST: every read of X’s task id is a 404 like an unknown task’s; the list is empty', async () => {
     const before = await streamLengths(stack.store, stack.prefix);
-    const call = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${http}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${intruder}`, 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      return { status: res.status, body: (await res.json()) as Json };
-    };
     const s = `/v1/tasks/${TASK}/sessions/s1`;
-    const routes: [string, string, unknown?][] = [
-      ['GET', `/v1/tasks/${TASK}`],
-      ['GET', s],
-      ['POST', `${s}/prompts`, { text: 'hi', idempotencyKey: 'y2' }],
-      ['GET', `${s}/queue`],
-      ['DELETE', `${s}/queue/p1`],
-      ['POST', `${s}/queue/p1/send-now`, {}],
-      ['PUT', `${s}/queue/auto-run`, { enabled: false }],
-      ['POST', `${s}/cancel`, {}],
-      ['POST', `${s}/executions`, { profile: 'replay', recording: 'x' }],
-    ];
-    for (const [method, path, body] of routes) {
-      expect({ route: `${method} ${path}`, ...(await call(method, path, body)) }).toEqual({
-        route: `${method} ${path}`,
+    for (const path of [`/v1/tasks/${TASK}`, s, `${s}/queue`]) {
+      expect({ path, ...(await call('GET', path, intruder)) }).toEqual({
+        path,
         status: 404,
         body: { error: notFound(TASK) },
       });
     }
-    expect(await call('GET', '/v1/tasks/nobody-has-it')).toEqual({
+    expect(await call('GET', '/v1/tasks/nobody-has-it', intruder)).toEqual({
       status: 404,
       body: { error: notFound('nobody-has-it') },
     });
-    const list = await call('GET', '/v1/tasks');
-    expect(list).toEqual({ status: 200, body: { tasks: [] } });
+    expect(await call('GET', '/v1/tasks', intruder)).toEqual({ status: 200, body: { tasks: [] } });
     expect(await streamLengths(stack.store, stack.prefix)).toEqual(before);
     // X itself reads its task.
-    const mine = await fetch(`${http}/v1/tasks`, { headers: { authorization: `Bearer ${owner}` } });
-    expect(await mine.json()).toEqual({ tasks: [TASK] });
+    expect((await call('GET', '/v1/tasks', owner)).body).toEqual({ tasks: [TASK] });
+    expect((await call('GET', `/v1/tasks/${TASK}`, owner)).body).toMatchObject({ taskId: TASK });
+  });
+
+  it('Y’s commands with X’s task id go to Y’s own task: X’s stream, view and subscribers see nothing', async () => {
+    const xWatcher = await Client.connect(ws, owner);
+    await xWatcher.request({ op: 'subscribe', taskId: TASK });
+    const xStream = (await stack.store.readTask(X_KEY)).items.length;
+    const xView = await stack.store.views.read(X_KEY);
+    const queued = xView!.sessions[0]!.queue.entries[0]!.promptId;
+    const y = await Client.connect(ws, intruder);
+    const ref = { taskId: TASK, sessionId: 's1' };
+    const p = await y.request({ op: 'prompt', ...ref, text: 'let me in', idempotencyKey: 'y1' });
+    expect(p.result).toMatchObject({ status: 'decided', ...ref, idempotencyKey: 'y1' });
+    // X's queued prompt is not in Y's task: cancelling or promoting it finds nothing.
+    for (const m of [
+      { op: 'queue.cancel', ...ref, promptId: queued },
+      { op: 'queue.send_now', ...ref, promptId: queued },
+    ]) {
+      expect((await y.request(m)).result).toMatchObject({ status: 'failed' });
+    }
+    for (const m of [
+      { op: 'queue.auto_run', ...ref, enabled: false },
+      { op: 'session.cancel', ...ref },
+    ]) {
+      expect((await y.request(m)).ok).toBe(true);
+    }
+    const rest = await call('POST', `/v1/tasks/${TASK}/sessions/s1/prompts`, intruder, {
+      text: 'and again',
+      idempotencyKey: 'y2',
+    });
+    expect(rest.body).toMatchObject({ taskId: TASK, idempotencyKey: 'y2' });
+    // Y now has a task of that id: its own, with its own prompts only.
+    const yView = await waitFor(async () => {
+      const v = (await call('GET', `/v1/tasks/${TASK}/sessions/s1/queue`, intruder)).body;
+      return (v.entries as Json[] | undefined)?.length === 2 && v;
+    }, 'Y’s own queue');
+    expect((yView.entries as Json[]).map((e) => e.text)).toEqual(['let me in', 'and again']);
+    expect((await call('GET', '/v1/tasks', intruder)).body).toEqual({ tasks: [TASK] });
+    // X's task is untouched.
+    expect((await stack.store.readTask(X_KEY)).items.length).toBe(xStream);
+    expect(await stack.store.views.read(X_KEY)).toEqual(xView);
+    expect(xWatcher.updates(TASK)).toEqual([]);
+    expect(JSON.stringify(xWatcher.messages)).not.toContain('let me in');
+    const xQueue = (await call('GET', `/v1/tasks/${TASK}/sessions/s1/queue`, owner)).body;
+    expect((xQueue.entries as Json[]).map((e) => e.text)).toEqual(['k2']);
+    await Promise.all([y.close(), xWatcher.close()]);
   });
 });

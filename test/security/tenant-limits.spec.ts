@@ -106,6 +106,9 @@ it('a tenant holding GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT subscriptions is refus
   expect(
     (await ahp.rpc('initialize', { protocolVersions: ['1.0.0'], clientId: 'c' })).result,
   ).toBeDefined();
+  // The tenant writes to its task t6 (a chat of a task the tenant does not have is not found).
+  const write = { op: 'prompt', taskId: 't6', sessionId: 's1', text: 'hi', idempotencyKey: 'k' };
+  expect((await one.request(write)).ok).toBe(true);
   const rpc = await ahp.rpc('subscribe', { channel: chatUri('t6', 's1') });
   expect(rpc.error).toMatchObject({ code: -32092, data: { code: 'too_many_subscriptions' } });
   // Subscribing again to what it has is no new subscription; another tenant is not affected.

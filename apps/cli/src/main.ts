@@ -7,7 +7,7 @@
  */
 import { BatonClient, BatonError } from '@baton/client';
 import { CLI, COMMON, ConfigError, GATEWAY, RUN, loadConfig } from '@baton/config';
-import type { CommandResult } from '@baton/protocol';
+import { TenantId, taskKey, type CommandResult } from '@baton/protocol';
 import { EventStore, redact, redisTargetFromUrl } from '@baton/store';
 import { embeddedRedisUrl } from '../../baton/src/embedded-redis';
 import { randomUUID } from 'node:crypto';
@@ -33,8 +33,9 @@ client commands (through the gateway; BATON_GATEWAY_URL, BATON_TOKEN):
                                                 configured (execute scope; --recording alone: replay)
 
 operator commands (straight to Redis; REDIS_URL, BATON_PREFIX, BATON_SHARDS):
-  rebuild <task> [--state]                      fold the task's stream from its start (from its snapshot
+  rebuild <task> [--tenant T] [--state]         fold the task's stream from its start (from its snapshot
                                                 only when the stream was trimmed behind it); print its view
+                                                (task ids are the tenant's own; --tenant default local)
   shards                                        show who owns each shard
   token [--tenant T] [--scopes read,prompt,execute,admin] [--expires 30d]
                                                 mint a client token (BATON_JWT_SECRET or the local one)`;
@@ -295,16 +296,21 @@ export async function run(
       return;
     }
     case 'rebuild': {
-      const { positionals: p, values } = parse(rest, { state: { type: 'boolean' } });
+      const { positionals: p, values } = parse(rest, {
+        state: { type: 'boolean' },
+        tenant: { type: 'string' },
+      });
       const [taskId] = positionals(p, ['task'], 'rebuild');
-      const r = await withStore((store) => rebuildTask(store, taskId!), note);
+      const key = taskKey(tenantOf(values.tenant), taskId!);
+      const r = await withStore((store) => rebuildTask(store, key), note);
       out(
         JSON.stringify(
           {
             entries: r.entries,
             fromSnapshot: r.fromSnapshot,
             undecided: r.undecided,
-            view: taskView(r.state),
+            // The view as the tenant's clients are served it: under their task id.
+            view: { ...taskView(r.state), taskId },
             ...(values.state ? { state: r.state } : {}),
           },
           null,
@@ -359,6 +365,14 @@ export async function run(
     default:
       throw new UsageError(`unknown command ${command}; try baton help`);
   }
+}
+
+/** The tenant a task id belongs to (`--tenant`, default `local`), checked as tokens' claims are. */
+function tenantOf(value: unknown): string {
+  const tenant = typeof value === 'string' ? value : 'local';
+  const r = TenantId.safeParse(tenant);
+  if (!r.success) throw new UsageError(`--tenant ${r.error.issues[0]!.message}`);
+  return tenant;
 }
 
 /** A command the owner refused is an error (exit 1); done or still pending is printed. */

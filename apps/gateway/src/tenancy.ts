@@ -1,6 +1,7 @@
+import { splitTaskKey, taskKey, type TaskView, type Update } from '@baton/protocol';
 import type { EventStore } from '@baton/store';
 
-/** The answer for a task of another tenant, word for word the one for a task that does not exist. */
+/** The answer for a task that does not exist — which is what a task of another tenant is. */
 export class NotFoundError extends Error {
   override readonly name = 'NotFoundError';
 }
@@ -9,39 +10,62 @@ export const taskNotFound = (taskId: string) => new NotFoundError(`task ${taskId
 
 const MAX_CACHED = 100_000;
 
+/** The client's own id of a task key (a key without a tenant is its own id). */
+export function clientTaskId(key: string): string {
+  return splitTaskKey(key)?.taskId ?? key;
+}
+
+/** A view as its tenant's client sees it: under the client's task id, not the key. */
+export function clientView(view: TaskView): TaskView {
+  return { ...view, taskId: clientTaskId(view.taskId) };
+}
+
+/** An update as its tenant's client sees it. */
+export function clientUpdate<U extends Update>(u: U): U {
+  return { ...u, taskId: clientTaskId(u.taskId) };
+}
+
 /**
- * A task belongs to the first tenant that touches it (store.tenants.claim) and to it only. Owners
- * never change, so what this process learned about one is cached.
+ * Task ids are tenant-scoped: a client's task id `t` of tenant `a` is the task `a/t` below the
+ * gateway (libs/protocol task-key.ts), so another tenant's task of the same id is another task,
+ * and to anyone else it does not exist. A tenant's task list (for listing, and for the reads
+ * that answer "not found" for a task it never wrote) is written only before a write to the task,
+ * never by a read or a subscription. Entries are never removed, so what this process has seen
+ * written is cached.
  */
 export class Tenancy {
-  private readonly owners = new Map<string, string>();
+  private readonly known = new Set<string>();
 
   constructor(private readonly store: EventStore) {}
 
-  private remember(taskId: string, owner: string) {
-    if (this.owners.size >= MAX_CACHED) this.owners.delete(this.owners.keys().next().value!);
-    this.owners.set(taskId, owner);
+  private remember(key: string) {
+    if (this.known.size >= MAX_CACHED) this.known.delete(this.known.values().next().value!);
+    this.known.add(key);
   }
 
-  /** Claims the task for `tenant` if it is free; throws NotFoundError if another tenant has it. */
-  async claim(taskId: string, tenant: string): Promise<void> {
-    let owner = this.owners.get(taskId);
-    if (owner === undefined) {
-      owner = await this.store.tenants.claim(taskId, tenant);
-      this.remember(taskId, owner);
-    }
-    if (owner !== tenant) throw taskNotFound(taskId);
+  /** The key of the tenant's task: everything below the gateway names the task by it. */
+  key(tenant: string, taskId: string): string {
+    return taskKey(tenant, taskId);
   }
 
-  /** Throws NotFoundError unless `tenant` owns the task (unknown tasks are not claimed). */
-  async check(taskId: string, tenant: string): Promise<void> {
-    let owner = this.owners.get(taskId);
-    if (owner === undefined) {
-      const o = await this.store.tenants.of(taskId);
-      if (o !== null) this.remember(taskId, o);
-      owner = o ?? undefined;
+  /** Before a write to the task (a command, an execution): records it among the tenant's tasks. */
+  async write(tenant: string, taskId: string): Promise<string> {
+    const key = taskKey(tenant, taskId);
+    if (!this.known.has(key)) {
+      await this.store.tenants.add(tenant, taskId);
+      this.remember(key);
     }
-    if (owner !== tenant) throw taskNotFound(taskId);
+    return key;
+  }
+
+  /** The key of a task the tenant has written to; NotFoundError when it has none of that id. */
+  async existing(tenant: string, taskId: string): Promise<string> {
+    const key = taskKey(tenant, taskId);
+    if (!this.known.has(key)) {
+      if (!(await this.store.tenants.has(tenant, taskId))) throw taskNotFound(taskId);
+      this.remember(key);
+    }
+    return key;
   }
 
   tasks(tenant: string): Promise<string[]> {

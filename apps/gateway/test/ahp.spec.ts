@@ -1,7 +1,7 @@
 // The AHP chat channel, driven by a client that knows AHP and nothing of Baton: JSON-RPC 2.0,
 // version negotiation, a chat snapshot carrying backgroundWork, then chat/backgroundWorkSet and
 // chat/backgroundWorkRemoved actions whose serverSeq only grows, unknown kinds kept as they came.
-import type { Capabilities } from '@baton/protocol';
+import { taskKey, type Capabilities } from '@baton/protocol';
 import { Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from './support';
 
 jest.setTimeout(60_000);
@@ -9,6 +9,8 @@ jest.setTimeout(60_000);
 let stack: Stack;
 let url: string;
 const tok = tokenFor('ahp-tenant');
+/** The task key below the gateway of the tenant's task id. */
+const K = (taskId: string) => taskKey('ahp-tenant', taskId);
 const ATTESTING: Capabilities = {
   agent: { name: 'claude-agent-acp' },
   dialect: 'claude',
@@ -87,6 +89,9 @@ describe('AHP chat channel', () => {
   it('follows a session’s background work: snapshot, then Set/Removed with a growing serverSeq', async () => {
     const taskId = 'ahp/task 1';
     const channel = `ahp-chat:/${encodeURIComponent(taskId)}/s1`;
+    // The tenant has the task (a prompt or an execution start of it records it): a chat of a task
+    // the tenant never wrote to is not found.
+    await stack.store.tenants.add('ahp-tenant', taskId);
     const c = await Client.connect(url, tok, '/ahp');
     const init = await c.rpc('initialize', {
       protocolVersions: ['1.0.0'],
@@ -99,7 +104,7 @@ describe('AHP chat channel', () => {
     expect((snapshot!.state as Json).backgroundWork).toBeUndefined();
     expect(snapshot!.state).toMatchObject({ resource: channel, status: 1, turns: [] });
 
-    const w = new FakeWorker(stack.store, taskId, 's1');
+    const w = new FakeWorker(stack.store, K(taskId), 's1');
     await w.start(ATTESTING);
     await w.fact('background.started', {
       attested: true,
@@ -196,11 +201,11 @@ describe('AHP chat channel', () => {
     // After unsubscribe (a notification: no answer), the chat's actions stop for that client.
     const other = 'ahp-chat:/ahp-other/s1';
     c.send({ jsonrpc: '2.0', method: 'unsubscribe', params: { channel } });
+    const o = new FakeWorker(stack.store, K('ahp-other'), 's1');
+    await o.start(ATTESTING);
     await c.rpc('subscribe', { channel: other });
     const before = actionsOf(c, channel).length;
     await w.fact('background.ended', { workId: 'subagent-1', status: 'completed' });
-    const o = new FakeWorker(stack.store, 'ahp-other', 's1');
-    await o.start(ATTESTING);
     await o.fact('background.started', {
       attested: true,
       work: {

@@ -3,7 +3,7 @@
 // time (the decision follows as an update), executions, OpenAPI, health and metrics.
 import { randomBytes } from 'node:crypto';
 import { executionJobState, executionQueue } from '@baton/jobs';
-import { CommandResult, PromptResult, SessionView, TaskView } from '@baton/protocol';
+import { CommandResult, PromptResult, SessionView, TaskView, taskKey } from '@baton/protocol';
 import { z } from 'zod';
 import { openApiDocument } from '../src/rest/openapi';
 import {
@@ -45,7 +45,7 @@ async function call(method: string, path: string, body?: unknown, t = tok) {
 describe('REST', () => {
   it('prompts: 200 with the decision; a retried key gets the same answer; views match /ws', async () => {
     const s = '/v1/tasks/rest-1/sessions/s1';
-    await new FakeWorker(stack.store, 'rest-1', 's1').start();
+    await new FakeWorker(stack.store, taskKey('rest', 'rest-1'), 's1').start();
     const a = await call('POST', `${s}/prompts`, { text: 'first', idempotencyKey: 'r1' });
     expect(a.status).toBe(200);
     expect(PromptResult.parse(a.body)).toMatchObject({
@@ -87,7 +87,7 @@ describe('REST', () => {
   it('queue and session commands: done when carried out, 409 failed with the owner’s reason', async () => {
     const t = 'rest-2';
     const s = `/v1/tasks/${t}/sessions/s1`;
-    await new FakeWorker(stack.store, t, 's1').start();
+    await new FakeWorker(stack.store, taskKey('rest', t), 's1').start();
     const c = await Client.connect(ws, tok);
     const first = (
       await c.request({ op: 'prompt', taskId: t, sessionId: 's1', text: 'a', idempotencyKey: 'a' })
@@ -220,7 +220,8 @@ describe('REST', () => {
       const job = await queue.getJob(r.body.jobId as string);
       expect(job?.data).toEqual({
         v: 1,
-        taskId: 'rest-3',
+        // The job names the task by its key.
+        taskId: 'rest/rest-3',
         sessionId: 's1',
         executionId,
         tenant: 'rest',

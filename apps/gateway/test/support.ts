@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { SCHEMA_VERSION, type Capabilities, type StreamEntry } from '@baton/protocol';
+import { SCHEMA_VERSION, splitTaskKey, type Capabilities, type StreamEntry } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-harness';
 import { EventStore } from '@baton/store';
 import WebSocket from 'ws';
@@ -183,7 +183,10 @@ export const CAPS: Capabilities = {
   unambiguousCompletionKinds: [],
 };
 
-/** Writes facts as a worker hosting one execution of a session does. */
+/**
+ * Writes facts as a worker hosting one execution of a session does. `taskId` is the task's key
+ * (`<tenant>/<task id>`, libs/protocol taskKey), as in an execution job.
+ */
 export class FakeWorker {
   private seq = 0;
   private readonly instance = `test-worker-${randomBytes(4).toString('hex')}`;
@@ -213,6 +216,9 @@ export class FakeWorker {
 
   /** The execution is up and can take prompts (its lease outlives the test, as if renewed). */
   async start(caps: Capabilities = CAPS): Promise<void> {
+    // Whoever started the execution (REST, CLI exec) recorded the task among its tenant's.
+    const k = splitTaskKey(this.taskId);
+    if (k) await this.store.tenants.add(k.tenant, k.taskId);
     await this.store.executions.renewLease(
       { taskId: this.taskId, sessionId: this.sessionId, executionId: this.executionId },
       600_000,

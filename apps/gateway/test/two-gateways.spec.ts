@@ -1,6 +1,6 @@
 // Two gateway processes, one projector, one Redis: what a client sees does not depend on the
 // gateway it is connected to.
-import type { Update } from '@baton/protocol';
+import { taskKey, type Update } from '@baton/protocol';
 import { Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from './support';
 
 jest.setTimeout(60_000);
@@ -9,6 +9,8 @@ let stack: Stack;
 let A: string;
 let B: string;
 const tok = tokenFor('acme');
+/** The task key below the gateway of acme's task id. */
+const K = (taskId: string) => taskKey('acme', taskId);
 
 beforeAll(async () => {
   stack = await startStack({ gateways: 2, projectors: 1 });
@@ -33,7 +35,7 @@ const resultOf = (reply: Json) => {
 
 /** Work on a task that produces every kind of update: prompts, queue moves, background work. */
 async function traffic(taskId: string, via: Client[], tag: string, started?: FakeWorker) {
-  const w = started ?? new FakeWorker(stack.store, taskId, 's1');
+  const w = started ?? new FakeWorker(stack.store, K(taskId), 's1');
   if (!started) await w.start();
   const first = resultOf(await via[0]!.request(prompt(taskId, 's1', `${tag}-1`)));
   const second = resultOf(await via[1 % via.length]!.request(prompt(taskId, 's1', `${tag}-2`)));
@@ -57,7 +59,7 @@ async function traffic(taskId: string, via: Client[], tag: string, started?: Fak
   await w.fact('turn.ended', { admissionGeneration: 1, stopReason: 'end_turn' });
   // Settled: the queued prompt took the next turn, one subagent is still at work.
   await waitFor(async () => {
-    const s = (await stack.store.views.read(taskId))?.sessions.find((x) => x.sessionId === 's1');
+    const s = (await stack.store.views.read(K(taskId)))?.sessions.find((x) => x.sessionId === 's1');
     return (
       s?.activity.runningGeneration === 2 &&
       s.queue.entries.length === 0 &&
@@ -83,7 +85,7 @@ describe('two gateways', () => {
     expect(sa).toMatchObject({ mode: 'snapshot', seq: 0 });
     expect(sb).toMatchObject({ mode: 'snapshot', seq: 0 });
     await traffic(taskId, [ca, cb], 'o');
-    const last = await stack.store.lastUpdateSeq(taskId);
+    const last = await stack.store.lastUpdateSeq(K(taskId));
     expect(last).toBeGreaterThan(10);
     const [ua, ub] = await Promise.all([
       allUpdates(ca, taskId, last),
@@ -92,16 +94,17 @@ describe('two gateways', () => {
     expect(ua.map((u) => u.seq)).toEqual(Array.from({ length: last }, (_, i) => i + 1));
     expect(ub).toEqual(ua);
     // And what they saw is what the shard stream holds.
-    const stored = (await stack.store.readUpdates(stack.store.shardOf(taskId))).items
+    const stored = (await stack.store.readUpdates(stack.store.shardOf(K(taskId)))).items
       .map((s) => s.update)
-      .filter((u: Update) => u.taskId === taskId);
+      .filter((u: Update) => u.taskId === K(taskId))
+      .map((u) => ({ ...u, taskId }));
     expect(ua).toEqual(stored);
     await Promise.all([ca.close(), cb.close()]);
   });
 
   it('prompts to one session through A and B at once: exactly one admitted, the other queued', async () => {
     const taskId = 'race-1';
-    await new FakeWorker(stack.store, taskId, 's1').start();
+    await new FakeWorker(stack.store, K(taskId), 's1').start();
     const [ca, cb] = await Promise.all([Client.connect(A, tok), Client.connect(B, tok)]);
     const [ra, rb] = await Promise.all([
       ca.request(prompt(taskId, 's1', 'ka')),
@@ -112,7 +115,7 @@ describe('two gateways', () => {
       return (r.decision as Json).outcome;
     });
     expect(outcomes.sort()).toEqual(['admitted', 'queued']);
-    const entries = (await stack.store.readTask(taskId)).items.map((s) => s.entry);
+    const entries = (await stack.store.readTask(K(taskId))).items.map((s) => s.entry);
     expect(entries.filter((e) => e.type === 'prompt.admitted')).toHaveLength(1);
     expect(entries.filter((e) => e.type === 'prompt.queued')).toHaveLength(1);
     await Promise.all([ca.close(), cb.close()]);
@@ -120,7 +123,7 @@ describe('two gateways', () => {
 
   it('the same key through A and B at once is one prompt: same promptId, same decision', async () => {
     const taskId = 'dup-1';
-    await new FakeWorker(stack.store, taskId, 's1').start();
+    await new FakeWorker(stack.store, K(taskId), 's1').start();
     const [ca, cb] = await Promise.all([Client.connect(A, tok), Client.connect(B, tok)]);
     const [ra, rb] = (
       await Promise.all([
@@ -130,7 +133,7 @@ describe('two gateways', () => {
     ).map(resultOf);
     expect(ra!.status).toBe('decided');
     expect(rb).toEqual(ra);
-    const entries = (await stack.store.readTask(taskId)).items.map((s) => s.entry);
+    const entries = (await stack.store.readTask(K(taskId))).items.map((s) => s.entry);
     const submits = entries.filter((e) => e.type === 'prompt.submit');
     // Both gateways appended their command; the domain made a record of one of them only.
     expect(submits).toHaveLength(2);
@@ -153,13 +156,13 @@ describe('two gateways', () => {
     const [watcher, leaver] = await Promise.all([Client.connect(A, tok), Client.connect(A, tok)]);
     await watcher.request({ op: 'subscribe', taskId });
     await leaver.request({ op: 'subscribe', taskId });
-    const w = new FakeWorker(stack.store, taskId, 's1');
+    const w = new FakeWorker(stack.store, K(taskId), 's1');
     await w.start();
-    const mid = await stack.store.lastUpdateSeq(taskId);
+    const mid = await stack.store.lastUpdateSeq(K(taskId));
     await allUpdates(leaver, taskId, mid);
     await leaver.close();
     await traffic(taskId, [watcher], 'r', w);
-    const last = await stack.store.lastUpdateSeq(taskId);
+    const last = await stack.store.lastUpdateSeq(K(taskId));
     const back = await Client.connect(B, tok);
     const r = resultOf(await back.request({ op: 'subscribe', taskId, afterSeq: mid }));
     expect(r).toEqual({ taskId, mode: 'resumed', seq: last });
@@ -174,27 +177,30 @@ describe('two gateways', () => {
     const taskId = 'retention-1';
     const c = await Client.connect(A, tok);
     await c.request({ op: 'subscribe', taskId });
-    const w = new FakeWorker(stack.store, taskId, 's1');
+    const w = new FakeWorker(stack.store, K(taskId), 's1');
     await w.start();
-    const seen = await stack.store.lastUpdateSeq(taskId);
+    const seen = await stack.store.lastUpdateSeq(K(taskId));
     await allUpdates(c, taskId, seen);
     await c.close();
     await traffic(taskId, [await Client.connect(B, tok)], 't', w);
     // Retention: the shard's update stream keeps only its newest entries (MAXLEN), so the
     // updates after `seen` are gone — here cut to 2 entries at once.
     await stack.store.redis.xtrim(
-      stack.store.keys.updates(stack.store.shardOf(taskId)),
+      stack.store.keys.updates(stack.store.shardOf(K(taskId))),
       'MAXLEN',
       2,
     );
-    const last = await stack.store.lastUpdateSeq(taskId);
+    const last = await stack.store.lastUpdateSeq(K(taskId));
     const back = await Client.connect(B, tok);
     const r = resultOf(await back.request({ op: 'subscribe', taskId, afterSeq: seen }));
     expect(r.mode).toBe('resync');
     const snap = back.messages.find((m) => m.type === 'snapshot')!;
     expect(snap.resync).toBe(true);
     const task = snap.task as Json;
-    await waitFor(async () => (await stack.store.views.read(taskId))?.seq === last, 'view written');
+    await waitFor(
+      async () => (await stack.store.views.read(K(taskId)))?.seq === last,
+      'view written',
+    );
     // The snapshot plus whatever followed it is the task as it is now.
     expect(r.seq).toBe(last);
     expect(task.seq as number).toBeLessThanOrEqual(last);

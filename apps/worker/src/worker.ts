@@ -6,7 +6,7 @@ import {
   parseExecutionJob,
   queuePrefix,
 } from '@baton/jobs';
-import type { ExecutionJob } from '@baton/protocol';
+import { splitTaskKey, type ExecutionJob } from '@baton/protocol';
 import { EventStore, connectRedis, redisTargetFromUrl } from '@baton/store';
 import { UnrecoverableError, WaitingError, Worker, type ConnectionOptions } from 'bullmq';
 import { Execution } from './execution';
@@ -105,7 +105,8 @@ export async function startWorker(
     }
     const problem = checkProfileRequest(profiles, data);
     if (problem !== null) return refuse(jobId, raw, problem);
-    const owner = await store.tenants.of(data.taskId);
+    // The job's task is a key, `<tenant>/<task id>`: it must be a task of the job's tenant.
+    const owner = splitTaskKey(data.taskId)?.tenant ?? null;
     if (owner !== data.tenant) {
       return refuse(
         jobId,

@@ -54,7 +54,7 @@ afterAll(async () => {
 
 it('runs executions of tasks in several shards (slots), turn to end, on a Cluster', async () => {
   const refs = Array.from({ length: 4 }, (_, i) => ({
-    taskId: `cluster-task-${i}`,
+    taskId: `local/cluster-task-${i}`,
     sessionId: `s-${i}`,
     executionId: `x-${i}`,
   }));

@@ -101,7 +101,11 @@ const admitted = (promptId: string) => (e: StreamEntry) =>
   e.type === 'prompt.admitted' && e.data.promptId === promptId;
 
 it('Claude, handoff policy: the second prompt is admitted at the human-origin yield, not before', async () => {
-  const ref = { taskId: 'claude-task', sessionId: 'claude-session', executionId: 'claude-x1' };
+  const ref = {
+    taskId: 'local/claude-task',
+    sessionId: 'claude-session',
+    executionId: 'claude-x1',
+  };
   await gateway.command(ref, 'session.configure', { admission: 'handoff' });
   await startExecution(store, queue, ref, { recording: 'claude-handoff-held-prompt', speed: 0 });
   await gateway.submit(ref, 'p1');
@@ -173,7 +177,7 @@ it('Claude, handoff policy: the second prompt is admitted at the human-origin yi
 });
 
 it('Codex, coarse policy: the second prompt waits for the first turn to end; delete stops the execution', async () => {
-  const ref = { taskId: 'codex-task', sessionId: 'codex-session', executionId: 'codex-x1' };
+  const ref = { taskId: 'local/codex-task', sessionId: 'codex-session', executionId: 'codex-x1' };
   await startExecution(store, queue, ref, { recording: 'codex-exec-command', speed: 0 });
   await gateway.submit(ref, 'p1');
   await gateway.submit(ref, 'p2');

@@ -79,7 +79,7 @@ const startWorker = async (name: string) => {
 };
 
 const refOf = (i: number, generation = 1) => ({
-  taskId: `task-${i}`,
+  taskId: `local/task-${i}`,
   sessionId: `session-${i}`,
   executionId: `exec-${i}-${generation}`,
 });

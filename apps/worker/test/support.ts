@@ -20,8 +20,10 @@ export async function startExecution(
   job: { profile?: string; recording?: string; speed?: number; workspace?: string },
   tenant = 'local',
 ): Promise<string> {
-  const owner = await store.tenants.claim(ref.taskId, tenant);
-  if (owner !== tenant) throw new Error(`task ${ref.taskId} belongs to ${owner}`);
+  // The job names its task by key (`<tenant>/<task id>`): the ref's task id must be one.
+  if (!ref.taskId.startsWith(`${tenant}/`))
+    throw new Error(`task ${ref.taskId} is not ${tenant}'s`);
+  await store.tenants.add(tenant, ref.taskId.slice(tenant.length + 1));
   return enqueueExecution(queue, { v: 1, ...ref, tenant, profile: 'replay', ...job });
 }
 

@@ -68,7 +68,7 @@ const env = (extra: Record<string, string> = {}) => ({
 
 const newRef = () => {
   n++;
-  return { taskId: `task-${n}`, sessionId: `session-${n}`, executionId: `exec-${n}` };
+  return { taskId: `local/task-${n}`, sessionId: `session-${n}`, executionId: `exec-${n}` };
 };
 type Ref = ReturnType<typeof newRef>;
 
@@ -96,7 +96,7 @@ const TENANT = 'local';
 /** Starts an execution of a profile on a new task of TENANT, as the gateway would. */
 const start = async (profile: string, extra: { recording?: string; speed?: number } = {}) => {
   const ref = newRef();
-  await store.tenants.claim(ref.taskId, TENANT);
+  await store.tenants.add(TENANT, ref.taskId.slice(TENANT.length + 1));
   await enqueueExecution(queue, { v: 1, ...ref, tenant: TENANT, profile, ...extra });
   return ref;
 };

@@ -7,6 +7,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import {
   SCHEMA_VERSION,
+  taskKey,
   type Capabilities,
   type StreamEntry,
   type TaskView,
@@ -122,8 +123,12 @@ async function newClient(): Promise<BatonClient> {
   return c;
 }
 
-/** Writes facts as the worker hosting one execution of a session does. */
-function worker(taskId: string, sessionId: string) {
+/** The task key below the gateway of the test tenant's (acme's) task id. */
+const K = (taskId: string) => taskKey('acme', taskId);
+
+/** Writes facts as the worker hosting one execution of a session does (the job names the key). */
+function worker(clientTaskId: string, sessionId: string) {
+  const taskId = K(clientTaskId);
   const executionId = `x-${randomBytes(3).toString('hex')}`;
   const instance = `w-${randomBytes(3).toString('hex')}`;
   let seq = 0;
@@ -153,7 +158,7 @@ function worker(taskId: string, sessionId: string) {
 async function streamOf(taskId: string): Promise<StreamEntry[]> {
   const out: StreamEntry[] = [];
   for (let after = '0-0'; ;) {
-    const page = await store.readTask(taskId, after, 1_000);
+    const page = await store.readTask(K(taskId), after, 1_000);
     out.push(...page.items.map((i) => i.entry));
     if (page.items.length < 1_000) return out;
     after = page.lastId;
@@ -225,11 +230,15 @@ describe('@baton/client end to end (redis, projector, gateway processes)', () =>
       },
     });
     await w.fact('turn.ended', { admissionGeneration: g, stopReason: 'end_turn' });
-    await waitFor(async () => (await store.lastUpdateSeq(taskId)) > before + 3, 15_000, 'updates');
+    await waitFor(
+      async () => (await store.lastUpdateSeq(K(taskId))) > before + 3,
+      15_000,
+      'updates',
+    );
     gateway = await startGateway();
     await reconnected;
 
-    await waitFor(async () => sub.seq === (await store.lastUpdateSeq(taskId)), 15_000, 'resume');
+    await waitFor(async () => sub.seq === (await store.lastUpdateSeq(K(taskId))), 15_000, 'resume');
     await waitFor(() => sub.state === 'live');
     // Nothing missed: every seq after the snapshot, once, in order; no resync was needed.
     expect(seen.map((u) => u.seq)).toEqual(seen.map((_, i) => first.seq + i + 1));
@@ -238,8 +247,8 @@ describe('@baton/client end to end (redis, projector, gateway processes)', () =>
     // The local view is the server's: the stored read model and a fresh subscriber's snapshot.
     const stored = await waitFor(
       async () => {
-        const v = await store.views.read(taskId);
-        return v && v.seq === sub.seq ? v : undefined;
+        const v = await store.views.read(K(taskId));
+        return v && v.seq === sub.seq ? { ...v, taskId } : undefined;
       },
       15_000,
       'the stored view',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TaskKey } from './task-key';
 import {
   AdmissionMode,
   AdmissionPolicy,
@@ -32,7 +33,7 @@ export type Writer = z.infer<typeof Writer>;
 
 const envelope = {
   v: SchemaVersion,
-  taskId: Id,
+  taskId: TaskKey,
   sessionId: Id,
   writer: Writer,
 };

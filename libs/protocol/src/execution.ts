@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TaskKey, TenantId } from './task-key';
 import { AdmissionMode, Id, MAX_PROMPT_CHARS, PromptOrigin, SchemaVersion } from './common';
 
 /**
@@ -10,7 +11,7 @@ const Generation = z.number().int().nonnegative();
 
 const inboxEnvelope = {
   v: SchemaVersion,
-  taskId: Id,
+  taskId: TaskKey,
   sessionId: Id,
   executionId: Id,
 };
@@ -77,13 +78,6 @@ export const ProfileName = z
   );
 export type ProfileName = z.infer<typeof ProfileName>;
 
-/** The tenant a job acts for, as in client tokens. */
-export const TenantId = z
-  .string()
-  .min(1)
-  .max(200)
-  .regex(/^[^{}]+$/, 'must not contain braces');
-
 /**
  * A subfolder of the tenant's workspace: relative, `/`-separated, no `.` or `..` segment, no
  * empty segment, no backslash or control character. The worker also resolves it (symbolic
@@ -112,7 +106,8 @@ export const WorkspacePath = z
  */
 export const ExecutionJob = z.strictObject({
   v: SchemaVersion,
-  taskId: Id,
+  /** The task's key (`<tenant>/<task id>`): the worker is tenant-agnostic. */
+  taskId: TaskKey,
   sessionId: Id,
   executionId: Id,
   /** The tenant that owns the task; the worker refuses a job whose task another tenant owns. */

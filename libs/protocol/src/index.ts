@@ -1,4 +1,5 @@
 export * from './common';
+export * from './task-key';
 export * from './background-work';
 export * from './entries';
 export * from './views';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TaskKey } from './task-key';
 import { AdmissionMode, Id, SchemaVersion } from './common';
 import { BackgroundWork } from './background-work';
 import { QueueReason, RejectReason } from './entries';
@@ -12,7 +13,7 @@ import { QueueView, SessionActivityView, TaskActivityView } from './views';
 const update = <T extends string, D extends z.ZodType>(type: T, data: D) =>
   z.object({
     v: SchemaVersion,
-    taskId: Id,
+    taskId: TaskKey,
     seq: z.number().int().positive(),
     type: z.literal(type),
     data,

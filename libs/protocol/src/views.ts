@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TaskKey } from './task-key';
 import { AdmissionPolicy, ForegroundActivity, Id, PromptOrigin, SessionState } from './common';
 import { BackgroundWork } from './background-work';
 
@@ -47,7 +48,7 @@ export const TaskActivityView = z.object({
 export type TaskActivityView = z.infer<typeof TaskActivityView>;
 
 export const TaskView = z.object({
-  taskId: Id,
+  taskId: TaskKey,
   /** Sequence of the last update folded into this view. */
   seq: z.number().int().min(0),
   activity: TaskActivityView,

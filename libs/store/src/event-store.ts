@@ -770,23 +770,19 @@ export class EventStore {
     },
   };
 
+  /**
+   * The task ids of each tenant, for listing and for telling a tenant's task from an absent one.
+   * Written only by what writes to the task (a command, an execution start), never by a read.
+   */
   readonly tenants = {
-    /**
-     * Makes `tenant` the owner of `taskId` unless another tenant already owns it. Returns the
-     * owner: compare it with `tenant` to know whether the caller may act on the task.
-     */
-    claim: async (taskId: string, tenant: string): Promise<string> => {
-      const key = this.keys.tenants(this.shardOf(taskId));
-      await this.redis.hsetnx(key, taskId, tenant);
-      const owner = (await this.redis.hget(key, taskId)) ?? tenant;
-      // Idempotent, so a claim interrupted between the two keys is completed by the next one.
-      if (owner === tenant) await this.redis.sadd(this.keys.tenantTasks(tenant), taskId);
-      return owner;
+    /** Records `taskId` (a client's id, not a key) among the tasks of `tenant`. Idempotent. */
+    add: async (tenant: string, taskId: string): Promise<void> => {
+      await this.redis.sadd(this.keys.tenantTasks(tenant), taskId);
     },
-    /** The tenant that owns a task, or null. */
-    of: async (taskId: string): Promise<string | null> =>
-      this.redis.hget(this.keys.tenants(this.shardOf(taskId)), taskId),
-    /** The tasks of a tenant, sorted. */
+    /** Whether `tenant` has a task `taskId`. */
+    has: async (tenant: string, taskId: string): Promise<boolean> =>
+      (await this.redis.sismember(this.keys.tenantTasks(tenant), taskId)) === 1,
+    /** The task ids of a tenant, sorted. */
     tasks: async (tenant: string): Promise<string[]> =>
       (await this.redis.smembers(this.keys.tenantTasks(tenant))).sort(),
   };

@@ -26,13 +26,14 @@
  * | baton:{b:7}:xgen:<taskId>        | hash   | session id -> last execution generation handed out   |
  * | baton:{b:7}:views                | hash   | task id -> current TaskView JSON (the read model)    |
  * | baton:{b:7}:vseq                 | hash   | task id -> update seq of the stored view             |
- * | baton:{b:7}:tenant               | hash   | task id -> the tenant that owns the task             |
- * | baton:{t:<tenant>}:tasks         | set    | the task ids of one tenant                           |
+ * | baton:{t:<tenant>}:tasks         | set    | the task ids (a client's, not keys) of one tenant    |
  * | baton:{b:7}:tasks                | set    | every task id the shard's owners have loaded         |
  * | baton:projectors                 | zset   | live projector instances -> heartbeat expiry         |
  *
- * Ids come last in every key and each kind has its own infix, so no task or execution id (which
- * may contain `:`) can make one key collide with another. An execution's keys live in its task's
+ * A task id here is the task's key, `<tenant>/<client task id>` (libs/protocol task-key.ts): the
+ * hash tag comes first, so a `/` or a brace inside a key never changes the slot. Ids come last in
+ * every key and each kind has its own infix, so no task or execution id (which may contain `:`)
+ * can make one key collide with another. An execution's keys live in its task's
  * shard so the owner's fenced inbox write is one slot with the lease.
  */
 
@@ -118,9 +119,6 @@ export class KeyLayout {
   }
   viewSeqs(shard: number): string {
     return `${this.shardBase(shard)}:vseq`;
-  }
-  tenants(shard: number): string {
-    return `${this.shardBase(shard)}:tenant`;
   }
   /**
    * Task ids of a shard an owner has seen: a new owner finds tasks whose feed notes were trimmed

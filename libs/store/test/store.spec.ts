@@ -50,7 +50,8 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
 
   it('puts every key of a shard in one cluster slot', async () => {
     const k = store.keys;
-    const t = 'task-slot';
+    // A task key: tenant, `/`, a client id that may hold braces — the shard's tag comes first.
+    const t = 'acme/task-{x}-slot';
     const s = k.shardOf(t);
     const keys = [
       k.taskStream(t),
@@ -69,7 +70,6 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       k.executionGenerations(t),
       k.views(s),
       k.viewSeqs(s),
-      k.tenants(s),
       k.shardTasks(s),
     ];
     const client = backend.client();
@@ -450,15 +450,18 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect((await store.views.read(t))?.seq).toBe(3);
   });
 
-  it('gives each task one tenant, first claim wins', async () => {
-    expect(await store.tenants.of('t-1')).toBeNull();
-    expect(await store.tenants.claim('t-1', 'acme')).toBe('acme');
-    expect(await store.tenants.claim('t-1', 'globex')).toBe('acme');
-    expect(await store.tenants.claim('t-2', 'acme')).toBe('acme');
-    expect(await store.tenants.claim('t-3', 'globex')).toBe('globex');
-    expect(await store.tenants.of('t-1')).toBe('acme');
+  it('lists the task ids of each tenant; only add writes', async () => {
+    expect(await store.tenants.has('acme', 't-1')).toBe(false);
+    expect(await store.tenants.tasks('acme')).toEqual([]);
+    await store.tenants.add('acme', 't-1');
+    await store.tenants.add('acme', 't-1');
+    await store.tenants.add('acme', 't-2');
+    // The same id of another tenant is another task.
+    await store.tenants.add('globex', 't-1');
+    expect(await store.tenants.has('acme', 't-1')).toBe(true);
+    expect(await store.tenants.has('globex', 't-2')).toBe(false);
     expect(await store.tenants.tasks('acme')).toEqual(['t-1', 't-2']);
-    expect(await store.tenants.tasks('globex')).toEqual(['t-3']);
+    expect(await store.tenants.tasks('globex')).toEqual(['t-1']);
     expect(() => store.keys.tenantTasks('a{b}')).toThrow(RangeError);
   });
 

@@ -209,7 +209,12 @@ export class AhpConnection extends Connection {
       this.version = n.version;
       const snapshots: (() => AhpSnapshot)[] = [];
       for (const channel of p.initialSubscriptions ?? []) {
-        snapshots.push(await this.serial(() => this.subscribe(channel)));
+        try {
+          snapshots.push(await this.serial(() => this.subscribe(channel)));
+        } catch (err) {
+          // A chat of a task the tenant does not have is left out, as on reconnect.
+          if (!(err instanceof NotFoundError)) throw err;
+        }
       }
       return () => ({
         protocolVersion: n.version,
@@ -299,7 +304,9 @@ export class AhpConnection extends Connection {
         { code: 'too_many_subscriptions' },
       );
     }
-    await this.s.tenancy.claim(ref.taskId, this.principal.tenant);
+    // A chat of a task the tenant never wrote to is not found, whoever else has that task id;
+    // subscribing never claims nor writes.
+    const key = await this.s.tenancy.existing(this.principal.tenant, ref.taskId);
     this.unsubscribe(channel);
     const over = this.tenantLimitMessage(channel);
     if (over) {
@@ -322,7 +329,7 @@ export class AhpConnection extends Connection {
       for (const f of frames(actions)) this.sendFrame(f, Buffer.byteLength(f));
     };
     const sub = new Subscription(
-      ref.taskId,
+      key,
       ref.sessionId,
       this.s.hub,
       {
@@ -356,7 +363,7 @@ export class AhpConnection extends Connection {
         onDelivered: () => this.s.metrics.delivered++,
       },
     );
-    const stop = this.s.hub.listen(ref.taskId, (frame) => sub.offer(frame));
+    const stop = this.s.hub.listen(key, (frame) => sub.offer(frame));
     this.chats.set(channel, { sub, mirror, stop });
     this.subs.set(channel, sub);
     try {

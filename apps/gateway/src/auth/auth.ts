@@ -1,5 +1,6 @@
 import { errors, jwtVerify } from 'jose';
 import type { IncomingMessage } from 'node:http';
+import { TenantId } from '@baton/protocol';
 import { z } from 'zod';
 
 /**
@@ -23,11 +24,8 @@ export class AuthError extends Error {
 }
 
 const Claims = z.object({
-  tenant: z
-    .string()
-    .min(1, 'must not be empty')
-    .max(200)
-    .regex(/^[^{}]+$/, 'must not contain braces'),
+  /** No `/` (it ends the tenant in a task key) and no braces (Redis Cluster hash tags). */
+  tenant: TenantId,
   scope: z
     .string()
     .max(200)

@@ -77,8 +77,9 @@ export function openApiDocument(): Record<string, unknown> {
         '`tenant` and `scope` (space-separated subset of `read prompt execute admin`: `read` ' +
         'views, `prompt` prompts and queue/session commands, `execute` starts executions of ' +
         'operator-configured agent profiles, `admin` all of them) as a Bearer token ' +
-        '(or `?token=`). A task belongs to the first tenant that touches it; a task of another ' +
-        'tenant answers exactly as one that does not exist. WebSockets on the same port: `/ws` ' +
+        '(or `?token=`). Task ids are the tenant’s own: two tenants’ tasks of one id are two ' +
+        'tasks, and a read of a task the tenant never wrote to is a 404, whoever else has that ' +
+        'id; reads never create a task. WebSockets on the same port: `/ws` ' +
         '(Baton’s protocol, docs/protocol.md) and `/ahp` (the AHP chat channel, docs/ahp-channel.md).',
     },
     components: {

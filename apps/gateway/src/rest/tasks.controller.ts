@@ -24,7 +24,7 @@ import {
 import { RequiresScope, RestAuthGuard, type AuthedRequest } from '../auth/rest-auth.guard';
 import { Commands, type QueueCommand } from '../commands/commands';
 import { WireFailure } from '../errors';
-import { Tenancy } from '../tenancy';
+import { Tenancy, clientView } from '../tenancy';
 import { UpdateHub } from '../updates/update-hub';
 import { parse } from './body';
 import { Executions } from './executions';
@@ -34,8 +34,9 @@ import { AutoRunBody, ExecutionBody, ObservedGenerationBody, PromptBody } from '
 const SESSION = ':taskId/sessions/:sessionId';
 
 /**
- * The REST read models and commands of a tenant's tasks. A task of another tenant answers
- * exactly as a task that does not exist (404 `task <id> not found`).
+ * The REST read models and commands of a tenant's tasks, by the tenant's own task ids. A read of a
+ * task the tenant never wrote to is a 404 `task <id> not found`, whoever else has that id; a
+ * command writes to the tenant's own task of that id.
  */
 @Controller('v1/tasks')
 @UseGuards(RestAuthGuard)
@@ -57,8 +58,8 @@ export class TasksController {
   @RequiresScope('read')
   async task(@Req() req: AuthedRequest, @Param('taskId') taskId: string): Promise<TaskView> {
     parse(Id, taskId, 'taskId');
-    await this.tenancy.check(taskId, req.principal.tenant);
-    return this.hub.view(taskId);
+    const key = await this.tenancy.existing(req.principal.tenant, taskId);
+    return clientView(await this.hub.view(key));
   }
 
   @Get(SESSION)
@@ -83,10 +84,10 @@ export class TasksController {
   ): Promise<PromptResult> {
     const ids = this.ids(taskId, sessionId);
     const b = parse(PromptBody, body);
-    await this.tenancy.claim(taskId, req.principal.tenant);
-    const result = await this.commands.prompt({ ...ids, ...b });
+    const key = await this.tenancy.write(req.principal.tenant, taskId);
+    const result = await this.commands.prompt({ ...ids, ...b, taskId: key });
     if (result.status === 'pending') res.status(202);
-    return result;
+    return { ...result, taskId };
   }
 
   @Get(`${SESSION}/queue`)
@@ -172,14 +173,16 @@ export class TasksController {
   ): Promise<{ executionId: string; jobId: string }> {
     const ids = this.ids(taskId, sessionId);
     const b = parse(ExecutionBody, body);
-    // Unknown profiles are refused before the task is claimed or anything is queued.
+    // Unknown profiles are refused before the task is recorded or anything is queued.
     this.executions.check(b);
-    await this.tenancy.claim(taskId, req.principal.tenant);
+    const key = await this.tenancy.write(req.principal.tenant, taskId);
     const executionId = b.executionId ?? randomUUID();
+    // The job names the task by its key: the worker is tenant-agnostic.
     const jobId = await this.executions.start({
       v: 1,
       ...ids,
       ...b,
+      taskId: key,
       executionId,
       tenant: req.principal.tenant,
     });
@@ -198,8 +201,8 @@ export class TasksController {
     sessionId: string,
   ): Promise<SessionView> {
     this.ids(taskId, sessionId);
-    await this.tenancy.check(taskId, req.principal.tenant);
-    const view = await this.hub.view(taskId);
+    const key = await this.tenancy.existing(req.principal.tenant, taskId);
+    const view = await this.hub.view(key);
     const session = view.sessions.find((s) => s.sessionId === sessionId);
     if (!session) throw new WireFailure('not_found', `session ${sessionId} not found`);
     return session;
@@ -213,8 +216,8 @@ export class TasksController {
     cmd: QueueCommand,
   ): Promise<CommandResult> {
     this.ids(taskId, sessionId);
-    await this.tenancy.claim(taskId, req.principal.tenant);
-    const result = await this.commands.command(taskId, sessionId, cmd);
+    const key = await this.tenancy.write(req.principal.tenant, taskId);
+    const result = await this.commands.command(key, sessionId, cmd);
     if (result.status === 'pending') res.status(202);
     if (result.status === 'failed') res.status(409);
     return result;

@@ -1,13 +1,17 @@
 import { Update, type TaskView } from '@baton/protocol';
 import type { EventStore, StoredUpdate, StreamTail } from '@baton/store';
 import type { Logger } from '../logger';
+import { clientUpdate } from '../tenancy';
 import { ViewCache } from './view-cache';
 import { WriteBatch } from './write-batch';
 
 /** Past this size an update's frame goes to every socket as one shared Buffer, not a copy each. */
 const SHARE_AT = 16 * 1024;
 
-/** One update as it travels to subscribers; its wire frame is serialized once for all of them. */
+/**
+ * One update as it travels to subscribers; its wire frame is serialized once for all of them.
+ * `update` is as published, under the task key.
+ */
 export class UpdateFrame {
   private text: string | undefined;
   private size: number | undefined;
@@ -18,11 +22,12 @@ export class UpdateFrame {
     this.sessionId = 'sessionId' in update.data ? update.data.sessionId : undefined;
   }
   /**
-   * The `update` server message as sent on /ws, serialized once for every subscriber. A string,
-   * not a Buffer: ws frames a small string into one write, a Buffer into two (writev).
+   * The `update` server message as sent on /ws, serialized once for every subscriber (all of one
+   * tenant: the task key names the tenant), under the client's task id. A string, not a Buffer:
+   * ws frames a small string into one write, a Buffer into two (writev).
    */
   get wire(): string {
-    return (this.text ??= `{"v":1,"type":"update","update":${JSON.stringify(this.update)}}`);
+    return (this.text ??= `{"v":1,"type":"update","update":${JSON.stringify(clientUpdate(this.update))}}`);
   }
 
   /** The wire frame's size in bytes (what it adds to a socket's buffer). */

@@ -1,4 +1,5 @@
 import { SCHEMA_VERSION, type TaskView } from '@baton/protocol';
+import { clientView } from '../tenancy';
 
 interface Entry {
   taskId: string;
@@ -7,7 +8,7 @@ interface Entry {
   /** When the view was last known to be the task's current one. */
   checkedAt: number;
   view: TaskView;
-  /** The view serialized, the core of every full-task snapshot frame. */
+  /** The view serialized as its tenant's clients see it, the core of every full-task frame. */
   json: string;
   /** One session's part of the view, built once per session asked for. */
   sessions: Map<string, TaskView>;
@@ -67,7 +68,7 @@ export class ViewCache {
     const old = this.byTask.get(view.taskId);
     if (old && old.seq >= view.seq) return old.seq === view.seq ? old.view : view;
     if (old) this.drop(old);
-    const json = JSON.stringify(view);
+    const json = JSON.stringify(clientView(view));
     const e: Entry = {
       taskId: view.taskId,
       seq: view.seq,
@@ -103,17 +104,21 @@ export class ViewCache {
     return part;
   }
 
-  /** The /ws `snapshot` message of `view`, serialized once per version, filter and flag. */
+  /**
+   * The /ws `snapshot` message of `view` (keyed by the task key; the message carries the client's
+   * task id: a key's subscribers are all of its tenant), serialized once per version, filter and
+   * flag.
+   */
   snapshotFrame(view: TaskView, resync: boolean): Buffer {
     const o = this.owners.get(view);
     const head = `{"v":${SCHEMA_VERSION},"type":"snapshot","resync":${resync},"task":`;
     if (!o || this.byTask.get(o.entry.taskId) !== o.entry) {
-      return Buffer.from(`${head}${JSON.stringify(view)}}`);
+      return Buffer.from(`${head}${JSON.stringify(clientView(view))}}`);
     }
     const key = `${o.session}\u0000${resync}`;
     let frame = o.entry.frames.get(key);
     if (!frame) {
-      const json = o.session === '' ? o.entry.json : JSON.stringify(view);
+      const json = o.session === '' ? o.entry.json : JSON.stringify(clientView(view));
       frame = Buffer.from(`${head}${json}}`);
       o.entry.frames.set(key, frame);
       o.entry.bytes += frame.length;

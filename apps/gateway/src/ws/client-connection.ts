@@ -16,7 +16,7 @@ import type { Logger } from '../logger';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ResolvedOptions } from '../options';
 import { BehindError, Subscription } from '../subscriptions/subscription';
-import type { Tenancy } from '../tenancy';
+import { clientUpdate, type Tenancy } from '../tenancy';
 import type { UpdateHub } from '../updates/update-hub';
 import { Connection } from './connection';
 import { idOf, parseMessage, readJson } from './frames';
@@ -130,32 +130,36 @@ export class ClientConnection extends Connection {
               `a connection may hold ${this.opts.maxSubscriptions} subscriptions; unsubscribe first`,
             );
           }
-          await this.s.tenancy.claim(msg.taskId, tenant);
-          await this.subscribe(msg);
+          // Never claims nor writes: a task the tenant has not written to (another tenant's
+          // of the same id included) is an empty one, until the tenant writes to it.
+          await this.subscribe(msg, this.s.tenancy.key(tenant, msg.taskId));
         });
       case 'unsubscribe':
         return this.serial(async () => {
           const sub = this.subs.get(msg.taskId);
-          if (sub) this.unsubscribe(sub);
+          if (sub) this.unsubscribe(msg.taskId, sub);
           this.reply(msg.id, { taskId: msg.taskId, subscribed: false });
         });
       case 'prompt': {
         requireScope(this.principal, 'prompt');
-        await this.s.tenancy.claim(msg.taskId, tenant);
-        const result: PromptResult = await this.s.commands.prompt(msg, (late) => {
-          // A subscriber gets the decision from its subscription; anyone else gets it here.
-          if (!this.subs.has(msg.taskId)) {
-            this.send({ v: SCHEMA_VERSION, type: 'update', update: late });
-          }
-        });
-        this.reply(msg.id, result);
+        const key = await this.s.tenancy.write(tenant, msg.taskId);
+        const result: PromptResult = await this.s.commands.prompt(
+          { ...msg, taskId: key },
+          (late) => {
+            // A subscriber gets the decision from its subscription; anyone else gets it here.
+            if (!this.subs.has(msg.taskId)) {
+              this.send({ v: SCHEMA_VERSION, type: 'update', update: clientUpdate(late) });
+            }
+          },
+        );
+        this.reply(msg.id, { ...result, taskId: msg.taskId });
         return;
       }
       case 'queue.list': {
         requireScope(this.principal, 'read');
-        await this.s.tenancy.check(msg.taskId, tenant);
+        const key = await this.s.tenancy.existing(tenant, msg.taskId);
         if (this.behind) throw new WireFailure('unavailable', this.behindMessage());
-        const view = await this.s.hub.view(msg.taskId);
+        const view = await this.s.hub.view(key);
         const session = view.sessions.find((x) => x.sessionId === msg.sessionId);
         if (!session) {
           throw new WireFailure('not_found', `session ${msg.sessionId} not found`, 'sessionId');
@@ -173,9 +177,9 @@ export class ClientConnection extends Connection {
       case 'queue.auto_run':
       case 'session.cancel': {
         requireScope(this.principal, 'prompt');
-        await this.s.tenancy.claim(msg.taskId, tenant);
+        const key = await this.s.tenancy.write(tenant, msg.taskId);
         const result: CommandResult = await this.s.commands.command(
-          msg.taskId,
+          key,
           msg.sessionId,
           commandOf(msg),
         );
@@ -185,19 +189,23 @@ export class ClientConnection extends Connection {
     }
   }
 
-  private async subscribe(msg: Extract<ClientMessage, { op: 'subscribe' }>): Promise<void> {
+  private async subscribe(
+    msg: Extract<ClientMessage, { op: 'subscribe' }>,
+    key: string,
+  ): Promise<void> {
     const old = this.subs.get(msg.taskId);
-    if (old) this.unsubscribe(old);
+    if (old) this.unsubscribe(msg.taskId, old);
     const over = this.tenantLimitMessage(msg.taskId);
     if (over) throw new WireFailure('too_many_subscriptions', over);
     const sub = new Subscription(
-      msg.taskId,
+      key,
       msg.sessionId,
       this.s.hub,
       {
         writable: (bytes) => this.writable(bytes),
         snapshot: (task, resync) => {
-          // One Buffer per version of the view, shared by every subscriber it goes to.
+          // One Buffer per version of the view, shared by every subscriber it goes to (all of
+          // one tenant: it carries the client's task id, not the key).
           const frame = this.s.hub.snapshotFrame(task, resync);
           if (!this.writable(frame.length)) return false;
           this.sendFrame(frame, frame.length);
@@ -215,7 +223,7 @@ export class ClientConnection extends Connection {
     this.subs.set(msg.taskId, sub);
     this.stops.set(
       sub,
-      this.s.hub.listen(msg.taskId, (frame) => sub.offer(frame)),
+      this.s.hub.listen(key, (frame) => sub.offer(frame)),
     );
     try {
       await sub.start(msg.afterSeq, (r) => {
@@ -227,15 +235,16 @@ export class ClientConnection extends Connection {
         this.reply(msg.id, result);
       });
     } catch (err) {
-      this.unsubscribe(sub);
+      this.unsubscribe(msg.taskId, sub);
       if (err instanceof BehindError) throw new WireFailure('unavailable', this.behindMessage());
       throw err;
     }
   }
 
-  private unsubscribe(sub: Subscription): void {
+  /** `taskId` is the client's id: subscriptions of a connection are all of its tenant. */
+  private unsubscribe(taskId: string, sub: Subscription): void {
     this.releaseSubscription(sub);
-    if (this.subs.get(sub.taskId) === sub) this.subs.delete(sub.taskId);
+    if (this.subs.get(taskId) === sub) this.subs.delete(taskId);
   }
 
   protected releaseSubscription(sub: Subscription): void {
