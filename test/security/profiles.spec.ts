@@ -111,6 +111,12 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+const ended = (ref: { taskId: string }, executionId: string) =>
+  until(async () => {
+    const facts = factsOf(await readAll(stack.store, taskKey(A, ref.taskId)), executionId);
+    return facts.find((f) => f.type === 'execution.ended');
+  }, `execution.ended of ${executionId}`);
+
 const newTask = () => {
   n++;
   return { taskId: `sec-task-${n}`, sessionId: `s${n}` };
@@ -228,11 +234,13 @@ describe('starting an execution over REST', () => {
   it('a token of tenant A naming the id of tenant B’s task starts an execution on its own task', async () => {
     const ref = newTask();
     await stack.store.tenants.add(B, ref.taskId);
-    const r = await post(ref, { profile: 'replay', recording: 'demo-claude.jsonl' });
+    const r = await post(ref, { profile: 'probe', executionId: 'probe-b' });
     expect(r.status).toBe(202);
     // Task ids are tenant-scoped: the job names A's task by its key, never B's.
     const job = await queue.getJob(r.body.jobId as string);
     expect(job?.data).toMatchObject({ taskId: taskKey(A, ref.taskId), tenant: A });
+    // It runs (on A's task) and ends before the next test counts what was written.
+    await ended(ref, 'probe-b');
   });
 
   it.each(['../x', '/etc', 'a/../../x', './a', 'a//b', '..', 'a\\..\\b'])(
@@ -249,12 +257,6 @@ describe('starting an execution over REST', () => {
 });
 
 describe('the agent process', () => {
-  const ended = (ref: { taskId: string }, executionId: string) =>
-    until(async () => {
-      const facts = factsOf(await readAll(stack.store, taskKey(A, ref.taskId)), executionId);
-      return facts.find((f) => f.type === 'execution.ended');
-    }, `execution.ended of ${executionId}`);
-
   it('gets only its profile’s environment, and runs in the named subfolder of its tenant', async () => {
     const ref = newTask();
     const seen = new Set(probes());
