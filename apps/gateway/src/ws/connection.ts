@@ -288,8 +288,7 @@ export abstract class Connection {
     }
     this.ws.close(code, reason);
     const ws = this.ws;
-    const grace =
-      code === SLOW_CONSUMER_CLOSE ? CLOSE_GRACE_MS.slowConsumer : CLOSE_GRACE_MS.other;
+    const grace = code === SLOW_CONSUMER_CLOSE ? CLOSE_GRACE_MS.slowConsumer : CLOSE_GRACE_MS.other;
     setTimeout(() => ws.terminate(), grace).unref();
     this.dispose();
   }
