@@ -192,7 +192,9 @@ describe('starting an execution over REST', () => {
     expect((r.body.error as Json).code).toBe('invalid_message');
     expect((r.body.error as Json).message).toContain(`unknown field "${key}"`);
     expect(await snapshot()).toEqual(before);
-    expect(await queue.getJob(executionJobId(`x-${ref.taskId}`))).toBeUndefined();
+    expect(
+      await queue.getJob(executionJobId(taskKey(A, ref.taskId), `x-${ref.taskId}`)),
+    ).toBeUndefined();
     expect(existsSync(MARKER)).toBe(false);
   });
 
@@ -241,6 +243,22 @@ describe('starting an execution over REST', () => {
     expect(job?.data).toMatchObject({ taskId: taskKey(A, ref.taskId), tenant: A });
     // It runs (on A's task) and ends before the next test counts what was written.
     await ended(ref, 'probe-b');
+  });
+
+  it('two tenants choosing one task id and one execution id start two executions, neither blocking the other', async () => {
+    const ref = newTask();
+    const body = { profile: 'probe', executionId: 'chosen-1' };
+    const b = await post(ref, body, token({ tenant: B, scope: 'execute' }));
+    const a = await post(ref, body);
+    expect([a.status, b.status]).toEqual([202, 202]);
+    expect(a.body.jobId).not.toBe(b.body.jobId);
+    // Each runs on its own tenant's task, and ends there.
+    for (const tenant of [A, B]) {
+      await until(async () => {
+        const facts = factsOf(await readAll(stack.store, taskKey(tenant, ref.taskId)), 'chosen-1');
+        return facts.find((f) => f.type === 'execution.ended');
+      }, `chosen-1 ended on ${tenant}'s task`);
+    }
   });
 
   it.each(['../x', '/etc', 'a/../../x', './a', 'a//b', '..', 'a\\..\\b'])(

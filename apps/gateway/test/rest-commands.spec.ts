@@ -216,7 +216,7 @@ describe('REST', () => {
         token({ tenant: 'rest', scope }),
       );
       expect(r).toEqual({ status: 202, body: { executionId, jobId: expect.any(String) } });
-      expect(await executionJobState(queue, executionId)).toBe('waiting');
+      expect(await executionJobState(queue, 'rest/rest-3', executionId)).toBe('waiting');
       const job = await queue.getJob(r.body.jobId as string);
       expect(job?.data).toEqual({
         v: 1,
@@ -249,7 +249,7 @@ describe('REST', () => {
     expect((unknown.body.error as Json).message).toMatch(
       /^unknown profile "nope"; known: .*replay/,
     );
-    expect(await executionJobState(queue, 'exec-3')).toBe('unknown');
+    expect(await executionJobState(queue, 'rest/rest-3', 'exec-3')).toBe('unknown');
     await queue.close();
   });
 

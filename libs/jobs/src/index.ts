@@ -28,12 +28,16 @@ export const queuePrefix = (batonPrefix: string = DEFAULT_PREFIX): string => {
 };
 
 /**
- * The BullMQ job id of an execution. BullMQ refuses ids that look like integers or contain `:`,
- * and execution ids are chosen by clients; so the id is escaped (`%` and `:`), which keeps the
- * mapping one-to-one, and prefixed, which keeps it from ever being an integer.
+ * The BullMQ job id of an execution: its task and its id, so two tenants (or two tasks) that
+ * choose one execution id start two executions. BullMQ refuses ids that look like integers or
+ * contain `:`, and both parts come from clients; so each part is escaped (`%`, `:` and `.`),
+ * which keeps the mapping one-to-one, joined by `.`, and prefixed, which keeps it from ever being
+ * an integer.
  */
-export const executionJobId = (executionId: string): string =>
-  `x.${executionId.replace(/%/g, '%25').replace(/:/g, '%3A')}`;
+const escapeJobIdPart = (part: string): string =>
+  part.replace(/%/g, '%25').replace(/:/g, '%3A').replace(/\./g, '%2E');
+export const executionJobId = (taskId: string, executionId: string): string =>
+  `x.${escapeJobIdPart(taskId)}.${escapeJobIdPart(executionId)}`;
 
 /**
  * How long a finished job is kept. While it is, adding its execution id again is a no-op: an
@@ -89,7 +93,7 @@ export const enqueueExecution = async (
   input: ExecutionJobInput,
 ): Promise<string> => {
   const job = parseExecutionJob(input);
-  const jobId = executionJobId(job.executionId);
+  const jobId = executionJobId(job.taskId, job.executionId);
   await queue.add(EXECUTION_JOB_NAME, job, { ...JOB_OPTIONS, jobId });
   return jobId;
 };
@@ -100,9 +104,10 @@ export type ExecutionJobState =
 /** Where an execution's job is: waiting for a worker, running, finished, or not known. */
 export const executionJobState = async (
   queue: ExecutionQueue,
+  taskId: string,
   executionId: string,
 ): Promise<ExecutionJobState> => {
-  const state = await queue.getJobState(executionJobId(executionId));
+  const state = await queue.getJobState(executionJobId(taskId, executionId));
   return state === 'waiting-children' ? 'waiting' : (state as ExecutionJobState);
 };
 
@@ -113,9 +118,10 @@ export const executionJobState = async (
  */
 export const withdrawExecution = async (
   queue: ExecutionQueue,
+  taskId: string,
   executionId: string,
 ): Promise<boolean> => {
-  const job = await queue.getJob(executionJobId(executionId));
+  const job = await queue.getJob(executionJobId(taskId, executionId));
   if (!job || !(await job.isWaiting())) return false;
   try {
     await job.remove();

@@ -68,7 +68,7 @@ describe('the executions queue', () => {
     expect((err as InvalidExecutionJobError).problems.join('\n')).toMatch(
       /Unrecognized key: "agent"/,
     );
-    expect(await executionJobState(queue, 'bad-1')).toBe('unknown');
+    expect(await executionJobState(queue, 'task-1', 'bad-1')).toBe('unknown');
   });
 
   it('adds the same execution once', async () => {
@@ -82,20 +82,33 @@ describe('the executions queue', () => {
   });
 
   it('takes any execution id, one job per id (colons, integers, escapes)', async () => {
-    const ids = ['42', 'a:b', 'a%3Ab', 'a%b', 'x.42'];
+    const ids = ['42', 'a:b', 'a%3Ab', 'a%b', 'x.42', 'a.b', 'a%2Eb'];
     const jobIds = await Promise.all(ids.map((id) => enqueueExecution(queue, job(id))));
     expect(new Set(jobIds).size).toBe(ids.length);
     expect(jobIds.map((j) => j.includes(':'))).toEqual(ids.map(() => false));
     for (const id of ids)
-      expect((await queue.getJob(executionJobId(id)))?.data.executionId).toBe(id);
+      expect((await queue.getJob(executionJobId('task-1', id)))?.data.executionId).toBe(id);
+  });
+
+  it('names a job by its task and its id: two tasks (two tenants) with one execution id are two jobs', async () => {
+    const a = await enqueueExecution(queue, { ...job('same'), taskId: 'tenant-a/t.1' });
+    const b = await enqueueExecution(queue, { ...job('same'), taskId: 'tenant-b/t.1' });
+    // Escaping keeps the two parts apart: ("a.b", "c") and ("a", "b.c") are two jobs.
+    const c = await enqueueExecution(queue, { ...job('c'), taskId: 'x/a.b' });
+    const d = await enqueueExecution(queue, { ...job('b.c'), taskId: 'x/a' });
+    expect(new Set([a, b, c, d]).size).toBe(4);
+    expect((await queue.getJob(a))?.data.taskId).toBe('tenant-a/t.1');
+    expect((await queue.getJob(b))?.data.taskId).toBe('tenant-b/t.1');
+    expect(await executionJobState(queue, 'tenant-b/t.1', 'same')).toBe('waiting');
   });
 
   it('withdraws an execution no worker has started, and says so', async () => {
     await enqueueExecution(queue, job('withdraw-me'));
-    expect(await executionJobState(queue, 'withdraw-me')).toBe('waiting');
-    expect(await withdrawExecution(queue, 'withdraw-me')).toBe(true);
-    expect(await executionJobState(queue, 'withdraw-me')).toBe('unknown');
-    expect(await withdrawExecution(queue, 'never-added')).toBe(false);
+    expect(await executionJobState(queue, 'task-1', 'withdraw-me')).toBe('waiting');
+    expect(await withdrawExecution(queue, 'other-task', 'withdraw-me')).toBe(false);
+    expect(await withdrawExecution(queue, 'task-1', 'withdraw-me')).toBe(true);
+    expect(await executionJobState(queue, 'task-1', 'withdraw-me')).toBe('unknown');
+    expect(await withdrawExecution(queue, 'task-1', 'never-added')).toBe(false);
   });
 
   it('builds a valid stop message for the inbox', () => {
@@ -133,7 +146,7 @@ describe('the executions queue on a Redis Cluster', () => {
     try {
       await enqueueExecution(queue, job('on-cluster'));
       await enqueueExecution(queue, job('on-cluster'));
-      while ((await executionJobState(queue, 'on-cluster')) !== 'completed') {
+      while ((await executionJobState(queue, 'task-1', 'on-cluster')) !== 'completed') {
         await new Promise((r) => setTimeout(r, 50));
       }
       expect(ran).toEqual(['on-cluster']);

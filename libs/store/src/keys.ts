@@ -18,8 +18,8 @@
  * | baton:{b:7}:epoch                | string | fencing epoch counter; never deleted or expired      |
  * | baton:{b:7}:updates              | stream | client updates: task `t`, seq `s`, update JSON `u`   |
  * | baton:{b:7}:useq                 | hash   | task id -> last published update seq                 |
- * | baton:{b:7}:xi:<executionId>     | stream | the execution's inbox (prompts handed to the worker) |
- * | baton:{b:7}:xr:<executionId>     | stream | the execution's raw ACP frames: direction `d`, `f`   |
+ * | baton:{b:7}:xi:<task>:<execId>   | stream | the execution's inbox (prompts handed to the worker) |
+ * | baton:{b:7}:xr:<task>:<execId>   | stream | the execution's raw ACP frames: direction `d`, `f`   |
  * | baton:{b:7}:dead                 | stream | dead letters: `src` key, `id`, `reason`, `raw`       |
  * | baton:{b:7}:deadidx              | hash   | source entries already dead-lettered                 |
  * | baton:{b:7}:xleases              | zset   | execution leases: [task, session, exec] -> expiry  |
@@ -96,11 +96,14 @@ export class KeyLayout {
   updateSeqs(shard: number): string {
     return `${this.shardBase(shard)}:useq`;
   }
+  // Execution ids are chosen by clients, so they are named under their task: two tenants (or two
+  // tasks) using one execution id never share an inbox. The task is escaped (no `:` left in it),
+  // which keeps the two parts apart.
   inbox(taskId: string, executionId: string): string {
-    return `${this.shardBase(this.shardOf(taskId))}:xi:${executionId}`;
+    return `${this.shardBase(this.shardOf(taskId))}:xi:${encodeURIComponent(taskId)}:${executionId}`;
   }
   rawFrames(taskId: string, executionId: string): string {
-    return `${this.shardBase(this.shardOf(taskId))}:xr:${executionId}`;
+    return `${this.shardBase(this.shardOf(taskId))}:xr:${encodeURIComponent(taskId)}:${executionId}`;
   }
   deadLetters(shard: number): string {
     return `${this.shardBase(shard)}:dead`;
