@@ -192,7 +192,10 @@ function isValidRpc(m: Record<string, unknown>): boolean {
   if (!(typeof m.id === 'string' || Number.isInteger(m.id) || m.id === null)) return false;
   // The connection is never initialized (no generated offer is a valid version list), so every
   // other method is refused; a ping with valid params is the one valid request.
-  return m.method === 'ping' && AhpPingParams.safeParse(m.params).success;
+  // (JSON-RPC lets a request leave out params; a ping needs none.)
+  return (
+    m.method === 'ping' && (m.params === undefined || AhpPingParams.safeParse(m.params).success)
+  );
 }
 
 const ahpFrame: fc.Arbitrary<Frame> = fc.oneof(
