@@ -3,6 +3,7 @@ import { checkProfileRequest } from '@baton/config';
 import {
   EXECUTIONS_QUEUE,
   InvalidExecutionJobError,
+  executionJobId,
   parseExecutionJob,
   queuePrefix,
 } from '@baton/jobs';
@@ -53,7 +54,8 @@ export async function startWorker(
     maxRetriesPerRequest: null,
     connectionName: `${opts.instanceId}:jobs`,
   });
-  const runs = new Map<string, Execution>();
+  // By task and execution id: two tasks (two tenants) may choose one execution id.
+  const runs = new Map<string, { executionId: string; run: Execution }>();
   let stopping = false;
   const metrics = new WorkerMetrics(opts.instanceId);
   const settings = {
@@ -128,9 +130,10 @@ export async function startWorker(
         throw new WaitingError();
       }
       const data = await admit(job.id ?? '', job.data);
-      if (runs.has(data.executionId)) throw new Error(`${data.executionId} already runs here`);
+      const key = executionJobId(data.taskId, data.executionId);
+      if (runs.has(key)) throw new Error(`${data.executionId} already runs here`);
       const run = new Execution(data, profiles[data.profile]!, store, settings, log);
-      runs.set(data.executionId, run);
+      runs.set(key, { executionId: data.executionId, run });
       metrics.started.inc();
       metrics.running.set(runs.size);
       try {
@@ -138,7 +141,7 @@ export async function startWorker(
         metrics.ended.inc({ reason: outcome.reason });
         log.info({ executionId: data.executionId, ...outcome }, 'execution ended');
       } finally {
-        runs.delete(data.executionId);
+        runs.delete(key);
         metrics.running.set(runs.size);
       }
     },
@@ -172,7 +175,7 @@ export async function startWorker(
       log.info({ running: runs.size }, 'worker stopping');
       // close() stops fetching at once and resolves when the running jobs have returned.
       const closing = worker.close();
-      for (const run of runs.values()) run.shutdown();
+      for (const { run } of runs.values()) run.shutdown();
       await closing;
       await new Promise<void>((resolve) =>
         health ? health.server.close(() => resolve()) : resolve(),
@@ -185,7 +188,7 @@ export async function startWorker(
   return {
     instanceId: opts.instanceId,
     stop,
-    running: () => [...runs.keys()],
+    running: () => [...runs.values()].map((r) => r.executionId),
     metrics,
     metricsPort: health?.port ?? null,
   };
