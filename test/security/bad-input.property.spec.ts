@@ -183,9 +183,10 @@ const rpcObject = fc
     ),
   })
   .map(({ params, ...m }) => (params === undefined ? m : { ...m, params }))
+  .map((m) => JSON.stringify(m))
   // Valid requests are not "bad input"; a well-formed notification (no id) is never answered.
-  .filter((m) => !isValidRpc(m))
-  .map((m) => JSON.stringify(m));
+  // Judged as sent: NaN and Infinity ids go out as null.
+  .filter((frame) => !isValidRpc(JSON.parse(frame) as Record<string, unknown>));
 
 function isValidRpc(m: Record<string, unknown>): boolean {
   if (m.jsonrpc !== '2.0' || typeof m.method !== 'string') return false;
