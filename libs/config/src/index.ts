@@ -62,6 +62,11 @@ export const COMMON = {
     undefined,
     'Name of this process in leases, writers and logs (default: role, host name and pid)',
   ),
+  EXECUTION_START_TIMEOUT_MS: setting(
+    int(1_000, 7 * 86_400_000),
+    '600000',
+    'An execution no worker has started after this long fails (no_worker) and is never started (projector and worker must agree)',
+  ),
   LOG_LEVEL: setting(
     z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     'info',
@@ -94,6 +99,16 @@ export const PROJECTOR = {
     int(100, 86_400_000),
     '120000',
     'A running prompt with no agent event for this long is reported stalled (and fails if nothing came at all)',
+  ),
+  PROJECTOR_CANCEL_GRACE_MS: setting(
+    int(100, 86_400_000),
+    '30000',
+    'A cancel the agent has not answered after this long ends the turn (cancel_timeout) and stops the execution',
+  ),
+  PROJECTOR_QUIET_MS: setting(
+    int(100, 86_400_000),
+    '30000',
+    'Agent output outside any turn is shown as generating until it has been quiet this long',
   ),
   PROJECTOR_METRICS_PORT: setting(
     int(0, 65_535),

@@ -26,6 +26,17 @@ export const SessionState = z.enum([
 export type SessionState = z.infer<typeof SessionState>;
 
 export const AdmissionPolicy = z.enum(['coarse', 'handoff']);
+
+/**
+ * A task's lifecycle: `archived` takes no prompts and runs nothing until it is unarchived;
+ * `deleted` is a tombstone (its id stays taken: nothing revives it, nothing reuses it).
+ */
+export const TaskStatus = z.enum(['active', 'archived', 'deleted']);
+export type TaskStatus = z.infer<typeof TaskStatus>;
+
+/** What happens to an execution whose turn never started (no agent event by the watchdog). */
+export const AbandonedTurnPolicy = z.enum(['stop_execution', 'continue']);
+export type AbandonedTurnPolicy = z.infer<typeof AbandonedTurnPolicy>;
 export type AdmissionPolicy = z.infer<typeof AdmissionPolicy>;
 
 /** Who sent a prompt. Only `human` prompts may take a foreground handoff or steer. */
@@ -37,3 +48,16 @@ export const AdmissionMode = z.enum(['turn', 'handoff', 'steer']);
 export type AdmissionMode = z.infer<typeof AdmissionMode>;
 
 export const MAX_PROMPT_CHARS = 100_000;
+
+/** Why the owner stops an execution (the inbox's `execution.stop`, and the session's attention). */
+export const ExecutionStopReason = z.enum([
+  'session_reset',
+  'session_deleted',
+  'task_archived',
+  'task_deleted',
+  'cancel_timeout',
+  'turn_abandoned',
+  'force_released',
+  'operator',
+]);
+export type ExecutionStopReason = z.infer<typeof ExecutionStopReason>;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { TaskKey } from './task-key';
 import {
+  AbandonedTurnPolicy,
   AdmissionMode,
   AdmissionPolicy,
   Id,
@@ -45,11 +46,16 @@ const factEnvelope = {
   generation: z.number().int().positive(),
 };
 
+/** Task-wide entries (archive, delete) concern no one session. */
+const taskEnvelope = { v: SchemaVersion, taskId: TaskKey, writer: Writer };
+
 const fact = <T extends string, D extends z.ZodType>(type: T, data: D) =>
   z.object({ ...factEnvelope, type: z.literal(type), data });
 const command = <T extends string, D extends z.ZodType>(type: T, data: D) =>
   z.object({ ...envelope, type: z.literal(type), data });
 const decision = command;
+const taskEntry = <T extends string, D extends z.ZodType>(type: T, data: D) =>
+  z.object({ ...taskEnvelope, type: z.literal(type), data });
 
 const Generation = z.number().int().nonnegative();
 /** The command a decision answers; the owner drops that command from its pending set. */
@@ -216,8 +222,22 @@ export const SessionConfigure = command(
     steering: z.boolean().optional(),
     /** 0 means unlimited. */
     queueCapacity: z.number().int().min(0).max(10_000).optional(),
+    abandonedTurn: AbandonedTurnPolicy.optional(),
   }),
 );
+/**
+ * An operator's way out (scope `admin`): the running turn ends now (a claim not yet delivered goes
+ * back to the queue), the session's activity is cleared, and its live execution is stopped.
+ */
+export const SessionForceRelease = command(
+  'session.force_release',
+  commandData({ reason: z.string().max(500).optional() }),
+);
+/** An execution was put on the execution queue for this session and waits for a worker. */
+export const ExecutionRequest = command('execution.request', commandData({ executionId: Id }));
+export const TaskArchive = taskEntry('task.archive', commandData({}));
+export const TaskUnarchive = taskEntry('task.unarchive', commandData({}));
+export const TaskDelete = taskEntry('task.delete', commandData({}));
 
 // ---------------------------------------------------------------------------------------------
 // Decisions
@@ -233,6 +253,11 @@ export const QueueReason = z.enum([
   'queue_not_empty',
   'auto_run_off',
   'released',
+  /** The live execution is being stopped; prompts wait for the next one. */
+  'execution_stopping',
+  /** An execution was requested and waits for a free worker slot. */
+  'waiting_for_worker',
+  'task_archived',
 ]);
 export type QueueReason = z.infer<typeof QueueReason>;
 export const PromptQueued = decision(
@@ -244,7 +269,13 @@ export const PromptQueued = decision(
     reason: QueueReason,
   }),
 );
-export const RejectReason = z.enum(['queue_full', 'session_deleted', 'dispatch_failed']);
+export const RejectReason = z.enum([
+  'queue_full',
+  'session_deleted',
+  'dispatch_failed',
+  'task_archived',
+  'task_deleted',
+]);
 export type RejectReason = z.infer<typeof RejectReason>;
 export const PromptRejected = decision(
   'prompt.rejected',
@@ -257,12 +288,19 @@ export const PromptReleased = decision(
     ...InReplyTo,
     promptId: Id,
     admissionGeneration: Generation,
-    reason: z.enum(['session_cancelled']),
+    reason: z.enum(['session_cancelled', 'force_released']),
   }),
 );
+export const RemoveReason = z.enum([
+  'cancelled',
+  'session_deleted',
+  'task_archived',
+  'task_deleted',
+]);
+export type RemoveReason = z.infer<typeof RemoveReason>;
 export const PromptRemoved = decision(
   'prompt.removed',
-  z.object({ ...InReplyTo, promptId: Id, reason: z.enum(['cancelled', 'session_deleted']) }),
+  z.object({ ...InReplyTo, promptId: Id, reason: RemoveReason }),
 );
 export const PromptPromoted = decision('prompt.promoted', z.object({ ...InReplyTo, promptId: Id }));
 export const AutoRunSet = decision(
@@ -283,6 +321,8 @@ export const CommandRejected = decision(
       'session_deleted',
       'stale_generation',
       'nothing_running',
+      'task_archived',
+      'task_deleted',
     ]),
     message: z.string().max(1_000),
   }),
@@ -294,6 +334,7 @@ export const SessionConfigured = decision(
     admission: AdmissionPolicy,
     steering: z.boolean(),
     queueCapacity: z.number().int().min(0),
+    abandonedTurn: AbandonedTurnPolicy.default('stop_execution'),
   }),
 );
 export const SessionWasReset = decision('session.was_reset', z.object({ ...InReplyTo }));
@@ -311,10 +352,50 @@ export const TurnStalled = decision(
   'turn.stalled',
   z.object({ promptId: Id, admissionGeneration: Generation }),
 );
-/** A dispatched prompt produced no agent event at all by the watchdog's period: its turn fails. */
+/**
+ * A dispatched prompt produced no agent event at all by the watchdog's period: its turn fails, and
+ * the session's abandoned-turn policy says whether its execution is stopped (`then`).
+ */
 export const TurnAbandoned = decision(
   'turn.abandoned',
+  z.object({
+    promptId: Id,
+    admissionGeneration: Generation,
+    then: AbandonedTurnPolicy.default('continue'),
+  }),
+);
+/**
+ * A cancel the agent did not answer within the cancel grace: the turn ends cancelled (reason
+ * `cancel_timeout`) and the execution is stopped; the queue waits for the next execution.
+ */
+export const TurnCancelTimedOut = decision(
+  'turn.cancel_timed_out',
   z.object({ promptId: Id, admissionGeneration: Generation }),
+);
+export const SessionForceReleased = decision(
+  'session.force_released',
+  z.object({ ...InReplyTo, reason: z.string().max(500).optional() }),
+);
+/** Output outside any turn went quiet for the quiet period: the foreground is idle again. */
+export const ForegroundQuiesced = decision(
+  'foreground.quiesced',
+  z.object({ foregroundEpoch: z.number().int().nonnegative() }),
+);
+export const ExecutionRequested = decision(
+  'execution.requested',
+  z.object({ ...InReplyTo, executionId: Id }),
+);
+/** A requested execution found no worker within the start bound: it will not run. */
+export const ExecutionRequestExpired = decision(
+  'execution.request_expired',
+  z.object({ executionId: Id }),
+);
+export const TaskArchived = taskEntry('task.archived', z.object({ ...InReplyTo }));
+export const TaskUnarchived = taskEntry('task.unarchived', z.object({ ...InReplyTo }));
+export const TaskDeleted = taskEntry('task.deleted', z.object({ ...InReplyTo }));
+export const TaskCommandRejected = taskEntry(
+  'task.command_rejected',
+  z.object({ commandId: Id, reason: z.enum(['task_deleted']), message: z.string().max(1_000) }),
 );
 
 export const FACT_SCHEMAS = [
@@ -340,6 +421,11 @@ export const COMMAND_SCHEMAS = [
   SessionReset,
   SessionDelete,
   SessionConfigure,
+  SessionForceRelease,
+  ExecutionRequest,
+  TaskArchive,
+  TaskUnarchive,
+  TaskDelete,
 ] as const;
 export const DECISION_SCHEMAS = [
   PromptAdmitted,
@@ -357,6 +443,15 @@ export const DECISION_SCHEMAS = [
   ExecutionLost,
   TurnStalled,
   TurnAbandoned,
+  TurnCancelTimedOut,
+  SessionForceReleased,
+  ForegroundQuiesced,
+  ExecutionRequested,
+  ExecutionRequestExpired,
+  TaskArchived,
+  TaskUnarchived,
+  TaskDeleted,
+  TaskCommandRejected,
 ] as const;
 
 export const Fact = z.discriminatedUnion('type', [...FACT_SCHEMAS]);
@@ -375,6 +470,10 @@ export const StreamEntry = z.discriminatedUnion('type', [
 export type StreamEntry = z.infer<typeof StreamEntry>;
 export type EntryType = StreamEntry['type'];
 export type EntryOf<T extends EntryType> = Extract<StreamEntry, { type: T }>;
+/** Entries about one session (every entry but the task-wide ones). */
+export type SessionEntry = Extract<StreamEntry, { sessionId: string }>;
+export type TaskEntry = Exclude<StreamEntry, SessionEntry>;
+export const isTaskEntry = (e: StreamEntry): e is TaskEntry => !('sessionId' in e);
 
 export const FACT_TYPES: ReadonlySet<string> = new Set(FACT_SCHEMAS.map((s) => s.shape.type.value));
 export const COMMAND_TYPES: ReadonlySet<string> = new Set(

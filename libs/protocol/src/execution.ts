@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { TaskKey, TenantId } from './task-key';
-import { AdmissionMode, Id, MAX_PROMPT_CHARS, PromptOrigin, SchemaVersion } from './common';
+import {
+  AdmissionMode,
+  ExecutionStopReason,
+  Id,
+  MAX_PROMPT_CHARS,
+  PromptOrigin,
+  SchemaVersion,
+} from './common';
 
 /**
  * What flows between the owner of a task and the worker hosting one of its executions, outside
@@ -54,7 +61,7 @@ export type TurnCancelDelivery = z.infer<typeof TurnCancelDelivery>;
 export const ExecutionStopDelivery = z.object({
   ...inboxEnvelope,
   type: z.literal('execution.stop'),
-  data: z.object({ reason: z.enum(['session_reset', 'session_deleted', 'operator']) }),
+  data: z.object({ reason: ExecutionStopReason }),
 });
 export type ExecutionStopDelivery = z.infer<typeof ExecutionStopDelivery>;
 

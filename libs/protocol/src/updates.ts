@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { TaskKey } from './task-key';
-import { AdmissionMode, Id, SchemaVersion } from './common';
+import { AdmissionMode, Id, SchemaVersion, TaskStatus } from './common';
 import { BackgroundWork } from './background-work';
-import { QueueReason, RejectReason } from './entries';
+import { QueueReason, RejectReason, RemoveReason } from './entries';
 import { QueueView, SessionActivityView, TaskActivityView } from './views';
 
 /**
@@ -48,7 +48,15 @@ export const PromptOutcome = z.discriminatedUnion('outcome', [
     reason: QueueReason,
   }),
   z.object({ outcome: z.literal('rejected'), reason: RejectReason, message: z.string() }),
-  z.object({ outcome: z.literal('removed'), reason: z.enum(['cancelled', 'session_deleted']) }),
+  z.object({ outcome: z.literal('removed'), reason: RemoveReason }),
+  /** Admitted, and its turn failed: it never started (`abandoned`). */
+  z.object({ outcome: z.literal('failed'), reason: z.enum(['abandoned']), message: z.string() }),
+  /** Admitted, and its turn was ended without the agent: a cancel it never answered, an operator. */
+  z.object({
+    outcome: z.literal('cancelled'),
+    reason: z.enum(['cancel_timeout', 'force_released']),
+    message: z.string(),
+  }),
 ]);
 export type PromptOutcome = z.infer<typeof PromptOutcome>;
 
@@ -68,6 +76,8 @@ export const TurnStalledUpdate = update(
   z.object({ sessionId: Id, promptId: Id, admissionGeneration: z.number().int().min(0) }),
 );
 export const SessionRemoved = update('session.deleted', z.object({ sessionId: Id }));
+/** The task was archived, unarchived or deleted (a deleted task's view is its tombstone). */
+export const TaskStatusChanged = update('task.status', z.object({ status: TaskStatus }));
 
 export const UPDATE_SCHEMAS = [
   SessionActivityChanged,
@@ -79,6 +89,7 @@ export const UPDATE_SCHEMAS = [
   CommandFailed,
   TurnStalledUpdate,
   SessionRemoved,
+  TaskStatusChanged,
 ] as const;
 
 export const Update = z.discriminatedUnion('type', [...UPDATE_SCHEMAS]);

@@ -1,7 +1,15 @@
 import { z } from 'zod';
 import { TaskKey } from './task-key';
-import { AdmissionPolicy, ForegroundActivity, Id, PromptOrigin, SessionState } from './common';
+import {
+  AdmissionPolicy,
+  ForegroundActivity,
+  Id,
+  PromptOrigin,
+  SessionState,
+  TaskStatus,
+} from './common';
 import { BackgroundWork } from './background-work';
+import { QueueReason } from './entries';
 
 export const QueueEntryView = z.object({
   promptId: Id,
@@ -16,8 +24,35 @@ export const QueueView = z.object({
   /** 0 means unlimited. */
   capacity: z.number().int().min(0),
   entries: z.array(QueueEntryView),
+  /** Why the head of the queue does not run now; null when the queue is empty or about to run. */
+  blockedBy: QueueReason.nullable(),
 });
 export type QueueView = z.infer<typeof QueueView>;
+
+/**
+ * Why a session is not simply running or promptable, for a person to read: `failed` (the last
+ * turn or execution request failed), `waiting` (for a worker, or for an execution to stop), or
+ * `needs_operator` (nothing will change by itself: start an execution, cancel, or force-release).
+ */
+export const AttentionReason = z.enum([
+  'turn_abandoned',
+  'cancel_timeout',
+  'force_released',
+  'no_worker',
+  'turn_stalled',
+  'execution_stopping',
+  'waiting_for_worker',
+  'no_execution',
+]);
+export type AttentionReason = z.infer<typeof AttentionReason>;
+export const Attention = z.object({
+  kind: z.enum(['failed', 'waiting', 'needs_operator']),
+  reason: AttentionReason,
+  message: z.string(),
+  promptId: Id.optional(),
+  executionId: Id.optional(),
+});
+export type Attention = z.infer<typeof Attention>;
 
 /** What a session is doing, as clients see it. Every field is derived from the folded stream. */
 export const SessionActivityView = z.object({
@@ -28,6 +63,7 @@ export const SessionActivityView = z.object({
   /** The admission generation of the running turn, if any: what send-now and cancel observe. */
   runningGeneration: z.number().int().min(0).nullable(),
   admission: AdmissionPolicy,
+  attention: Attention.nullable(),
 });
 export type SessionActivityView = z.infer<typeof SessionActivityView>;
 
@@ -49,6 +85,7 @@ export type TaskActivityView = z.infer<typeof TaskActivityView>;
 
 export const TaskView = z.object({
   taskId: TaskKey,
+  status: TaskStatus,
   /** Sequence of the last update folded into this view. */
   seq: z.number().int().min(0),
   activity: TaskActivityView,

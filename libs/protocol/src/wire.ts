@@ -49,6 +49,20 @@ export const SessionCancelRequest = request('session.cancel', {
   ...sessionRef,
   observedGeneration: Generation.optional(),
 });
+/** Clears the session's activity (background work, tools) and stops its execution; the queue stays. */
+export const SessionResetRequest = request('session.reset', sessionRef);
+/** Deletes the session: its queue is discarded (each prompt told why), its execution stopped. */
+export const SessionDeleteRequest = request('session.delete', sessionRef);
+/** Scope `admin`: ends the running turn now, clears the activity, stops the execution. */
+export const SessionForceReleaseRequest = request('session.force_release', {
+  ...sessionRef,
+  reason: z.string().max(500).optional(),
+});
+/** Archived: no prompts, no executions, queues discarded; unarchive takes prompts again. */
+export const TaskArchiveRequest = request('task.archive', { taskId: Id });
+export const TaskUnarchiveRequest = request('task.unarchive', { taskId: Id });
+/** Deleted for good: a tombstone keeps the id taken (see docs/protocol.md). */
+export const TaskDeleteRequest = request('task.delete', { taskId: Id });
 export const PingRequest = request('ping', {});
 
 export const ClientMessage = z.discriminatedUnion('op', [
@@ -60,6 +74,12 @@ export const ClientMessage = z.discriminatedUnion('op', [
   QueueSendNowRequest,
   QueueAutoRunRequest,
   SessionCancelRequest,
+  SessionResetRequest,
+  SessionDeleteRequest,
+  SessionForceReleaseRequest,
+  TaskArchiveRequest,
+  TaskUnarchiveRequest,
+  TaskDeleteRequest,
   PingRequest,
 ]);
 export type ClientMessage = z.infer<typeof ClientMessage>;
