@@ -24,6 +24,9 @@ async function main(): Promise<void> {
     snapshotEntries: config.PROJECTOR_SNAPSHOT_ENTRIES,
     snapshotMs: config.PROJECTOR_SNAPSHOT_MS,
     stallMs: config.PROJECTOR_STALL_MS,
+    cancelGraceMs: config.PROJECTOR_CANCEL_GRACE_MS,
+    quietMs: config.PROJECTOR_QUIET_MS,
+    executionStartMs: config.EXECUTION_START_TIMEOUT_MS,
     metricsPort: config.PROJECTOR_METRICS_PORT,
     logLevel: config.LOG_LEVEL,
   });

@@ -15,6 +15,9 @@ export const ProjectorOptions = z
     snapshotEntries: int(1, 10_000_000).default(1_000),
     snapshotMs: int(100, 86_400_000).default(30_000),
     stallMs: int(100, 86_400_000).default(120_000),
+    cancelGraceMs: int(100, 86_400_000).default(30_000),
+    quietMs: int(100, 86_400_000).default(30_000),
+    executionStartMs: int(1_000, 7 * 86_400_000).default(600_000),
     /** Port of /metrics; 0 picks a free one; null (the default in-process) serves none. */
     metricsPort: int(0, 65_535).nullable().default(null),
     logLevel: COMMON.LOG_LEVEL.schema.default('warn'),

@@ -42,6 +42,9 @@ class Projector implements ShardHost {
   readonly snapshotEntries: number;
   readonly snapshotMs: number;
   readonly stallMs: number;
+  readonly cancelGraceMs: number;
+  readonly quietMs: number;
+  readonly executionStartMs: number;
   private readonly runners = new Map<number, ShardRunner>();
   private readonly cursors = new Map<number, string>();
   private readonly ownership: ShardOwnership;
@@ -66,6 +69,9 @@ class Projector implements ShardHost {
     this.snapshotEntries = opts.snapshotEntries;
     this.snapshotMs = opts.snapshotMs;
     this.stallMs = opts.stallMs;
+    this.cancelGraceMs = opts.cancelGraceMs;
+    this.quietMs = opts.quietMs;
+    this.executionStartMs = opts.executionStartMs;
     this.log = createLogger(opts.instanceId, opts.logLevel);
     this.store = EventStore.connect(redisTargetFromUrl(opts.redisUrl), {
       shards: opts.shards,

@@ -14,6 +14,9 @@ export interface ShardHost {
   readonly snapshotEntries: number;
   readonly snapshotMs: number;
   readonly stallMs: number;
+  readonly cancelGraceMs: number;
+  readonly quietMs: number;
+  readonly executionStartMs: number;
   nextWriterSeq(): number;
   limit<T>(fn: () => Promise<T>): Promise<T>;
   /** A write of this shard was fenced: the projector drops it. */
@@ -74,6 +77,15 @@ export class ShardRunner implements TaskContext {
   }
   get stallMs() {
     return this.host.stallMs;
+  }
+  get cancelGraceMs() {
+    return this.host.cancelGraceMs;
+  }
+  get quietMs() {
+    return this.host.quietMs;
+  }
+  get executionStartMs() {
+    return this.host.executionStartMs;
   }
   lease(): Lease {
     return this.current;

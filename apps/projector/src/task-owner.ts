@@ -33,6 +33,9 @@ export interface TaskContext {
   readonly snapshotEntries: number;
   readonly snapshotMs: number;
   readonly stallMs: number;
+  readonly cancelGraceMs: number;
+  readonly quietMs: number;
+  readonly executionStartMs: number;
   /** The shard lease (its epoch fences every write). */
   lease(): Lease;
   /** False once the shard is lost or released: stop writing. */
@@ -49,12 +52,6 @@ export interface TaskContext {
 const PAGE = 1_000;
 const PUBLISH_CHUNK = 500;
 const MAX_CONFLICTS = 100;
-
-/** A stop the owner owes an execution (its session was reset or deleted). */
-interface OwedStop {
-  executionId: string;
-  reason: 'session_reset' | 'session_deleted';
-}
 
 /**
  * One task under its shard's lease: its folded state (a fold of the task stream and nothing
@@ -80,9 +77,13 @@ export class TaskOwner {
   private viewSeq = -1;
   /** Inbox deliveries done by this owner (claims and cancels), so each is written once per owner. */
   private delivered = new Set<string>();
-  private readonly stops = new Map<string, OwedStop>();
-  private readonly cancelReasons = new Map<string, 'user' | 'send_now'>();
   private readonly timers: Timer[] = [];
+  /**
+   * Local monotonic time this owner first saw each wait that a timer bounds (a cancel, output
+   * outside a turn, an execution request), by key. A new owner starts the clocks afresh, so a
+   * bound is at most its period plus one failover.
+   */
+  private readonly waitingSince = new Map<string, number>();
   private readonly leaseDrops = new Map<string, ExecutionRef>();
   private entriesSinceSnapshot = 0;
   private lastSnapshotAt = 0;
@@ -135,22 +136,50 @@ export class TaskOwner {
     });
   }
 
-  /** Clock-driven work, called every renew tick: the stall watchdog and time-based snapshots. */
+  /**
+   * Clock-driven work, called every renew tick: time-based snapshots and the timers that bound
+   * every wait — the stall watchdog, the cancel grace, the quiet period of output outside a turn,
+   * and the start bound of a requested execution. decide turns each into a decision, or nothing.
+   */
   tick(now: number): void {
     if (!this.loaded) return;
     if (this.entriesSinceSnapshot > 0 && now - this.lastSnapshotAt >= this.ctx.snapshotMs) {
       this.request();
     }
+    const waits = new Set<string>();
+    const waited = (key: string, ms: number): boolean => {
+      waits.add(key);
+      let since = this.waitingSince.get(key);
+      if (since === undefined) this.waitingSince.set(key, (since = now));
+      return now - since >= ms;
+    };
     for (const s of Object.values(this.state.sessions)) {
       const t = s.turn;
-      if (!t || t.phase !== 'dispatched') continue;
-      // decide answers once per generation; skip asking when it has nothing left to say.
-      if (t.heardFromAgent && s.stallAdvised >= t.generation) continue;
-      const last = this.lastAgentAt.get(s.id) ?? this.loadedAt;
-      if (now - last >= this.ctx.stallMs) {
-        this.request({ type: 'watchdog', sessionId: s.id, admissionGeneration: t.generation });
+      const lastAgent = this.lastAgentAt.get(s.id) ?? this.loadedAt;
+      if (t && t.phase === 'dispatched') {
+        // decide has nothing to say about a turn already stalled until the agent speaks again.
+        if (!(t.heardFromAgent && t.stalled) && now - lastAgent >= this.ctx.stallMs) {
+          this.request({ type: 'watchdog', sessionId: s.id, admissionGeneration: t.generation });
+        }
+        if (t.cancel && waited(`c/${s.id}/${t.generation}`, this.ctx.cancelGraceMs)) {
+          this.request({ type: 'cancel_grace', sessionId: s.id, admissionGeneration: t.generation });
+        }
+      }
+      if (s.generating && !t && !s.steer && now - lastAgent >= this.ctx.quietMs) {
+        this.request({ type: 'quiet', sessionId: s.id, foregroundEpoch: s.foregroundEpoch });
+      }
+      if (s.requested) {
+        const key = `x/${s.id}/${s.requested.executionId}`;
+        if (waited(key, this.ctx.executionStartMs)) {
+          this.request({
+            type: 'execution_start',
+            sessionId: s.id,
+            executionId: s.requested.executionId,
+          });
+        }
       }
     }
+    for (const key of this.waitingSince.keys()) if (!waits.has(key)) this.waitingSince.delete(key);
   }
 
   /** Live executions in the folded state (for the shard's missing-lease check). */
@@ -263,21 +292,6 @@ export class TaskOwner {
   }
 
   private apply(id: string, entry: StreamEntry): void {
-    const before = this.state.sessions[entry.sessionId];
-    if (entry.type === 'session.was_reset' || entry.type === 'session.deleted') {
-      const x = before?.execution;
-      if (x && x.phase !== 'ended') {
-        this.stops.set(entry.sessionId, {
-          executionId: x.id,
-          reason: entry.type === 'session.deleted' ? 'session_deleted' : 'session_reset',
-        });
-      }
-    } else if (entry.type === 'turn.cancel_requested') {
-      this.cancelReasons.set(
-        `${entry.sessionId}/${entry.data.admissionGeneration}`,
-        entry.data.reason,
-      );
-    }
     const f = fold(this.state, entry);
     this.state = f.state;
     for (const u of f.updates) if (u.seq > this.publishedSeq) this.unpublished.push(u);
@@ -406,7 +420,17 @@ export class TaskOwner {
     });
     for (const s of Object.values(this.state.sessions)) {
       const x = s.execution;
-      if (!x || x.phase === 'ended' || s.deleted) continue;
+      if (!x || x.phase === 'ended') continue;
+      // The stops the state owes (reset, deletion, cancel timeout, abandoned turn, operator).
+      if (x.stopping !== null) {
+        send(x.id, `s/${s.id}/${x.id}`, {
+          ...envelope(s.id, x.id),
+          type: 'execution.stop',
+          data: { reason: x.stopping },
+        });
+        continue;
+      }
+      if (s.deleted) continue;
       for (const claim of [s.turn, s.steer]) {
         if (!claim || claim.phase !== 'claimed') continue;
         const record = s.prompts[claim.promptId];
@@ -430,42 +454,22 @@ export class TaskOwner {
         });
       }
       const t = s.turn;
-      if (t && t.cancelRequested && t.phase === 'dispatched') {
-        const k = `${s.id}/${t.generation}`;
-        send(x.id, `c/${k}`, {
+      if (t && t.cancel && t.phase === 'dispatched') {
+        send(x.id, `c/${s.id}/${t.generation}`, {
           ...envelope(s.id, x.id),
           type: 'turn.cancel',
-          data: { admissionGeneration: t.generation, reason: this.cancelReasons.get(k) ?? 'user' },
+          data: { admissionGeneration: t.generation, reason: t.cancel },
         });
       }
-    }
-    for (const [sessionId, stop] of this.stops) {
-      const x = this.state.sessions[sessionId]?.execution;
-      if (!x || x.id !== stop.executionId || x.phase === 'ended') {
-        this.stops.delete(sessionId);
-        continue;
-      }
-      send(x.id, `s/${sessionId}/${x.id}`, {
-        ...envelope(sessionId, x.id),
-        type: 'execution.stop',
-        data: { reason: stop.reason },
-      });
     }
     for (const [executionId, box] of outbox) {
       await store.inbox.append(this.ctx.lease(), this.taskId, executionId, box.messages);
       for (const k of box.keys) this.delivered.add(k);
       for (const m of box.messages) metrics.inboxMessages.inc({ type: m.type });
     }
-    // Forget deliveries whose claim is settled; an owed stop is forgotten once it was written.
-    for (const [sessionId, stop] of this.stops) {
-      if (this.delivered.has(`s/${sessionId}/${stop.executionId}`)) this.stops.delete(sessionId);
-    }
+    // Forget deliveries whose claim, cancel or stop is settled.
     if (this.delivered.size > wanted.size) {
       this.delivered = new Set([...this.delivered].filter((k) => wanted.has(k)));
-    }
-    if (this.cancelReasons.size > 0) {
-      for (const k of this.cancelReasons.keys())
-        if (!wanted.has(`c/${k}`)) this.cancelReasons.delete(k);
     }
   }
 
@@ -515,8 +519,5 @@ export class TaskOwner {
 class RestartStep extends Error {}
 
 function sameTimer(a: Timer, b: Timer): boolean {
-  if (a.type !== b.type || a.sessionId !== b.sessionId) return false;
-  return a.type === 'watchdog'
-    ? a.admissionGeneration === (b as typeof a).admissionGeneration
-    : a.executionId === (b as typeof a).executionId;
+  return JSON.stringify(a) === JSON.stringify(b);
 }

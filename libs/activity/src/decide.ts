@@ -1,10 +1,4 @@
-import {
-  SCHEMA_VERSION,
-  type Decision,
-  type PromptOrigin,
-  type QueueReason,
-  type StreamEntry,
-} from '@baton/protocol';
+import { SCHEMA_VERSION, type Decision, type StreamEntry, type TaskStatus } from '@baton/protocol';
 import * as evolveModule from './evolve';
 import * as stateModule from './state';
 import type { PendingCommand, SessionState, TaskState, Turn } from './state';
@@ -13,12 +7,12 @@ import * as viewsModule from './views';
 // Bound once at load (tsx's CommonJS output makes each use of an imported binding a getter call).
 const { evolve } = evolveModule;
 const { promptOf } = stateModule;
-const { supportsSteering, yieldedToAttestedWork } = viewsModule;
+const { admissionGate, supportsSteering } = viewsModule;
 
 /** A decision before the owner stamps it with its writer envelope. */
 export type DecisionDraft = Decision extends infer D
   ? D extends Decision
-    ? Pick<D, 'type' | 'sessionId' | 'data'>
+    ? Omit<D, 'v' | 'taskId' | 'writer'>
     : never
   : never;
 
@@ -34,7 +28,17 @@ export type Timer =
       readonly type: 'execution_lease_expired';
       readonly sessionId: string;
       readonly executionId: string;
-    };
+    }
+  /** A cancel of this turn has gone unanswered for the cancel grace. */
+  | {
+      readonly type: 'cancel_grace';
+      readonly sessionId: string;
+      readonly admissionGeneration: number;
+    }
+  /** Output outside any turn has been quiet for the quiet period. */
+  | { readonly type: 'quiet'; readonly sessionId: string; readonly foregroundEpoch: number }
+  /** A requested execution has waited for a worker for the start bound. */
+  | { readonly type: 'execution_start'; readonly sessionId: string; readonly executionId: string };
 
 const DECIDER_WRITER = { role: 'projector', instance: 'decide', seq: 0 } as const;
 
@@ -64,8 +68,14 @@ export function decide(state: TaskState, timer?: Timer): DecisionDraft[] {
   // Each step answers a command or closes a gate by admitting, so this terminates.
   for (let progressed = true; progressed;) {
     progressed = false;
+    const task = nextTaskDecisions(current);
+    if (task.length > 0) {
+      apply(task);
+      progressed = true;
+      continue;
+    }
     for (const s of Object.values(current.sessions)) {
-      const drafts = nextDecisions(s);
+      const drafts = nextDecisions(s, current.status);
       if (drafts.length > 0) {
         apply(drafts);
         progressed = true;
@@ -76,8 +86,52 @@ export function decide(state: TaskState, timer?: Timer): DecisionDraft[] {
   return out;
 }
 
+/** Task-wide commands, answered before anything else: deleting wins over what follows it. */
+function nextTaskDecisions(t: TaskState): DecisionDraft[] {
+  const c = t.pending[0];
+  if (!c) return [];
+  const commandId = c.data.commandId;
+  if (c.type === 'task.delete') return [{ type: 'task.deleted', data: { commandId } }];
+  if (t.status === 'deleted') {
+    return [
+      {
+        type: 'task.command_rejected',
+        data: { commandId, reason: 'task_deleted', message: `task was deleted` },
+      },
+    ];
+  }
+  return [
+    { type: c.type === 'task.archive' ? 'task.archived' : 'task.unarchived', data: { commandId } },
+  ];
+}
+
 function onTimer(s: SessionState, timer: Timer): DecisionDraft[] {
   const sessionId = s.id;
+  if (timer.type === 'cancel_grace') {
+    const t = s.turn;
+    if (!t || t.generation !== timer.admissionGeneration || t.phase !== 'dispatched' || !t.cancel)
+      return [];
+    return [
+      {
+        type: 'turn.cancel_timed_out',
+        sessionId,
+        data: { promptId: t.promptId, admissionGeneration: t.generation },
+      },
+    ];
+  }
+  if (timer.type === 'quiet') {
+    if (!s.generating || s.turn || s.steer || s.foregroundEpoch !== timer.foregroundEpoch)
+      return [];
+    return [
+      { type: 'foreground.quiesced', sessionId, data: { foregroundEpoch: s.foregroundEpoch } },
+    ];
+  }
+  if (timer.type === 'execution_start') {
+    if (!s.requested || s.requested.executionId !== timer.executionId) return [];
+    return [
+      { type: 'execution.request_expired', sessionId, data: { executionId: timer.executionId } },
+    ];
+  }
   if (timer.type === 'execution_lease_expired') {
     const x = s.execution;
     if (!x || x.id !== timer.executionId || x.phase === 'ended') return [];
@@ -92,34 +146,22 @@ function onTimer(s: SessionState, timer: Timer): DecisionDraft[] {
   const t = s.turn;
   if (!t || t.generation !== timer.admissionGeneration || t.phase !== 'dispatched') return [];
   const ref = { promptId: t.promptId, admissionGeneration: t.generation };
-  if (!t.heardFromAgent) return [{ type: 'turn.abandoned', sessionId, data: ref }];
-  if (s.stallAdvised < t.generation) return [{ type: 'turn.stalled', sessionId, data: ref }];
+  if (!t.heardFromAgent) {
+    return [{ type: 'turn.abandoned', sessionId, data: { ...ref, then: s.config.abandonedTurn } }];
+  }
+  if (!t.stalled) return [{ type: 'turn.stalled', sessionId, data: ref }];
   return [];
 }
 
-type Gate = { open: true; mode: 'turn' | 'handoff' } | { open: false; reason: QueueReason };
-
-/**
- * Check-and-claim, as one pure read: the admission decision that passes it is also the claim,
- * and nothing passes again until that claim is dispatched and its turn ends, fails or is released.
- */
-function gate(s: SessionState, origin: PromptOrigin): Gate {
-  if (!s.execution || s.execution.phase !== 'ready') return { open: false, reason: 'no_execution' };
-  if (!s.turn && !s.steer && !s.generating) return { open: true, mode: 'turn' };
-  // A human successor may take an attested, generation-matched yield; synthetic prompts never do.
-  if (origin === 'human' && yieldedToAttestedWork(s)) return { open: true, mode: 'handoff' };
-  return { open: false, reason: 'busy' };
-}
-
-function nextDecisions(s: SessionState): DecisionDraft[] {
+function nextDecisions(s: SessionState, task: TaskStatus): DecisionDraft[] {
   const command = s.pending[0];
-  if (command) return answer(s, command);
-  if (s.deleted) return [];
+  if (command) return answer(s, command, task);
+  if (s.deleted || task !== 'active') return [];
   const head = s.queue[0];
   if (head === undefined) return [];
   const record = s.prompts[head]!;
   if (!s.autoRun && !record.sendNow) return [];
-  const g = gate(s, record.origin);
+  const g = admissionGate(s, record.origin);
   if (!g.open) return [];
   return [admit(s, head, g.mode)];
 }
@@ -165,13 +207,33 @@ function rejectCommand(
   return [{ type: 'command.rejected', sessionId: s.id, data: { commandId, reason, message } }];
 }
 
-function answer(s: SessionState, c: PendingCommand): DecisionDraft[] {
+function answer(s: SessionState, c: PendingCommand, task: TaskStatus): DecisionDraft[] {
   const sessionId = s.id;
   const commandId = c.data.commandId;
-  if (c.type === 'prompt.submit') return answerPrompt(s, c.data.promptId, commandId);
+  if (c.type === 'prompt.submit') return answerPrompt(s, c.data.promptId, commandId, task);
+  if (task === 'deleted')
+    return rejectCommand(s, commandId, 'task_deleted', 'the task was deleted');
   if (s.deleted)
     return rejectCommand(s, commandId, 'session_deleted', `session ${sessionId} was deleted`);
   switch (c.type) {
+    case 'execution.request':
+      if (task === 'archived')
+        return rejectCommand(s, commandId, 'task_archived', 'the task is archived');
+      return [
+        {
+          type: 'execution.requested',
+          sessionId,
+          data: { executionId: c.data.executionId, commandId },
+        },
+      ];
+    case 'session.force_release':
+      return [
+        {
+          type: 'session.force_released',
+          sessionId,
+          data: { commandId, ...(c.data.reason !== undefined ? { reason: c.data.reason } : {}) },
+        },
+      ];
     case 'queue.cancel': {
       const problem = notQueued(s, c.data.promptId, commandId);
       if (problem) return problem;
@@ -200,7 +262,7 @@ function answer(s: SessionState, c: PendingCommand): DecisionDraft[] {
         sessionId,
         data: { promptId: c.data.promptId, commandId },
       });
-      if (t && replaces && t.phase === 'dispatched' && !t.cancelRequested) {
+      if (t && replaces && t.phase === 'dispatched' && !t.cancel) {
         out.push({
           type: 'turn.cancel_requested',
           sessionId,
@@ -250,7 +312,7 @@ function answer(s: SessionState, c: PendingCommand): DecisionDraft[] {
     case 'session.delete':
       return [{ type: 'session.deleted', sessionId, data: { commandId } }];
     case 'session.configure': {
-      const { admission, steering, queueCapacity } = c.data;
+      const { admission, steering, queueCapacity, abandonedTurn } = c.data;
       return [
         {
           type: 'session.configured',
@@ -259,6 +321,7 @@ function answer(s: SessionState, c: PendingCommand): DecisionDraft[] {
             admission: admission ?? s.config.admission,
             steering: steering ?? s.config.steering,
             queueCapacity: queueCapacity ?? s.config.queueCapacity,
+            abandonedTurn: abandonedTurn ?? s.config.abandonedTurn,
             commandId,
           },
         },
@@ -281,9 +344,29 @@ function notQueued(s: SessionState, promptId: string, commandId: string): Decisi
   return null;
 }
 
-function answerPrompt(s: SessionState, promptId: string, commandId: string): DecisionDraft[] {
+function answerPrompt(
+  s: SessionState,
+  promptId: string,
+  commandId: string,
+  task: TaskStatus,
+): DecisionDraft[] {
   const sessionId = s.id;
   const record = s.prompts[promptId]!;
+  if (task !== 'active') {
+    const reason = task === 'deleted' ? 'task_deleted' : 'task_archived';
+    return [
+      {
+        type: 'prompt.rejected',
+        sessionId,
+        data: {
+          promptId,
+          reason,
+          message: task === 'deleted' ? 'the task was deleted' : 'the task is archived',
+          commandId,
+        },
+      },
+    ];
+  }
   if (s.deleted) {
     return [
       {
@@ -298,8 +381,8 @@ function answerPrompt(s: SessionState, promptId: string, commandId: string): Dec
       },
     ];
   }
+  const g = admissionGate(s, record.origin);
   if (s.queue.length === 0) {
-    const g = gate(s, record.origin);
     if (g.open) return [admit(s, promptId, g.mode, commandId)];
     if (record.origin === 'human' && supportsSteering(s))
       return [admit(s, promptId, 'steer', commandId)];
@@ -319,12 +402,7 @@ function answerPrompt(s: SessionState, promptId: string, commandId: string): Dec
       },
     ];
   }
-  const reason: QueueReason =
-    s.queue.length > 0
-      ? 'queue_not_empty'
-      : !s.execution || s.execution.phase !== 'ready'
-        ? 'no_execution'
-        : 'busy';
+  const reason = s.queue.length > 0 ? 'queue_not_empty' : g.open ? 'busy' : g.reason;
   return [
     {
       type: 'prompt.queued',

@@ -1,9 +1,19 @@
-import type { Capabilities, EntryOf, StreamEntry } from '@baton/protocol';
+import {
+  isTaskEntry,
+  type Capabilities,
+  type EntryOf,
+  type ExecutionStopReason,
+  type SessionEntry,
+  type StreamEntry,
+  type TaskEntry,
+  type TaskStatus,
+} from '@baton/protocol';
 import * as stateModule from './state';
 import type {
   ExecutionEndReason,
   ExecutionState,
   PendingCommand,
+  PendingTaskCommand,
   PromptRecord,
   PromptStatus,
   Registration,
@@ -36,12 +46,107 @@ export function evolve(state: TaskState, entry: StreamEntry): TaskState {
   if (entry.taskId !== state.taskId) {
     throw new Error(`entry of task ${entry.taskId} folded into task ${state.taskId}`);
   }
-  const before = state.sessions[entry.sessionId] ?? initialSessionState(entry.sessionId);
-  const after = evolveSession(before, entry);
+  if (isTaskEntry(entry)) return evolveTask(state, entry);
+  const before = sessionOf(state, entry.sessionId);
+  const after = evolveSession(before, entry, state.status);
   if (after === before && state.sessions[entry.sessionId]) return state;
   const sessions: Record<string, SessionState> = Object.assign({}, state.sessions);
   sessions[entry.sessionId] = after;
-  return { taskId: state.taskId, seq: state.seq, sessions };
+  return withSessions(state, state.seq, sessions);
+}
+
+/** A task with other sessions (and seq), everything else shared. */
+export function withSessions(
+  state: TaskState,
+  seq: number,
+  sessions: Readonly<Record<string, SessionState>>,
+): TaskState {
+  return { taskId: state.taskId, seq, status: state.status, pending: state.pending, sessions };
+}
+
+/** The session an entry is about: a session first named in a deleted task is born deleted. */
+export function sessionOf(state: TaskState, sessionId: string): SessionState {
+  const s = state.sessions[sessionId];
+  if (s) return s;
+  const fresh = initialSessionState(sessionId);
+  if (state.status !== 'deleted') return fresh;
+  const d = copySession(fresh);
+  d.deleted = true;
+  return d;
+}
+
+/**
+ * A task-wide entry. Archiving or deleting closes every session: its queue and undelivered claims
+ * are discarded (each prompt told why) and its live execution is stopped; deleting also deletes
+ * every session, for good.
+ */
+function evolveTask(state: TaskState, e: TaskEntry): TaskState {
+  const taskOf = (status: TaskStatus, pending: readonly PendingTaskCommand[]) => ({
+    taskId: state.taskId,
+    seq: state.seq,
+    status,
+    pending,
+    sessions: state.sessions,
+  });
+  switch (e.type) {
+    case 'task.archive':
+    case 'task.unarchive':
+    case 'task.delete':
+      for (const p of state.pending) if (p.data.commandId === e.data.commandId) return state;
+      return taskOf(state.status, appended(state.pending, { type: e.type, data: e.data }));
+    case 'task.command_rejected':
+      return taskOf(state.status, taskAnswered(state.pending, e.data.commandId));
+    case 'task.unarchived':
+      return taskOf(
+        state.status === 'deleted' ? 'deleted' : 'active',
+        taskAnswered(state.pending, e.data.commandId),
+      );
+    case 'task.archived':
+    case 'task.deleted': {
+      const status: TaskStatus =
+        e.type === 'task.deleted' || state.status === 'deleted' ? 'deleted' : 'archived';
+      const reason = status === 'deleted' ? 'task_deleted' : 'task_archived';
+      const sessions: Record<string, SessionState> = {};
+      for (const id in state.sessions) sessions[id] = closeSession(state.sessions[id]!, reason);
+      return {
+        taskId: state.taskId,
+        seq: state.seq,
+        status,
+        pending: taskAnswered(state.pending, e.data.commandId),
+        sessions,
+      };
+    }
+  }
+}
+
+function taskAnswered(
+  pending: readonly PendingTaskCommand[],
+  commandId: string | undefined,
+): readonly PendingTaskCommand[] {
+  if (commandId === undefined || !pending.some((p) => p.data.commandId === commandId))
+    return pending;
+  const kept = pending.filter((p) => p.data.commandId !== commandId);
+  return kept.length === 0 ? NO_IDS : kept;
+}
+
+/** A session of an archived or deleted task: nothing waits, nothing runs. */
+function closeSession(s: SessionState, reason: 'task_archived' | 'task_deleted'): SessionState {
+  const d = copySession(s);
+  for (const id of s.queue) setPrompt(d, id, 'removed');
+  d.queue = NO_IDS;
+  for (const claim of [s.turn, s.steer]) {
+    if (claim && claim.phase === 'claimed') setPrompt(d, claim.promptId, 'removed');
+  }
+  if (d.turn && d.turn.phase === 'claimed') d.turn = d.turn.predecessor;
+  if (d.steer && d.steer.phase === 'claimed') d.steer = null;
+  d.requested = null;
+  if (reason === 'task_deleted') {
+    d.deleted = true;
+    retireExecution(d);
+  }
+  stop(d, reason);
+  closeSettled(d);
+  return d;
 }
 
 /**
@@ -50,8 +155,12 @@ export function evolve(state: TaskState, entry: StreamEntry): TaskState {
  * before anyone else can see it; everything it does not change is shared with the old session.
  * An entry that changes nothing returns the session itself.
  */
-export function evolveSession(s: SessionState, e: StreamEntry): SessionState {
-  const d = step(s, e);
+export function evolveSession(
+  s: SessionState,
+  e: SessionEntry,
+  task: TaskStatus = 'active',
+): SessionState {
+  const d = step(s, e, task);
   if (d === null) return s;
   if (d.prompts !== s.prompts || d.turn !== s.turn || d.steer !== s.steer) closeSettled(d);
   return d;
@@ -89,6 +198,8 @@ function copySession(s: SessionState): Draft {
     settled: s.settled,
     pending: s.pending,
     stallAdvised: s.stallAdvised,
+    requested: s.requested,
+    failure: s.failure,
   };
 }
 
@@ -101,7 +212,9 @@ function copyTurn(t: Turn): Mutable<Turn> {
     claimEpoch: t.claimEpoch,
     yielded: t.yielded,
     heardFromAgent: t.heardFromAgent,
-    cancelRequested: t.cancelRequested,
+    stalled: t.stalled,
+    cancel: t.cancel,
+    predecessor: t.predecessor,
     text: t.text,
   };
 }
@@ -114,6 +227,7 @@ function copyExecution(x: ExecutionState): Mutable<ExecutionState> {
     capabilities: x.capabilities,
     endReason: x.endReason,
     hadTurn: x.hadTurn,
+    stopping: x.stopping,
   };
 }
 
@@ -130,14 +244,24 @@ function copyPrompt(p: PromptRecord): Mutable<PromptRecord> {
 }
 
 /** The changed session, or null when the entry changes nothing. */
-function step(s: SessionState, e: StreamEntry): Draft | null {
+function step(s: SessionState, e: SessionEntry, task: TaskStatus): Draft | null {
   switch (e.type) {
     // ----- facts -------------------------------------------------------------------------------
     case 'execution.started': {
-      if (s.deleted || e.generation <= s.lastGeneration) return null; // a late predecessor
+      if (e.generation <= s.lastGeneration) return null; // a late predecessor
       const d = copySession(s);
       retireExecution(d);
       d.lastGeneration = e.generation;
+      // An execution that starts where nothing may run is recorded only to be stopped: a closed
+      // task or a deleted session is never revived by it.
+      const stopping: ExecutionStopReason | null =
+        task === 'deleted'
+          ? 'task_deleted'
+          : s.deleted
+            ? 'session_deleted'
+            : task === 'archived'
+              ? 'task_archived'
+              : null;
       d.execution = {
         id: e.executionId,
         generation: e.generation,
@@ -145,7 +269,12 @@ function step(s: SessionState, e: StreamEntry): Draft | null {
         capabilities: null,
         endReason: null,
         hadTurn: false,
+        stopping,
       };
+      if (s.requested && s.requested.executionId === e.executionId) d.requested = null;
+      // A late start of an execution whose request expired: it runs after all.
+      if (s.failure && s.failure.reason === 'no_worker' && s.failure.executionId === e.executionId)
+        d.failure = null;
       return d;
     }
     case 'capabilities.negotiated': {
@@ -158,7 +287,8 @@ function step(s: SessionState, e: StreamEntry): Draft | null {
       return d;
     }
     case 'execution.ended': {
-      if (!isLive(s, e)) return null;
+      // A deleted session's execution ends too (its stop is then no longer owed).
+      if (!isCurrent(s, e.executionId)) return null;
       const d = copySession(s);
       endExecution(d, e.data.reason);
       return d;
@@ -227,7 +357,9 @@ function step(s: SessionState, e: StreamEntry): Draft | null {
     case 'session.cancel':
     case 'session.reset':
     case 'session.delete':
-    case 'session.configure': {
+    case 'session.configure':
+    case 'session.force_release':
+    case 'execution.request': {
       for (const p of s.pending) if (p.data.commandId === e.data.commandId) return null;
       const d = copySession(s);
       d.pending = appended(s.pending, { type: e.type, data: e.data } as PendingCommand);
@@ -252,12 +384,18 @@ function step(s: SessionState, e: StreamEntry): Draft | null {
         claimEpoch: d.foregroundEpoch,
         yielded: false,
         heardFromAgent: false,
-        cancelRequested: false,
+        stalled: false,
+        cancel: null,
+        // A handoff replaces the held-open turn once it reaches the agent (its late end is then
+        // stale by generation); until then it keeps that turn, to restore it if it never does.
+        predecessor: a.mode === 'handoff' ? d.turn : null,
         text,
       };
-      // A handoff replaces the held-open turn: its late end is stale by generation.
       if (a.mode === 'steer') d.steer = turn;
-      else d.turn = turn;
+      else {
+        d.turn = turn;
+        d.failure = null;
+      }
       return d;
     }
     case 'prompt.queued': {
@@ -282,9 +420,9 @@ function step(s: SessionState, e: StreamEntry): Draft | null {
       answered(d, e.data.commandId);
       const slot = claimSlot(d, e.data.promptId, e.data.admissionGeneration);
       if (!slot || d[slot]!.phase !== 'claimed') return d;
-      const text = d[slot]!.text;
-      d[slot] = null;
-      requeueAtHead(d, e.data.promptId, text);
+      const claim = d[slot]!;
+      d[slot] = claim.predecessor;
+      requeueAtHead(d, e.data.promptId, claim.text);
       return d;
     }
     case 'prompt.promoted': {
@@ -309,7 +447,7 @@ function step(s: SessionState, e: StreamEntry): Draft | null {
       answered(d, e.data.commandId);
       if (d.turn && d.turn.generation === e.data.admissionGeneration) {
         const t = copyTurn(d.turn);
-        t.cancelRequested = true;
+        t.cancel = e.data.reason;
         d.turn = t;
       }
       return d;
@@ -320,10 +458,10 @@ function step(s: SessionState, e: StreamEntry): Draft | null {
       return d;
     }
     case 'session.configured': {
-      const { admission, steering, queueCapacity } = e.data;
+      const { admission, steering, queueCapacity, abandonedTurn } = e.data;
       const d = copySession(s);
       answered(d, e.data.commandId);
-      d.config = { admission, steering, queueCapacity };
+      d.config = { admission, steering, queueCapacity, abandonedTurn };
       return d;
     }
     case 'session.was_reset': {
@@ -335,6 +473,7 @@ function step(s: SessionState, e: StreamEntry): Draft | null {
       d.foregroundTools = NO_IDS;
       d.childTools = NO_IDS;
       d.generating = false;
+      stop(d, 'session_reset');
       return d;
     }
     case 'session.deleted': {
@@ -342,26 +481,131 @@ function step(s: SessionState, e: StreamEntry): Draft | null {
       answered(d, e.data.commandId);
       d.deleted = true;
       for (const id of d.queue) setPrompt(d, id, 'removed');
+      // A claim the agent never got is discarded with the queue, and its prompt told so.
+      for (const claim of [s.turn, s.steer])
+        if (claim && claim.phase === 'claimed') setPrompt(d, claim.promptId, 'removed');
       retireExecution(d);
       d.queue = NO_IDS;
+      d.requested = null;
+      d.failure = null;
+      stop(d, 'session_deleted');
+      return d;
+    }
+    case 'session.force_released': {
+      const d = copySession(s);
+      answered(d, e.data.commandId);
+      const running = s.turn;
+      for (const t of [s.turn, s.turn?.predecessor ?? null, s.steer]) {
+        if (!t) continue;
+        if (t.phase === 'claimed') requeueAtHead(d, t.promptId, t.text);
+        else setPrompt(d, t.promptId, 'force_released');
+      }
+      d.turn = null;
+      d.steer = null;
+      d.background = NO_IDS;
+      d.tools = NO_ENTRIES;
+      d.foregroundTools = NO_IDS;
+      d.childTools = NO_IDS;
+      d.generating = false;
+      d.failure = running
+        ? { reason: 'force_released', promptId: running.promptId }
+        : { reason: 'force_released' };
+      stop(d, 'force_released');
       return d;
     }
     case 'execution.lost': {
-      if (!s.execution || s.execution.id !== e.data.executionId || s.execution.phase === 'ended')
-        return null;
+      if (!isCurrent(s, e.data.executionId)) return null;
       const d = copySession(s);
       endExecution(d, 'lost');
       return d;
     }
     case 'turn.stalled': {
-      if (e.data.admissionGeneration <= s.stallAdvised) return null;
+      const t = s.turn;
+      const stalls =
+        t !== null &&
+        t.generation === e.data.admissionGeneration &&
+        t.phase === 'dispatched' &&
+        !t.stalled;
+      if (!stalls && e.data.admissionGeneration <= s.stallAdvised) return null;
       const d = copySession(s);
-      d.stallAdvised = e.data.admissionGeneration;
+      d.stallAdvised = Math.max(s.stallAdvised, e.data.admissionGeneration);
+      if (stalls) {
+        const turn = copyTurn(t);
+        turn.stalled = true;
+        d.turn = turn;
+      }
       return d;
     }
-    case 'turn.abandoned':
+    case 'turn.abandoned': {
       if (!s.turn || s.turn.generation !== e.data.admissionGeneration) return null;
-      return onTurnEnded(s, e.data.admissionGeneration, false);
+      const d = onTurnEnded(s, e.data.admissionGeneration, false)!;
+      setPrompt(d, e.data.promptId, 'abandoned');
+      d.failure = { reason: 'turn_abandoned', promptId: e.data.promptId };
+      if (e.data.then === 'stop_execution') stop(d, 'turn_abandoned');
+      return d;
+    }
+    case 'turn.cancel_timed_out': {
+      const t = s.turn;
+      if (!t || t.generation !== e.data.admissionGeneration || t.phase !== 'dispatched')
+        return null;
+      const d = copySession(s);
+      setPrompt(d, t.promptId, 'cancel_timed_out');
+      d.turn = null;
+      // A steer already in the agent goes down with the execution; one not delivered stays
+      // claimed, and the execution's end gives it back to the queue.
+      if (d.steer && d.steer.phase === 'dispatched') d.steer = null;
+      d.generating = false;
+      d.failure = { reason: 'cancel_timeout', promptId: t.promptId };
+      markHadTurn(d);
+      stop(d, 'cancel_timeout');
+      return d;
+    }
+    case 'foreground.quiesced': {
+      if (
+        !s.generating ||
+        s.turn !== null ||
+        s.steer !== null ||
+        s.foregroundEpoch !== e.data.foregroundEpoch
+      )
+        return null;
+      const d = copySession(s);
+      d.generating = false;
+      return d;
+    }
+    case 'execution.requested': {
+      const d = copySession(s);
+      answered(d, e.data.commandId);
+      // A request folded after its execution already started (the command raced the worker)
+      // waits for nothing.
+      if (s.execution === null || s.execution.id !== e.data.executionId)
+        d.requested = { executionId: e.data.executionId };
+      if (s.failure && s.failure.reason === 'no_worker') d.failure = null;
+      return d;
+    }
+    case 'execution.request_expired': {
+      if (!s.requested || s.requested.executionId !== e.data.executionId) return null;
+      const d = copySession(s);
+      d.requested = null;
+      d.failure = { reason: 'no_worker', executionId: e.data.executionId };
+      return d;
+    }
+  }
+}
+
+/** The owner is to stop the live execution (and owes the worker the stop until it ends). */
+function stop(d: Draft, reason: ExecutionStopReason): void {
+  const x = d.execution;
+  if (!x || x.phase === 'ended' || x.stopping !== null) return;
+  const stopping = copyExecution(x);
+  stopping.stopping = reason;
+  d.execution = stopping;
+}
+
+function markHadTurn(d: Draft): void {
+  if (d.execution && !d.execution.hadTurn) {
+    const x = copyExecution(d.execution);
+    x.hadTurn = true;
+    d.execution = x;
   }
 }
 
@@ -369,31 +613,43 @@ function step(s: SessionState, e: StreamEntry): Draft | null {
 
 /** Facts count only from the live execution: late entries of a predecessor change nothing. */
 function isLive(s: SessionState, e: { executionId: string }): boolean {
-  return (
-    !s.deleted &&
-    s.execution !== null &&
-    s.execution.id === e.executionId &&
-    s.execution.phase !== 'ended'
-  );
+  return !s.deleted && isCurrent(s, e.executionId);
+}
+
+/** The session's execution, not ended (it may belong to a deleted session, to be stopped). */
+function isCurrent(s: SessionState, executionId: string): boolean {
+  return s.execution !== null && s.execution.id === executionId && s.execution.phase !== 'ended';
+}
+
+/**
+ * A dispatched turn the agent is silent on: nothing heard since dispatch (what the watchdog
+ * abandons), or stalled since. The next agent fact is news for it.
+ */
+function quiet(t: Turn | null): t is Turn {
+  return t !== null && t.phase === 'dispatched' && (!t.heardFromAgent || t.stalled);
 }
 
 /** An agent fact after dispatch: the first one is what the stall watchdog waits for. */
 function countsAsEvent(s: SessionState): boolean {
-  return s.turn !== null && s.turn.phase === 'dispatched' && !s.turn.heardFromAgent;
+  return quiet(s.turn);
 }
 
 function heard(d: Draft): void {
-  if (!countsAsEvent(d)) return;
-  const t = copyTurn(d.turn!);
+  if (!quiet(d.turn)) return;
+  const t = copyTurn(d.turn);
   t.heardFromAgent = true;
+  t.stalled = false;
   d.turn = t;
+}
+
+/** The held-open turn a pending handoff claim would restore, when it has yielded. */
+function yieldedPredecessor(t: Turn | null): boolean {
+  return t !== null && t.predecessor !== null && t.predecessor.yielded;
 }
 
 function outputChanges(s: SessionState): boolean {
   const t = s.turn;
-  return (
-    !s.generating || (t !== null && (t.yielded || (t.phase === 'dispatched' && !t.heardFromAgent)))
-  );
+  return !s.generating || (t !== null && (t.yielded || quiet(t) || yieldedPredecessor(t)));
 }
 
 /** Foreground output: generating (a new foreground epoch if it was not), and the turn heard from. */
@@ -401,10 +657,17 @@ function output(d: Draft): void {
   if (!d.generating) d.foregroundEpoch += 1;
   d.generating = true;
   const t = d.turn;
-  if (t !== null && (t.yielded || (t.phase === 'dispatched' && !t.heardFromAgent))) {
+  if (t !== null && (t.yielded || quiet(t) || yieldedPredecessor(t))) {
     const turn = copyTurn(t);
     turn.yielded = false;
     turn.heardFromAgent = t.heardFromAgent || t.phase === 'dispatched';
+    turn.stalled = false;
+    // The turn a handoff claim replaces is generating again: no longer yielded.
+    if (yieldedPredecessor(t)) {
+      const p = copyTurn(t.predecessor!);
+      p.yielded = false;
+      turn.predecessor = p;
+    }
     d.turn = turn;
   }
 }
@@ -415,13 +678,29 @@ function onIdle(s: SessionState, origin: string, generation: number | undefined)
   // Only the human cycle of the running prompt yields the foreground; autonomous cycles
   // (task notifications, wake-ups) end themselves and nothing else.
   const yields = dispatched && origin === 'human' && generation === t.generation;
-  if (!s.generating && (!dispatched || (t.heardFromAgent && (t.yielded || !yields)))) return null;
+  // The held-open turn behind a pending handoff claim yields again by its own human idle.
+  const p = t !== null && t.phase === 'claimed' ? t.predecessor : null;
+  const predecessorYields =
+    p !== null && origin === 'human' && generation === p.generation && !p.yielded;
+  if (
+    !s.generating &&
+    !predecessorYields &&
+    (!dispatched || (t.heardFromAgent && !t.stalled && (t.yielded || !yields)))
+  )
+    return null;
   const d = copySession(s);
   d.generating = false;
   if (dispatched) {
     const turn = copyTurn(t);
     turn.heardFromAgent = true;
+    turn.stalled = false;
     turn.yielded = t.yielded || yields;
+    d.turn = turn;
+  } else if (predecessorYields) {
+    const turn = copyTurn(t!);
+    const held = copyTurn(p);
+    held.yielded = true;
+    turn.predecessor = held;
     d.turn = turn;
   }
   return d;
@@ -431,10 +710,12 @@ function onDispatched(s: SessionState, promptId: string, generation: number): Dr
   const slot = claimSlot(s, promptId, generation);
   if (!slot || s[slot]!.phase !== 'claimed') return null;
   const d = copySession(s);
-  // The agent has the prompt: its text is no longer needed for (re-)delivery.
+  // The agent has the prompt: its text is no longer needed for (re-)delivery, and a handoff
+  // has taken over the turn it replaces.
   const t = copyTurn(s[slot]!);
   t.phase = 'dispatched';
   t.text = null;
+  t.predecessor = null;
   d[slot] = t;
   return d;
 }
@@ -444,10 +725,15 @@ function onDispatchFailed(s: SessionState, promptId: string, generation: number)
   if (!slot || s[slot]!.phase !== 'claimed') return null;
   const claim = s[slot]!;
   const d = copySession(s);
-  d[slot] = null;
-  // Output after the claim means the agent is generating on its own: the gate stays closed
-  // until the next idle boundary instead of reopening under it.
-  d.generating = s.generating || s.foregroundEpoch !== claim.claimEpoch;
+  // A handoff that never reached the agent gives the session back the turn the agent still
+  // holds open, as it stands now (output, idles and its end since were folded into it).
+  d[slot] = claim.predecessor;
+  // Output after the claim means the agent is generating on its own: shown until its next idle
+  // boundary (or the quiet period), though it no longer holds admission by itself.
+  d.generating =
+    claim.predecessor !== null
+      ? s.generating
+      : s.generating || s.foregroundEpoch !== claim.claimEpoch;
   const record = d.prompts[promptId]!;
   const counted = copyPrompt(record);
   counted.dispatchAttempts = record.dispatchAttempts + 1;
@@ -461,21 +747,27 @@ function onDispatchFailed(s: SessionState, promptId: string, generation: number)
 function onTurnEnded(s: SessionState, generation: number, agentEvent: boolean): Draft | null {
   const endsSteer = s.steer !== null && s.steer.generation === generation;
   const endsTurn = s.turn !== null && s.turn.generation === generation;
-  if (!endsSteer && !endsTurn && !(agentEvent && countsAsEvent(s))) return null;
+  const endsHeld = s.turn !== null && s.turn.predecessor?.generation === generation;
+  if (!endsSteer && !endsTurn && !endsHeld && !(agentEvent && countsAsEvent(s))) return null;
   const d = copySession(s);
   if (agentEvent) heard(d);
   if (endsSteer) d.steer = null;
+  if (endsHeld) {
+    // The held-open turn behind a pending handoff claim ended: nothing to restore any more.
+    const t = copyTurn(d.turn!);
+    t.predecessor = null;
+    d.turn = t;
+    d.generating = false;
+    markHadTurn(d);
+    return d;
+  }
   if (!endsTurn) return d; // stale: a predecessor's end
   // A steer delivered into this turn carries on as the foreground turn.
   const successor = d.steer && d.steer.phase === 'dispatched' ? d.steer : null;
   d.turn = successor;
   if (successor) d.steer = null;
   d.generating = false;
-  if (d.execution && !d.execution.hadTurn) {
-    const x = copyExecution(d.execution);
-    x.hadTurn = true;
-    d.execution = x;
-  }
+  markHadTurn(d);
   return d;
 }
 
@@ -621,7 +913,7 @@ function retireExecution(d: Draft): void {
   d.turn = null;
   d.steer = null;
   for (const claim of claims) {
-    if (claim && claim.phase === 'claimed' && !d.deleted)
+    if (claim && claim.phase === 'claimed' && !d.deleted && d.prompts[claim.promptId])
       requeueAtHead(d, claim.promptId, claim.text);
   }
 }
@@ -672,7 +964,7 @@ function requeueAtHead(d: Draft, promptId: string, text: string | null): void {
 }
 
 function isSettled(status: PromptStatus): status is SettledStatus {
-  return status === 'admitted' || status === 'rejected' || status === 'removed';
+  return status !== 'pending' && status !== 'queued';
 }
 
 /**

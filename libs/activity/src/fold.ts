@@ -1,6 +1,8 @@
 import {
   SCHEMA_VERSION,
+  isTaskEntry,
   type ForegroundActivity,
+  type TaskEntry,
   type PromptOutcome,
   type TaskActivityView,
   type SessionActivityView,
@@ -17,15 +19,18 @@ import * as viewsModule from './views';
 // Bound once at load. Baton runs under tsx, whose CommonJS output turns every use of an imported
 // function into a getter call on the module object; on the per-entry path those getters cost
 // more than the small functions they return (see the fold notes in BENCHMARKS.md).
-const { evolveSession } = evolveModule;
-const { initialSessionState, promptIdOfKey, promptOf } = stateModule;
+const { evolve, evolveSession, sessionOf, withSessions } = evolveModule;
+const { promptIdOfKey, promptOf } = stateModule;
 const {
   activeSubagentCount,
   foregroundActivity,
   liveRegistrations,
   moreActive,
+  queueBlockedBy,
   queueEntries,
+  sameAttention,
   sessionActivity,
+  taskActivity,
 } = viewsModule;
 
 export interface Folded {
@@ -47,9 +52,10 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
   if (entry.taskId !== state.taskId) {
     throw new Error(`entry of task ${entry.taskId} folded into task ${state.taskId}`);
   }
+  if (isTaskEntry(entry)) return foldTask(state, entry);
   const sessionId = entry.sessionId;
   const before: SessionState | undefined = state.sessions[sessionId];
-  const after = evolveSession(before ?? initialSessionState(sessionId), entry);
+  const after = evolveSession(before ?? sessionOf(state, sessionId), entry, state.status);
   if (after === before) return repeatedSubmit(state, entry);
   const sessions: Record<string, SessionState> = Object.assign({}, state.sessions);
   sessions[sessionId] = after;
@@ -69,16 +75,19 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
     const task = taskActivityChange(state, sessionId, before, a0, after, a1);
     if (task) drafts.push({ type: 'task.activity', data: task });
   }
-  if (drafts.length === 0) {
-    return { state: { taskId: state.taskId, seq: state.seq, sessions }, updates: [] };
-  }
+  if (drafts.length === 0) return { state: withSessions(state, state.seq, sessions), updates: [] };
   const ordered =
     a1 === undefined
       ? drafts
       : orderTowardBusy(drafts, a0?.foregroundActivity ?? null, a1.foregroundActivity);
+  const updates = sequenced(state, ordered);
+  return { state: withSessions(state, state.seq + updates.length, sessions), updates };
+}
+
+function sequenced(state: TaskState, drafts: readonly UnsequencedUpdate[]): Update[] {
   let seq = state.seq;
   const updates: Update[] = [];
-  for (const d of ordered) {
+  for (const d of drafts) {
     // Spelled out: an object spread is several times slower in V8 than this literal.
     updates.push({
       v: SCHEMA_VERSION,
@@ -88,12 +97,50 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
       data: d.data,
     } as Update);
   }
-  return { state: { taskId: state.taskId, seq, sessions }, updates };
+  return updates;
+}
+
+/** A task-wide entry (archive, delete): the task's status, then every session it closed. */
+function foldTask(state: TaskState, entry: TaskEntry): Folded {
+  const next = evolve(state, entry);
+  if (next === state) return { state, updates: [] };
+  const drafts: UnsequencedUpdate[] = [];
+  if (next.status !== state.status)
+    drafts.push({ type: 'task.status', data: { status: next.status } });
+  for (const id in next.sessions) {
+    const before = state.sessions[id]!;
+    const after = next.sessions[id]!;
+    if (before === after) continue;
+    const moved = activityInputsMoved(before, after);
+    drafts.push(
+      ...sessionChanges(
+        before,
+        after,
+        moved ? sessionActivity(before) : undefined,
+        moved ? sessionActivity(after) : undefined,
+        entry,
+      ),
+    );
+  }
+  const t0 = taskActivity(state);
+  const t1 = taskActivity(next);
+  if (
+    t0.foregroundActivity !== t1.foregroundActivity ||
+    t0.activeSubagentCount !== t1.activeSubagentCount
+  )
+    drafts.push({ type: 'task.activity', data: t1 });
+  const updates = sequenced(state, drafts);
+  return {
+    state: { ...next, seq: state.seq + updates.length },
+    updates,
+  };
 }
 
 function activityInputsMoved(before: SessionState, after: SessionState): boolean {
   return (
     before.deleted !== after.deleted ||
+    before.requested !== after.requested ||
+    before.failure !== after.failure ||
     before.generating !== after.generating ||
     before.turn !== after.turn ||
     before.steer !== after.steer ||
@@ -163,7 +210,7 @@ function repeatedSubmit(state: TaskState, entry: StreamEntry): Folded {
       decision,
     },
   } as Update;
-  return { state: { taskId: state.taskId, seq, sessions: state.sessions }, updates: [update] };
+  return { state: withSessions(state, seq, state.sessions), updates: [update] };
 }
 
 function sessionChanges(
@@ -175,6 +222,7 @@ function sessionChanges(
 ): UnsequencedUpdate[] {
   const sessionId = after.id;
   const out: UnsequencedUpdate[] = [];
+  // The session of a deleted task is gone from views: only its prompts are still told.
   if (after.deleted) {
     if (before && !before.deleted) out.push({ type: 'session.deleted', data: { sessionId } });
     if (entry.type === 'command.rejected') out.push(commandFailed(entry));
@@ -189,7 +237,8 @@ function sessionChanges(
       a0.activeSubagentCount !== a1.activeSubagentCount ||
       a0.supportsSteering !== a1.supportsSteering ||
       a0.runningGeneration !== a1.runningGeneration ||
-      a0.admission !== a1.admission)
+      a0.admission !== a1.admission ||
+      !sameAttention(a0.attention, a1.attention))
   ) {
     out.push({
       type: 'session.activity',
@@ -201,16 +250,19 @@ function sessionChanges(
         supportsSteering: a1.supportsSteering,
         runningGeneration: a1.runningGeneration,
         admission: a1.admission,
+        attention: a1.attention,
       },
     });
   }
+  const blockedBy = after.queue.length > 0 ? queueBlockedBy(after) : null;
   // A new session's queue is published with it: a client that saw the task before the session
   // existed must not have to know the defaults (capacity) to build the session's view.
   if (
     !before ||
     before.queue !== after.queue ||
     before.autoRun !== after.autoRun ||
-    before.config.queueCapacity !== after.config.queueCapacity
+    before.config.queueCapacity !== after.config.queueCapacity ||
+    (before.queue.length > 0 ? queueBlockedBy(before) : null) !== blockedBy
   ) {
     out.push({
       type: 'session.queue',
@@ -219,6 +271,7 @@ function sessionChanges(
         autoRun: after.autoRun,
         capacity: after.config.queueCapacity,
         entries: queueEntries(after),
+        blockedBy,
       },
     });
   }
@@ -226,7 +279,11 @@ function sessionChanges(
     out.push(...backgroundChanges(before, after));
   promptChanges(before, after, entry, out);
   if (entry.type === 'command.rejected') out.push(commandFailed(entry));
-  if (entry.type === 'turn.stalled' && before && before.stallAdvised !== after.stallAdvised) {
+  if (
+    entry.type === 'turn.stalled' &&
+    before &&
+    (before.stallAdvised !== after.stallAdvised || (!before.turn?.stalled && after.turn?.stalled))
+  ) {
     out.push({ type: 'turn.stalled', data: { sessionId, ...entry.data } });
   }
   return out;
@@ -277,6 +334,11 @@ function promptChanges(
 ): void {
   if (before && before.prompts === after.prompts && before.settled === after.settled) return;
   if (before) for (const id in before.prompts) announce(before, after, id, entry, out);
+  // A force-release settles the prompts of the turns it ends, which no entry field names.
+  if (before && entry.type === 'session.force_released') {
+    for (const t of [before.turn, before.turn?.predecessor ?? null, before.steer])
+      if (t && !before.prompts[t.promptId]) announce(before, after, t.promptId, entry, out);
+  }
   const named = 'promptId' in entry.data ? entry.data.promptId : undefined;
   if (named !== undefined && !before?.prompts[named]) announce(before, after, named, entry, out);
 }
@@ -341,7 +403,32 @@ function outcome(
     case 'removed':
       return {
         outcome: 'removed',
-        reason: entry.type === 'prompt.removed' ? entry.data.reason : 'session_deleted',
+        reason:
+          entry.type === 'prompt.removed'
+            ? entry.data.reason
+            : entry.type === 'task.deleted'
+              ? 'task_deleted'
+              : entry.type === 'task.archived'
+                ? 'task_archived'
+                : 'session_deleted',
+      };
+    case 'abandoned':
+      return {
+        outcome: 'failed',
+        reason: 'abandoned',
+        message: 'the agent never started this prompt (no event by the stall threshold)',
+      };
+    case 'cancel_timed_out':
+      return {
+        outcome: 'cancelled',
+        reason: 'cancel_timeout',
+        message: 'the agent did not answer the cancel in time: its execution was stopped',
+      };
+    case 'force_released':
+      return {
+        outcome: 'cancelled',
+        reason: 'force_released',
+        message: 'an operator force-released the session',
       };
   }
 }

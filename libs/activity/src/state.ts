@@ -1,10 +1,14 @@
 import type {
+  AbandonedTurnPolicy,
   AdmissionMode,
   AdmissionPolicy,
   BackgroundWork,
   Capabilities,
   Command,
+  ExecutionStopReason,
   PromptOrigin,
+  TaskEntry,
+  TaskStatus,
 } from '@baton/protocol';
 
 /**
@@ -16,20 +20,32 @@ export interface TaskState {
   readonly taskId: string;
   /** Sequence of the last update this state published; the next update gets `seq + 1`. */
   readonly seq: number;
+  /** Archived and deleted tasks take no prompts; a deleted task is a tombstone for good. */
+  readonly status: TaskStatus;
+  /** Task-wide commands folded but not yet answered, in stream order. */
+  readonly pending: readonly PendingTaskCommand[];
   readonly sessions: Readonly<Record<string, SessionState>>;
 }
+
+export type PendingTaskCommand = Pick<
+  Extract<TaskEntry, { type: 'task.archive' | 'task.unarchive' | 'task.delete' }>,
+  'type' | 'data'
+>;
 
 export interface SessionConfig {
   readonly admission: AdmissionPolicy;
   readonly steering: boolean;
   /** 0 means unlimited. */
   readonly queueCapacity: number;
+  /** A turn that never started: stop its execution (the default), or let the queue go on. */
+  readonly abandonedTurn: AbandonedTurnPolicy;
 }
 
 export const DEFAULT_SESSION_CONFIG: SessionConfig = Object.freeze({
   admission: 'coarse',
   steering: false,
   queueCapacity: 10,
+  abandonedTurn: 'stop_execution',
 });
 
 /** A dispatch that failed before reaching the agent is retried this many times in all. */
@@ -48,6 +64,11 @@ export interface ExecutionState {
   readonly endReason: ExecutionEndReason | null;
   /** True once a turn has ended on this execution (waiting for input rather than fresh). */
   readonly hadTurn: boolean;
+  /**
+   * The owner stops this execution (and owes the worker the stop until it has ended): a reset, a
+   * deletion, a cancel never answered, an abandoned turn, an operator. It takes no prompt meanwhile.
+   */
+  readonly stopping: ExecutionStopReason | null;
 }
 
 /**
@@ -66,12 +87,30 @@ export interface Turn {
   readonly yielded: boolean;
   /** An agent fact arrived since dispatch (the stall watchdog's "no agent event at all"). */
   readonly heardFromAgent: boolean;
-  readonly cancelRequested: boolean;
+  /** Silent for the watchdog's period after the agent was heard from; the next agent fact clears it. */
+  readonly stalled: boolean;
+  /** A cancel was decided, and why: any owner delivers the same one. */
+  readonly cancel: CancelReason | null;
+  /**
+   * A handoff claim keeps the turn it replaces until it is dispatched: if the claim never reaches
+   * the agent (dispatch failed, released), that turn — which the agent still holds open — is the
+   * session's turn again, as it stands then.
+   */
+  readonly predecessor: Turn | null;
   /**
    * The prompt's text while the claim waits for dispatch: the owner delivers it from here (again,
    * after a failover). Null once dispatched.
    */
   readonly text: string | null;
+}
+
+export type CancelReason = 'user' | 'send_now';
+
+/** Why the session's last turn or execution request failed, until the next one starts. */
+export interface Failure {
+  readonly reason: 'turn_abandoned' | 'cancel_timeout' | 'force_released' | 'no_worker';
+  readonly promptId?: string;
+  readonly executionId?: string;
 }
 
 /** Ownership of a tool call, decided by the first frame that carries evidence of it. */
@@ -86,7 +125,18 @@ export interface Registration {
   readonly presumedEnded: boolean;
 }
 
-export type PromptStatus = 'pending' | 'queued' | 'admitted' | 'rejected' | 'removed';
+export type PromptStatus =
+  | 'pending'
+  | 'queued'
+  | 'admitted'
+  | 'rejected'
+  | 'removed'
+  /** Admitted, and its turn never started (outcome failed). */
+  | 'abandoned'
+  /** Admitted, and its turn was ended without the agent (outcome cancelled): a cancel it never
+   * answered, or an operator's force-release. */
+  | 'cancel_timed_out'
+  | 'force_released';
 
 export interface PromptRecord {
   readonly promptId: string;
@@ -100,7 +150,7 @@ export interface PromptRecord {
   readonly sendNow: boolean;
 }
 
-export type SettledStatus = 'admitted' | 'rejected' | 'removed';
+export type SettledStatus = Exclude<PromptStatus, 'pending' | 'queued'>;
 
 /** What a session remembers of a settled prompt: enough to answer its key again. */
 export interface SettledPrompt {
@@ -166,17 +216,21 @@ export interface SessionState {
   readonly pending: readonly PendingCommand[];
   /** Highest admission generation that got its stall advisory. */
   readonly stallAdvised: number;
+  /** An execution requested for this session that no worker has started yet. */
+  readonly requested: { readonly executionId: string } | null;
+  readonly failure: Failure | null;
 }
 
 /** A command as the state keeps it until answered: its type and data (distributed over the union). */
-export type PendingCommand = Command extends infer C
-  ? C extends Command
+type SessionCommand = Extract<Command, { sessionId: string }>;
+export type PendingCommand = SessionCommand extends infer C
+  ? C extends SessionCommand
     ? Pick<C, 'type' | 'data'>
     : never
   : never;
 
 export function initialTaskState(taskId: string): TaskState {
-  return { taskId, seq: 0, sessions: {} };
+  return { taskId, seq: 0, status: 'active', pending: NO_IDS, sessions: {} };
 }
 
 /**
@@ -210,6 +264,8 @@ export function initialSessionState(id: string): SessionState {
     settled: NO_IDS,
     pending: NO_IDS,
     stallAdvised: 0,
+    requested: null,
+    failure: null,
   };
 }
 

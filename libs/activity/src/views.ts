@@ -1,5 +1,9 @@
 import type {
+  Attention,
   BackgroundWork,
+  PromptOrigin,
+  QueueReason,
+  QueueView,
   ForegroundActivity,
   QueueEntryView,
   SessionActivityView,
@@ -50,9 +54,10 @@ export function foregroundActivity(s: SessionState): ForegroundActivity {
   return liveRegistrations(s).length > 0 ? 'background' : null;
 }
 
+/** Running means a turn: output outside any turn is shown (foregroundActivity), never a turn. */
 export function coarseState(s: SessionState): CoarseState {
   if (s.deleted) return 'cancelled';
-  if (s.turn || s.steer || s.generating) return 'running';
+  if (s.turn || s.steer) return 'running';
   const x = s.execution;
   if (!x) return 'created';
   switch (x.phase) {
@@ -88,6 +93,113 @@ export function supportsSteering(s: SessionState): boolean {
   );
 }
 
+export type Gate =
+  | { readonly open: true; readonly mode: 'turn' | 'handoff' }
+  | { readonly open: false; readonly reason: QueueReason };
+
+const OPEN_TURN: Gate = Object.freeze({ open: true, mode: 'turn' });
+const OPEN_HANDOFF: Gate = Object.freeze({ open: true, mode: 'handoff' });
+const closedGates = new Map<QueueReason, Gate>();
+const closed = (reason: QueueReason): Gate => {
+  let g = closedGates.get(reason);
+  if (!g) closedGates.set(reason, (g = Object.freeze({ open: false, reason })));
+  return g;
+};
+
+/**
+ * Check-and-claim, as one pure read: the admission decision that passes it is also the claim,
+ * and nothing passes again until that claim is dispatched and its turn ends, fails or is released.
+ * Output outside any turn never holds it by itself: it is shown, and decays after a quiet period.
+ */
+export function admissionGate(s: SessionState, origin: PromptOrigin): Gate {
+  const x = s.execution;
+  if (!x || x.phase !== 'ready' || x.stopping !== null) {
+    if (x && x.phase !== 'ended' && x.stopping !== null) return closed('execution_stopping');
+    return closed(s.requested ? 'waiting_for_worker' : 'no_execution');
+  }
+  if (!s.turn && !s.steer) return OPEN_TURN;
+  // A human successor may take an attested, generation-matched yield; synthetic prompts never do.
+  if (origin === 'human' && yieldedToAttestedWork(s)) return OPEN_HANDOFF;
+  return closed('busy');
+}
+
+/** Why the head of the queue does not run now (null: nothing queued, or it is about to run). */
+export function queueBlockedBy(s: SessionState): QueueReason | null {
+  if (s.queue.length === 0 || s.deleted) return null;
+  const head = s.prompts[s.queue[0]!]!;
+  if (!s.autoRun && !head.sendNow) return 'auto_run_off';
+  const g = admissionGate(s, head.origin);
+  return g.open ? null : g.reason;
+}
+
+/**
+ * What a person should know about a session that is not simply running or promptable. Waiting
+ * states come first (they will change by themselves), then what needs someone, then the last
+ * failure (until the next turn or execution).
+ */
+export function attention(s: SessionState): Attention | null {
+  if (s.deleted) return null;
+  const x = s.execution;
+  if (x && x.phase !== 'ended' && x.stopping !== null) {
+    return {
+      kind: 'waiting',
+      reason: 'execution_stopping',
+      message: `execution ${x.id} is being stopped (${x.stopping.replace(/_/g, ' ')})`,
+      executionId: x.id,
+    };
+  }
+  const t = s.turn;
+  if (t && t.stalled) {
+    return {
+      kind: 'needs_operator',
+      reason: 'turn_stalled',
+      message: 'the agent has been silent on the running prompt: wait, cancel it, or force-release',
+      promptId: t.promptId,
+    };
+  }
+  if (s.requested) {
+    return {
+      kind: 'waiting',
+      reason: 'waiting_for_worker',
+      message: `execution ${s.requested.executionId} waits for a free worker`,
+      executionId: s.requested.executionId,
+    };
+  }
+  if (s.queue.length > 0 && (!x || x.phase === 'ended')) {
+    return {
+      kind: 'needs_operator',
+      reason: 'no_execution',
+      message: 'queued prompts wait for an execution: start one',
+    };
+  }
+  const f = s.failure;
+  if (!f) return null;
+  const ids = {
+    ...(f.promptId !== undefined ? { promptId: f.promptId } : {}),
+    ...(f.executionId !== undefined ? { executionId: f.executionId } : {}),
+  };
+  return { kind: 'failed', reason: f.reason, message: FAILURE_MESSAGES[f.reason], ...ids };
+}
+
+const FAILURE_MESSAGES: Record<NonNullable<SessionState['failure']>['reason'], string> = {
+  turn_abandoned: 'the agent never started the last prompt (no event by the stall threshold)',
+  cancel_timeout: 'the agent did not answer a cancel in time: its execution was stopped',
+  force_released: 'an operator force-released the session: its execution was stopped',
+  no_worker: 'no worker started the requested execution in time',
+};
+
+export function sameAttention(a: Attention | null, b: Attention | null): boolean {
+  if (a === b) return true;
+  if (!a || !b) return false;
+  return (
+    a.kind === b.kind &&
+    a.reason === b.reason &&
+    a.message === b.message &&
+    a.promptId === b.promptId &&
+    a.executionId === b.executionId
+  );
+}
+
 export function sessionActivity(s: SessionState): SessionActivityView {
   return {
     state: coarseState(s),
@@ -96,6 +208,16 @@ export function sessionActivity(s: SessionState): SessionActivityView {
     supportsSteering: supportsSteering(s),
     runningGeneration: s.turn ? s.turn.generation : null,
     admission: s.config.admission,
+    attention: attention(s),
+  };
+}
+
+export function queueView(s: SessionState): QueueView {
+  return {
+    autoRun: s.autoRun,
+    capacity: s.config.queueCapacity,
+    entries: queueEntries(s),
+    blockedBy: queueBlockedBy(s),
   };
 }
 
@@ -115,7 +237,7 @@ export function sessionView(s: SessionState): SessionView {
   return {
     sessionId: s.id,
     activity: sessionActivity(s),
-    queue: { autoRun: s.autoRun, capacity: s.config.queueCapacity, entries: queueEntries(s) },
+    queue: queueView(s),
     backgroundWork: backgroundWork(s),
   };
 }
@@ -156,6 +278,7 @@ export function taskActivity(t: TaskState): TaskActivityView {
 export function taskView(t: TaskState): TaskView {
   return {
     taskId: t.taskId,
+    status: t.status,
     seq: t.seq,
     activity: taskActivity(t),
     sessions: visibleSessions(t).map(sessionView),

@@ -110,6 +110,7 @@ describe('ChatMirror (AHP chat channel)', () => {
       supportsSteering: false,
       runningGeneration: 1,
       admission: 'coarse' as const,
+      attention: null,
     };
     expect(ahpStatus({ ...base, foregroundActivity: 'generating' })).toBe(8);
     expect(ahpStatus({ ...base, foregroundActivity: 'background' })).toBe(1);
@@ -129,6 +130,7 @@ describe('ChatMirror (AHP chat channel)', () => {
       supportsSteering: false,
       runningGeneration: null,
       admission: 'coarse' as const,
+      attention: null,
     };
     const u = (seq: number): Update => ({
       v: 1,

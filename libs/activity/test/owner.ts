@@ -22,7 +22,7 @@ type FactType = Extract<StreamEntry, { executionId: string }>['type'];
 type CommandType =
   EntryOf<EntryType> extends infer E
     ? E extends { data: { commandId: string } }
-      ? E extends { executionId: string }
+      ? E extends { executionId: string } | { sessionId?: never }
         ? never
         : E extends { type: infer T }
           ? T
@@ -113,6 +113,20 @@ export class Owner {
       writer: { role: 'gateway', instance: 'g1', seq: ++this.seq },
       type,
       data: { ...data, commandId },
+    } as StreamEntry);
+    if (this.autoDecide) this.decideNow();
+    return commandId;
+  }
+
+  /** A task-wide command (archive, unarchive, delete). */
+  taskCommand(type: 'task.archive' | 'task.unarchive' | 'task.delete'): string {
+    const commandId = `c${++this.commands}`;
+    this.append({
+      v: SCHEMA_VERSION,
+      taskId: this.taskId,
+      writer: { role: 'gateway', instance: 'g1', seq: ++this.seq },
+      type,
+      data: { commandId },
     } as StreamEntry);
     if (this.autoDecide) this.decideNow();
     return commandId;
