@@ -162,7 +162,11 @@ export class TaskOwner {
           this.request({ type: 'watchdog', sessionId: s.id, admissionGeneration: t.generation });
         }
         if (t.cancel && waited(`c/${s.id}/${t.generation}`, this.ctx.cancelGraceMs)) {
-          this.request({ type: 'cancel_grace', sessionId: s.id, admissionGeneration: t.generation });
+          this.request({
+            type: 'cancel_grace',
+            sessionId: s.id,
+            admissionGeneration: t.generation,
+          });
         }
       }
       if (s.generating && !t && !s.steer && now - lastAgent >= this.ctx.quietMs) {

@@ -131,16 +131,28 @@ function taskAnswered(
 
 /** A session of an archived or deleted task: nothing waits, nothing runs. */
 function closeSession(s: SessionState, reason: 'task_archived' | 'task_deleted'): SessionState {
+  const claimed = (t: Turn | null) => t !== null && t.phase === 'claimed';
+  const live = s.execution !== null && s.execution.phase !== 'ended';
+  // Unchanged parts stay the same objects: what is published is found by identity.
+  if (
+    s.queue.length === 0 &&
+    !claimed(s.turn) &&
+    !claimed(s.steer) &&
+    s.requested === null &&
+    (reason === 'task_archived' || s.deleted) &&
+    (!live || s.execution!.stopping !== null)
+  )
+    return s;
   const d = copySession(s);
   for (const id of s.queue) setPrompt(d, id, 'removed');
-  d.queue = NO_IDS;
+  if (s.queue.length > 0) d.queue = NO_IDS;
   for (const claim of [s.turn, s.steer]) {
     if (claim && claim.phase === 'claimed') setPrompt(d, claim.promptId, 'removed');
   }
   if (d.turn && d.turn.phase === 'claimed') d.turn = d.turn.predecessor;
   if (d.steer && d.steer.phase === 'claimed') d.steer = null;
-  d.requested = null;
-  if (reason === 'task_deleted') {
+  if (d.requested !== null) d.requested = null;
+  if (reason === 'task_deleted' && !s.deleted) {
     d.deleted = true;
     retireExecution(d);
   }
@@ -762,10 +774,11 @@ function onTurnEnded(s: SessionState, generation: number, agentEvent: boolean): 
     return d;
   }
   if (!endsTurn) return d; // stale: a predecessor's end
-  // A steer delivered into this turn carries on as the foreground turn.
-  const successor = d.steer && d.steer.phase === 'dispatched' ? d.steer : null;
-  d.turn = successor;
-  if (successor) d.steer = null;
+  // A steer carries on as the foreground turn: delivered into this turn, it continues it; not
+  // delivered yet, it reaches an agent whose turn is over, and is a turn of its own (left as a
+  // steer, it would run with no turn to watch it).
+  d.turn = d.steer;
+  d.steer = null;
   d.generating = false;
   markHadTurn(d);
   return d;

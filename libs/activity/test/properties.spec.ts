@@ -2,14 +2,17 @@ import fc from 'fast-check';
 import type { StreamEntry } from '@baton/protocol';
 import {
   activeSubagentCount,
+  attention,
   backgroundWork,
   coarseState,
+  queueBlockedBy,
   decide,
   evolve,
   fold,
   initialTaskState,
   type TaskState,
 } from '../src';
+import type { Timer } from '../src';
 import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from './owner';
 
 /**
@@ -110,7 +113,7 @@ const action = fc.oneof(
     arbitrary: fc.record({ t: fc.constant('cancelEntry' as const), key: fc.constantFrom(...KEYS) }),
   },
   {
-    weight: 1,
+    weight: 2,
     arbitrary: fc.record({
       t: fc.constant('sendNow' as const),
       key: fc.constantFrom(...KEYS),
@@ -129,10 +132,35 @@ const action = fc.oneof(
       admission: fc.constantFrom('coarse', 'handoff') as fc.Arbitrary<'coarse'>,
       steering: fc.boolean(),
       capacity: fc.constantFrom(0, 2, 10),
+      abandonedTurn: fc.constantFrom('stop_execution', 'continue') as fc.Arbitrary<'continue'>,
     }),
   },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('reset' as const) }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('watchdog' as const) }) },
+  // Liveness: the owner's other clocks, an operator, execution requests, and the worker
+  // answering a stop it owes.
+  // A human successor taking a yielded turn, whose delivery then succeeds or fails.
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('handoff' as const),
+      key: fc.constantFrom(...KEYS),
+      delivered: fc.boolean(),
+    }),
+  },
+  // The cancel grace running out, on a cancel the user (or a send-now) asked for just before.
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('cancelGrace' as const),
+      after: fc.constantFrom('nothing', 'cancel', 'sendNow'),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('quiet' as const) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('forceRelease' as const) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('request' as const) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('startExpiry' as const) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('honorStop' as const) }) },
 );
 type Action =
   fc.Arbitrary<unknown> extends never
@@ -144,6 +172,8 @@ const step = fc.record({
   session: fc.constantFrom('s1', 's1', 's2'),
   action,
   deleteRarely: fc.nat(1000),
+  /** 0: delete the task, 1: archive it, 2: unarchive it (rare: most histories stay active). */
+  taskRarely: fc.nat(600),
 });
 export const scenario = fc.array(step, { minLength: 1, maxLength: 80, size: 'max' });
 
@@ -156,7 +186,7 @@ interface Runner {
 export function run(
   steps: fc.Arbitrary<typeof step> extends never
     ? never
-    : Array<{ session: string; action: Action; deleteRarely: number }>,
+    : Array<{ session: string; action: Action; deleteRarely: number; taskRarely?: number }>,
   onStep?: (r: Runner, before: TaskState) => void,
 ) {
   const owner = new Owner();
@@ -164,7 +194,7 @@ export function run(
   // s1 starts under the handoff policy, s2 under coarse with steering; `configure` steps change them.
   owner.command('s1', 'session.configure', { admission: 'handoff' });
   owner.command('s2', 'session.configure', { steering: true });
-  for (const { session: sid, action: a, deleteRarely } of steps) {
+  for (const { session: sid, action: a, deleteRarely, taskRarely } of steps) {
     const before = owner.state;
     const s = owner.state.sessions[sid];
     const gen = r.gens[sid] ?? 0;
@@ -172,6 +202,8 @@ export function run(
     const live = exec(gen);
     const turn = s?.turn ?? s?.steer ?? null;
     if (deleteRarely === 0) owner.command(sid, 'session.delete', {});
+    if (taskRarely !== undefined && taskRarely < 3)
+      owner.taskCommand((['task.delete', 'task.archive', 'task.unarchive'] as const)[taskRarely]!);
     switch (a.t) {
       case 'start':
       case 'startOnly': {
@@ -297,6 +329,7 @@ export function run(
           admission: a.admission,
           steering: a.steering,
           queueCapacity: a.capacity,
+          abandonedTurn: a.abandonedTurn,
         });
         break;
       case 'reset':
@@ -310,10 +343,110 @@ export function run(
             admissionGeneration: s.turn.generation,
           });
         break;
+      case 'handoff': {
+        if (gen === 0 || !s?.turn || s.turn.phase !== 'dispatched') break;
+        live.subagent(`subagent:${sid}-e${gen}:h`, true, 'launch-h');
+        live.idle('human', s.turn.generation);
+        const use = (r.keyUse[`${sid}/${a.key}`] = (r.keyUse[`${sid}/${a.key}`] ?? 0) + 1);
+        owner.submit(sid, a.key, 'human', `${sid}-${a.key}-${use}`);
+        const claim = owner.state.sessions[sid]?.turn;
+        if (claim && claim.phase === 'claimed') {
+          if (a.delivered) live.dispatch(claim.promptId, claim.generation);
+          else
+            live.fact('prompt.dispatch_failed', {
+              promptId: claim.promptId,
+              admissionGeneration: claim.generation,
+              error: 'x',
+            });
+        }
+        break;
+      }
+      case 'cancelGrace':
+        if (a.after === 'cancel') owner.command(sid, 'session.cancel', {});
+        if (a.after === 'sendNow' && s?.queue[0])
+          owner.command(sid, 'queue.send_now', { promptId: s.queue[0] });
+        if (s?.turn)
+          owner.decideNow({
+            type: 'cancel_grace',
+            sessionId: sid,
+            admissionGeneration: s.turn.generation,
+          });
+        break;
+      case 'quiet':
+        if (s)
+          owner.decideNow({ type: 'quiet', sessionId: sid, foregroundEpoch: s.foregroundEpoch });
+        break;
+      case 'forceRelease':
+        owner.command(sid, 'session.force_release', {});
+        break;
+      case 'request':
+        owner.command(sid, 'execution.request', { executionId: `${sid}-e${gen + 1}` });
+        break;
+      case 'startExpiry':
+        if (s?.requested)
+          owner.decideNow({
+            type: 'execution_start',
+            sessionId: sid,
+            executionId: s.requested.executionId,
+          });
+        break;
+      case 'honorStop':
+        if (s?.execution && s.execution.phase !== 'ended' && s.execution.stopping)
+          owner.execution(sid, s.execution.id, s.execution.generation).end('cancelled');
+        break;
     }
     onStep?.(r, before);
   }
   return r;
+}
+
+/**
+ * What happens when the agent sends nothing more: the worker still does its part (it delivers
+ * claims, answers a stop by killing the agent, ends an execution whose agent never finished
+ * starting at its setup timeout), and every clock of the owner fires, until nothing changes.
+ */
+export function quiesce(owner: Owner): void {
+  for (let round = 0; round < 100; round++) {
+    let acted = false;
+    for (const id of Object.keys(owner.state.sessions)) {
+      const now = () => owner.state.sessions[id]!;
+      const x = now().execution;
+      const worker = x && x.phase !== 'ended' ? owner.execution(id, x.id, x.generation) : null;
+      if (worker && x!.stopping) {
+        worker.end('cancelled');
+        acted = true;
+        continue;
+      }
+      if (worker && x!.phase === 'starting') {
+        worker.end('failed');
+        acted = true;
+        continue;
+      }
+      for (const c of [now().turn, now().steer]) {
+        if (worker && c && c.phase === 'claimed' && !now().deleted) {
+          worker.dispatch(c.promptId, c.generation);
+          acted = true;
+        }
+      }
+      const s = now();
+      const timers: Timer[] = [];
+      if (s.turn)
+        timers.push(
+          { type: 'watchdog', sessionId: id, admissionGeneration: s.turn.generation },
+          { type: 'cancel_grace', sessionId: id, admissionGeneration: s.turn.generation },
+        );
+      timers.push({ type: 'quiet', sessionId: id, foregroundEpoch: s.foregroundEpoch });
+      if (s.requested)
+        timers.push({
+          type: 'execution_start',
+          sessionId: id,
+          executionId: s.requested.executionId,
+        });
+      for (const t of timers) if (owner.decideNow(t).length > 0) acted = true;
+    }
+    if (!acted) return;
+  }
+  throw new Error('quiescence did not settle in 100 rounds');
 }
 
 const foldAll = (entries: readonly StreamEntry[], from: TaskState = initialTaskState('t1')) =>
@@ -347,9 +480,116 @@ describe('properties of the domain core over generated interleavings', () => {
       'turn.abandoned',
       'session.deleted',
       'prompt.dispatch_failed',
+      'turn.cancel_timed_out',
+      'session.force_released',
+      'foreground.quiesced',
+      'execution.requested',
+      'execution.request_expired',
+      'task.deleted',
+      'task.archived',
+      'task.unarchived',
     ]) {
       expect([t, seen.has(t)]).toEqual([t, true]);
     }
+  });
+
+  it('the generator, quiesced, reaches every case the liveness property is about', () => {
+    const cases = new Set<string>();
+    fc.assert(
+      fc.property(scenario, (steps) => {
+        const { owner } = run(steps);
+        quiesce(owner);
+        let st = initialTaskState('t1');
+        for (const e of owner.entries) {
+          const s = 'sessionId' in e ? st.sessions[e.sessionId] : undefined;
+          if (e.type === 'turn.abandoned') cases.add(`abandoned then ${e.data.then}`);
+          if (e.type === 'turn.cancel_requested') cases.add(`cancel: ${e.data.reason}`);
+          if (e.type === 'turn.cancel_timed_out') cases.add('cancel never answered');
+          if (e.type === 'foreground.quiesced') cases.add('output outside a turn decayed');
+          if (e.type === 'execution.request_expired') cases.add('no worker in time');
+          if (e.type === 'session.force_released') cases.add('force-released');
+          if (e.type === 'task.deleted') cases.add('task deleted');
+          if (
+            (e.type === 'prompt.dispatch_failed' || e.type === 'prompt.released') &&
+            s?.turn?.predecessor &&
+            s.turn.promptId === e.data.promptId
+          )
+            cases.add('handoff that never reached the agent restored its predecessor');
+          st = evolve(st, e);
+        }
+        for (const s of Object.values(owner.state.sessions)) {
+          const why = attention(s);
+          if (why) cases.add(`ends ${why.kind}: ${why.reason}`);
+          if (!s.deleted && s.queue.length > 0) cases.add(`queue waits: ${queueBlockedBy(s)}`);
+          cases.add(`policy ${s.config.admission}${s.config.steering ? '+steering' : ''}`);
+        }
+      }),
+      { numRuns: 500, seed: 42 },
+    );
+    for (const c of [
+      'abandoned then stop_execution',
+      'abandoned then continue',
+      'cancel: user',
+      'cancel: send_now',
+      'cancel never answered',
+      'output outside a turn decayed',
+      'no worker in time',
+      'force-released',
+      'task deleted',
+      'handoff that never reached the agent restored its predecessor',
+      'ends needs_operator: turn_stalled',
+      'ends needs_operator: no_execution',
+      'ends failed: turn_abandoned',
+      'ends failed: cancel_timeout',
+      'ends failed: no_worker',
+      'ends failed: force_released',
+      'queue waits: auto_run_off',
+      'queue waits: busy',
+      'queue waits: no_execution',
+      'policy coarse',
+      'policy handoff',
+      'policy coarse+steering',
+    ]) {
+      expect([c, cases.has(c)]).toEqual([c, true]);
+    }
+  });
+
+  it('7. liveness: if the agent sends nothing more, every session drains its queue or says why it waits, under every policy', () => {
+    fc.assert(
+      fc.property(scenario, (steps) => {
+        const { owner } = run(steps);
+        quiesce(owner);
+        const published = new Map<string, unknown>();
+        for (const u of owner.updates)
+          if (u.type === 'session.activity') published.set(u.data.sessionId, u.data.attention);
+        for (const s of Object.values(owner.state.sessions)) {
+          if (s.deleted) {
+            expect(s.queue).toEqual([]);
+            continue;
+          }
+          const why = attention(s);
+          // No turn runs on with nothing to show: a silent one needs an operator (cancel, which
+          // is now bounded, or force-release), and no cancel is left unanswered.
+          if (s.turn || s.steer) expect(why).toMatchObject({ kind: 'needs_operator' });
+          expect(s.turn?.cancel ?? null).toBeNull();
+          // Output outside a turn decayed; no request waits for a worker past its bound; no
+          // execution is stuck starting or stopping.
+          expect(s.generating && !s.turn && !s.steer).toBe(false);
+          expect(s.requested).toBeNull();
+          expect(s.execution?.stopping && s.execution.phase !== 'ended').toBeFalsy();
+          expect(s.execution?.phase).not.toBe('starting');
+          // A prompt that still waits says why, and the session says it too unless it is paused.
+          if (s.queue.length > 0) {
+            const blocked = queueBlockedBy(s);
+            expect(blocked).not.toBeNull();
+            if (blocked !== 'auto_run_off') expect(why).not.toBeNull();
+          }
+          // What clients were last told is what the state says.
+          if (published.has(s.id)) expect(published.get(s.id)).toEqual(why);
+        }
+      }),
+      RUNS,
+    );
   });
 
   it('1. determinism: folding twice is deep-equal; prefix → JSON snapshot → rest is the same state', () => {
