@@ -111,6 +111,7 @@ async function fanout(redisUrl: string): Promise<BenchResult[]> {
         supportsSteering: false,
         runningGeneration: 1 + (i % 5),
         admission: 'coarse',
+        attention: null,
       },
     }));
   const wire = (u: Update) => `{"v":1,"type":"update","update":${JSON.stringify(u)}}`;

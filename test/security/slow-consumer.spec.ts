@@ -67,6 +67,7 @@ const update = (seq: number): Update => ({
 const view = (seq: number): TaskView => ({
   taskId: KEY,
   seq,
+  status: 'active',
   activity: { foregroundActivity: null, activeSubagentCount: 0 },
   sessions: [],
 });

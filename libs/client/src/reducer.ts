@@ -61,6 +61,9 @@ export function stepUpdate(view: TaskView, update: Update): StepResult {
   switch (update.type) {
     case 'task.activity':
       return applied({ ...view, seq, activity: mergeDefined(view.activity, update.data) });
+    case 'task.status':
+      // A deleted task is a tombstone: its sessions' own updates (session.deleted) follow.
+      return applied({ ...view, seq, status: update.data.status });
     case 'session.activity': {
       const { sessionId, ...activity } = update.data;
       const existing = view.sessions.find((s) => s.sessionId === sessionId);
@@ -182,8 +185,9 @@ const NEW_ACTIVITY: SessionActivityView = {
   supportsSteering: false,
   runningGeneration: null,
   admission: 'coarse',
+  attention: null,
 };
-const NEW_QUEUE: QueueView = { autoRun: true, capacity: 0, entries: [] };
+const NEW_QUEUE: QueueView = { autoRun: true, capacity: 0, entries: [], blockedBy: null };
 
 function newSession(sessionId: string, activity: Partial<SessionActivityView>): SessionView {
   return {

@@ -33,6 +33,7 @@ const base = { v: SCHEMA_VERSION, taskId: 't' } as const;
 const emptyView: TaskView = {
   taskId: 't',
   seq: 0,
+  status: 'active',
   activity: { foregroundActivity: null, activeSubagentCount: 0 },
   sessions: [],
 };
@@ -43,6 +44,7 @@ const activity = {
   supportsSteering: false,
   runningGeneration: 1,
   admission: 'coarse',
+  attention: null,
 } as const;
 /** A view with one session `s` at seq 2, built through the reducer itself. */
 function withSession(bg: BackgroundWork[] = []): TaskView {
@@ -56,7 +58,7 @@ function withSession(bg: BackgroundWork[] = []): TaskView {
     ...base,
     seq: 2,
     type: 'session.queue',
-    data: { sessionId: 's', autoRun: true, capacity: 10, entries: [] },
+    data: { sessionId: 's', autoRun: true, capacity: 10, entries: [], blockedBy: null },
   });
   return { ...v, sessions: [{ ...v.sessions[0]!, backgroundWork: bg }] };
 }
@@ -165,7 +167,7 @@ describe('applyUpdate rules', () => {
         ...base,
         seq: 1,
         type: 'session.queue',
-        data: { sessionId: 'ghost', autoRun: true, capacity: 0, entries: [] },
+        data: { sessionId: 'ghost', autoRun: true, capacity: 0, entries: [], blockedBy: null },
       }),
     ).toThrow(/ghost/);
   });

@@ -431,6 +431,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     const a = await mustAcquire(store, shard, 'projector-a');
     const view = (seq: number) => ({
       taskId: t,
+      status: 'active' as const,
       seq,
       activity: { foregroundActivity: null, activeSubagentCount: seq },
       sessions: [],

@@ -36,6 +36,7 @@ class World implements UpdateSource {
     return {
       taskId: T,
       seq: this.viewSeq,
+      status: 'active',
       activity: { foregroundActivity: null, activeSubagentCount: 0 },
       sessions: [],
     };

@@ -68,6 +68,7 @@ export function emptyView(taskId: string): TaskView {
   return {
     taskId,
     seq: 0,
+    status: 'active',
     activity: { foregroundActivity: null, activeSubagentCount: 0 },
     sessions: [],
   };
