@@ -133,9 +133,9 @@ export function queueBlockedBy(s: SessionState): QueueReason | null {
 }
 
 /**
- * What a person should know about a session that is not simply running or promptable. Waiting
- * states come first (they will change by themselves), then what needs someone, then the last
- * failure (until the next turn or execution).
+ * What a person should know about a session that is not simply running or promptable: waiting
+ * states first (they change by themselves), then a stalled turn, then the last failure (until
+ * the next turn or execution), then queued prompts with no execution to run on.
  */
 export function attention(s: SessionState): Attention | null {
   if (s.deleted) return null;
@@ -165,6 +165,16 @@ export function attention(s: SessionState): Attention | null {
       executionId: s.requested.executionId,
     };
   }
+  // A failure explains the missing execution better than "start one" does; the queue's blockedBy
+  // still says what its prompts wait for.
+  const f = s.failure;
+  if (f) {
+    const ids = {
+      ...(f.promptId !== undefined ? { promptId: f.promptId } : {}),
+      ...(f.executionId !== undefined ? { executionId: f.executionId } : {}),
+    };
+    return { kind: 'failed', reason: f.reason, message: FAILURE_MESSAGES[f.reason], ...ids };
+  }
   if (s.queue.length > 0 && (!x || x.phase === 'ended')) {
     return {
       kind: 'needs_operator',
@@ -172,13 +182,7 @@ export function attention(s: SessionState): Attention | null {
       message: 'queued prompts wait for an execution: start one',
     };
   }
-  const f = s.failure;
-  if (!f) return null;
-  const ids = {
-    ...(f.promptId !== undefined ? { promptId: f.promptId } : {}),
-    ...(f.executionId !== undefined ? { executionId: f.executionId } : {}),
-  };
-  return { kind: 'failed', reason: f.reason, message: FAILURE_MESSAGES[f.reason], ...ids };
+  return null;
 }
 
 const FAILURE_MESSAGES: Record<NonNullable<SessionState['failure']>['reason'], string> = {

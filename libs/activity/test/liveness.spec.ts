@@ -35,12 +35,12 @@ describe('a turn that never starts', () => {
     x.end('cancelled');
     expect(queueBlockedBy(o.session())).toBe('no_execution');
     expect(attention(o.session())).toMatchObject({
-      kind: 'needs_operator',
-      reason: 'no_execution',
+      kind: 'failed',
+      reason: 'turn_abandoned',
     });
     const published = o.updates.filter((u) => u.type === 'session.activity').at(-1);
     expect(published?.type === 'session.activity' && published.data.attention?.reason).toBe(
-      'no_execution',
+      'turn_abandoned',
     );
   });
 
@@ -88,8 +88,8 @@ describe('a cancel the agent never answers', () => {
     o.command('s1', 'queue.set_auto_run', { enabled: true });
     expect(queueBlockedBy(o.session())).toBe('no_execution');
     expect(attention(o.session())).toMatchObject({
-      kind: 'needs_operator',
-      reason: 'no_execution',
+      kind: 'failed',
+      reason: 'cancel_timeout',
     });
   });
 
@@ -225,10 +225,11 @@ describe('an execution that waits for a worker', () => {
     expect(queueBlockedBy(o.session())).toBe('waiting_for_worker');
     o.decideNow({ type: 'execution_start', sessionId: 's1', executionId: 'e1' });
     expect(attention(o.session())).toMatchObject({
-      kind: 'needs_operator',
-      reason: 'no_execution',
+      kind: 'failed',
+      reason: 'no_worker',
     });
     expect(o.session().failure).toMatchObject({ reason: 'no_worker', executionId: 'e1' });
+    expect(queueBlockedBy(o.session())).toBe('no_execution');
     o.command('s1', 'queue.cancel', { promptId: a });
     expect(attention(o.session())).toMatchObject({ kind: 'failed', reason: 'no_worker' });
     o.execution('s1', 'e1', 1).start();

@@ -73,6 +73,23 @@ const step = fc.record({
     { weight: 1, arbitrary: fc.record({ t: fc.constant('reset' as const) }) },
     { weight: 3, arbitrary: fc.record({ t: fc.constant('watchdog' as const) }) },
     { weight: 1, arbitrary: fc.record({ t: fc.constant('delete' as const), rare: fc.nat(6) }) },
+    // Issue 14's lifecycle: timers, an operator, execution requests, and the task's status.
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        t: fc.constant('lifecycle' as const),
+        op: fc.constantFrom(
+          'cancelGrace',
+          'quiet',
+          'forceRelease',
+          'request',
+          'expire',
+          'archive',
+          'unarchive',
+          'deleteTask',
+        ),
+      }),
+    },
   ),
 });
 export type Step = typeof step extends fc.Arbitrary<infer S> ? S : never;
@@ -193,6 +210,51 @@ export function play(steps: readonly Step[]): { owner: Owner; checkpoints: Check
         break;
       case 'reset':
         owner.command(sid, 'session.reset', {});
+        break;
+      case 'lifecycle':
+        switch (a.op) {
+          case 'cancelGrace':
+            owner.command(sid, 'session.cancel', {});
+            if (owner.state.sessions[sid]?.turn)
+              owner.decideNow({
+                type: 'cancel_grace',
+                sessionId: sid,
+                admissionGeneration: owner.state.sessions[sid]!.turn!.generation,
+              });
+            break;
+          case 'quiet':
+            if (s)
+              owner.decideNow({
+                type: 'quiet',
+                sessionId: sid,
+                foregroundEpoch: s.foregroundEpoch,
+              });
+            break;
+          case 'forceRelease':
+            owner.command(sid, 'session.force_release', {});
+            break;
+          case 'request':
+            owner.command(sid, 'execution.request', { executionId: `${sid}-e${gen + 1}` });
+            break;
+          case 'expire':
+            if (s?.requested)
+              owner.decideNow({
+                type: 'execution_start',
+                sessionId: sid,
+                executionId: s.requested.executionId,
+              });
+            break;
+          case 'archive':
+            owner.taskCommand('task.archive');
+            break;
+          case 'unarchive':
+            owner.taskCommand('task.unarchive');
+            break;
+          case 'deleteTask':
+            // Rare in effect: most histories then keep going on a tombstone.
+            if (steps.length % 5 === 0) owner.taskCommand('task.delete');
+            break;
+        }
         break;
       case 'watchdog':
         if (s?.turn)
