@@ -87,16 +87,32 @@ export const parseExecutionJob = (input: unknown): ExecutionJob => {
 /**
  * Starts an execution: validates the job and adds it under its execution's job id, so adding the
  * same execution twice (a retried request) is one job. Returns the job id.
+ *
+ * `enqueuedAt` (ms since the epoch, default now) is the job's timestamp, from which the start
+ * bound ({@link startTimedOut}) counts; a retried request keeps the first job and its timestamp.
  */
 export const enqueueExecution = async (
   queue: ExecutionQueue,
   input: ExecutionJobInput,
+  enqueuedAt?: number,
 ): Promise<string> => {
   const job = parseExecutionJob(input);
   const jobId = executionJobId(job.taskId, job.executionId);
-  await queue.add(EXECUTION_JOB_NAME, job, { ...JOB_OPTIONS, jobId });
+  await queue.add(EXECUTION_JOB_NAME, job, {
+    ...JOB_OPTIONS,
+    jobId,
+    ...(enqueuedAt !== undefined ? { timestamp: enqueuedAt } : {}),
+  });
   return jobId;
 };
+
+/**
+ * Whether a job enqueued at `enqueuedAt` has waited longer than the start bound
+ * (EXECUTION_START_TIMEOUT_MS) at `now`: no worker may start it any more (the task's owner has
+ * declared, or is about to declare, its request expired).
+ */
+export const startTimedOut = (enqueuedAt: number, now: number, timeoutMs: number): boolean =>
+  now - enqueuedAt > timeoutMs;
 
 export type ExecutionJobState =
   'waiting' | 'active' | 'completed' | 'failed' | 'delayed' | 'prioritized' | 'unknown';
@@ -109,6 +125,54 @@ export const executionJobState = async (
 ): Promise<ExecutionJobState> => {
   const state = await queue.getJobState(executionJobId(taskId, executionId));
   return state === 'waiting-children' ? 'waiting' : (state as ExecutionJobState);
+};
+
+/** Where an execution is, as clients are told: `position` is 1-based among waiting jobs. */
+export type ExecutionStatus =
+  | { state: 'waiting'; position: number | null }
+  | { state: 'active' | 'completed' | 'failed' | 'unknown'; position: null };
+
+/**
+ * An execution's state and, while it waits for a worker, its 1-based position among the waiting
+ * executions (1: the next one a free slot takes). Delayed and prioritized jobs (Baton makes
+ * neither) count as waiting, without a position. Costs O(waiting) job ids, once.
+ * When `sessionId` is given, an execution of another session is `unknown`.
+ */
+export const executionStatus = async (
+  queue: ExecutionQueue,
+  taskId: string,
+  executionId: string,
+  sessionId?: string,
+): Promise<ExecutionStatus> => {
+  const jobId = executionJobId(taskId, executionId);
+  const job = await queue.getJob(jobId);
+  if (!job || (sessionId !== undefined && job.data?.sessionId !== sessionId)) {
+    return { state: 'unknown', position: null };
+  }
+  const state = await job.getState();
+  switch (state) {
+    case 'active':
+    case 'completed':
+    case 'failed':
+      return { state, position: null };
+    case 'waiting': {
+      // Oldest first: workers take jobs from that end of the wait list.
+      const ids = await queue.getRanges(['wait'], 0, -1, true);
+      const i = ids.indexOf(jobId);
+      if (i >= 0) return { state: 'waiting', position: i + 1 };
+      // Taken (or removed) between the two reads: say where it is now.
+      const now = await job.getState();
+      return now === 'active' || now === 'completed' || now === 'failed'
+        ? { state: now, position: null }
+        : now === 'unknown'
+          ? { state: 'unknown', position: null }
+          : { state: 'waiting', position: null };
+    }
+    case 'unknown':
+      return { state: 'unknown', position: null };
+    default:
+      return { state: 'waiting', position: null };
+  }
 };
 
 /**

@@ -13,8 +13,10 @@ import {
   executionJobId,
   executionJobState,
   executionQueue,
+  executionStatus,
   executionStop,
   queuePrefix,
+  startTimedOut,
   withdrawExecution,
   type ExecutionQueue,
 } from '../src';
@@ -109,6 +111,50 @@ describe('the executions queue', () => {
     expect(await withdrawExecution(queue, 'task-1', 'withdraw-me')).toBe(true);
     expect(await executionJobState(queue, 'task-1', 'withdraw-me')).toBe('unknown');
     expect(await withdrawExecution(queue, 'task-1', 'never-added')).toBe(false);
+  });
+
+  it('says where an execution is: its 1-based position while it waits, its state after', async () => {
+    const q = executionQueue(redis, 'jt-pos');
+    try {
+      for (const id of ['p1', 'p2', 'p3']) await enqueueExecution(q, job(id));
+      expect(await executionStatus(q, 'task-1', 'p1')).toEqual({ state: 'waiting', position: 1 });
+      expect(await executionStatus(q, 'task-1', 'p3')).toEqual({ state: 'waiting', position: 3 });
+      // A retried request is the same job, in the same place.
+      await enqueueExecution(q, job('p1'));
+      expect(await executionStatus(q, 'task-1', 'p1')).toEqual({ state: 'waiting', position: 1 });
+      // Of another session, or never added: not known.
+      expect(await executionStatus(q, 'task-1', 'p2', 'other')).toEqual({
+        state: 'unknown',
+        position: null,
+      });
+      expect(await executionStatus(q, 'task-1', 'p2', 'session-1')).toEqual({
+        state: 'waiting',
+        position: 2,
+      });
+      expect(await executionStatus(q, 'task-1', 'nope')).toEqual({
+        state: 'unknown',
+        position: null,
+      });
+      // The head leaves the queue: the others move up.
+      await withdrawExecution(q, 'task-1', 'p1');
+      expect(await executionStatus(q, 'task-1', 'p3')).toEqual({ state: 'waiting', position: 2 });
+    } finally {
+      await q.obliterate({ force: true });
+      await q.close();
+    }
+  });
+
+  it('keeps the enqueue time a request gives, and the first one on a retry', async () => {
+    const at = Date.now() - 60_000;
+    const id = await enqueueExecution(queue, job('stamped'), at);
+    await enqueueExecution(queue, job('stamped'), Date.now());
+    expect((await queue.getJob(id))?.timestamp).toBe(at);
+  });
+
+  it('bounds the wait for a worker: a job older than the start timeout is timed out', () => {
+    expect(startTimedOut(1_000, 2_500, 1_500)).toBe(false);
+    expect(startTimedOut(1_000, 2_501, 1_500)).toBe(true);
+    expect(startTimedOut(1_000, 900, 1_500)).toBe(false);
   });
 
   it('builds a valid stop message for the inbox', () => {
