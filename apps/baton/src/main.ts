@@ -97,6 +97,7 @@ async function main(argv: string[]): Promise<void> {
     ...common,
     concurrency: config.WORKER_CONCURRENCY,
     executionLeaseMs: config.WORKER_EXECUTION_LEASE_MS,
+    executionStartTimeoutMs: config.EXECUTION_START_TIMEOUT_MS,
     coalesceMs: config.WORKER_COALESCE_MS,
     setupTimeoutMs: config.WORKER_SETUP_TIMEOUT_MS,
     ...(config.WORKER_RECORDINGS_DIR ? { recordingsDir: config.WORKER_RECORDINGS_DIR } : {}),

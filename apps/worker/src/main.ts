@@ -39,6 +39,7 @@ async function main(): Promise<void> {
     ...(config.BATON_INSTANCE_ID !== undefined ? { instanceId: config.BATON_INSTANCE_ID } : {}),
     concurrency: config.WORKER_CONCURRENCY,
     executionLeaseMs: config.WORKER_EXECUTION_LEASE_MS,
+    executionStartTimeoutMs: config.EXECUTION_START_TIMEOUT_MS,
     ...(config.WORKER_RECORDINGS_DIR !== undefined
       ? { recordingsDir: config.WORKER_RECORDINGS_DIR }
       : {}),

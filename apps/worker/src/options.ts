@@ -13,6 +13,11 @@ export const WorkerOptions = z.object({
   instanceId: COMMON.BATON_INSTANCE_ID.schema,
   concurrency: int(1, 10_000).default(4),
   executionLeaseMs: int(200, 600_000).default(3_000),
+  /**
+   * A job no worker took within this long of its enqueue is never started (EXECUTION_START_TIMEOUT_MS:
+   * the task's owner declares its request expired after as long).
+   */
+  executionStartTimeoutMs: int(1_000, 7 * 86_400_000).default(600_000),
   /** Folder of the recordings a `recording` agent may name (default: the bundled ones). */
   recordingsDir: z.string().min(1).optional(),
   /** The agent profiles executions may start (default: the built-in set of libs/config). */

@@ -6,6 +6,7 @@ import {
   executionJobId,
   parseExecutionJob,
   queuePrefix,
+  startTimedOut,
 } from '@baton/jobs';
 import { splitTaskKey, type ExecutionJob } from '@baton/protocol';
 import { EventStore, connectRedis, redisTargetFromUrl } from '@baton/store';
@@ -130,6 +131,15 @@ export async function startWorker(
         throw new WaitingError();
       }
       const data = await admit(job.id ?? '', job.data);
+      // Past the start bound its owner has given up on it (no_worker): it never starts.
+      const now = Date.now();
+      if (startTimedOut(job.timestamp, now, opts.executionStartTimeoutMs)) {
+        return refuse(
+          job.id ?? '',
+          job.data,
+          `start_timeout: no worker took it within ${opts.executionStartTimeoutMs} ms (it waited ${now - job.timestamp} ms)`,
+        );
+      }
       const key = executionJobId(data.taskId, data.executionId);
       if (runs.has(key)) throw new Error(`${data.executionId} already runs here`);
       const run = new Execution(data, profiles[data.profile]!, store, settings, log);
