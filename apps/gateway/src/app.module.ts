@@ -120,9 +120,9 @@ class ExecutionsShutdown implements OnApplicationShutdown {
     },
     {
       provide: Executions,
-      inject: [STORE, OPTIONS],
-      useFactory: (store: EventStore, o: ResolvedOptions) =>
-        new Executions(store, o.prefix, o.profiles),
+      inject: [STORE, OPTIONS, Commands],
+      useFactory: (store: EventStore, o: ResolvedOptions, commands: Commands) =>
+        new Executions(store, o.prefix, o.profiles, commands),
     },
     ExecutionsShutdown,
   ],

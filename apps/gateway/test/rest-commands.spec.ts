@@ -9,6 +9,7 @@ import { openApiDocument } from '../src/rest/openapi';
 import {
   Client,
   FakeWorker,
+  readAll,
   spawnGateway,
   spawnProjector,
   startStack,
@@ -205,9 +206,10 @@ describe('REST', () => {
 
   it('starts an execution of a profile on the workers’ queue (execute scope; admin implies it)', async () => {
     const queue = executionQueue(stack.store.redis, stack.prefix);
-    for (const [scope, executionId] of [
-      ['execute', 'exec-1'],
-      ['admin', 'exec-2'],
+    const before = await queue.getWaitingCount();
+    for (const [n, scope, executionId] of [
+      [before + 1, 'execute', 'exec-1'],
+      [before + 2, 'admin', 'exec-2'],
     ] as const) {
       const r = await call(
         'POST',
@@ -215,7 +217,11 @@ describe('REST', () => {
         { executionId, profile: 'replay', recording: 'claude-subagent', speed: 0 },
         token({ tenant: 'rest', scope }),
       );
-      expect(r).toEqual({ status: 202, body: { executionId, jobId: expect.any(String) } });
+      // No worker runs here: it waits, behind the executions queued before it.
+      expect(r).toEqual({
+        status: 202,
+        body: { executionId, jobId: expect.any(String), state: 'waiting', position: n },
+      });
       expect(await executionJobState(queue, 'rest/rest-3', executionId)).toBe('waiting');
       const job = await queue.getJob(r.body.jobId as string);
       expect(job?.data).toEqual({
@@ -230,7 +236,51 @@ describe('REST', () => {
         speed: 0,
       });
     }
+    // The session's owner was told: one execution.request per execution, naming it.
+    const requests = async () =>
+      (await readAll(stack.store, 'rest/rest-3')).filter((e) => e.type === 'execution.request');
+    expect((await requests()).map((e) => [e.sessionId, e.data])).toEqual([
+      ['s1', { commandId: expect.any(String), executionId: 'exec-1' }],
+      ['s1', { commandId: expect.any(String), executionId: 'exec-2' }],
+    ]);
+    // A retried request is the same execution, where it was: no second job, no second request.
     const exec = token({ tenant: 'rest', scope: 'execute' });
+    const retry = await call(
+      'POST',
+      '/v1/tasks/rest-3/sessions/s1/executions',
+      { executionId: 'exec-1', profile: 'replay', recording: 'claude-subagent', speed: 0 },
+      exec,
+    );
+    expect(retry.body).toMatchObject({
+      executionId: 'exec-1',
+      state: 'waiting',
+      position: before + 1,
+    });
+    expect(await requests()).toHaveLength(2);
+    expect(await queue.getWaitingCount()).toBe(before + 2);
+    // Where an execution is (scope read; tenant-checked like every read).
+    const read = tokenFor('rest', 'read');
+    expect(
+      await call('GET', '/v1/tasks/rest-3/sessions/s1/executions/exec-2', undefined, read),
+    ).toEqual({
+      status: 200,
+      body: { executionId: 'exec-2', state: 'waiting', position: before + 2 },
+    });
+    expect(
+      (await call('GET', '/v1/tasks/rest-3/sessions/s1/executions/nope', undefined, read)).body,
+    ).toEqual({ executionId: 'nope', state: 'unknown', position: null });
+    // Of another session of the task: not this session's.
+    expect(
+      (await call('GET', '/v1/tasks/rest-3/sessions/s2/executions/exec-2', undefined, read)).body,
+    ).toEqual({ executionId: 'exec-2', state: 'unknown', position: null });
+    // Another tenant's task of that id does not exist for it.
+    const other = await call(
+      'GET',
+      '/v1/tasks/rest-3/sessions/s1/executions/exec-2',
+      undefined,
+      tokenFor('someone-else', 'read'),
+    );
+    expect(other.status).toBe(404);
     const bad = await call(
       'POST',
       '/v1/tasks/rest-3/sessions/s1/executions',
@@ -269,6 +319,7 @@ describe('REST', () => {
         '/v1/tasks/{taskId}/sessions/{sessionId}',
         '/v1/tasks/{taskId}/sessions/{sessionId}/prompts',
         '/v1/tasks/{taskId}/sessions/{sessionId}/executions',
+        '/v1/tasks/{taskId}/sessions/{sessionId}/executions/{executionId}',
         '/healthz',
         '/readyz',
         '/metrics',

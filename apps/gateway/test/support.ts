@@ -338,6 +338,18 @@ export class Client {
   }
 }
 
+/** Every entry of a task stream (by its key), in order. */
+export async function readAll(store: EventStore, taskId: string): Promise<StreamEntry[]> {
+  const out: StreamEntry[] = [];
+  let after = '0-0';
+  for (;;) {
+    const page = await store.readTask(taskId, after);
+    out.push(...page.items.map((i) => i.entry));
+    if (page.items.length === 0) return out;
+    after = page.lastId;
+  }
+}
+
 /** Total entries in every stream under the prefix (task streams, feeds, updates, inboxes...). */
 export async function streamLengths(
   store: EventStore,

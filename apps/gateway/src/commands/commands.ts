@@ -147,6 +147,24 @@ export class Commands {
   }
 
   /**
+   * Records in the task stream that an execution of the session was put on the execution queue
+   * (`execution.request`): its owner shows the session waiting for a worker until the execution
+   * starts, and fails the request visibly (no_worker) after the start bound. Not waited on.
+   */
+  async requestExecution(taskId: string, sessionId: string, executionId: string): Promise<string> {
+    const commandId = randomUUID();
+    await this.append(taskId, (writer) => ({
+      v: SCHEMA_VERSION,
+      type: 'execution.request',
+      taskId,
+      sessionId,
+      writer,
+      data: { commandId, executionId },
+    }));
+    return commandId;
+  }
+
+  /**
    * Appends a queue or session command and waits (up to the admission wait) for the owner's
    * answer: the decision that names the command in the task stream after it.
    */

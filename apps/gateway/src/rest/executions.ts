@@ -1,7 +1,15 @@
 import { checkProfileRequest, type Profiles } from '@baton/config';
-import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
+import {
+  enqueueExecution,
+  executionJobState,
+  executionQueue,
+  executionStatus,
+  type ExecutionQueue,
+  type ExecutionStatus,
+} from '@baton/jobs';
 import type { ExecutionJobInput } from '@baton/protocol';
 import type { EventStore } from '@baton/store';
+import type { Commands } from '../commands/commands';
 import { WireFailure } from '../errors';
 
 /** Starts agent executions on the workers' BullMQ queue (opened on first use). */
@@ -12,6 +20,7 @@ export class Executions {
     private readonly store: EventStore,
     private readonly prefix: string,
     private readonly profiles: Profiles,
+    private readonly commands: Commands,
   ) {}
 
   /**
@@ -27,10 +36,31 @@ export class Executions {
     if (problem !== null) throw new WireFailure('invalid_message', problem, 'profile');
   }
 
-  start(job: ExecutionJobInput): Promise<string> {
+  private open(): ExecutionQueue {
+    return (this.queue ??= executionQueue(this.store.redis, this.prefix));
+  }
+
+  /**
+   * Starts an execution: its request goes to the task stream first (`execution.request`: the
+   * session shows it waiting for a worker, and its owner bounds the wait), then its job to the
+   * queue, stamped with a time taken before the request was written, so a worker's start bound
+   * never ends after the owner's. A retried request of a known execution writes nothing again
+   * and makes no second job. Returns the job id and where the execution is now.
+   */
+  async start(job: ExecutionJobInput): Promise<{ jobId: string } & ExecutionStatus> {
     this.check(job);
-    this.queue ??= executionQueue(this.store.redis, this.prefix);
-    return enqueueExecution(this.queue, job);
+    const queue = this.open();
+    const at = Date.now();
+    if ((await executionJobState(queue, job.taskId, job.executionId)) === 'unknown') {
+      await this.commands.requestExecution(job.taskId, job.sessionId, job.executionId);
+    }
+    const jobId = await enqueueExecution(queue, job, at);
+    return { jobId, ...(await executionStatus(queue, job.taskId, job.executionId)) };
+  }
+
+  /** Where an execution of the session is: its state, and its position while it waits. */
+  status(taskId: string, sessionId: string, executionId: string): Promise<ExecutionStatus> {
+    return executionStatus(this.open(), taskId, executionId, sessionId);
   }
 
   async close(): Promise<void> {

@@ -11,6 +11,7 @@ import {
   ErrorBody,
   ExecutionBody,
   ExecutionStarted,
+  ExecutionStatus,
   ObservedGenerationBody,
   PromptBody,
   TaskList,
@@ -46,6 +47,12 @@ const ERROR_TEXT: Record<number, string> = {
 const taskId = { name: 'taskId', in: 'path', required: true, schema: { type: 'string' } };
 const sessionId = { name: 'sessionId', in: 'path', required: true, schema: { type: 'string' } };
 const promptId = { name: 'promptId', in: 'path', required: true, schema: { type: 'string' } };
+const executionId = {
+  name: 'executionId',
+  in: 'path',
+  required: true,
+  schema: { type: 'string' },
+};
 const session = [taskId, sessionId];
 const secured = { security: [{ bearer: [] }] };
 
@@ -92,6 +99,7 @@ export function openApiDocument(): Record<string, unknown> {
         CommandResult: schema(CommandResult, 'output'),
         TaskList: schema(TaskList, 'output'),
         ExecutionStarted: schema(ExecutionStarted, 'output'),
+        ExecutionStatus: schema(ExecutionStatus, 'output'),
         PromptBody: schema(PromptBody, 'input'),
         ObservedGenerationBody: schema(ObservedGenerationBody, 'input'),
         AutoRunBody: schema(AutoRunBody, 'input'),
@@ -208,7 +216,27 @@ export function openApiDocument(): Record<string, unknown> {
           parameters: session,
           ...body('ExecutionBody'),
           responses: {
-            '202': { description: 'queued for a worker', ...json('ExecutionStarted') },
+            '202': {
+              description:
+                'queued for a worker, with where it is now (`waiting` with its `position`, or ' +
+                '`active`); a retry of its `executionId` is the same execution',
+              ...json('ExecutionStarted'),
+            },
+            ...errors(400, 401, 403, 404, 503),
+          },
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/executions/{executionId}': {
+        get: {
+          summary:
+            'Where an execution is: waiting for a worker (with its 1-based position among the ' +
+            'waiting executions), active, completed, failed, or unknown. One that no worker ' +
+            'took within EXECUTION_START_TIMEOUT_MS is never started: the session shows ' +
+            '`no_worker`, and the execution ends `failed` when a worker picks it up',
+          ...secured,
+          parameters: [...session, executionId],
+          responses: {
+            '200': { description: 'its state', ...json('ExecutionStatus') },
             ...errors(400, 401, 403, 404, 503),
           },
         },

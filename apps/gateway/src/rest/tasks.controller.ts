@@ -29,7 +29,15 @@ import { UpdateHub } from '../updates/update-hub';
 import { parse } from './body';
 import { Executions } from './executions';
 import type { HttpResponse } from './http-errors';
-import { AutoRunBody, ExecutionBody, ObservedGenerationBody, PromptBody } from './schemas';
+import {
+  AutoRunBody,
+  ExecutionBody,
+  ObservedGenerationBody,
+  PromptBody,
+  type ExecutionStarted,
+  type ExecutionStatus,
+} from './schemas';
+import type { z } from 'zod';
 
 const SESSION = ':taskId/sessions/:sessionId';
 
@@ -170,7 +178,7 @@ export class TasksController {
     @Param('taskId') taskId: string,
     @Param('sessionId') sessionId: string,
     @Body() body: unknown,
-  ): Promise<{ executionId: string; jobId: string }> {
+  ): Promise<z.output<typeof ExecutionStarted>> {
     const ids = this.ids(taskId, sessionId);
     const b = parse(ExecutionBody, body);
     // Unknown profiles are refused before the task is recorded or anything is queued.
@@ -178,7 +186,7 @@ export class TasksController {
     const key = await this.tenancy.write(req.principal.tenant, taskId);
     const executionId = b.executionId ?? randomUUID();
     // The job names the task by its key: the worker is tenant-agnostic.
-    const jobId = await this.executions.start({
+    const { jobId, state, position } = await this.executions.start({
       v: 1,
       ...ids,
       ...b,
@@ -186,7 +194,22 @@ export class TasksController {
       executionId,
       tenant: req.principal.tenant,
     });
-    return { executionId, jobId };
+    return { executionId, jobId, state, position };
+  }
+
+  @Get(`${SESSION}/executions/:executionId`)
+  @RequiresScope('read')
+  async execution(
+    @Req() req: AuthedRequest,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+    @Param('executionId') executionId: string,
+  ): Promise<z.output<typeof ExecutionStatus>> {
+    this.ids(taskId, sessionId);
+    parse(Id, executionId, 'executionId');
+    const key = await this.tenancy.existing(req.principal.tenant, taskId);
+    const { state, position } = await this.executions.status(key, sessionId, executionId);
+    return { executionId, state, position };
   }
 
   private ids(taskId: string, sessionId: string) {
