@@ -30,7 +30,9 @@ client commands (through the gateway; BATON_GATEWAY_URL, BATON_TOKEN):
   cancel <task> <session>                       cancel the running turn
   exec <task> <session> --profile NAME [--recording R] [--speed F] [--workspace DIR]
                                                 start an execution of an agent profile the operator
-                                                configured (execute scope; --recording alone: replay)
+                                                configured (execute scope; --recording alone: replay);
+                                                says "waiting for a worker (position N)" when every
+                                                worker slot is taken
 
 operator commands (straight to Redis; REDIS_URL, BATON_PREFIX, BATON_SHARDS):
   rebuild <task> [--tenant T] [--state]         fold the task's stream from its start (from its snapshot
@@ -292,6 +294,15 @@ export async function run(
         ...(speed !== undefined ? { speed } : {}),
         ...(typeof values.workspace === 'string' ? { workspace: values.workspace } : {}),
       });
+      // No free worker slot yet: say so, and where it stands (1: the next a slot takes).
+      const { state, position } = started as { state?: unknown; position?: unknown };
+      if (state === 'waiting') {
+        out(
+          typeof position === 'number'
+            ? `waiting for a worker (position ${position})`
+            : 'waiting for a worker',
+        );
+      }
       out(JSON.stringify({ ...(started as object), taskId, sessionId, profile }));
       return;
     }
