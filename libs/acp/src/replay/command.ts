@@ -5,6 +5,8 @@ export interface ReplayCommandOptions {
   pace?: number;
   crashAfterFrames?: number;
   hangOnInitialize?: boolean;
+  hangOnPrompt?: boolean;
+  ignoreCancel?: boolean;
   spawnChildPidFile?: string;
 }
 
@@ -22,6 +24,8 @@ export const replayAgentCommand = (
   if (options.crashAfterFrames !== undefined)
     args.push('--crash-after', String(options.crashAfterFrames));
   if (options.hangOnInitialize) args.push('--hang-on-initialize');
+  if (options.hangOnPrompt) args.push('--hang-on-prompt');
+  if (options.ignoreCancel) args.push('--ignore-cancel');
   if (options.spawnChildPidFile !== undefined)
     args.push('--spawn-child', options.spawnChildPidFile);
   return { command: process.execPath, args };

@@ -1,7 +1,7 @@
 /**
  * The replay agent as a stdio process:
  *   node --import tsx libs/acp/src/replay/main.ts RECORDING.jsonl [--pace F] [--crash-after N]
- *     [--hang-on-initialize] [--spawn-child PIDFILE]
+ *     [--hang-on-initialize] [--hang-on-prompt] [--ignore-cancel] [--spawn-child PIDFILE]
  * `--spawn-child` starts a long-lived child in the agent's process group and writes its pid, as
  * real adapters do with their CLI, so hosts can prove they tear the whole group down.
  */
@@ -32,6 +32,8 @@ if (childPidFile !== undefined) {
 const options: ReplayOptions = {
   pace: Number(flag('--pace') ?? '1'),
   hangOnInitialize: args.includes('--hang-on-initialize'),
+  hangOnPrompt: args.includes('--hang-on-prompt'),
+  ignoreCancel: args.includes('--ignore-cancel'),
   onCrash: () => process.exit(70),
 };
 const crash = flag('--crash-after');

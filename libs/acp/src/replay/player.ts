@@ -16,6 +16,10 @@ export interface ReplayOptions {
   crashAfterFrames?: number;
   /** Never answer `initialize`: an agent that hangs. */
   hangOnInitialize?: boolean;
+  /** Take every `session/prompt` and never answer it, nor send anything for it: a turn that never starts. */
+  hangOnPrompt?: boolean;
+  /** Ignore `session/cancel`: an agent that never answers a cancel. */
+  ignoreCancel?: boolean;
   onCrash?: () => void;
 }
 
@@ -102,13 +106,16 @@ export class ReplayAgent {
               answer: (r) => ('result' in r ? resolve(r.result) : reject(r.error)),
             };
             if (method === 'initialize' && this.options.hangOnInitialize) return;
+            if (method === 'session/prompt' && this.options.hangOnPrompt) return;
             if (method === 'session/set_mode' && !this.recordsSetMode) return resolve({});
             if (method === 'session/prompt') this.openPrompts.add(req);
             this.live.get(method)?.push(req);
           })) as never,
       );
     }
-    app.onNotification('session/cancel', () => this.cancels.push(true));
+    app.onNotification('session/cancel', () => {
+      if (!this.options.ignoreCancel) this.cancels.push(true);
+    });
     this.connection = app.connect(stream);
     void this.play().catch(() => this.connection?.close());
     return this.connection;
