@@ -266,13 +266,65 @@ it('watchdog: a silent dispatched turn fails if the agent never spoke, and is ad
   await slow.fact('foreground.output', { channel: 'message' });
   await waitFor('mute abandoned', () => mute.has('turn.abandoned'), 30_000);
   await waitFor('slow advised', () => slow.has('turn.stalled'), 30_000);
-  // The failed turn let the session take prompts again.
-  await mute.submit('b');
-  await waitFor('b delivered', async () => (await mute.inbox()).length === 2);
-  // Three more stall periods: still one advisory for that generation.
+  // The failed turn's execution is stopped (the default policy), through its inbox.
+  await waitFor('mute stopped', async () =>
+    (await mute.inbox()).some(
+      (m) => m.type === 'execution.stop' && m.data.reason === 'turn_abandoned',
+    ),
+  );
+  // Three more stall periods: still one advisory while the agent stays silent.
   await new Promise((r) => setTimeout(r, 1_000));
   expect((await slow.stream()).filter((e) => e.entry.type === 'turn.stalled')).toHaveLength(1);
   expect(await slow.has('turn.abandoned')).toBe(false);
+});
+
+it('clocks bound every other wait: an unanswered cancel, output outside a turn, an execution no worker started', async () => {
+  const prefix = freshPrefix();
+  const store = newStore(prefix, 2);
+  const p = await projector({
+    prefix,
+    shards: 2,
+    cancelGraceMs: 300,
+    quietMs: 300,
+    executionStartMs: 1_000,
+  });
+  await p.ready();
+  // A cancel the agent never answers: the turn ends cancel_timeout, the execution is stopped.
+  const deaf = new Task(store, 'deaf');
+  await deaf.start();
+  await deaf.submit('a');
+  await waitFor('delivery', async () => (await deaf.inbox()).length === 1);
+  await deaf.fact('prompt.dispatched', { promptId: 'p-a', admissionGeneration: 1 });
+  await deaf.fact('foreground.output', { channel: 'message' });
+  await deaf.command('session.cancel', { commandId: 'cancel-1' });
+  await waitFor('cancel timed out', () => deaf.has('turn.cancel_timed_out'), 30_000);
+  await waitFor('deaf stopped', async () =>
+    (await deaf.inbox()).some(
+      (m) => m.type === 'execution.stop' && m.data.reason === 'cancel_timeout',
+    ),
+  );
+  // Output after the turn ended decays after the quiet period.
+  const chatty = new Task(store, 'chatty');
+  await chatty.start();
+  await chatty.submit('a');
+  await waitFor('delivery', async () => (await chatty.inbox()).length === 1);
+  await chatty.fact('prompt.dispatched', { promptId: 'p-a', admissionGeneration: 1 });
+  await chatty.fact('turn.ended', { admissionGeneration: 1, stopReason: 'end_turn' });
+  await chatty.fact('foreground.output', { channel: 'message' });
+  await waitFor('quiesced', () => chatty.has('foreground.quiesced'), 30_000);
+  await waitFor('chatty view', () => chatty.viewMatchesFold());
+  const v = await store.views.read('chatty');
+  expect(v!.sessions[0]!.activity.foregroundActivity).toBeNull();
+  // A requested execution nobody starts fails no_worker.
+  const orphan = new Task(store, 'orphan');
+  await orphan.command('execution.request', { commandId: 'req-1', executionId: 'orphan-x1' });
+  await waitFor('request expired', () => orphan.has('execution.request_expired'), 30_000);
+  await waitFor('orphan view', () => orphan.viewMatchesFold());
+  expect((await store.views.read('orphan'))!.sessions[0]!.activity.attention).toMatchObject({
+    kind: 'failed',
+    reason: 'no_worker',
+    executionId: 'orphan-x1',
+  });
 });
 
 it('snapshots every K entries and trims behind them; a new owner resumes from the snapshot and continues the sequence', async () => {

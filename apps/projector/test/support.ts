@@ -178,7 +178,9 @@ export type CommandType =
     >['type']
   | 'session.reset'
   | 'session.delete'
-  | 'session.configure';
+  | 'session.configure'
+  | 'session.force_release'
+  | 'execution.request';
 
 export class Writer {
   private seq = 0;
