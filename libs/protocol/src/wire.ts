@@ -93,6 +93,8 @@ export const ErrorCode = z.enum([
   'unauthorized',
   'forbidden',
   'not_found',
+  /** The task's state refuses the request (REST 409): e.g. an execution of an archived task. */
+  'conflict',
   'unavailable',
   'internal',
 ]);
@@ -178,9 +180,11 @@ export const PromptResult = z.discriminatedUnion('status', [
 export type PromptResult = z.infer<typeof PromptResult>;
 
 /**
- * queue.cancel, queue.send_now, queue.auto_run, session.cancel: `done` once the owner of the task
- * carried the command out, `failed` when it refused it (the `command.failed` update), `pending`
- * when it had not answered within the gateway's admission wait.
+ * queue.cancel, queue.send_now, queue.auto_run, session.cancel, session.reset, session.delete,
+ * session.force_release, task.archive, task.unarchive, task.delete: `done` once the owner of the
+ * task carried the command out (a delete of what is already deleted is done too), `failed` when it
+ * refused it (`command.rejected` / `task.command_rejected`, with its reason), `pending` when it
+ * had not answered within the gateway's admission wait.
  */
 export const CommandResult = z.discriminatedUnion('status', [
   z.object({ status: z.literal('done'), commandId: Id }),

@@ -12,6 +12,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  conflict: 409,
   unavailable: 503,
   internal: 500,
 };
@@ -42,9 +43,11 @@ function fromHttp(e: HttpExceptionLike): WireError {
           ? 'unauthorized'
           : status === 403
             ? 'forbidden'
-            : status < 500
-              ? 'invalid_message'
-              : 'internal';
+            : status === 409
+              ? 'conflict'
+              : status < 500
+                ? 'invalid_message'
+                : 'internal';
   const body = e.getResponse();
   const message =
     typeof body === 'object' && body && 'message' in body
