@@ -178,6 +178,7 @@ describe('task ids are tenant-scoped', () => {
         resync: false,
         task: {
           taskId: id,
+          status: 'active',
           seq: 0,
           activity: { foregroundActivity: null, activeSubagentCount: 0 },
           sessions: [],

@@ -27,6 +27,7 @@ const X_KEY = taskKey('tenant-x', TASK);
 const notFound = (taskId: string) => ({ code: 'not_found', message: `task ${taskId} not found` });
 const emptyView = (taskId: string) => ({
   taskId,
+  status: 'active',
   seq: 0,
   activity: { foregroundActivity: null, activeSubagentCount: 0 },
   sessions: [],
