@@ -94,7 +94,7 @@ describe('authentication', () => {
       'an unknown scope',
       bearer(tok('read root')),
       '',
-      'bad token claim scope: must be a space-separated subset of "read prompt execute admin"',
+      'bad token claim scope: must be a space-separated subset of "read prompt execute delete admin"',
     ],
     ['no tenant', bearer(token({ scope: 'read', iss: ISS })), '', /^bad token claim tenant: /],
     ['alg none', bearer(unsigned), '', /^bad token/],

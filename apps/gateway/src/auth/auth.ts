@@ -4,11 +4,23 @@ import { TenantId } from '@baton/protocol';
 import { z } from 'zod';
 
 /**
- * What a token may do: `read` views and updates, `prompt` prompts, queue and session commands,
- * `execute` start agent executions (of operator-configured profiles), `admin` everything.
+ * What a token may do: `read` views and updates, `prompt` prompts, queue and session commands
+ * (reset, archive and unarchive included), `execute` start agent executions (of
+ * operator-configured profiles), `delete` delete sessions and tasks, `admin` everything
+ * (force-release only with it).
  */
-export const SCOPES = ['read', 'prompt', 'execute', 'admin'] as const;
+export const SCOPES = ['read', 'prompt', 'execute', 'delete', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
+
+/** The scope each lifecycle operation needs (same over /ws and REST). */
+export const LIFECYCLE_SCOPE = {
+  'session.reset': 'prompt',
+  'session.delete': 'delete',
+  'session.force_release': 'admin',
+  'task.archive': 'prompt',
+  'task.unarchive': 'prompt',
+  'task.delete': 'delete',
+} as const satisfies Record<string, Scope>;
 
 /** Who a request acts for: a tenant and what it may do there. */
 export interface Principal {
@@ -31,7 +43,7 @@ const Claims = z.object({
     .max(200)
     .refine(
       (s) => s.split(' ').every((p) => p === '' || (SCOPES as readonly string[]).includes(p)),
-      'must be a space-separated subset of "read prompt execute admin"',
+      `must be a space-separated subset of "${SCOPES.join(' ')}"`,
     ),
   sub: z.string().optional(),
   exp: z.number().optional(),

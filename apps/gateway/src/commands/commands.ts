@@ -25,7 +25,13 @@ export type QueueCommand =
   | { type: 'queue.cancel'; promptId: string }
   | { type: 'queue.send_now'; promptId: string; observedGeneration?: number }
   | { type: 'queue.set_auto_run'; enabled: boolean }
-  | { type: 'session.cancel'; observedGeneration?: number };
+  | { type: 'session.cancel'; observedGeneration?: number }
+  | { type: 'session.reset' }
+  | { type: 'session.delete' }
+  | { type: 'session.force_release'; reason?: string };
+
+/** Task-wide commands: their entries name no session. */
+export type TaskCommand = 'task.archive' | 'task.unarchive' | 'task.delete';
 
 /** How long a prompt answered `pending` keeps listening for its decision to pass it on. */
 const LATE_DECISION_MS = 10 * 60_000;
@@ -168,51 +174,84 @@ export class Commands {
    * Appends a queue or session command and waits (up to the admission wait) for the owner's
    * answer: the decision that names the command in the task stream after it.
    */
-  async command(taskId: string, sessionId: string, cmd: QueueCommand): Promise<CommandResult> {
+  command(taskId: string, sessionId: string, cmd: QueueCommand): Promise<CommandResult> {
+    const { type, ...rest } = cmd;
+    return this.ask(
+      taskId,
+      (commandId, writer) =>
+        ({
+          v: SCHEMA_VERSION,
+          type,
+          taskId,
+          sessionId,
+          writer,
+          data: { commandId, ...rest },
+        }) as StreamEntry,
+      // Deleting what is already deleted leaves it deleted: what was asked.
+      type === 'session.delete' ? ['session_deleted', 'task_deleted'] : [],
+    );
+  }
+
+  /**
+   * Appends a task-wide command (no session in its envelope) and waits for the owner's answer
+   * the same way. A task that is already deleted is deleted for good (a tombstone never comes
+   * back), so a delete of it is done without a write; archive and unarchive are always written
+   * and answered by their decision, so a done never rests on a view that may lag behind.
+   */
+  async taskCommand(taskId: string, type: TaskCommand): Promise<CommandResult> {
+    if (type === 'task.delete' && (await this.hub.view(taskId)).status === 'deleted') {
+      return { status: 'done', commandId: randomUUID() };
+    }
+    return this.ask(
+      taskId,
+      (commandId, writer) =>
+        ({
+          v: SCHEMA_VERSION,
+          type,
+          taskId,
+          writer,
+          data: { commandId },
+        }) as StreamEntry,
+      type === 'task.delete' ? ['task_deleted'] : [],
+    );
+  }
+
+  /**
+   * Appends the entry `make` builds under a fresh command id, then reads the task stream after
+   * it for the decision that names that id: `command.rejected` and `task.command_rejected` are a
+   * failure (unless their reason is in `doneWhen`: the state asked for holds already), any other
+   * decision is done. A `command.failed` update answers sooner; every update of the task wakes
+   * the reader. No answer within the admission wait is `pending`.
+   */
+  private async ask(
+    taskId: string,
+    make: (commandId: string, writer: Writer) => StreamEntry,
+    doneWhen: readonly string[],
+  ): Promise<CommandResult> {
     const commandId = randomUUID();
     let wake: (() => void) | undefined;
-    let failed: Extract<Update, { type: 'command.failed' }> | undefined;
+    let failed: { reason: string; message: string } | undefined;
     const stop = this.hub.listen(taskId, (frame) => {
       const u = frame.update;
-      if (u.type === 'command.failed' && u.data.commandId === commandId) failed = u;
+      if (u.type === 'command.failed' && u.data.commandId === commandId) failed = u.data;
       wake?.();
     });
+    const answer = (f: { reason: string; message: string }): CommandResult =>
+      doneWhen.includes(f.reason)
+        ? { status: 'done', commandId }
+        : { status: 'failed', commandId, reason: f.reason, message: f.message };
     try {
-      const { type, ...rest } = cmd;
-      let cursor = await this.append(
-        taskId,
-        (writer) =>
-          ({
-            v: SCHEMA_VERSION,
-            type,
-            taskId,
-            sessionId,
-            writer,
-            data: { commandId, ...rest },
-          }) as StreamEntry,
-      );
+      let cursor = await this.append(taskId, (writer) => make(commandId, writer));
       const deadline = Date.now() + this.admissionWaitMs;
       for (let attempt = 0; ; attempt++) {
-        if (failed) {
-          return {
-            status: 'failed',
-            commandId,
-            reason: failed.data.reason,
-            message: failed.data.message,
-          };
-        }
+        if (failed) return answer(failed);
         const page = await this.store.readTask(taskId, cursor, 200);
         cursor = page.lastId;
         for (const { entry } of page.items) {
           if (!isDecision(entry) || !('commandId' in entry.data)) continue;
           if (entry.data.commandId !== commandId) continue;
-          if (entry.type === 'command.rejected') {
-            return {
-              status: 'failed',
-              commandId,
-              reason: entry.data.reason,
-              message: entry.data.message,
-            };
+          if (entry.type === 'command.rejected' || entry.type === 'task.command_rejected') {
+            return answer(entry.data);
           }
           return { status: 'done', commandId };
         }

@@ -12,6 +12,7 @@ import {
   ExecutionBody,
   ExecutionStarted,
   ExecutionStatus,
+  ForceReleaseBody,
   ObservedGenerationBody,
   PromptBody,
   TaskList,
@@ -39,7 +40,7 @@ const ERROR_TEXT: Record<number, string> = {
   401: 'missing, bad or expired bearer token',
   403: 'the token lacks the scope of the route',
   404: 'no such task (or a task of another tenant) or session',
-  409: 'the owner of the task refused the command (`status: failed`)',
+  409: 'the owner of the task refused the command (`status: failed`, with its reason)',
   413: 'request body too large',
   503: 'the store is unavailable',
 };
@@ -81,12 +82,16 @@ export function openApiDocument(): Record<string, unknown> {
       version: '0.1.0',
       description:
         'Read models and commands of a tenant’s tasks. Authentication: an HS256 JWT with claims ' +
-        '`tenant` and `scope` (space-separated subset of `read prompt execute admin`: `read` ' +
-        'views, `prompt` prompts and queue/session commands, `execute` starts executions of ' +
-        'operator-configured agent profiles, `admin` all of them) as a Bearer token ' +
+        '`tenant` and `scope` (space-separated subset of `read prompt execute delete admin`: ' +
+        '`read` views, `prompt` prompts, queue/session commands, session reset and task ' +
+        'archive/unarchive, `execute` starts executions of operator-configured agent profiles, ' +
+        '`delete` deletes sessions and tasks, `admin` all of them and force-release) as a Bearer token ' +
         '(or `?token=`). Task ids are the tenant’s own: two tenants’ tasks of one id are two ' +
         'tasks, and a read of a task the tenant never wrote to is a 404, whoever else has that ' +
-        'id; reads never create a task. WebSockets on the same port: `/ws` ' +
+        'id; reads never create a task, and neither do the lifecycle commands (reset, delete, ' +
+        'force-release, archive, unarchive: 404 for a task the tenant does not have). A deleted ' +
+        'task is a tombstone: its view stays readable with `status: deleted`, it takes no prompts ' +
+        'and no executions, and its id stays taken (a new task needs a new id). WebSockets on the same port: `/ws` ' +
         '(Baton’s protocol, docs/protocol.md) and `/ahp` (the AHP chat channel, docs/ahp-channel.md).',
     },
     components: {
@@ -103,6 +108,7 @@ export function openApiDocument(): Record<string, unknown> {
         PromptBody: schema(PromptBody, 'input'),
         ObservedGenerationBody: schema(ObservedGenerationBody, 'input'),
         AutoRunBody: schema(AutoRunBody, 'input'),
+        ForceReleaseBody: schema(ForceReleaseBody, 'input'),
         ExecutionBody: schema(ExecutionBody, 'input'),
         Error: schema(ErrorBody, 'output'),
       },
@@ -128,6 +134,35 @@ export function openApiDocument(): Record<string, unknown> {
             ...errors(401, 403, 404),
           },
         },
+        delete: {
+          summary:
+            'Delete the task — delete scope. It becomes a tombstone: every session deleted, ' +
+            'queued prompts decided `removed`/`task_deleted`, executions stopped, later prompts ' +
+            'rejected `task_deleted`; its view stays readable with `status: deleted` and its id ' +
+            'is never reused (a new task needs a new id). Deleting it again is done',
+          ...secured,
+          parameters: [taskId],
+          responses: commandResponses,
+        },
+      },
+      '/v1/tasks/{taskId}/archive': {
+        post: {
+          summary:
+            'Archive the task — prompt scope. Its prompts are refused (task_archived), its queues ' +
+            'discarded (each prompt told why), its executions stopped; the view stays readable ' +
+            'with `status: archived`',
+          ...secured,
+          parameters: [taskId],
+          responses: commandResponses,
+        },
+      },
+      '/v1/tasks/{taskId}/unarchive': {
+        post: {
+          summary: 'Unarchive the task — prompt scope: it takes prompts and executions again',
+          ...secured,
+          parameters: [taskId],
+          responses: commandResponses,
+        },
       },
       '/v1/tasks/{taskId}/sessions/{sessionId}': {
         get: {
@@ -138,6 +173,36 @@ export function openApiDocument(): Record<string, unknown> {
             '200': { description: 'the session', ...json('SessionView') },
             ...errors(401, 403, 404),
           },
+        },
+        delete: {
+          summary:
+            'Delete the session — delete scope. Its queue is discarded (each prompt decided ' +
+            '`removed`/`session_deleted`), its execution stopped; deleting it again is done',
+          ...secured,
+          parameters: session,
+          responses: commandResponses,
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/reset': {
+        post: {
+          summary:
+            'Reset the session — prompt scope: its activity is cleared and its execution ' +
+            'stopped; the queue stays and waits for the next execution',
+          ...secured,
+          parameters: session,
+          responses: commandResponses,
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/force-release': {
+        post: {
+          summary:
+            'Force-release the session — admin scope: the running turn ends now (its prompt ' +
+            '`cancelled`/`force_released`; a claim not yet delivered goes back to the queue), ' +
+            'its activity is cleared and its execution stopped',
+          ...secured,
+          parameters: session,
+          ...body('ForceReleaseBody', false),
+          responses: commandResponses,
         },
       },
       '/v1/tasks/{taskId}/sessions/{sessionId}/prompts': {
@@ -211,7 +276,8 @@ export function openApiDocument(): Record<string, unknown> {
           summary:
             'Start an execution of an agent profile the operator configured — execute scope. ' +
             'The body names the profile (plus recording and speed for replay profiles, and a ' +
-            'workspace subfolder); any other key, or an unknown profile, is a 400 and nothing is queued',
+            'workspace subfolder); any other key, or an unknown profile, is a 400 and nothing is ' +
+            'queued. An archived or deleted task is a 409 (`conflict`) and nothing is queued',
           ...secured,
           parameters: session,
           ...body('ExecutionBody'),
@@ -223,6 +289,10 @@ export function openApiDocument(): Record<string, unknown> {
               ...json('ExecutionStarted'),
             },
             ...errors(400, 401, 403, 404, 503),
+            '409': {
+              description: 'the task is archived or deleted (`error.code: conflict`)',
+              ...json('Error'),
+            },
           },
         },
       },

@@ -18,6 +18,8 @@ export const PromptBody = z.object({
 });
 export const ObservedGenerationBody = z.object({ observedGeneration: Generation.optional() });
 export const AutoRunBody = z.object({ enabled: z.boolean() });
+/** Why the operator force-releases the session (kept in the stream with the decision). */
+export const ForceReleaseBody = z.object({ reason: z.string().max(500).optional() });
 /**
  * What a client may say about an execution: which operator-configured profile, and the few
  * choices a profile leaves open. Strict: any other key (`agent`, `command`, `args`, `env`, `cwd`,

@@ -21,8 +21,9 @@ import {
   type SessionView,
   type TaskView,
 } from '@baton/protocol';
+import { LIFECYCLE_SCOPE } from '../auth/auth';
 import { RequiresScope, RestAuthGuard, type AuthedRequest } from '../auth/rest-auth.guard';
-import { Commands, type QueueCommand } from '../commands/commands';
+import { Commands, type QueueCommand, type TaskCommand } from '../commands/commands';
 import { WireFailure } from '../errors';
 import { Tenancy, clientView } from '../tenancy';
 import { UpdateHub } from '../updates/update-hub';
@@ -32,6 +33,7 @@ import type { HttpResponse } from './http-errors';
 import {
   AutoRunBody,
   ExecutionBody,
+  ForceReleaseBody,
   ObservedGenerationBody,
   PromptBody,
   type ExecutionStarted,
@@ -68,6 +70,39 @@ export class TasksController {
     parse(Id, taskId, 'taskId');
     const key = await this.tenancy.existing(req.principal.tenant, taskId);
     return clientView(await this.hub.view(key));
+  }
+
+  @Post(':taskId/archive')
+  @RequiresScope(LIFECYCLE_SCOPE['task.archive'])
+  @HttpCode(200)
+  archive(
+    @Req() req: AuthedRequest,
+    @Res({ passthrough: true }) res: HttpResponse,
+    @Param('taskId') taskId: string,
+  ): Promise<CommandResult> {
+    return this.taskCommand(req, res, taskId, 'task.archive');
+  }
+
+  @Post(':taskId/unarchive')
+  @RequiresScope(LIFECYCLE_SCOPE['task.unarchive'])
+  @HttpCode(200)
+  unarchive(
+    @Req() req: AuthedRequest,
+    @Res({ passthrough: true }) res: HttpResponse,
+    @Param('taskId') taskId: string,
+  ): Promise<CommandResult> {
+    return this.taskCommand(req, res, taskId, 'task.unarchive');
+  }
+
+  @Delete(':taskId')
+  @RequiresScope(LIFECYCLE_SCOPE['task.delete'])
+  @HttpCode(200)
+  deleteTask(
+    @Req() req: AuthedRequest,
+    @Res({ passthrough: true }) res: HttpResponse,
+    @Param('taskId') taskId: string,
+  ): Promise<CommandResult> {
+    return this.taskCommand(req, res, taskId, 'task.delete');
   }
 
   @Get(SESSION)
@@ -170,6 +205,44 @@ export class TasksController {
     return this.command(req, res, taskId, sessionId, { type: 'session.cancel', ...b });
   }
 
+  @Post(`${SESSION}/reset`)
+  @RequiresScope(LIFECYCLE_SCOPE['session.reset'])
+  @HttpCode(200)
+  reset(
+    @Req() req: AuthedRequest,
+    @Res({ passthrough: true }) res: HttpResponse,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+  ): Promise<CommandResult> {
+    return this.lifecycle(req, res, taskId, sessionId, { type: 'session.reset' });
+  }
+
+  @Delete(SESSION)
+  @RequiresScope(LIFECYCLE_SCOPE['session.delete'])
+  @HttpCode(200)
+  deleteSession(
+    @Req() req: AuthedRequest,
+    @Res({ passthrough: true }) res: HttpResponse,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+  ): Promise<CommandResult> {
+    return this.lifecycle(req, res, taskId, sessionId, { type: 'session.delete' });
+  }
+
+  @Post(`${SESSION}/force-release`)
+  @RequiresScope(LIFECYCLE_SCOPE['session.force_release'])
+  @HttpCode(200)
+  forceRelease(
+    @Req() req: AuthedRequest,
+    @Res({ passthrough: true }) res: HttpResponse,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+    @Body() body: unknown,
+  ): Promise<CommandResult> {
+    const b = parse(ForceReleaseBody, body ?? {});
+    return this.lifecycle(req, res, taskId, sessionId, { type: 'session.force_release', ...b });
+  }
+
   @Post(`${SESSION}/executions`)
   @RequiresScope('execute')
   @HttpCode(202)
@@ -183,6 +256,17 @@ export class TasksController {
     const b = parse(ExecutionBody, body);
     // Unknown profiles are refused before the task is recorded or anything is queued.
     this.executions.check(b);
+    // An archived task runs nothing until it is unarchived; a deleted one never again. (The
+    // owner stops an execution that starts anyway, racing an archive.)
+    const status = (await this.hub.view(this.tenancy.key(req.principal.tenant, taskId))).status;
+    if (status !== 'active') {
+      throw new WireFailure(
+        'conflict',
+        status === 'archived'
+          ? `task ${taskId} is archived: unarchive it to start an execution`
+          : `task ${taskId} was deleted: its id stays taken; use a new task id`,
+      );
+    }
     const key = await this.tenancy.write(req.principal.tenant, taskId);
     const executionId = b.executionId ?? randomUUID();
     // The job names the task by its key: the worker is tenant-agnostic.
@@ -231,6 +315,30 @@ export class TasksController {
     return session;
   }
 
+  /** A session lifecycle command: only on a task the tenant has (else 404, as for a read). */
+  private async lifecycle(
+    req: AuthedRequest,
+    res: HttpResponse,
+    taskId: string,
+    sessionId: string,
+    cmd: QueueCommand,
+  ): Promise<CommandResult> {
+    this.ids(taskId, sessionId);
+    const key = await this.tenancy.existing(req.principal.tenant, taskId);
+    return status(res, await this.commands.command(key, sessionId, cmd));
+  }
+
+  private async taskCommand(
+    req: AuthedRequest,
+    res: HttpResponse,
+    taskId: string,
+    cmd: TaskCommand,
+  ): Promise<CommandResult> {
+    parse(Id, taskId, 'taskId');
+    const key = await this.tenancy.existing(req.principal.tenant, taskId);
+    return status(res, await this.commands.taskCommand(key, cmd));
+  }
+
   private async command(
     req: AuthedRequest,
     res: HttpResponse,
@@ -240,9 +348,13 @@ export class TasksController {
   ): Promise<CommandResult> {
     this.ids(taskId, sessionId);
     const key = await this.tenancy.write(req.principal.tenant, taskId);
-    const result = await this.commands.command(key, sessionId, cmd);
-    if (result.status === 'pending') res.status(202);
-    if (result.status === 'failed') res.status(409);
-    return result;
+    return status(res, await this.commands.command(key, sessionId, cmd));
   }
+}
+
+/** 202 while the owner has not answered, 409 when it refused. */
+function status(res: HttpResponse, result: CommandResult): CommandResult {
+  if (result.status === 'pending') res.status(202);
+  if (result.status === 'failed') res.status(409);
+  return result;
 }

@@ -9,7 +9,7 @@ import {
 } from '@baton/protocol';
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import { allows, type Principal, type Scope } from '../auth/auth';
+import { LIFECYCLE_SCOPE, allows, type Principal, type Scope } from '../auth/auth';
 import type { Commands, QueueCommand } from '../commands/commands';
 import { WireFailure, toWireError } from '../errors';
 import type { Logger } from '../logger';
@@ -183,6 +183,34 @@ export class ClientConnection extends Connection {
           msg.sessionId,
           commandOf(msg),
         );
+        this.reply(msg.id, result);
+        return;
+      }
+      case 'session.reset':
+      case 'session.delete':
+      case 'session.force_release': {
+        requireScope(this.principal, LIFECYCLE_SCOPE[msg.op]);
+        // Never creates the task: absent and another tenant's are the same not_found.
+        const key = await this.s.tenancy.existing(tenant, msg.taskId);
+        const result: CommandResult = await this.s.commands.command(
+          key,
+          msg.sessionId,
+          msg.op === 'session.force_release'
+            ? {
+                type: 'session.force_release',
+                ...(msg.reason !== undefined ? { reason: msg.reason } : {}),
+              }
+            : { type: msg.op },
+        );
+        this.reply(msg.id, result);
+        return;
+      }
+      case 'task.archive':
+      case 'task.unarchive':
+      case 'task.delete': {
+        requireScope(this.principal, LIFECYCLE_SCOPE[msg.op]);
+        const key = await this.s.tenancy.existing(tenant, msg.taskId);
+        const result: CommandResult = await this.s.commands.taskCommand(key, msg.op);
         this.reply(msg.id, result);
         return;
       }

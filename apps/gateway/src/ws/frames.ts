@@ -9,7 +9,13 @@ import {
   QueueListRequest,
   QueueSendNowRequest,
   SessionCancelRequest,
+  SessionDeleteRequest,
+  SessionForceReleaseRequest,
+  SessionResetRequest,
   SubscribeRequest,
+  TaskArchiveRequest,
+  TaskDeleteRequest,
+  TaskUnarchiveRequest,
   UnsubscribeRequest,
   type WireError,
 } from '@baton/protocol';
@@ -24,6 +30,12 @@ const BY_OP = {
   'queue.send_now': QueueSendNowRequest,
   'queue.auto_run': QueueAutoRunRequest,
   'session.cancel': SessionCancelRequest,
+  'session.reset': SessionResetRequest,
+  'session.delete': SessionDeleteRequest,
+  'session.force_release': SessionForceReleaseRequest,
+  'task.archive': TaskArchiveRequest,
+  'task.unarchive': TaskUnarchiveRequest,
+  'task.delete': TaskDeleteRequest,
   ping: PingRequest,
 } as const satisfies Record<ClientMessage['op'], z.ZodType>;
 
