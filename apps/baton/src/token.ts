@@ -3,7 +3,9 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 
-export type Scope = 'read' | 'prompt' | 'execute' | 'admin';
+/** The scopes the gateway knows (apps/gateway auth.ts). */
+export const SCOPES: readonly Scope[] = ['read', 'prompt', 'execute', 'delete', 'admin'];
+export type Scope = 'read' | 'prompt' | 'execute' | 'delete' | 'admin';
 
 /** Signs a client token (HS256) carrying a tenant and scopes, as the gateway verifies them. */
 export async function mintToken(

@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { localSecret, mintToken, type Scope } from '../../baton/src/token';
+import { SCOPES, localSecret, mintToken, type Scope } from '../../baton/src/token';
 import { rebuildTask, shardOwnership, taskView } from './redis-commands';
 
 export const USAGE = `usage: baton <command> [options]
@@ -28,6 +28,17 @@ client commands (through the gateway; BATON_GATEWAY_URL, BATON_TOKEN):
   queue <task> <session> send-now <promptId>    run a queued prompt next
   queue <task> <session> auto-run on|off        let the queue drain by itself, or not
   cancel <task> <session>                       cancel the running turn
+  session <task> <session> reset                clear the session's activity, stop its execution
+                                                (the queue stays)
+  session <task> <session> delete               delete the session: its queue is discarded (each
+                                                prompt told why), its execution stopped (delete scope)
+  session <task> <session> force-release [--reason R]
+                                                end the running turn now and stop the execution
+                                                (admin scope)
+  task <task> archive|unarchive                 archive the task (no prompts, no executions, queues
+                                                discarded) or take it back
+  task <task> delete                            delete the task for good: a tombstone, its id stays
+                                                taken (delete scope)
   exec <task> <session> --profile NAME [--recording R] [--speed F] [--workspace DIR]
                                                 start an execution of an agent profile the operator
                                                 configured (execute scope; --recording alone: replay);
@@ -39,7 +50,7 @@ operator commands (straight to Redis; REDIS_URL, BATON_PREFIX, BATON_SHARDS):
                                                 only when the stream was trimmed behind it); print its view
                                                 (task ids are the tenant's own; --tenant default local)
   shards                                        show who owns each shard
-  token [--tenant T] [--scopes read,prompt,execute,admin] [--expires 30d]
+  token [--tenant T] [--scopes read,prompt,execute,delete,admin] [--expires 30d]
                                                 mint a client token (BATON_JWT_SECRET or the local one)`;
 
 export class UsageError extends Error {}
@@ -78,8 +89,21 @@ function clientToken(config: ReturnType<typeof env>): string {
   return token;
 }
 
+/**
+ * A REST command (answered with a CommandResult: 200 done, 202 pending, 409 failed) through the
+ * gateway with the caller's token; any other refusal is its `error.message`.
+ */
+async function restCommand(method: string, path: string, body?: unknown): Promise<CommandResult> {
+  return (await restCall(method, path, body, [409])) as CommandResult;
+}
+
 /** A REST call to the gateway with the caller's token; a refusal is its `error.message`. */
-async function restCall(method: string, path: string, body: unknown): Promise<unknown> {
+async function restCall(
+  method: string,
+  path: string,
+  body: unknown,
+  answers: readonly number[] = [],
+): Promise<unknown> {
   const config = env();
   const token = clientToken(config);
   let res: Response;
@@ -100,7 +124,7 @@ async function restCall(method: string, path: string, body: unknown): Promise<un
   } catch {
     // not JSON: reported as text
   }
-  if (!res.ok) {
+  if (!res.ok && !answers.includes(res.status)) {
     const e = (parsed as { error?: { code?: string; message?: string } })?.error;
     throw new Error(`${res.status} ${e?.code ?? ''}: ${e?.message ?? text}`.replace(' :', ':'));
   }
@@ -258,6 +282,30 @@ export async function run(
       );
       return;
     }
+    case 'session': {
+      const { positionals: p, values } = parse(rest, { reason: { type: 'string' } });
+      const [taskId, sessionId, action] = positionals(p, ['task', 'session'], 'session');
+      const path = `/v1/tasks/${encodeURIComponent(taskId!)}/sessions/${encodeURIComponent(sessionId!)}`;
+      if (values.reason !== undefined && action !== 'force-release') {
+        throw new UsageError('--reason goes with force-release');
+      }
+      if (action === 'reset') out(commandOutcome(await restCommand('POST', `${path}/reset`)));
+      else if (action === 'delete') out(commandOutcome(await restCommand('DELETE', path)));
+      else if (action === 'force-release') {
+        const body = typeof values.reason === 'string' ? { reason: values.reason } : {};
+        out(commandOutcome(await restCommand('POST', `${path}/force-release`, body)));
+      } else throw new UsageError('session actions: reset, delete, force-release [--reason R]');
+      return;
+    }
+    case 'task': {
+      const [taskId, action] = positionals(parse(rest).positionals, ['task'], 'task');
+      const path = `/v1/tasks/${encodeURIComponent(taskId!)}`;
+      if (action === 'archive' || action === 'unarchive') {
+        out(commandOutcome(await restCommand('POST', `${path}/${action}`)));
+      } else if (action === 'delete') out(commandOutcome(await restCommand('DELETE', path)));
+      else throw new UsageError('task actions: archive, unarchive, delete');
+      return;
+    }
     case 'exec': {
       if (rest.includes('--')) {
         throw new UsageError(
@@ -348,10 +396,8 @@ export async function run(
         expires: { type: 'string' },
       });
       const scopes = String(values.scopes ?? 'read,prompt').split(',') as Scope[];
-      const bad = scopes.find((s) => !['read', 'prompt', 'execute', 'admin'].includes(s));
-      if (bad !== undefined) {
-        throw new UsageError(`unknown scope ${bad}: read, prompt, execute, admin`);
-      }
+      const bad = scopes.find((s) => !SCOPES.includes(s));
+      if (bad !== undefined) throw new UsageError(`unknown scope ${bad}: ${SCOPES.join(', ')}`);
       const config = env();
       const secret = config.BATON_JWT_SECRET ?? localSecret(resolve(config.BATON_DATA_DIR));
       out(
