@@ -3,10 +3,14 @@
  * in Node (and the composer's prediction against the domain core's own decisions).
  */
 import type {
+  Attention,
   BackgroundWork,
   PromptOutcome,
+  QueueReason,
+  QueueView,
   SessionView,
   TaskActivityView,
+  TaskStatus,
   TaskView,
 } from '@baton/protocol';
 
@@ -134,7 +138,13 @@ export type ComposerMode =
   | { readonly kind: 'unavailable'; readonly reason: UnavailableReason; readonly hint: string };
 
 export type UnavailableReason =
-  'no_session' | 'session_deleted' | 'queue_full' | 'read_only' | 'offline';
+  | 'no_session'
+  | 'session_deleted'
+  | 'task_archived'
+  | 'task_deleted'
+  | 'queue_full'
+  | 'read_only'
+  | 'offline';
 
 export interface ComposerContext {
   /** The token's scopes include `prompt` (or `admin`). */
@@ -143,11 +153,20 @@ export interface ComposerContext {
   readonly online: boolean;
   /** The selected session was in the task's view before and is gone now. */
   readonly deleted?: boolean;
+  /** The task's lifecycle: an archived or deleted task takes no prompts. */
+  readonly taskStatus?: TaskStatus;
 }
 
 export function composerMode(session: SessionView | undefined, ctx: ComposerContext): ComposerMode {
   if (!ctx.canPrompt)
     return unavailable('read_only', 'Your token may read but not send prompts (no prompt scope).');
+  if (ctx.taskStatus === 'deleted')
+    return unavailable(
+      'task_deleted',
+      'This task was deleted: it takes no more prompts (a new task needs a new id).',
+    );
+  if (ctx.taskStatus === 'archived')
+    return unavailable('task_archived', 'This task is archived: unarchive it to send prompts.');
   if (!session) {
     return ctx.deleted
       ? unavailable('session_deleted', 'This session was deleted: it takes no more prompts.')
@@ -223,19 +242,70 @@ export function decisionText(d: PromptOutcome): string {
     case 'rejected':
       return `Refused: ${d.message}`;
     case 'removed':
-      return d.reason === 'cancelled'
-        ? 'The prompt was cancelled.'
-        : 'The prompt was dropped: the session was deleted.';
+      return REMOVED[d.reason];
+    case 'failed':
+      return `The prompt's turn failed: ${d.message}`;
+    case 'cancelled':
+      return d.reason === 'force_released'
+        ? `The prompt's turn was ended by an operator: ${d.message}`
+        : `The prompt's turn was ended: the agent did not answer the cancel (${d.message})`;
   }
 }
 
-const QUEUE_REASON: Record<string, string> = {
+const REMOVED: Record<Extract<PromptOutcome, { outcome: 'removed' }>['reason'], string> = {
+  cancelled: 'The prompt was cancelled.',
+  session_deleted: 'The prompt was dropped: the session was deleted.',
+  task_archived: 'The prompt was dropped: the task was archived.',
+  task_deleted: 'The prompt was dropped: the task was deleted.',
+};
+
+const QUEUE_REASON: Record<QueueReason, string> = {
   busy: 'the session is busy',
   no_execution: 'no agent is running',
   queue_not_empty: 'other prompts wait first',
   auto_run_off: 'auto-run is off',
   released: 'its turn was released',
+  execution_stopping: 'the agent is being stopped; prompts wait for the next one',
+  waiting_for_worker: 'the agent waits for a free worker',
+  task_archived: 'the task is archived',
 };
+
+/** Why the head of the queue does not run now, in words; null when nothing holds it back. */
+export function queueBlockedText(q: Pick<QueueView, 'blockedBy' | 'entries'>): string | null {
+  if (q.blockedBy === null || q.entries.length === 0) return null;
+  return `Waiting: ${QUEUE_REASON[q.blockedBy]}.`;
+}
+
+/** What a session's attention shows: a headline for its kind, and the server's message. */
+export interface AttentionLine {
+  readonly kind: Attention['kind'];
+  readonly headline: string;
+  readonly message: string;
+}
+
+const ATTENTION_HEADLINE: Record<Attention['kind'], string> = {
+  failed: 'Failed',
+  waiting: 'Waiting',
+  needs_operator: 'Needs an operator',
+};
+
+export function attentionLine(s: SessionView): AttentionLine | null {
+  const a = s.activity.attention;
+  if (!a) return null;
+  return { kind: a.kind, headline: ATTENTION_HEADLINE[a.kind], message: a.message };
+}
+
+/** A task's lifecycle in words; null for an active task (nothing to say). */
+export function taskStatusText(status: TaskStatus): string | null {
+  switch (status) {
+    case 'active':
+      return null;
+    case 'archived':
+      return 'Archived: takes no prompts and runs nothing until it is unarchived.';
+    case 'deleted':
+      return 'Deleted: this task is a tombstone. Its id stays taken; a new task needs a new id.';
+  }
+}
 
 /** Scopes and tenant read from a token's payload, for the page only (the gateway verifies). */
 export function tokenClaims(token: string): { tenant: string | null; scopes: string[] | null } {

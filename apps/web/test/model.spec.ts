@@ -1,12 +1,15 @@
-import type { BackgroundWork, SessionView } from '@baton/protocol';
+import type { Attention, BackgroundWork, SessionView } from '@baton/protocol';
 import {
   INDICATORS,
   activityOf,
+  attentionLine,
   canPrompt,
   composerMode,
   decisionText,
+  queueBlockedText,
   sessionIndicator,
   taskIndicator,
+  taskStatusText,
   tokenClaims,
   workLine,
 } from '../src/model';
@@ -29,9 +32,10 @@ function session(over: Partial<SessionView['activity']> = {}, work: BackgroundWo
       supportsSteering: false,
       runningGeneration: null,
       admission: 'coarse',
+      attention: null,
       ...over,
     },
-    queue: { autoRun: true, capacity: 10, entries: [] },
+    queue: { autoRun: true, capacity: 10, entries: [], blockedBy: null },
     backgroundWork: work,
   } satisfies SessionView;
 }
@@ -60,6 +64,7 @@ describe('the tri-state indicator', () => {
   it("shows a task's aggregate: the most active session wins", () => {
     const view = {
       taskId: 't1',
+      status: 'active' as const,
       seq: 3,
       activity: { foregroundActivity: 'background' as const, activeSubagentCount: 1 },
       sessions: [session(), session({ foregroundActivity: 'background' })],
@@ -103,6 +108,21 @@ describe('the composer', () => {
     });
   });
 
+  it('is unavailable on an archived task, and on a deleted one, saying which', () => {
+    expect(composerMode(session(), { ...live, taskStatus: 'archived' })).toMatchObject({
+      kind: 'unavailable',
+      reason: 'task_archived',
+      hint: 'This task is archived: unarchive it to send prompts.',
+    });
+    expect(composerMode(undefined, { ...live, taskStatus: 'deleted' })).toMatchObject({
+      kind: 'unavailable',
+      reason: 'task_deleted',
+    });
+    expect(composerMode(session(), { ...live, taskStatus: 'active' })).toMatchObject({
+      kind: 'send',
+    });
+  });
+
   it('sends to a ready agent and queues behind a running turn', () => {
     expect(composerMode(session(), live)).toMatchObject({ kind: 'send', how: 'turn' });
     expect(
@@ -123,6 +143,64 @@ describe('decisions in words', () => {
     expect(
       decisionText({ outcome: 'rejected', reason: 'queue_full', message: 'the queue is full' }),
     ).toBe('Refused: the queue is full');
+  });
+
+  it('says why a prompt was dropped, failed or ended', () => {
+    expect(decisionText({ outcome: 'removed', reason: 'task_deleted' })).toBe(
+      'The prompt was dropped: the task was deleted.',
+    );
+    expect(decisionText({ outcome: 'removed', reason: 'task_archived' })).toBe(
+      'The prompt was dropped: the task was archived.',
+    );
+    expect(
+      decisionText({ outcome: 'failed', reason: 'abandoned', message: 'the turn never started' }),
+    ).toBe("The prompt's turn failed: the turn never started");
+    expect(
+      decisionText({ outcome: 'cancelled', reason: 'force_released', message: 'agent hung' }),
+    ).toBe("The prompt's turn was ended by an operator: agent hung");
+    expect(decisionText({ outcome: 'queued', position: 1, reason: 'waiting_for_worker' })).toBe(
+      'Queued at position 1 (the agent waits for a free worker).',
+    );
+  });
+});
+
+describe('attention, blocked queues and task status', () => {
+  const entry = { promptId: 'p', idempotencyKey: 'k', text: 'x', origin: 'human' as const };
+
+  it('shows each kind of attention with its headline and the server’s message', () => {
+    expect(attentionLine(session())).toBeNull();
+    const cases: Array<[Attention, string]> = [
+      [{ kind: 'failed', reason: 'turn_abandoned', message: 'the turn never started' }, 'Failed'],
+      [{ kind: 'waiting', reason: 'waiting_for_worker', message: 'position 2' }, 'Waiting'],
+      [
+        { kind: 'needs_operator', reason: 'no_execution', message: 'start an execution' },
+        'Needs an operator',
+      ],
+    ];
+    for (const [attention, headline] of cases) {
+      expect(attentionLine(session({ attention }))).toEqual({
+        kind: attention.kind,
+        headline,
+        message: attention.message,
+      });
+    }
+  });
+
+  it('says why a queue waits, only when something waits', () => {
+    expect(queueBlockedText({ blockedBy: 'no_execution', entries: [] })).toBeNull();
+    expect(queueBlockedText({ blockedBy: null, entries: [entry] })).toBeNull();
+    expect(queueBlockedText({ blockedBy: 'execution_stopping', entries: [entry] })).toBe(
+      'Waiting: the agent is being stopped; prompts wait for the next one.',
+    );
+    expect(queueBlockedText({ blockedBy: 'no_execution', entries: [entry] })).toBe(
+      'Waiting: no agent is running.',
+    );
+  });
+
+  it('names archived and deleted tasks, and the tombstone rule', () => {
+    expect(taskStatusText('active')).toBeNull();
+    expect(taskStatusText('archived')).toMatch(/^Archived: /);
+    expect(taskStatusText('deleted')).toMatch(/id stays taken; a new task needs a new id/);
   });
 });
 
