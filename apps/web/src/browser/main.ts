@@ -7,13 +7,16 @@ import { BatonClient, type BatonError, type Subscription } from '@baton/client';
 import { Id, type SessionView, type TaskView } from '@baton/protocol';
 import { z } from 'zod';
 import {
+  attentionLine,
   canPrompt,
   composerMode,
   decisionText,
+  queueBlockedText,
   sessionIndicator,
   stateText,
   subagentText,
   taskIndicator,
+  taskStatusText,
   tokenClaims,
   workLine,
   type ComposerMode,
@@ -29,6 +32,53 @@ const MAX_TASKS = 50;
 const TASK_LIST_REFRESH_MS = 5_000;
 const TaskList = z.object({ tasks: z.array(Id) });
 const RestError = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+const RestCommandResult = z.object({
+  status: z.enum(['done', 'failed', 'pending']),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+});
+
+/** What a lifecycle command came to, in words for the page. */
+type ActionOutcome = { outcome: 'done' | 'pending' | 'refused'; text: string };
+
+/**
+ * A lifecycle command over REST with the page's token: the owner's answer (done, pending, or
+ * failed with its reason), or the gateway's refusal (a missing scope: its message, as it is).
+ */
+async function lifecycleCall(
+  token: string,
+  method: 'POST' | 'DELETE',
+  path: string,
+  done: string,
+): Promise<ActionOutcome> {
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(method === 'POST' ? { body: '{}' } : {}),
+      cache: 'no-store',
+    });
+  } catch (err) {
+    return { outcome: 'refused', text: `Not done: cannot reach the gateway (${String(err)}).` };
+  }
+  const body: unknown = await res.json().catch(() => null);
+  const result = RestCommandResult.safeParse(body);
+  if (result.success) {
+    const r = result.data;
+    if (r.status === 'done') return { outcome: 'done', text: done };
+    if (r.status === 'pending')
+      return { outcome: 'pending', text: 'Asked; waiting for the answer…' };
+    return { outcome: 'refused', text: `Not done: ${r.message ?? r.reason ?? 'refused'}` };
+  }
+  const e = RestError.safeParse(body);
+  return {
+    outcome: 'refused',
+    text: `Not done: ${e.success ? e.data.error.message : `HTTP ${res.status}`}`,
+  };
+}
+
+const path = (...parts: string[]) => `/v1/tasks/${parts.map(encodeURIComponent).join('/')}`;
 
 const storage = {
   get(): string | null {
@@ -195,6 +245,8 @@ class App {
   private readonly timers: Array<ReturnType<typeof setInterval>> = [];
   private readonly offs: Array<() => void> = [];
   private readonly busyPrompts = new Set<string>();
+  /** Lifecycle commands under way, by task (and session): their buttons wait for the answer. */
+  private readonly busyActions = new Set<string>();
   private sending = false;
   /** The last prompt sent from the composer: its later decisions (queued → admitted) show too. */
   private lastPrompt: { taskId: string; promptId: string } | null = null;
@@ -264,6 +316,9 @@ class App {
       }
     });
     this.listen(byId('prompt'), 'input', () => this.schedule());
+    this.listen(byId('session-reset'), 'click', () => void this.sessionAction('reset'));
+    this.listen(byId('session-force-release'), 'click', () => void this.sessionAction('release'));
+    this.listen(byId('session-delete'), 'click', () => void this.sessionAction('delete'));
     this.render();
   }
 
@@ -277,6 +332,7 @@ class App {
     byId('task-list').replaceChildren();
     for (const id of ['queue-list', 'work-list']) byId(id).replaceChildren();
     setText(byId('composer-result'), '');
+    byId('action-result').hidden = true;
   }
 
   private listen(target: EventTarget, type: string, fn: EventListener): void {
@@ -393,13 +449,43 @@ class App {
       byId('task-list'),
       tasks,
       (t) => t.taskId,
-      createTask,
+      (t) => this.createTask(t),
       (el, t) => this.updateTask(el, t),
     );
   }
 
+  private createTask(t: TaskEntry): HTMLLIElement {
+    const el = createTask(t);
+    const [archive, remove] = Array.from(
+      el.querySelectorAll<HTMLButtonElement>('.task-actions button'),
+    );
+    archive!.addEventListener('click', () => {
+      const status = this.tasks.get(t.taskId)?.view?.status;
+      void this.taskAction(t.taskId, status === 'archived' ? 'unarchive' : 'archive');
+    });
+    remove!.addEventListener('click', () => void this.taskAction(t.taskId, 'delete'));
+    return el;
+  }
+
   private updateTask(el: HTMLElement, t: TaskEntry): void {
     const view = t.view;
+    const status = view?.status ?? 'active';
+    setAttrs(el, { 'data-status': status });
+    const badge = el.querySelector<HTMLElement>('.task-status')!;
+    setAttrs(badge, { 'data-status': status });
+    setText(badge, status === 'active' ? '' : status);
+    badge.hidden = status === 'active';
+    const actions = el.querySelector<HTMLElement>('.task-actions')!;
+    // A tombstone has nothing left to do.
+    actions.hidden = !view || status === 'deleted';
+    const [archive, remove] = Array.from(actions.querySelectorAll('button'));
+    const busy = this.busyActions.has(t.taskId);
+    setText(archive!, status === 'archived' ? 'Unarchive' : 'Archive');
+    setAttrs(archive!, {
+      disabled: busy,
+      'aria-label': `${status === 'archived' ? 'Unarchive' : 'Archive'} task ${t.taskId}`,
+    });
+    setAttrs(remove!, { disabled: busy, 'aria-label': `Delete task ${t.taskId}` });
     const agg = el.querySelector<HTMLElement>('.task-activity')!;
     const subagents = el.querySelector<HTMLElement>('.subagents')!;
     const note = el.querySelector<HTMLElement>('.task-note')!;
@@ -422,9 +508,7 @@ class App {
       ? `Cannot watch this task: ${t.error}`
       : !view
         ? 'Loading…'
-        : view.sessions.length === 0
-          ? 'No sessions.'
-          : '';
+        : (taskStatusText(view.status) ?? (view.sessions.length === 0 ? 'No sessions.' : ''));
     setText(note, noteText);
     note.hidden = noteText === '';
     setAttrs(note, { class: t.error ? 'task-note error' : 'task-note' });
@@ -494,6 +578,18 @@ class App {
     const details = byId('session-details');
     details.hidden = !session;
     const status = byId('session-status');
+    const attention = byId('session-attention');
+    const line = session ? attentionLine(session) : null;
+    attention.hidden = line === null;
+    setAttrs(attention, { 'data-kind': line?.kind });
+    setText(attention.querySelector('.attention-headline')!, line ? `${line.headline}:` : '');
+    setText(attention.querySelector('.attention-message')!, line?.message ?? '');
+    const actions = byId('session-actions');
+    actions.hidden = !session;
+    const busy = !!sel && this.busyActions.has(`${sel.taskId}/${sel.sessionId}`);
+    for (const id of ['session-reset', 'session-force-release', 'session-delete']) {
+      setAttrs(byId(id), { disabled: busy });
+    }
     if (session) {
       const ind = sessionIndicator(session);
       updateIndicator(status.querySelector<HTMLElement>('.ind')!, ind);
@@ -506,17 +602,20 @@ class App {
       this.renderWork(session);
       this.renderQueue(session);
     } else {
+      const taskStatus = sel ? this.tasks.get(sel.taskId)?.view?.status : undefined;
       setText(
         status.querySelector('.status-text')!,
         !sel
           ? 'Select a session in the list.'
-          : this.selectedSeen
-            ? 'This session was deleted.'
-            : !this.tasks.has(sel.taskId)
-              ? "No such task among this tenant's tasks."
-              : this.tasks.get(sel.taskId)?.view
-                ? 'No such session in this task.'
-                : 'Loading…',
+          : taskStatus === 'deleted'
+            ? 'This task was deleted: its sessions are gone.'
+            : this.selectedSeen
+              ? 'This session was deleted.'
+              : !this.tasks.has(sel.taskId)
+                ? "No such task among this tenant's tasks."
+                : this.tasks.get(sel.taskId)?.view
+                  ? 'No such session in this task.'
+                  : 'Loading…',
       );
       status.querySelector<HTMLElement>('.ind')!.hidden = true;
     }
@@ -541,6 +640,10 @@ class App {
         q.autoRun ? '' : ' · auto-run is off: prompts wait until sent now'
       }`,
     );
+    const blocked = byId('queue-blocked');
+    const why = queueBlockedText(q);
+    setText(blocked, why ?? '');
+    blocked.hidden = why === null;
     syncList(
       byId('queue-list'),
       entries,
@@ -589,11 +692,12 @@ class App {
   }
 
   private currentMode(): ComposerMode {
-    const { session } = this.selectedSession();
+    const { view, session } = this.selectedSession();
     return composerMode(session, {
       canPrompt: this.canPrompt,
       online: this.connection === 'live',
       deleted: this.selectedSeen && !session,
+      ...(view ? { taskStatus: view.status } : {}),
     });
   }
 
@@ -657,6 +761,79 @@ class App {
     }
   }
 
+  private showAction(r: ActionOutcome): void {
+    const el = byId('action-result');
+    setAttrs(el, { 'data-outcome': r.outcome });
+    setText(el, r.text);
+    el.hidden = false;
+  }
+
+  private async sessionAction(action: 'reset' | 'release' | 'delete'): Promise<void> {
+    const sel = this.selected;
+    if (!sel) return;
+    const key = `${sel.taskId}/${sel.sessionId}`;
+    const who = `session ${sel.sessionId}`;
+    if (
+      action !== 'reset' &&
+      !confirm(
+        action === 'delete'
+          ? `Delete ${who}? Its queued prompts are dropped and its agent stopped.`
+          : `Force-release ${who}? Its running turn ends now and its agent is stopped.`,
+      )
+    )
+      return;
+    this.busyActions.add(key);
+    this.schedule();
+    try {
+      const base = path(sel.taskId, 'sessions', sel.sessionId);
+      this.showAction(
+        action === 'reset'
+          ? await lifecycleCall(this.token, 'POST', `${base}/reset`, `Reset ${who}.`)
+          : action === 'release'
+            ? await lifecycleCall(
+                this.token,
+                'POST',
+                `${base}/force-release`,
+                `Force-released ${who}.`,
+              )
+            : await lifecycleCall(this.token, 'DELETE', base, `Deleted ${who}.`),
+      );
+    } finally {
+      this.busyActions.delete(key);
+      this.schedule();
+    }
+  }
+
+  private async taskAction(
+    taskId: string,
+    action: 'archive' | 'unarchive' | 'delete',
+  ): Promise<void> {
+    if (
+      action === 'delete' &&
+      !confirm(
+        `Delete task ${taskId} for good? Its queued prompts are dropped, its agents stopped, and its id stays taken.`,
+      )
+    )
+      return;
+    this.busyActions.add(taskId);
+    this.schedule();
+    try {
+      this.showAction(
+        action === 'delete'
+          ? await lifecycleCall(this.token, 'DELETE', path(taskId), `Deleted task ${taskId}.`)
+          : await lifecycleCall(
+              this.token,
+              'POST',
+              `${path(taskId)}/${action}`,
+              `${action === 'archive' ? 'Archived' : 'Unarchived'} task ${taskId}.`,
+            ),
+      );
+    } finally {
+      this.busyActions.delete(taskId);
+      this.schedule();
+    }
+  }
+
   private async queueCommand(promptId: string, op: 'cancel' | 'send_now'): Promise<void> {
     const sel = this.selected;
     const { session } = this.selectedSession();
@@ -716,10 +893,33 @@ function createTask(t: TaskEntry): HTMLLIElement {
         'header',
         { class: 'task-header' },
         h('h3', { id: titleId }, t.taskId),
+        h('span', { class: 'task-status' }),
         indicatorElement('task-activity'),
         h('span', { class: 'subagents' }),
       ),
       h('p', { class: 'task-note' }),
+      h(
+        'div',
+        { class: 'task-actions', role: 'group', 'aria-label': `Actions on task ${t.taskId}` },
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'secondary',
+            title: 'Archive: no prompts, no agents, queues dropped, until it is unarchived',
+          },
+          'Archive',
+        ),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'secondary danger',
+            title: 'Delete for good: a tombstone stays, and its id stays taken',
+          },
+          'Delete task',
+        ),
+      ),
       h('ul', { class: 'sessions', 'aria-label': `Sessions of task ${t.taskId}` }),
     ),
   );
