@@ -177,6 +177,18 @@ describe('applyUpdate rules', () => {
     expect(applyUpdate(emptyView, future as unknown as Update)).toEqual({ ...emptyView, seq: 1 });
   });
 
+  it('follows the task’s status: archived, and deleted (its tombstone)', () => {
+    let v = applyUpdate(emptyView, {
+      ...base,
+      seq: 1,
+      type: 'task.status',
+      data: { status: 'archived' },
+    });
+    expect(v).toEqual({ ...emptyView, seq: 1, status: 'archived' });
+    v = applyUpdate(v, { ...base, seq: 2, type: 'task.status', data: { status: 'deleted' } });
+    expect(v.status).toBe('deleted');
+  });
+
   it("ignores another task's update", () => {
     const r = stepUpdate(emptyView, {
       ...base,
