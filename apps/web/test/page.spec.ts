@@ -271,4 +271,109 @@ describe('the live activity page in a browser', () => {
     expect(await getJson(`${base}/v1/tasks`, other)).toEqual({ tasks: [] });
     await shot('9-other-tenant');
   });
+
+  story(
+    'shows attention and a blocked queue, and runs the lifecycle actions the token allows',
+    async () => {
+      const signInWith = async (tok: string) => {
+        await page.getByRole('button', { name: 'Sign out' }).click();
+        await page.getByLabel('Access token').fill(tok);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await banner().waitFor({ state: 'hidden', timeout: WAIT });
+      };
+      const result = page.locator('#action-result');
+      const attention = page.locator('#session-attention');
+      // Deletes and force-release ask first.
+      page.on('dialog', (d) => void d.accept());
+
+      // The run's own token: read, prompt, execute — no delete, no admin.
+      await signInWith(token());
+      const queued = await cli(['prompt', 't2', 's1', 'waits for an agent'], env);
+      expect(JSON.parse(queued.stdout)).toMatchObject({
+        outcome: 'queued',
+        reason: 'no_execution',
+      });
+      await row('t2', 's1').getByRole('button', { name: 'Session s1' }).click();
+      await page.locator('#session-title').filter({ hasText: 'Session s1 · task t2' }).waitFor();
+      await attention.filter({ hasText: 'Needs an operator:' }).waitFor();
+      expect(await attention.getAttribute('data-kind')).toBe('needs_operator');
+      expect(await attention.locator('.attention-message').textContent()).toBe(
+        'queued prompts wait for an execution: start one',
+      );
+      expect(await page.locator('#queue-blocked').textContent()).toBe(
+        'Waiting: no agent is running.',
+      );
+      await shot('10-needs-operator');
+
+      // What the token may not do is refused by the gateway, and the page says why.
+      await page.getByRole('button', { name: 'Force-release' }).click();
+      await result.filter({ hasText: "the token's scope does not include admin" }).waitFor();
+      expect(await result.textContent()).toBe("Not done: the token's scope does not include admin");
+      expect(await result.getAttribute('data-outcome')).toBe('refused');
+      await page.getByRole('button', { name: 'Delete task t2' }).click();
+      await result.filter({ hasText: "the token's scope does not include delete" }).waitFor();
+
+      // Archive: the queue is dropped, the composer says why it takes nothing; unarchive undoes it.
+      const t2 = page.locator('[data-task="t2"]');
+      await page.getByRole('button', { name: 'Archive task t2' }).click();
+      await result.filter({ hasText: 'Archived task t2.' }).waitFor();
+      await t2.locator('.task-status').filter({ hasText: 'archived' }).waitFor();
+      await page.locator('#queue-empty').waitFor();
+      await page
+        .locator('#composer-hint')
+        .filter({ hasText: 'Unavailable: This task is archived: unarchive it to send prompts.' })
+        .waitFor();
+      expect(await page.locator('#composer-submit').isDisabled()).toBe(true);
+      await shot('11-archived');
+      await page.getByRole('button', { name: 'Unarchive task t2' }).click();
+      await result.filter({ hasText: 'Unarchived task t2.' }).waitFor();
+      await t2.locator('.task-status').waitFor({ state: 'hidden' });
+
+      // An operator's token: force-release a running turn; the session shows it failed, and why.
+      const minted = await cli(
+        ['token', '--tenant', 'local', '--scopes', 'read,prompt,execute,delete,admin'],
+        env,
+      );
+      await signInWith(minted.stdout.trim());
+      await exec('t2', 's1');
+      await until(async () => (await session('t2', 's1')).activity.state === 'idle', 'agent ready');
+      expect((await cli(['prompt', 't2', 's1', 'a long turn'], env)).code).toBe(0);
+      await row('t2', 's1').getByRole('button', { name: 'Session s1' }).click();
+      await indicator(row('t2', 's1'), 'Generating').waitFor({ timeout: WAIT });
+      await page.getByRole('button', { name: 'Force-release' }).click();
+      await result.filter({ hasText: 'Force-released session s1.' }).waitFor();
+      await attention.filter({ hasText: 'Failed:' }).waitFor({ timeout: WAIT });
+      expect(await attention.locator('.attention-message').textContent()).toMatch(
+        /^an operator force-released the session/,
+      );
+      await shot('12-failed');
+
+      // Reset, then delete, a session of t1.
+      await row('t1', 's2').getByRole('button', { name: 'Session s2' }).click();
+      await page.getByRole('button', { name: 'Reset' }).click();
+      await result.filter({ hasText: 'Reset session s2.' }).waitFor();
+      await page.getByRole('button', { name: 'Delete session' }).click();
+      await result.filter({ hasText: 'Deleted session s2.' }).waitFor();
+      await row('t1', 's2').waitFor({ state: 'detached' });
+      await page
+        .locator('#session-status')
+        .filter({ hasText: 'This session was deleted.' })
+        .waitFor();
+
+      // Delete t2: a tombstone stays, with nothing left to do; its id takes no new execution.
+      await page.getByRole('button', { name: 'Delete task t2' }).click();
+      await result.filter({ hasText: 'Deleted task t2.' }).waitFor();
+      await t2.locator('.task-status').filter({ hasText: 'deleted' }).waitFor();
+      await t2.locator('.task-note').filter({ hasText: 'tombstone' }).waitFor();
+      await t2.locator('.task-actions').waitFor({ state: 'hidden' });
+      expect(await t2.locator('[data-session]').count()).toBe(0);
+      await shot('13-deleted-task');
+      const again = await cli(
+        ['exec', 't2', 's1', '--recording', 'demo-claude.jsonl', '--speed', SPEED],
+        env,
+      );
+      expect(again.code).toBe(1);
+      expect(again.stderr).toContain('409 conflict: task t2 was deleted');
+    },
+  );
 });
