@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import {
   ClientMessage,
   CommandResult,
+  ExecutionStartResult,
+  ExecutionStatusResult,
   PongResult,
   PromptResult,
   QueueListResult,
@@ -44,6 +46,8 @@ const RESULTS: z.ZodType[] = [
   CommandResult,
   QueueListResult,
   PongResult,
+  ExecutionStartResult,
+  ExecutionStatusResult,
 ];
 
 describe('docs/protocol.md stays true to libs/protocol', () => {

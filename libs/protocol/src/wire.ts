@@ -203,3 +203,20 @@ export const QueueListResult = QueueView.extend({ taskId: Id, sessionId: Id });
 export type QueueListResult = z.infer<typeof QueueListResult>;
 
 export const PongResult = z.object({ pong: z.literal(true) });
+
+/**
+ * REST, an execution: `waiting` for a free worker slot (with `position`, 1-based among the
+ * waiting executions: 1 is the next a free slot takes; null when not known), `active` (a worker
+ * hosts it), `completed` or `failed` (a worker refused it, e.g. `start_timeout`: no worker took
+ * it within EXECUTION_START_TIMEOUT_MS), or `unknown` (never started here, or finished more than
+ * a week ago).
+ */
+export const ExecutionStatusResult = z.object({
+  executionId: Id,
+  state: z.enum(['waiting', 'active', 'completed', 'failed', 'unknown']),
+  position: z.number().int().min(1).nullable(),
+});
+export type ExecutionStatusResult = z.infer<typeof ExecutionStatusResult>;
+/** REST, the reply to starting an execution: its status and its job. */
+export const ExecutionStartResult = ExecutionStatusResult.extend({ jobId: z.string() });
+export type ExecutionStartResult = z.infer<typeof ExecutionStartResult>;

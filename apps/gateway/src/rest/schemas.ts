@@ -45,19 +45,10 @@ export const ExecutionBody = z.strictObject(
         : undefined,
   },
 );
-/**
- * Where an execution is: `waiting` for a free worker slot (with `position`, 1-based among the
- * waiting executions: 1 is the next a free slot takes; null when not known), `active` (a worker
- * hosts it), `completed` or `failed` (a worker refused it, e.g. `start_timeout`: no worker took
- * it within EXECUTION_START_TIMEOUT_MS), or `unknown` (never started here, or finished more than
- * a week ago).
- */
-export const ExecutionStatus = z.object({
-  executionId: Id,
-  state: z.enum(['waiting', 'active', 'completed', 'failed', 'unknown']),
-  position: z.number().int().min(1).nullable(),
-});
-export const ExecutionStarted = ExecutionStatus.extend({ jobId: z.string() });
+export {
+  ExecutionStatusResult as ExecutionStatus,
+  ExecutionStartResult as ExecutionStarted,
+} from '@baton/protocol';
 export const TaskList = z.object({ tasks: z.array(Id) });
 export const ErrorBody = z.object({
   error: z.object({ code: z.string(), message: z.string(), path: z.string().optional() }),
