@@ -117,7 +117,7 @@ async function main(argv: string[]): Promise<void> {
   const token = await mintToken(jwtSecret, {
     tenant: 'local',
     // Least privilege: views, prompts, and executions of the configured profiles; no admin.
-    scopes: ['read', 'prompt', 'execute'],
+    scopes: ['read', 'prompt', 'execute', 'delete'],
     ...(config.BATON_JWT_ISSUER ? { issuer: config.BATON_JWT_ISSUER } : {}),
   });
   // The CLI reads it from here by default.
@@ -128,7 +128,7 @@ async function main(argv: string[]): Promise<void> {
   say(`  page       ${gateway.url}/?token=${token}`);
   say(`  WebSocket  ${ws}/ws?token=…   AHP channel ${ws}/ahp`);
   say(`  REST       ${gateway.url}/v1/tasks   OpenAPI ${gateway.url}/openapi.json`);
-  say(`  token      tenant "local", scopes read prompt execute (saved in ${dataDir}/token)`);
+  say(`  token      tenant "local", scopes read prompt execute delete (saved in ${dataDir}/token)`);
   say(`  profiles   ${Object.keys(profiles).sort().join(', ')}`);
   say('Ctrl-C stops it; the next start continues where it left off.');
 
