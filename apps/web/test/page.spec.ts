@@ -286,8 +286,12 @@ describe('the live activity page in a browser', () => {
       // Deletes and force-release ask first.
       page.on('dialog', (d) => void d.accept());
 
-      // The run's own token: read, prompt, execute — no delete, no admin.
-      await signInWith(token());
+      // A token without delete or admin (the run's own carries delete, never admin).
+      const narrow = await cli(
+        ['token', '--tenant', 'local', '--scopes', 'read,prompt,execute'],
+        env,
+      );
+      await signInWith(narrow.stdout.trim());
       const queued = await cli(['prompt', 't2', 's1', 'waits for an agent'], env);
       expect(JSON.parse(queued.stdout)).toMatchObject({
         outcome: 'queued',
