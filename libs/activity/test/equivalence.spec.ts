@@ -320,25 +320,34 @@ function compare(entries: readonly StreamEntry[]): void {
       promptIds.add(e.data.promptId);
       keys.add(e.data.idempotencyKey);
     }
-    // What the session knows of each tool and prompt, read through the new representation.
-    const ns = st.sessions[e.sessionId]!;
-    const rs = ref.sessions[e.sessionId]!;
-    for (let t = 0; t <= 40; t++)
-      same(
-        `ownership of tool-${t} after entry ${i}`,
-        toolOwnership(ns, `tool-${t}`),
-        rs.tools[`tool-${t}`],
-      );
-    for (const id of promptIds)
-      same(`prompt ${id} after entry ${i}`, promptOf(ns, id)?.status, rs.prompts[id]?.status);
-    for (const k of keys)
-      same(`key ${k} after entry ${i}`, promptIdOfKey(ns, k), rs.promptByKey[k]);
+    // What the sessions know of each tool and prompt, read through the new representation.
+    for (const sid of 'sessionId' in e ? [e.sessionId] : Object.keys(st.sessions)) {
+      const ns = st.sessions[sid]!;
+      const rs = ref.sessions[sid]!;
+      for (let t = 0; t <= 40; t++)
+        same(
+          `ownership of tool-${t} after entry ${i}`,
+          toolOwnership(ns, `tool-${t}`),
+          rs.tools[`tool-${t}`],
+        );
+      for (const id of promptIds)
+        same(`prompt ${id} after entry ${i}`, promptOf(ns, id)?.status, rs.prompts[id]?.status);
+      for (const k of keys)
+        same(`key ${k} after entry ${i}`, promptIdOfKey(ns, k), rs.promptByKey[k]);
+    }
     for (const s of Object.values(st.sessions)) {
       const timers: Timer[] = [
         { type: 'execution_lease_expired', sessionId: s.id, executionId: s.execution?.id ?? '-' },
+        { type: 'quiet', sessionId: s.id, foregroundEpoch: s.foregroundEpoch },
+        { type: 'quiet', sessionId: s.id, foregroundEpoch: s.foregroundEpoch - 1 },
+        { type: 'execution_start', sessionId: s.id, executionId: s.requested?.executionId ?? '-' },
+        { type: 'execution_start', sessionId: s.id, executionId: s.execution?.id ?? '-' },
       ];
-      if (s.turn)
-        timers.push({ type: 'watchdog', sessionId: s.id, admissionGeneration: s.turn.generation });
+      if (s.turn) {
+        const admissionGeneration = s.turn.generation;
+        timers.push({ type: 'watchdog', sessionId: s.id, admissionGeneration });
+        timers.push({ type: 'cancel_grace', sessionId: s.id, admissionGeneration });
+      }
       for (const t of timers)
         same(`${t.type} decisions after entry ${i}`, decide(st, t), refDecide(ref, t));
     }

@@ -1,19 +1,13 @@
 // Reference copy (before the performance work) for test/equivalence.spec.ts: the naive oracle.
-import {
-  SCHEMA_VERSION,
-  type Decision,
-  type PromptOrigin,
-  type QueueReason,
-  type StreamEntry,
-} from '@baton/protocol';
+import { SCHEMA_VERSION, type Decision, type StreamEntry, type TaskStatus } from '@baton/protocol';
 import { evolve } from './evolve';
 import type { PendingCommand, SessionState, TaskState, Turn } from './state';
-import { supportsSteering, yieldedToAttestedWork } from './views';
+import { gate, supportsSteering } from './views';
 
 /** A decision before the owner stamps it with its writer envelope. */
 export type DecisionDraft = Decision extends infer D
   ? D extends Decision
-    ? Pick<D, 'type' | 'sessionId' | 'data'>
+    ? Omit<D, 'v' | 'taskId' | 'writer'>
     : never
   : never;
 
@@ -29,7 +23,17 @@ export type Timer =
       readonly type: 'execution_lease_expired';
       readonly sessionId: string;
       readonly executionId: string;
-    };
+    }
+  /** A cancel of this turn has gone unanswered for the cancel grace. */
+  | {
+      readonly type: 'cancel_grace';
+      readonly sessionId: string;
+      readonly admissionGeneration: number;
+    }
+  /** Output outside any turn has been quiet for the quiet period. */
+  | { readonly type: 'quiet'; readonly sessionId: string; readonly foregroundEpoch: number }
+  /** A requested execution has waited for a worker for the start bound. */
+  | { readonly type: 'execution_start'; readonly sessionId: string; readonly executionId: string };
 
 const DECIDER_WRITER = { role: 'projector', instance: 'decide', seq: 0 } as const;
 
@@ -59,8 +63,15 @@ export function decide(state: TaskState, timer?: Timer): DecisionDraft[] {
   // Each step answers a command or closes a gate by admitting, so this terminates.
   for (let progressed = true; progressed;) {
     progressed = false;
+    // Task-wide commands first: a deletion wins over everything after it.
+    const command = current.pending[0];
+    if (command) {
+      apply([answerTask(current, command)]);
+      progressed = true;
+      continue;
+    }
     for (const s of Object.values(current.sessions)) {
-      const drafts = nextDecisions(s);
+      const drafts = nextDecisions(s, current.status);
       if (drafts.length > 0) {
         apply(drafts);
         progressed = true;
@@ -71,8 +82,53 @@ export function decide(state: TaskState, timer?: Timer): DecisionDraft[] {
   return out;
 }
 
+function answerTask(t: TaskState, c: TaskState['pending'][number]): DecisionDraft {
+  const commandId = c.data.commandId;
+  switch (c.type) {
+    case 'task.delete':
+      return { type: 'task.deleted', data: { commandId } };
+    case 'task.archive':
+    case 'task.unarchive':
+      if (t.status === 'deleted')
+        return {
+          type: 'task.command_rejected',
+          data: { commandId, reason: 'task_deleted', message: 'task was deleted' },
+        };
+      return {
+        type: c.type === 'task.archive' ? 'task.archived' : 'task.unarchived',
+        data: { commandId },
+      };
+  }
+}
+
 function onTimer(s: SessionState, timer: Timer): DecisionDraft[] {
   const sessionId = s.id;
+  if (timer.type === 'cancel_grace') {
+    // A cancel of the running turn, decided and never answered.
+    const t = s.turn;
+    if (!t || t.generation !== timer.admissionGeneration || t.phase !== 'dispatched') return [];
+    if (t.cancel === null) return [];
+    return [
+      {
+        type: 'turn.cancel_timed_out',
+        sessionId,
+        data: { promptId: t.promptId, admissionGeneration: t.generation },
+      },
+    ];
+  }
+  if (timer.type === 'quiet') {
+    if (!s.generating || s.turn !== null || s.steer !== null) return [];
+    if (s.foregroundEpoch !== timer.foregroundEpoch) return [];
+    return [
+      { type: 'foreground.quiesced', sessionId, data: { foregroundEpoch: timer.foregroundEpoch } },
+    ];
+  }
+  if (timer.type === 'execution_start') {
+    if (s.requestedExecution !== timer.executionId) return [];
+    return [
+      { type: 'execution.request_expired', sessionId, data: { executionId: timer.executionId } },
+    ];
+  }
   if (timer.type === 'execution_lease_expired') {
     const x = s.execution;
     if (!x || x.id !== timer.executionId || x.phase === 'ended') return [];
@@ -87,29 +143,20 @@ function onTimer(s: SessionState, timer: Timer): DecisionDraft[] {
   const t = s.turn;
   if (!t || t.generation !== timer.admissionGeneration || t.phase !== 'dispatched') return [];
   const ref = { promptId: t.promptId, admissionGeneration: t.generation };
-  if (!t.heardFromAgent) return [{ type: 'turn.abandoned', sessionId, data: ref }];
-  if (s.stallAdvised < t.generation) return [{ type: 'turn.stalled', sessionId, data: ref }];
+  // Nothing at all since dispatch: the turn never started, and the session's policy says what
+  // becomes of its execution. Silent after speaking: advised once per silence.
+  if (!t.heardFromAgent) {
+    return [{ type: 'turn.abandoned', sessionId, data: { ...ref, then: s.config.abandonedTurn } }];
+  }
+  if (!t.stalled) return [{ type: 'turn.stalled', sessionId, data: ref }];
   return [];
 }
 
-type Gate = { open: true; mode: 'turn' | 'handoff' } | { open: false; reason: QueueReason };
-
-/**
- * Check-and-claim, as one pure read: the admission decision that passes it is also the claim,
- * and nothing passes again until that claim is dispatched and its turn ends, fails or is released.
- */
-function gate(s: SessionState, origin: PromptOrigin): Gate {
-  if (!s.execution || s.execution.phase !== 'ready') return { open: false, reason: 'no_execution' };
-  if (!s.turn && !s.steer && !s.generating) return { open: true, mode: 'turn' };
-  // A human successor may take an attested, generation-matched yield; synthetic prompts never do.
-  if (origin === 'human' && yieldedToAttestedWork(s)) return { open: true, mode: 'handoff' };
-  return { open: false, reason: 'busy' };
-}
-
-function nextDecisions(s: SessionState): DecisionDraft[] {
+function nextDecisions(s: SessionState, task: TaskStatus): DecisionDraft[] {
   const command = s.pending[0];
-  if (command) return answer(s, command);
-  if (s.deleted) return [];
+  if (command) return answer(s, command, task);
+  // An archived or deleted task runs nothing.
+  if (s.deleted || task !== 'active') return [];
   const head = s.queue[0];
   if (head === undefined) return [];
   const record = s.prompts[head]!;
@@ -160,13 +207,36 @@ function rejectCommand(
   return [{ type: 'command.rejected', sessionId: s.id, data: { commandId, reason, message } }];
 }
 
-function answer(s: SessionState, c: PendingCommand): DecisionDraft[] {
+function answer(s: SessionState, c: PendingCommand, task: TaskStatus): DecisionDraft[] {
   const sessionId = s.id;
   const commandId = c.data.commandId;
-  if (c.type === 'prompt.submit') return answerPrompt(s, c.data.promptId, commandId);
+  if (c.type === 'prompt.submit') return answerPrompt(s, c.data.promptId, commandId, task);
+  if (task === 'deleted')
+    return rejectCommand(s, commandId, 'task_deleted', 'the task was deleted');
   if (s.deleted)
     return rejectCommand(s, commandId, 'session_deleted', `session ${sessionId} was deleted`);
   switch (c.type) {
+    case 'execution.request':
+      // An archived task runs nothing; everything else about its sessions may still be done.
+      if (task === 'archived')
+        return rejectCommand(s, commandId, 'task_archived', 'the task is archived');
+      return [
+        {
+          type: 'execution.requested',
+          sessionId,
+          data: { executionId: c.data.executionId, commandId },
+        },
+      ];
+    case 'session.force_release': {
+      const reason = c.data.reason;
+      return [
+        {
+          type: 'session.force_released',
+          sessionId,
+          data: reason === undefined ? { commandId } : { commandId, reason },
+        },
+      ];
+    }
     case 'queue.cancel': {
       const problem = notQueued(s, c.data.promptId, commandId);
       if (problem) return problem;
@@ -195,7 +265,7 @@ function answer(s: SessionState, c: PendingCommand): DecisionDraft[] {
         sessionId,
         data: { promptId: c.data.promptId, commandId },
       });
-      if (t && replaces && t.phase === 'dispatched' && !t.cancelRequested) {
+      if (t && replaces && t.phase === 'dispatched' && t.cancel === null) {
         out.push({
           type: 'turn.cancel_requested',
           sessionId,
@@ -245,7 +315,7 @@ function answer(s: SessionState, c: PendingCommand): DecisionDraft[] {
     case 'session.delete':
       return [{ type: 'session.deleted', sessionId, data: { commandId } }];
     case 'session.configure': {
-      const { admission, steering, queueCapacity } = c.data;
+      const { admission, steering, queueCapacity, abandonedTurn } = c.data;
       return [
         {
           type: 'session.configured',
@@ -254,6 +324,7 @@ function answer(s: SessionState, c: PendingCommand): DecisionDraft[] {
             admission: admission ?? s.config.admission,
             steering: steering ?? s.config.steering,
             queueCapacity: queueCapacity ?? s.config.queueCapacity,
+            abandonedTurn: abandonedTurn ?? s.config.abandonedTurn,
             commandId,
           },
         },
@@ -276,9 +347,28 @@ function notQueued(s: SessionState, promptId: string, commandId: string): Decisi
   return null;
 }
 
-function answerPrompt(s: SessionState, promptId: string, commandId: string): DecisionDraft[] {
+function answerPrompt(
+  s: SessionState,
+  promptId: string,
+  commandId: string,
+  task: TaskStatus,
+): DecisionDraft[] {
   const sessionId = s.id;
   const record = s.prompts[promptId]!;
+  if (task === 'deleted' || task === 'archived') {
+    return [
+      {
+        type: 'prompt.rejected',
+        sessionId,
+        data: {
+          promptId,
+          reason: task === 'deleted' ? 'task_deleted' : 'task_archived',
+          message: task === 'deleted' ? 'the task was deleted' : 'the task is archived',
+          commandId,
+        },
+      },
+    ];
+  }
   if (s.deleted) {
     return [
       {
@@ -293,8 +383,8 @@ function answerPrompt(s: SessionState, promptId: string, commandId: string): Dec
       },
     ];
   }
+  const g = gate(s, record.origin);
   if (s.queue.length === 0) {
-    const g = gate(s, record.origin);
     if (g.open) return [admit(s, promptId, g.mode, commandId)];
     if (record.origin === 'human' && supportsSteering(s))
       return [admit(s, promptId, 'steer', commandId)];
@@ -314,12 +404,8 @@ function answerPrompt(s: SessionState, promptId: string, commandId: string): Dec
       },
     ];
   }
-  const reason: QueueReason =
-    s.queue.length > 0
-      ? 'queue_not_empty'
-      : !s.execution || s.execution.phase !== 'ready'
-        ? 'no_execution'
-        : 'busy';
+  // Behind others, or (alone) told why the gate is closed.
+  const reason = s.queue.length > 0 ? 'queue_not_empty' : g.open ? 'busy' : g.reason;
   return [
     {
       type: 'prompt.queued',

@@ -1,4 +1,11 @@
-import type { Capabilities, EntryOf, StreamEntry } from '@baton/protocol';
+import type {
+  Capabilities,
+  EntryOf,
+  ExecutionStopReason,
+  StreamEntry,
+  TaskEntry,
+  TaskStatus,
+} from '@baton/protocol';
 import {
   MAX_DISPATCH_ATTEMPTS,
   SETTLED_PROMPTS_KEPT,
@@ -16,7 +23,10 @@ import {
 
 // Reference copy of the domain core as it was before the performance work (commit 6bca40a), kept
 // as the naive oracle that test/equivalence.spec.ts compares the optimized fold with. One change:
-// the memory rule below (forgetUnremembered) is stated as intended.
+// the memory rule below (forgetUnremembered) is stated as intended. The liveness semantics of
+// issue 14 (task lifecycle, force-release, execution requests, cancel timeout, quiet decay, the
+// abandoned-turn policy, held-open turns behind a handoff claim) were written into it separately,
+// from the semantics, in the same naive style: every change spelled out as a new object.
 
 /**
  * evolve(state, entry) → state: the whole fold. Pure: no clock, no I/O, no randomness; the same
@@ -26,14 +36,84 @@ export function evolve(state: TaskState, entry: StreamEntry): TaskState {
   if (entry.taskId !== state.taskId) {
     throw new Error(`entry of task ${entry.taskId} folded into task ${state.taskId}`);
   }
-  const before = state.sessions[entry.sessionId] ?? initialSessionState(entry.sessionId);
-  const after = evolveSession(before, entry);
+  if (!('sessionId' in entry)) return evolveTask(state, entry);
+  const before = state.sessions[entry.sessionId] ?? newSession(state, entry.sessionId);
+  const after = evolveSession(before, entry, state.status);
   if (after === before && state.sessions[entry.sessionId]) return state;
   return { ...state, sessions: { ...state.sessions, [entry.sessionId]: after } };
 }
 
-export function evolveSession(s: SessionState, e: StreamEntry): SessionState {
-  const next = step(s, e);
+/** A session first named in a deleted task is deleted from the start: nothing revives the task. */
+function newSession(state: TaskState, id: string): SessionState {
+  const s = initialSessionState(id);
+  return state.status === 'deleted' ? { ...s, deleted: true } : s;
+}
+
+// ----- task-wide entries --------------------------------------------------------------------------
+
+function evolveTask(state: TaskState, e: TaskEntry): TaskState {
+  switch (e.type) {
+    case 'task.archive':
+    case 'task.unarchive':
+    case 'task.delete':
+      if (state.pending.some((p) => p.data.commandId === e.data.commandId)) return state;
+      return { ...state, pending: [...state.pending, { type: e.type, data: e.data }] };
+    case 'task.command_rejected':
+      return { ...state, pending: taskAnswered(state, e.data.commandId) };
+    case 'task.unarchived':
+      // Nothing brings a deleted task back.
+      return {
+        ...state,
+        pending: taskAnswered(state, e.data.commandId),
+        status: state.status === 'deleted' ? 'deleted' : 'active',
+      };
+    case 'task.archived':
+    case 'task.deleted': {
+      const status: TaskStatus =
+        state.status === 'deleted' || e.type === 'task.deleted' ? 'deleted' : 'archived';
+      const sessions: Record<string, SessionState> = {};
+      for (const [id, s] of Object.entries(state.sessions))
+        sessions[id] = forgetUnremembered(closeSession(s, status));
+      return { ...state, pending: taskAnswered(state, e.data.commandId), status, sessions };
+    }
+  }
+}
+
+function taskAnswered(state: TaskState, commandId: string | undefined): TaskState['pending'] {
+  if (commandId === undefined) return state.pending;
+  return state.pending.filter((p) => p.data.commandId !== commandId);
+}
+
+/**
+ * A session of a task that is archived or deleted: every prompt still waiting (queued, or claimed
+ * and not yet with the agent) is removed, a handoff claim gives back the turn the agent still
+ * holds, nothing waits for a worker, and the live execution is to be stopped. Deleting also
+ * deletes the session, and with it everything its execution owned.
+ */
+function closeSession(s: SessionState, status: 'archived' | 'deleted'): SessionState {
+  let next = s;
+  for (const id of s.queue) next = setPrompt(next, id, 'removed');
+  if (s.turn && s.turn.phase === 'claimed') next = setPrompt(next, s.turn.promptId, 'removed');
+  if (s.steer && s.steer.phase === 'claimed') next = setPrompt(next, s.steer.promptId, 'removed');
+  next = {
+    ...next,
+    queue: s.queue.length > 0 ? [] : s.queue,
+    turn: s.turn && s.turn.phase === 'claimed' ? s.turn.predecessor : s.turn,
+    steer: s.steer && s.steer.phase === 'claimed' ? null : s.steer,
+    requestedExecution: null,
+  };
+  if (status === 'deleted') next = retireExecution({ ...next, deleted: true });
+  return stopExecution(next, status === 'deleted' ? 'task_deleted' : 'task_archived');
+}
+
+// ----- one session --------------------------------------------------------------------------------
+
+export function evolveSession(
+  s: SessionState,
+  e: Exclude<StreamEntry, TaskEntry>,
+  task: TaskStatus = 'active',
+): SessionState {
+  const next = step(s, e, task);
   return next === s ? s : forgetUnremembered(next);
 }
 
@@ -61,11 +141,26 @@ function forgetUnremembered(s: SessionState): SessionState {
   return { ...s, prompts, promptByKey };
 }
 
-function step(s: SessionState, e: StreamEntry): SessionState {
+function step(s: SessionState, e: Exclude<StreamEntry, TaskEntry>, task: TaskStatus): SessionState {
   switch (e.type) {
     // ----- facts -------------------------------------------------------------------------------
-    case 'execution.started':
-      if (s.deleted || e.generation <= s.lastGeneration) return s; // a late predecessor
+    case 'execution.started': {
+      if (e.generation <= s.lastGeneration) return s; // a late predecessor
+      // Where nothing may run (a deleted task or session, an archived task), the execution is
+      // recorded only so that it is stopped.
+      const stopping: ExecutionStopReason | null =
+        task === 'deleted'
+          ? 'task_deleted'
+          : s.deleted
+            ? 'session_deleted'
+            : task === 'archived'
+              ? 'task_archived'
+              : null;
+      const startsRequested = s.requestedExecution === e.executionId;
+      const lateStart =
+        s.failure !== null &&
+        s.failure.reason === 'no_worker' &&
+        s.failure.executionId === e.executionId;
       return {
         ...retireExecution(s),
         lastGeneration: e.generation,
@@ -76,13 +171,18 @@ function step(s: SessionState, e: StreamEntry): SessionState {
           capabilities: null,
           endReason: null,
           hadTurn: false,
+          stopping,
         },
+        requestedExecution: startsRequested ? null : s.requestedExecution,
+        failure: lateStart ? null : s.failure,
       };
+    }
     case 'capabilities.negotiated':
       if (!isLive(s, e)) return s;
       return { ...s, execution: { ...s.execution!, phase: 'ready', capabilities: e.data } };
     case 'execution.ended':
-      if (!isLive(s, e)) return s;
+      // Even a deleted session's execution ends (its stop is then no longer owed).
+      if (!isCurrent(s, e.executionId)) return s;
       return endExecution(s, e.data.reason);
     case 'prompt.dispatched':
       if (!isLive(s, e)) return s;
@@ -98,17 +198,17 @@ function step(s: SessionState, e: StreamEntry): SessionState {
       return onIdle(s, e.data.origin, e.data.admissionGeneration);
     case 'turn.ended':
       if (!isLive(s, e)) return s;
-      return onTurnEnded(countEvent(s), e.data.admissionGeneration);
+      return onTurnEnded(heardFromAgent(s), e.data.admissionGeneration);
     case 'tool.started':
     case 'tool.updated':
       if (!isLive(s, e)) return s;
-      return onTool(countEvent(s), e);
+      return onTool(heardFromAgent(s), e);
     case 'background.started':
       if (!isLive(s, e)) return s;
-      return onBackgroundStarted(countEvent(s), e);
+      return onBackgroundStarted(heardFromAgent(s), e);
     case 'background.ended':
       if (!isLive(s, e)) return s;
-      return onBackgroundEnded(countEvent(s), e);
+      return onBackgroundEnded(heardFromAgent(s), e);
 
     // ----- commands: recorded until the owner decides them ------------------------------------
     case 'prompt.submit': {
@@ -137,6 +237,8 @@ function step(s: SessionState, e: StreamEntry): SessionState {
     case 'session.reset':
     case 'session.delete':
     case 'session.configure':
+    case 'session.force_release':
+    case 'execution.request':
       if (s.pending.some((p) => p.data.commandId === e.data.commandId)) return s;
       return { ...s, pending: [...s.pending, { type: e.type, data: e.data } as PendingCommand] };
 
@@ -160,11 +262,15 @@ function step(s: SessionState, e: StreamEntry): SessionState {
         claimEpoch: next.foregroundEpoch,
         yielded: false,
         heardFromAgent: false,
-        cancelRequested: false,
+        stalled: false,
+        cancel: null,
+        // A handoff takes over the held-open turn only once the agent has it; until then the
+        // claim keeps that turn, which is the session's turn again if the claim never gets there.
+        predecessor: d.mode === 'handoff' ? next.turn : null,
         text,
       };
-      // A handoff replaces the held-open turn: its late end is stale by generation.
-      return d.mode === 'steer' ? { ...next, steer: turn } : { ...next, turn };
+      // A new turn supersedes the last failure; a steer runs inside the current turn.
+      return d.mode === 'steer' ? { ...next, steer: turn } : { ...next, turn, failure: null };
     }
     case 'prompt.queued': {
       const next = setPrompt(answered(s, e.data.commandId), e.data.promptId, 'queued');
@@ -185,7 +291,8 @@ function step(s: SessionState, e: StreamEntry): SessionState {
       const next = answered(s, e.data.commandId);
       const slot = claimSlot(next, e.data.promptId, e.data.admissionGeneration);
       if (!slot || next[slot]!.phase !== 'claimed') return next;
-      return requeueAtHead({ ...next, [slot]: null }, e.data.promptId, next[slot]!.text);
+      const claim = next[slot]!;
+      return requeueAtHead({ ...next, [slot]: claim.predecessor }, claim.promptId, claim.text);
     }
     case 'prompt.promoted': {
       const next = answered(s, e.data.commandId);
@@ -202,73 +309,191 @@ function step(s: SessionState, e: StreamEntry): SessionState {
     case 'turn.cancel_requested': {
       const next = answered(s, e.data.commandId);
       if (!next.turn || next.turn.generation !== e.data.admissionGeneration) return next;
-      return { ...next, turn: { ...next.turn, cancelRequested: true } };
+      return { ...next, turn: { ...next.turn, cancel: e.data.reason } };
     }
     case 'command.rejected':
       return answered(s, e.data.commandId);
     case 'session.configured': {
-      const { admission, steering, queueCapacity } = e.data;
-      return { ...answered(s, e.data.commandId), config: { admission, steering, queueCapacity } };
+      const { admission, steering, queueCapacity, abandonedTurn } = e.data;
+      return {
+        ...answered(s, e.data.commandId),
+        config: { admission, steering, queueCapacity, abandonedTurn },
+      };
     }
     case 'session.was_reset':
-      // Explicit reset owns full cleanup of activity; the queue and the running turn stay.
-      return { ...answered(s, e.data.commandId), background: [], tools: {}, generating: false };
+      // Explicit reset owns full cleanup of activity and stops the execution; the queue and the
+      // running turn stay.
+      return stopExecution(
+        { ...answered(s, e.data.commandId), background: [], tools: {}, generating: false },
+        'session_reset',
+      );
     case 'session.deleted': {
       let next: SessionState = { ...answered(s, e.data.commandId), deleted: true };
       for (const id of next.queue) next = setPrompt(next, id, 'removed');
-      return { ...retireExecution(next), queue: [] };
+      // A claim the agent never got goes with the queue.
+      for (const claim of [s.turn, s.steer]) {
+        if (claim && claim.phase === 'claimed') next = setPrompt(next, claim.promptId, 'removed');
+      }
+      next = { ...retireExecution(next), queue: [], requestedExecution: null, failure: null };
+      return stopExecution(next, 'session_deleted');
+    }
+    case 'session.force_released': {
+      // An operator ends whatever holds the session now: a prompt the agent has is cancelled, a
+      // claim it never got goes back to the head of the queue; its activity is cleared and its
+      // execution stopped.
+      let next = answered(s, e.data.commandId);
+      const held = [s.turn, s.turn ? s.turn.predecessor : null, s.steer];
+      for (const t of held) {
+        if (!t) continue;
+        next =
+          t.phase === 'claimed'
+            ? requeueAtHead(next, t.promptId, t.text)
+            : setPrompt(next, t.promptId, 'force_released');
+      }
+      next = {
+        ...next,
+        turn: null,
+        steer: null,
+        background: [],
+        tools: {},
+        generating: false,
+        failure: s.turn
+          ? { reason: 'force_released', promptId: s.turn.promptId }
+          : { reason: 'force_released' },
+      };
+      return stopExecution(next, 'force_released');
     }
     case 'execution.lost':
-      if (!s.execution || s.execution.id !== e.data.executionId || s.execution.phase === 'ended')
-        return s;
+      if (!isCurrent(s, e.data.executionId)) return s;
       return endExecution(s, 'lost');
-    case 'turn.stalled':
-      return { ...s, stallAdvised: Math.max(s.stallAdvised, e.data.admissionGeneration) };
-    case 'turn.abandoned':
+    case 'turn.stalled': {
+      // Advised once per silence: the running turn is marked stalled until the agent speaks.
+      const t = s.turn;
+      const silences =
+        t !== null &&
+        t.generation === e.data.admissionGeneration &&
+        t.phase === 'dispatched' &&
+        !t.stalled;
+      if (!silences && e.data.admissionGeneration <= s.stallAdvised) return s;
+      return {
+        ...s,
+        stallAdvised: Math.max(s.stallAdvised, e.data.admissionGeneration),
+        turn: silences ? { ...t, stalled: true } : t,
+      };
+    }
+    case 'turn.abandoned': {
       if (!s.turn || s.turn.generation !== e.data.admissionGeneration) return s;
-      return onTurnEnded(s, e.data.admissionGeneration);
+      const next: SessionState = {
+        ...setPrompt(onTurnEnded(s, e.data.admissionGeneration), e.data.promptId, 'abandoned'),
+        failure: { reason: 'turn_abandoned', promptId: e.data.promptId },
+      };
+      return e.data.then === 'stop_execution' ? stopExecution(next, 'turn_abandoned') : next;
+    }
+    case 'turn.cancel_timed_out': {
+      const t = s.turn;
+      if (!t || t.generation !== e.data.admissionGeneration || t.phase !== 'dispatched') return s;
+      // The turn ends without the agent; a steer the agent has goes down with the execution, one
+      // it never got waits (claimed) for the execution's end to requeue it.
+      const next: SessionState = {
+        ...setPrompt(s, t.promptId, 'cancel_timed_out'),
+        turn: null,
+        steer: s.steer && s.steer.phase === 'dispatched' ? null : s.steer,
+        generating: false,
+        failure: { reason: 'cancel_timeout', promptId: t.promptId },
+      };
+      return stopExecution(markHadTurn(next), 'cancel_timeout');
+    }
+    case 'foreground.quiesced':
+      // Only output outside any turn decays, and only the burst the timer was raised for.
+      if (!s.generating || s.turn || s.steer || s.foregroundEpoch !== e.data.foregroundEpoch)
+        return s;
+      return { ...s, generating: false };
+    case 'execution.requested': {
+      const next = answered(s, e.data.commandId);
+      // A request folded after its execution already started waits for nothing.
+      const started = s.execution !== null && s.execution.id === e.data.executionId;
+      return {
+        ...next,
+        requestedExecution: started ? s.requestedExecution : e.data.executionId,
+        failure: s.failure && s.failure.reason === 'no_worker' ? null : s.failure,
+      };
+    }
+    case 'execution.request_expired':
+      if (s.requestedExecution !== e.data.executionId) return s;
+      return {
+        ...s,
+        requestedExecution: null,
+        failure: { reason: 'no_worker', executionId: e.data.executionId },
+      };
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 
+/** The session's execution, not ended (possibly a deleted session's, which is being stopped). */
+function isCurrent(s: SessionState, executionId: string): boolean {
+  return s.execution !== null && s.execution.id === executionId && s.execution.phase !== 'ended';
+}
+
 /** Facts count only from the live execution: late entries of a predecessor change nothing. */
 function isLive(s: SessionState, e: { executionId: string }): boolean {
-  return (
-    !s.deleted &&
-    s.execution !== null &&
-    s.execution.id === e.executionId &&
-    s.execution.phase !== 'ended'
-  );
+  return !s.deleted && isCurrent(s, e.executionId);
 }
 
-function countEvent(s: SessionState): SessionState {
-  if (!s.turn || s.turn.phase !== 'dispatched' || s.turn.heardFromAgent) return s;
-  return { ...s, turn: { ...s.turn, heardFromAgent: true } };
+/** The owner is to stop the live execution; the first reason given is the one it gives. */
+function stopExecution(s: SessionState, reason: ExecutionStopReason): SessionState {
+  const x = s.execution;
+  if (!x || x.phase === 'ended' || x.stopping !== null) return s;
+  return { ...s, execution: { ...x, stopping: reason } };
 }
 
-/** Foreground output. Most entries of a stream are this, so an unchanged session is returned as is. */
+function markHadTurn(s: SessionState): SessionState {
+  return s.execution ? { ...s, execution: { ...s.execution, hadTurn: true } } : s;
+}
+
+/** Any agent fact: the dispatched turn has been heard from, and is not silent any more. */
+function heardFromAgent(s: SessionState): SessionState {
+  if (!s.turn || s.turn.phase !== 'dispatched') return s;
+  if (s.turn.heardFromAgent && !s.turn.stalled) return s;
+  return { ...s, turn: { ...s.turn, heardFromAgent: true, stalled: false } };
+}
+
+/**
+ * Foreground output: generating (a new foreground epoch if it was not). It is news from the agent
+ * for a dispatched turn, and undoes any yield: the turn's, and that of the held-open turn behind a
+ * handoff claim.
+ */
 function foregroundOutput(s: SessionState): SessionState {
   const t = s.turn;
-  const turnChanges = t !== null && (t.yielded || (t.phase === 'dispatched' && !t.heardFromAgent));
-  if (s.generating && !turnChanges) return s;
   return {
     ...s,
     generating: true,
     foregroundEpoch: s.generating ? s.foregroundEpoch : s.foregroundEpoch + 1,
-    turn: turnChanges
-      ? { ...t, yielded: false, heardFromAgent: t.heardFromAgent || t.phase === 'dispatched' }
-      : t,
+    turn: t && {
+      ...t,
+      yielded: false,
+      heardFromAgent: t.heardFromAgent || t.phase === 'dispatched',
+      stalled: false,
+      predecessor: t.predecessor && { ...t.predecessor, yielded: false },
+    },
   };
 }
 
 function onIdle(s: SessionState, origin: string, generation: number | undefined): SessionState {
-  const next = { ...countEvent(s), generating: false };
-  const t = next.turn;
-  // Only the human cycle of the running prompt yields the foreground; autonomous cycles
-  // (task notifications, wake-ups) end themselves and nothing else.
-  if (origin === 'human' && t && t.phase === 'dispatched' && generation === t.generation) {
-    return { ...next, turn: { ...t, yielded: true } };
+  const t = s.turn;
+  const next = { ...s, generating: false };
+  if (t && t.phase === 'dispatched') {
+    // Only the human cycle of the running prompt yields the foreground; autonomous cycles
+    // (task notifications, wake-ups) end themselves and nothing else.
+    const yields = origin === 'human' && generation === t.generation;
+    return {
+      ...next,
+      turn: { ...t, heardFromAgent: true, stalled: false, yielded: t.yielded || yields },
+    };
+  }
+  // The held-open turn behind a handoff claim yields by its own human idle.
+  if (t && t.predecessor && origin === 'human' && generation === t.predecessor.generation) {
+    return { ...next, turn: { ...t, predecessor: { ...t.predecessor, yielded: true } } };
   }
   return next;
 }
@@ -276,18 +501,23 @@ function onIdle(s: SessionState, origin: string, generation: number | undefined)
 function onDispatched(s: SessionState, promptId: string, generation: number): SessionState {
   const slot = claimSlot(s, promptId, generation);
   if (!slot || s[slot]!.phase !== 'claimed') return s;
-  // The agent has the prompt: its text is no longer needed for (re-)delivery.
-  return { ...s, [slot]: { ...s[slot]!, phase: 'dispatched', text: null } };
+  // The agent has the prompt: its text is no longer needed for (re-)delivery, and a handoff has
+  // now replaced the turn it was claimed over.
+  return { ...s, [slot]: { ...s[slot]!, phase: 'dispatched', text: null, predecessor: null } };
 }
 
 function onDispatchFailed(s: SessionState, promptId: string, generation: number): SessionState {
   const slot = claimSlot(s, promptId, generation);
   if (!slot || s[slot]!.phase !== 'claimed') return s;
   const claim = s[slot]!;
-  // Output after the claim means the agent is generating on its own: the gate stays closed
-  // until the next idle boundary instead of reopening under it.
+  // A handoff that never got to the agent leaves the agent's held-open turn as the session's turn,
+  // as it stands now. Otherwise output after the claim means the agent generates on its own.
   const outputSinceClaim = s.foregroundEpoch !== claim.claimEpoch;
-  const next: SessionState = { ...s, [slot]: null, generating: s.generating || outputSinceClaim };
+  const next: SessionState = {
+    ...s,
+    [slot]: claim.predecessor,
+    generating: claim.predecessor ? s.generating : s.generating || outputSinceClaim,
+  };
   const record = next.prompts[promptId]!;
   const attempts = record.dispatchAttempts + 1;
   const counted = {
@@ -298,19 +528,24 @@ function onDispatchFailed(s: SessionState, promptId: string, generation: number)
   return requeueAtHead(counted, promptId, claim.text);
 }
 
+/** A turn ends: by the agent (turn.ended) or by the watchdog (abandoned). */
 function onTurnEnded(s: SessionState, generation: number): SessionState {
   let next = s;
   if (next.steer && next.steer.generation === generation) next = { ...next, steer: null };
-  if (!next.turn || next.turn.generation !== generation) return next; // stale: a predecessor's end
+  const t = next.turn;
+  // The held-open turn behind a handoff claim ended: there is nothing to give back any more.
+  if (t && t.predecessor && t.predecessor.generation === generation) {
+    return markHadTurn({ ...next, turn: { ...t, predecessor: null }, generating: false });
+  }
+  if (!t || t.generation !== generation) return next; // stale: a predecessor's end
   // A steer delivered into this turn carries on as the foreground turn.
   const successor = next.steer && next.steer.phase === 'dispatched' ? next.steer : null;
-  return {
+  return markHadTurn({
     ...next,
     turn: successor,
     steer: successor ? null : next.steer,
     generating: false,
-    execution: next.execution && { ...next.execution, hadTurn: true },
-  };
+  });
 }
 
 function onTool(
@@ -393,7 +628,7 @@ function retireExecution(s: SessionState): SessionState {
     steer: null,
   };
   for (const claim of [s.steer, s.turn]) {
-    if (claim && claim.phase === 'claimed' && !s.deleted)
+    if (claim && claim.phase === 'claimed' && !s.deleted && s.prompts[claim.promptId])
       next = requeueAtHead(next, claim.promptId, claim.text);
   }
   return next;
@@ -426,7 +661,14 @@ function requeueAtHead(s: SessionState, promptId: string, text: string | null): 
   return { ...next, queue: [promptId, ...without(next.queue, promptId)] };
 }
 
-const SETTLED: ReadonlySet<PromptStatus> = new Set(['admitted', 'rejected', 'removed']);
+const SETTLED: ReadonlySet<PromptStatus> = new Set([
+  'admitted',
+  'rejected',
+  'removed',
+  'abandoned',
+  'cancel_timed_out',
+  'force_released',
+]);
 
 /**
  * Sets a prompt's status. A settled prompt drops its text and joins the bounded memory of settled

@@ -9,7 +9,7 @@ import {
 } from '@baton/protocol';
 import { evolve } from './evolve';
 import type { PromptRecord, SessionState, TaskState } from './state';
-import { liveRegistrations, queueEntries, sessionActivity, taskActivity } from './views';
+import { blockedBy, liveRegistrations, queueView, sessionActivity, taskActivity } from './views';
 import { orderTowardBusy } from '../../src/order';
 
 export interface Folded {
@@ -26,6 +26,7 @@ export interface Folded {
 export function fold(state: TaskState, entry: StreamEntry): Folded {
   const next = evolve(state, entry);
   if (next === state) return repeatedSubmit(state, entry);
+  if (!('sessionId' in entry)) return foldTask(state, next, entry);
   const before = state.sessions[entry.sessionId];
   const after = next.sessions[entry.sessionId]!;
   const a0 = before && sessionActivity(before);
@@ -52,6 +53,35 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
   let seq = next.seq;
   const ordered = orderTowardBusy(drafts, a0 ? a0.foregroundActivity : null, a1.foregroundActivity);
   const updates = ordered.map(
+    (d) => ({ v: SCHEMA_VERSION, taskId: next.taskId, seq: ++seq, ...d }) as Update,
+  );
+  return { state: { ...next, seq }, updates };
+}
+
+/**
+ * A task-wide entry: the task's status if it changed, then what changed in each of its sessions
+ * (in the order the task holds them), then the task's aggregate.
+ */
+function foldTask(state: TaskState, next: TaskState, entry: StreamEntry): Folded {
+  const drafts: UnsequencedUpdate[] = [];
+  if (next.status !== state.status)
+    drafts.push({ type: 'task.status', data: { status: next.status } });
+  for (const [id, after] of Object.entries(next.sessions)) {
+    const before = state.sessions[id]!;
+    drafts.push(
+      ...sessionChanges(before, after, sessionActivity(before), sessionActivity(after), entry),
+    );
+  }
+  const taskBefore = taskActivity(state);
+  const taskAfter = taskActivity(next);
+  if (
+    taskBefore.foregroundActivity !== taskAfter.foregroundActivity ||
+    taskBefore.activeSubagentCount !== taskAfter.activeSubagentCount
+  ) {
+    drafts.push({ type: 'task.activity', data: taskAfter });
+  }
+  let seq = next.seq;
+  const updates = drafts.map(
     (d) => ({ v: SCHEMA_VERSION, taskId: next.taskId, seq: ++seq, ...d }) as Update,
   );
   return { state: { ...next, seq }, updates };
@@ -107,7 +137,8 @@ function sessionChanges(
     a0.activeSubagentCount !== a1.activeSubagentCount ||
     a0.supportsSteering !== a1.supportsSteering ||
     a0.runningGeneration !== a1.runningGeneration ||
-    a0.admission !== a1.admission
+    a0.admission !== a1.admission ||
+    JSON.stringify(a0.attention) !== JSON.stringify(a1.attention)
   ) {
     out.push({ type: 'session.activity', data: { sessionId, ...a1 } });
   }
@@ -117,23 +148,17 @@ function sessionChanges(
     !before ||
     before.queue !== after.queue ||
     before.autoRun !== after.autoRun ||
-    before.config.queueCapacity !== after.config.queueCapacity
+    before.config.queueCapacity !== after.config.queueCapacity ||
+    blockedBy(before) !== blockedBy(after)
   ) {
-    out.push({
-      type: 'session.queue',
-      data: {
-        sessionId,
-        autoRun: after.autoRun,
-        capacity: after.config.queueCapacity,
-        entries: queueEntries(after),
-      },
-    });
+    out.push({ type: 'session.queue', data: { sessionId, ...queueView(after) } });
   }
   if (!before || before.background !== after.background)
     out.push(...backgroundChanges(before, after));
   out.push(...promptChanges(before, after, entry));
   if (entry.type === 'command.rejected') out.push(commandFailed(entry));
-  if (entry.type === 'turn.stalled' && before && before.stallAdvised !== after.stallAdvised) {
+  // A turn.stalled entry that changed anything is a new silence (or a first advisory).
+  if (entry.type === 'turn.stalled' && before) {
     out.push({ type: 'turn.stalled', data: { sessionId, ...entry.data } });
   }
   return out;
@@ -170,7 +195,11 @@ function commandFailed(
   };
 }
 
-/** Every change of a prompt's status is announced, correlated by its idempotency key. */
+/**
+ * Every change of a prompt's status is announced, correlated by its idempotency key: first the
+ * prompts that were open (pending, queued, or holding a claim), then the settled ones, each in
+ * submission order.
+ */
 function promptChanges(
   before: SessionState | undefined,
   after: SessionState,
@@ -178,7 +207,17 @@ function promptChanges(
 ): UnsequencedUpdate[] {
   if (before && before.prompts === after.prompts) return [];
   const out: UnsequencedUpdate[] = [];
-  for (const record of Object.values(after.prompts)) {
+  const open = (p: PromptRecord) =>
+    p.status === 'pending' ||
+    p.status === 'queued' ||
+    [before?.turn, before?.steer].some((c) => c?.phase === 'claimed' && c.promptId === p.promptId);
+  const wasOpen = (p: PromptRecord) => {
+    const old = before?.prompts[p.promptId];
+    return old !== undefined && open(old);
+  };
+  const records = Object.values(after.prompts);
+  const ordered = [...records.filter(wasOpen), ...records.filter((p) => !wasOpen(p))];
+  for (const record of ordered) {
     const old = before?.prompts[record.promptId];
     if (old && old.status === record.status) continue;
     const decision = outcome(after, record, entry);
@@ -230,7 +269,32 @@ function outcome(s: SessionState, p: PromptRecord, entry: StreamEntry): PromptOu
     case 'removed':
       return {
         outcome: 'removed',
-        reason: entry.type === 'prompt.removed' ? entry.data.reason : 'session_deleted',
+        reason:
+          entry.type === 'prompt.removed'
+            ? entry.data.reason
+            : entry.type === 'task.deleted'
+              ? 'task_deleted'
+              : entry.type === 'task.archived'
+                ? 'task_archived'
+                : 'session_deleted',
+      };
+    case 'abandoned':
+      return {
+        outcome: 'failed',
+        reason: 'abandoned',
+        message: 'the agent never started this prompt (no event by the stall threshold)',
+      };
+    case 'cancel_timed_out':
+      return {
+        outcome: 'cancelled',
+        reason: 'cancel_timeout',
+        message: 'the agent did not answer the cancel in time: its execution was stopped',
+      };
+    case 'force_released':
+      return {
+        outcome: 'cancelled',
+        reason: 'force_released',
+        message: 'an operator force-released the session',
       };
   }
 }

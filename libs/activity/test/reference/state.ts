@@ -1,11 +1,15 @@
 // Reference copy (before the performance work) for test/equivalence.spec.ts: the naive oracle.
 import type {
+  AbandonedTurnPolicy,
   AdmissionMode,
   AdmissionPolicy,
   BackgroundWork,
   Capabilities,
   Command,
+  ExecutionStopReason,
   PromptOrigin,
+  TaskEntry,
+  TaskStatus,
 } from '@baton/protocol';
 
 /**
@@ -17,20 +21,32 @@ export interface TaskState {
   readonly taskId: string;
   /** Sequence of the last update this state published; the next update gets `seq + 1`. */
   readonly seq: number;
+  /** active, archived (no prompts, nothing runs), deleted (a tombstone, for good). */
+  readonly status: TaskStatus;
+  /** Task-wide commands (archive, unarchive, delete) not yet answered, in stream order. */
+  readonly pending: readonly PendingTaskCommand[];
   readonly sessions: Readonly<Record<string, SessionState>>;
 }
+
+export type PendingTaskCommand = Pick<
+  Extract<TaskEntry, { type: 'task.archive' | 'task.unarchive' | 'task.delete' }>,
+  'type' | 'data'
+>;
 
 export interface SessionConfig {
   readonly admission: AdmissionPolicy;
   readonly steering: boolean;
   /** 0 means unlimited. */
   readonly queueCapacity: number;
+  /** What happens to the execution of a turn that never started. */
+  readonly abandonedTurn: AbandonedTurnPolicy;
 }
 
 export const DEFAULT_SESSION_CONFIG: SessionConfig = Object.freeze({
   admission: 'coarse',
   steering: false,
   queueCapacity: 10,
+  abandonedTurn: 'stop_execution',
 });
 
 /** A dispatch that failed before reaching the agent is retried this many times in all. */
@@ -49,6 +65,8 @@ export interface ExecutionState {
   readonly endReason: ExecutionEndReason | null;
   /** True once a turn has ended on this execution (waiting for input rather than fresh). */
   readonly hadTurn: boolean;
+  /** Why the owner is stopping it (the first reason given wins); null while it may run. */
+  readonly stopping: ExecutionStopReason | null;
 }
 
 /**
@@ -67,7 +85,12 @@ export interface Turn {
   readonly yielded: boolean;
   /** An agent fact arrived since dispatch (the stall watchdog's "no agent event at all"). */
   readonly heardFromAgent: boolean;
-  readonly cancelRequested: boolean;
+  /** The watchdog advised a silence on it; any agent fact ends the silence. */
+  readonly stalled: boolean;
+  /** Why a cancel of it was decided, if one was. */
+  readonly cancel: 'user' | 'send_now' | null;
+  /** For a handoff claim not yet dispatched: the held-open turn it would replace. */
+  readonly predecessor: Turn | null;
   /**
    * The prompt's text while the claim waits for dispatch: the owner delivers it from here (again,
    * after a failover). Null once dispatched.
@@ -87,7 +110,15 @@ export interface Registration {
   readonly presumedEnded: boolean;
 }
 
-export type PromptStatus = 'pending' | 'queued' | 'admitted' | 'rejected' | 'removed';
+export type PromptStatus =
+  | 'pending'
+  | 'queued'
+  | 'admitted'
+  | 'rejected'
+  | 'removed'
+  | 'abandoned'
+  | 'cancel_timed_out'
+  | 'force_released';
 
 export interface PromptRecord {
   readonly promptId: string;
@@ -135,17 +166,26 @@ export interface SessionState {
   readonly pending: readonly PendingCommand[];
   /** Highest admission generation that got its stall advisory. */
   readonly stallAdvised: number;
+  /** The execution id asked for and not started yet. */
+  readonly requestedExecution: string | null;
+  /** The last failure of a turn or an execution request, shown until something supersedes it. */
+  readonly failure: {
+    readonly reason: 'turn_abandoned' | 'cancel_timeout' | 'force_released' | 'no_worker';
+    readonly promptId?: string;
+    readonly executionId?: string;
+  } | null;
 }
 
 /** A command as the state keeps it until answered: its type and data (distributed over the union). */
-export type PendingCommand = Command extends infer C
-  ? C extends Command
+type SessionCommand = Extract<Command, { sessionId: string }>;
+export type PendingCommand = SessionCommand extends infer C
+  ? C extends SessionCommand
     ? Pick<C, 'type' | 'data'>
     : never
   : never;
 
 export function initialTaskState(taskId: string): TaskState {
-  return { taskId, seq: 0, sessions: {} };
+  return { taskId, seq: 0, status: 'active', pending: [], sessions: {} };
 }
 
 export function initialSessionState(id: string): SessionState {
@@ -169,5 +209,7 @@ export function initialSessionState(id: string): SessionState {
     settled: [],
     pending: [],
     stallAdvised: 0,
+    requestedExecution: null,
+    failure: null,
   };
 }

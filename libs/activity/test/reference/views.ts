@@ -1,8 +1,12 @@
 // Reference copy (before the performance work) for test/equivalence.spec.ts: the naive oracle.
 import type {
+  Attention,
   BackgroundWork,
   ForegroundActivity,
+  PromptOrigin,
+  QueueReason,
   QueueEntryView,
+  QueueView,
   SessionActivityView,
   SessionState as CoarseState,
   SessionView,
@@ -51,9 +55,10 @@ export function foregroundActivity(s: SessionState): ForegroundActivity {
   return liveRegistrations(s).length > 0 ? 'background' : null;
 }
 
+/** Running means a turn (or a steer): output outside any turn is shown, but is no turn. */
 export function coarseState(s: SessionState): CoarseState {
   if (s.deleted) return 'cancelled';
-  if (s.turn || s.steer || s.generating) return 'running';
+  if (s.turn || s.steer) return 'running';
   const x = s.execution;
   if (!x) return 'created';
   switch (x.phase) {
@@ -89,6 +94,94 @@ export function supportsSteering(s: SessionState): boolean {
   );
 }
 
+export type Gate =
+  | { readonly open: true; readonly mode: 'turn' | 'handoff' }
+  | { readonly open: false; readonly reason: QueueReason };
+
+/**
+ * Check-and-claim, as one pure read: the admission decision that passes it is also the claim,
+ * and nothing passes again until that claim is dispatched and its turn ends, fails or is released.
+ * Only a turn (or a steer) holds it: output outside any turn is shown, never waited for.
+ */
+export function gate(s: SessionState, origin: PromptOrigin): Gate {
+  const x = s.execution;
+  if (x && x.phase !== 'ended' && x.stopping !== null)
+    return { open: false, reason: 'execution_stopping' };
+  if (!x || x.phase !== 'ready')
+    return { open: false, reason: s.requestedExecution ? 'waiting_for_worker' : 'no_execution' };
+  if (!s.turn && !s.steer) return { open: true, mode: 'turn' };
+  // A human successor may take an attested, generation-matched yield; synthetic prompts never do.
+  if (origin === 'human' && yieldedToAttestedWork(s)) return { open: true, mode: 'handoff' };
+  return { open: false, reason: 'busy' };
+}
+
+/** Why the head of the queue does not run now; null when nothing is queued or it can run. */
+export function blockedBy(s: SessionState): QueueReason | null {
+  if (s.deleted || s.queue.length === 0) return null;
+  const head = s.prompts[s.queue[0]!]!;
+  if (!s.autoRun && !head.sendNow) return 'auto_run_off';
+  const g = gate(s, head.origin);
+  return g.open ? null : g.reason;
+}
+
+const FAILED: Record<NonNullable<SessionState['failure']>['reason'], string> = {
+  turn_abandoned: 'the agent never started the last prompt (no event by the stall threshold)',
+  cancel_timeout: 'the agent did not answer a cancel in time: its execution was stopped',
+  force_released: 'an operator force-released the session: its execution was stopped',
+  no_worker: 'no worker started the requested execution in time',
+};
+
+/**
+ * What a person should know about a session, most pressing first: an execution being stopped,
+ * a silent turn, an execution waiting for a worker, queued prompts with no execution to run on,
+ * and last the session's last failure.
+ */
+export function attention(s: SessionState): Attention | null {
+  if (s.deleted) return null;
+  const x = s.execution;
+  const live = x !== null && x.phase !== 'ended';
+  if (live && x.stopping !== null) {
+    const why = x.stopping.split('_').join(' ');
+    return {
+      kind: 'waiting',
+      reason: 'execution_stopping',
+      message: `execution ${x.id} is being stopped (${why})`,
+      executionId: x.id,
+    };
+  }
+  if (s.turn && s.turn.stalled) {
+    return {
+      kind: 'needs_operator',
+      reason: 'turn_stalled',
+      message: 'the agent has been silent on the running prompt: wait, cancel it, or force-release',
+      promptId: s.turn.promptId,
+    };
+  }
+  if (s.requestedExecution !== null) {
+    return {
+      kind: 'waiting',
+      reason: 'waiting_for_worker',
+      message: `execution ${s.requestedExecution} waits for a free worker`,
+      executionId: s.requestedExecution,
+    };
+  }
+  if (!live && s.queue.length > 0) {
+    return {
+      kind: 'needs_operator',
+      reason: 'no_execution',
+      message: 'queued prompts wait for an execution: start one',
+    };
+  }
+  const f = s.failure;
+  if (f === null) return null;
+  const a: Attention = { kind: 'failed', reason: f.reason, message: FAILED[f.reason] };
+  return {
+    ...a,
+    ...(f.promptId !== undefined ? { promptId: f.promptId } : {}),
+    ...(f.executionId !== undefined ? { executionId: f.executionId } : {}),
+  };
+}
+
 export function sessionActivity(s: SessionState): SessionActivityView {
   return {
     state: coarseState(s),
@@ -97,6 +190,16 @@ export function sessionActivity(s: SessionState): SessionActivityView {
     supportsSteering: supportsSteering(s),
     runningGeneration: s.turn ? s.turn.generation : null,
     admission: s.config.admission,
+    attention: attention(s),
+  };
+}
+
+export function queueView(s: SessionState): QueueView {
+  return {
+    autoRun: s.autoRun,
+    capacity: s.config.queueCapacity,
+    entries: queueEntries(s),
+    blockedBy: blockedBy(s),
   };
 }
 
@@ -116,7 +219,7 @@ export function sessionView(s: SessionState): SessionView {
   return {
     sessionId: s.id,
     activity: sessionActivity(s),
-    queue: { autoRun: s.autoRun, capacity: s.config.queueCapacity, entries: queueEntries(s) },
+    queue: queueView(s),
     backgroundWork: backgroundWork(s),
   };
 }
@@ -154,6 +257,7 @@ export function taskActivity(t: TaskState): TaskActivityView {
 export function taskView(t: TaskState): TaskView {
   return {
     taskId: t.taskId,
+    status: t.status,
     seq: t.seq,
     activity: taskActivity(t),
     sessions: visibleSessions(t).map(sessionView),
