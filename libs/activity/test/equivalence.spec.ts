@@ -46,7 +46,7 @@ const action = fc.oneof(
     }),
   },
   {
-    weight: 14,
+    weight: 18,
     arbitrary: fc.record({
       t: fc.constant('submit' as const),
       // Mostly fresh keys; some retries of a key some way back (remembered or forgotten by now).
@@ -125,16 +125,71 @@ const action = fc.oneof(
       admission: fc.constantFrom('coarse', 'handoff') as fc.Arbitrary<'coarse'>,
       steering: fc.boolean(),
       capacity: fc.constantFrom(0, 3, 10),
+      abandonedTurn: fc.constantFrom(undefined, 'stop_execution', 'continue') as fc.Arbitrary<
+        'continue' | undefined
+      >,
     }),
   },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('reset' as const) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('watchdog' as const) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('stall' as const) }) },
+  // Issue 14: liveness and the task's lifecycle.
+  {
+    weight: 1,
+    arbitrary: fc.record({ t: fc.constant('forceRelease' as const), why: fc.boolean() }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('request' as const),
+      // The next execution (mostly), the live one (a request that raced its start), another one.
+      which: fc.constantFrom('next', 'next', 'next', 'live', 'other'),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ t: fc.constant('startTimeout' as const), stale: fc.boolean() }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('cancelGrace' as const),
+      stale: fc.boolean(),
+      cancelFirst: fc.boolean(),
+    }),
+  },
+  // A prompt the agent never starts: the watchdog finds it silent since dispatch.
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('silent' as const) }) },
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('quiet' as const), stale: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('afterTurn' as const) }) },
+  {
+    // A human prompt over a yield, and the claim's dispatch fails after the held-open turn moved.
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('handoff' as const),
+      n: fc.nat(3),
+      meanwhile: fc.constantFrom('none', 'output', 'idle', 'outputIdle', 'end', 'release'),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('task' as const),
+      op: fc.constantFrom(
+        'task.archive',
+        ...Array.from({ length: 9 }, () => 'task.unarchive' as const),
+      ) as fc.Arbitrary<'task.archive' | 'task.unarchive'>,
+    }),
+  },
 );
 const step = fc.record({
   session: fc.constantFrom('s1', 's1', 's1', 's1', 's2'),
   action,
   deleteRarely: fc.nat(1500),
+  /** The task itself is deleted in about one history in five: everything after meets a tombstone. */
+  deleteTaskRarely: fc.noBias(fc.nat(2500)),
+  /** What the worker does about an execution it is told to stop: later, stop it, or also restart. */
+  worker: fc.nat(5),
 });
 type Step = typeof step extends fc.Arbitrary<infer S> ? S : never;
 const history = fc.array(step, { minLength: 400, maxLength: 800 });
@@ -145,16 +200,33 @@ function play(steps: readonly Step[]): readonly StreamEntry[] {
   const gens: Record<string, number> = {};
   const keys: Record<string, string[]> = {};
   let fresh = 0;
-  owner.command('s1', 'session.configure', { admission: 'handoff' });
+  owner.command('s1', 'session.configure', { admission: 'handoff', abandonedTurn: 'continue' });
   owner.command('s2', 'session.configure', { steering: true, queueCapacity: 0 });
-  for (const { session: sid, action: a, deleteRarely } of steps) {
+  for (const { session: sid, action: a, deleteRarely, deleteTaskRarely, worker } of steps) {
+    const x = owner.state.sessions[sid]?.execution;
+    if (x && x.phase !== 'ended' && x.stopping !== null && worker > 0) {
+      owner.execution(sid, x.id, x.generation).end('cancelled');
+      if (worker >= 2) {
+        gens[sid] = (gens[sid] ?? 0) + 1;
+        owner.execution(sid, `${sid}-e${gens[sid]}`, gens[sid]).start(CAPS[worker - 2]);
+      }
+    }
     const s = owner.state.sessions[sid];
     const gen = gens[sid] ?? 0;
     const exec = (g: number) => owner.execution(sid, `${sid}-e${g}`, g);
     const live = exec(gen);
     const used = (keys[sid] ??= []);
     if (deleteRarely === 0) owner.command(sid, 'session.delete', {});
-    if (gen === 0 && a.t !== 'start' && a.t !== 'submit' && a.t !== 'configure') {
+    if (deleteTaskRarely === 0) owner.taskCommand('task.delete');
+    if (
+      gen === 0 &&
+      a.t !== 'start' &&
+      a.t !== 'submit' &&
+      a.t !== 'configure' &&
+      a.t !== 'request' &&
+      a.t !== 'startTimeout' &&
+      a.t !== 'task'
+    ) {
       gens[sid] = 1;
       exec(1).start(CAPS[0]);
       continue;
@@ -244,6 +316,31 @@ function play(steps: readonly Step[]): readonly StreamEntry[] {
           live.idle('human', s.turn.generation);
         }
         break;
+      case 'handoff': {
+        const t = s?.turn;
+        if (!t) break;
+        if (t.phase === 'claimed') live.dispatch(t.promptId, t.generation);
+        live.subagent(`subagent:${sid}-e${gen}:${a.n}`, true, `tool-${a.n}`);
+        live.idle('human', t.generation);
+        owner.submit(sid, `k${++fresh}`, 'human', `${sid}-p${++fresh}`);
+        const claim = owner.state.sessions[sid]?.turn;
+        if (!claim || claim.mode !== 'handoff' || claim.phase !== 'claimed') break;
+        if (a.meanwhile === 'output' || a.meanwhile === 'outputIdle') live.output();
+        if (a.meanwhile === 'idle' || a.meanwhile === 'outputIdle')
+          live.idle('human', t.generation);
+        if (a.meanwhile === 'end') live.endTurn(t.generation);
+        if (a.meanwhile === 'release')
+          owner.command(sid, 'queue.send_now', {
+            promptId: owner.state.sessions[sid]?.queue[0] ?? claim.promptId,
+          });
+        else
+          live.fact('prompt.dispatch_failed', {
+            promptId: claim.promptId,
+            admissionGeneration: claim.generation,
+            error: 'x',
+          });
+        break;
+      }
       case 'late':
         if (gen > 1) {
           const old = exec(gen - 1);
@@ -277,7 +374,62 @@ function play(steps: readonly Step[]): readonly StreamEntry[] {
           admission: a.admission,
           steering: a.steering,
           queueCapacity: a.capacity,
+          ...(a.abandonedTurn ? { abandonedTurn: a.abandonedTurn } : {}),
         });
+        break;
+      case 'forceRelease':
+        owner.command(sid, 'session.force_release', a.why ? { reason: 'stuck' } : {});
+        break;
+      case 'request':
+        owner.command(sid, 'execution.request', {
+          executionId:
+            a.which === 'next'
+              ? `${sid}-e${gen + 1}`
+              : a.which === 'live'
+                ? `${sid}-e${gen}`
+                : `${sid}-x${fresh}`,
+        });
+        break;
+      case 'startTimeout':
+        owner.decideNow({
+          type: 'execution_start',
+          sessionId: sid,
+          executionId: a.stale || !s?.requested ? `${sid}-e${gen}` : s.requested.executionId,
+        });
+        break;
+      case 'cancelGrace': {
+        if (!s?.turn) break;
+        const { generation } = s.turn;
+        if (a.cancelFirst && s.turn.phase === 'dispatched' && !s.turn.cancel)
+          owner.command(sid, 'session.cancel', {});
+        owner.decideNow({
+          type: 'cancel_grace',
+          sessionId: sid,
+          admissionGeneration: generation - (a.stale ? 1 : 0),
+        });
+        break;
+      }
+      case 'silent': {
+        const t = s?.turn;
+        if (!t) break;
+        if (t.phase === 'claimed') live.dispatch(t.promptId, t.generation);
+        owner.decideNow({ type: 'watchdog', sessionId: sid, admissionGeneration: t.generation });
+        break;
+      }
+      case 'quiet':
+        owner.decideNow({
+          type: 'quiet',
+          sessionId: sid,
+          foregroundEpoch: (s?.foregroundEpoch ?? 0) - (a.stale ? 1 : 0),
+        });
+        break;
+      case 'afterTurn':
+        // The agent carries on after its turn ended: output no turn holds, which decays.
+        if (s?.turn) live.endTurn(s.turn.generation);
+        live.output();
+        break;
+      case 'task':
+        owner.taskCommand(a.op);
         break;
       case 'reset':
         owner.command(sid, 'session.reset', {});
@@ -405,6 +557,71 @@ describe('the optimized fold against the naive reference', () => {
     expect(overflowed).toBeGreaterThanOrEqual(4);
     expect(retriedForgotten).toBeGreaterThan(0);
     expect(retriedRemembered).toBeGreaterThan(0);
+  });
+
+  it("the generator reaches issue 14's entries: task lifecycle, force-release, execution requests, every new timer, both abandoned-turn policies", () => {
+    const seen = new Map<string, number>();
+    const count = (what: string) => seen.set(what, (seen.get(what) ?? 0) + 1);
+    fc.assert(
+      fc.property(history, (steps) => {
+        const entries = play(steps);
+        let st = initialTaskState('t1');
+        for (const e of entries) {
+          count(e.type);
+          if (e.type === 'turn.abandoned') count(`turn.abandoned then ${e.data.then}`);
+          if (e.type === 'prompt.rejected' || e.type === 'command.rejected')
+            count(`${e.type} ${e.data.reason}`);
+          const s = 'sessionId' in e ? st.sessions[e.sessionId] : undefined;
+          // A handoff claim that never reached the agent gives back the turn it was claimed over.
+          if (
+            (e.type === 'prompt.dispatch_failed' || e.type === 'prompt.released') &&
+            s?.turn?.promptId === e.data.promptId &&
+            s.turn.predecessor
+          )
+            count('held-open turn restored');
+          const before = st;
+          st = evolve(st, e);
+          for (const [id, after] of Object.entries(st.sessions)) {
+            const was = before.sessions[id];
+            if (after.execution?.stopping && !was?.execution?.stopping)
+              count(`stopping ${after.execution.stopping}`);
+          }
+        }
+      }),
+      { numRuns: 20, seed: 7 },
+    );
+    const wanted = [
+      'task.archive',
+      'task.archived',
+      'task.unarchive',
+      'task.unarchived',
+      'task.delete',
+      'task.deleted',
+      'task.command_rejected',
+      'prompt.rejected task_archived',
+      'prompt.rejected task_deleted',
+      'command.rejected task_archived',
+      'command.rejected task_deleted',
+      'session.force_release',
+      'session.force_released',
+      'execution.request',
+      'execution.requested',
+      'execution.request_expired',
+      'turn.cancel_timed_out',
+      'foreground.quiesced',
+      'turn.stalled',
+      'turn.abandoned then continue',
+      'turn.abandoned then stop_execution',
+      'held-open turn restored',
+      'stopping session_reset',
+      'stopping session_deleted',
+      'stopping task_archived',
+      'stopping task_deleted',
+      'stopping cancel_timeout',
+      'stopping turn_abandoned',
+      'stopping force_released',
+    ];
+    expect(wanted.filter((what) => !seen.has(what))).toEqual([]);
   });
 
   it('a decision about a prompt remembered only as settled changes what is remembered, as before', () => {
