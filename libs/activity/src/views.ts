@@ -85,6 +85,7 @@ export function supportsSteering(s: SessionState): boolean {
   return (
     s.config.steering &&
     s.execution?.phase === 'ready' &&
+    s.execution.stopping === null &&
     s.execution.capabilities?.promptQueueing === true &&
     s.turn?.phase === 'dispatched' &&
     s.steer === null &&
