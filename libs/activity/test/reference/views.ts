@@ -86,6 +86,8 @@ export function supportsSteering(s: SessionState): boolean {
   return (
     s.config.steering &&
     s.execution?.phase === 'ready' &&
+    // An execution being stopped takes no prompt, a steer no more than a turn.
+    s.execution.stopping === null &&
     s.execution.capabilities?.promptQueueing === true &&
     s.turn?.phase === 'dispatched' &&
     s.steer === null &&
