@@ -158,6 +158,18 @@ const action = fc.oneof(
       cancelFirst: fc.boolean(),
     }),
   },
+  {
+    // Commands that reach the owner together, decided in one batch (task-wide ones first).
+    weight: 1,
+    arbitrary: fc.record({
+      t: fc.constant('batch' as const),
+      op: fc.constantFrom(
+        'task.archive',
+        ...Array.from({ length: 4 }, () => 'task.unarchive' as const),
+      ) as fc.Arbitrary<'task.archive' | 'task.unarchive'>,
+      then: fc.constantFrom('session.reset', 'session.force_release', 'execution.request'),
+    }),
+  },
   // A prompt the agent never starts: the watchdog finds it silent since dispatch.
   { weight: 1, arbitrary: fc.record({ t: fc.constant('silent' as const) }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('quiet' as const), stale: fc.boolean() }) },
@@ -409,6 +421,17 @@ function play(steps: readonly Step[]): readonly StreamEntry[] {
         });
         break;
       }
+      case 'batch':
+        owner.autoDecide = false;
+        owner.submit(sid, `k${++fresh}`, 'human', `${sid}-p${++fresh}`);
+        owner.taskCommand(a.op);
+        owner.submit(sid, `k${++fresh}`, 'agent', `${sid}-p${++fresh}`);
+        if (a.then === 'execution.request')
+          owner.command(sid, a.then, { executionId: `${sid}-e${gen + 1}` });
+        else owner.command(sid, a.then, {});
+        owner.autoDecide = true;
+        owner.decideNow();
+        break;
       case 'silent': {
         const t = s?.turn;
         if (!t) break;
