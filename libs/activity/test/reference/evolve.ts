@@ -538,14 +538,9 @@ function onTurnEnded(s: SessionState, generation: number): SessionState {
     return markHadTurn({ ...next, turn: { ...t, predecessor: null }, generating: false });
   }
   if (!t || t.generation !== generation) return next; // stale: a predecessor's end
-  // A steer delivered into this turn carries on as the foreground turn.
-  const successor = next.steer && next.steer.phase === 'dispatched' ? next.steer : null;
-  return markHadTurn({
-    ...next,
-    turn: successor,
-    steer: successor ? null : next.steer,
-    generating: false,
-  });
+  // A steer carries on as the foreground turn: delivered, it continues this turn; not delivered
+  // yet, it reaches an agent whose turn is over, and is a turn of its own.
+  return markHadTurn({ ...next, turn: next.steer, steer: null, generating: false });
 }
 
 function onTool(

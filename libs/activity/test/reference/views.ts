@@ -135,8 +135,8 @@ const FAILED: Record<NonNullable<SessionState['failure']>['reason'], string> = {
 
 /**
  * What a person should know about a session, most pressing first: an execution being stopped,
- * a silent turn, an execution waiting for a worker, queued prompts with no execution to run on,
- * and last the session's last failure.
+ * a silent turn, an execution waiting for a worker, the session's last failure, and last queued
+ * prompts with no execution to run on.
  */
 export function attention(s: SessionState): Attention | null {
   if (s.deleted) return null;
@@ -167,6 +167,16 @@ export function attention(s: SessionState): Attention | null {
       executionId: s.requestedExecution,
     };
   }
+  // The last failure explains a missing execution better than "start one" does.
+  const f = s.failure;
+  if (f !== null) {
+    const a: Attention = { kind: 'failed', reason: f.reason, message: FAILED[f.reason] };
+    return {
+      ...a,
+      ...(f.promptId !== undefined ? { promptId: f.promptId } : {}),
+      ...(f.executionId !== undefined ? { executionId: f.executionId } : {}),
+    };
+  }
   if (!live && s.queue.length > 0) {
     return {
       kind: 'needs_operator',
@@ -174,14 +184,7 @@ export function attention(s: SessionState): Attention | null {
       message: 'queued prompts wait for an execution: start one',
     };
   }
-  const f = s.failure;
-  if (f === null) return null;
-  const a: Attention = { kind: 'failed', reason: f.reason, message: FAILED[f.reason] };
-  return {
-    ...a,
-    ...(f.promptId !== undefined ? { promptId: f.promptId } : {}),
-    ...(f.executionId !== undefined ? { executionId: f.executionId } : {}),
-  };
+  return null;
 }
 
 export function sessionActivity(s: SessionState): SessionActivityView {
