@@ -96,7 +96,7 @@ function nextTaskDecisions(t: TaskState): DecisionDraft[] {
     return [
       {
         type: 'task.command_rejected',
-        data: { commandId, reason: 'task_deleted', message: `task was deleted` },
+        data: { commandId, reason: 'task_deleted', message: 'the task was deleted' },
       },
     ];
   }

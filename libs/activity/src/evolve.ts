@@ -506,11 +506,16 @@ function step(s: SessionState, e: SessionEntry, task: TaskStatus): Draft | null 
     case 'session.force_released': {
       const d = copySession(s);
       answered(d, e.data.commandId);
-      const running = s.turn;
+      // The failure names the prompt whose turn it ended: the running turn, or the turn a
+      // pending handoff claim would have replaced (a claim itself goes back to the queue).
+      let ended: string | undefined;
       for (const t of [s.turn, s.turn?.predecessor ?? null, s.steer]) {
         if (!t) continue;
         if (t.phase === 'claimed') requeueAtHead(d, t.promptId, t.text);
-        else setPrompt(d, t.promptId, 'force_released');
+        else {
+          setPrompt(d, t.promptId, 'force_released');
+          ended ??= t.promptId;
+        }
       }
       d.turn = null;
       d.steer = null;
@@ -519,9 +524,11 @@ function step(s: SessionState, e: SessionEntry, task: TaskStatus): Draft | null 
       d.foregroundTools = NO_IDS;
       d.childTools = NO_IDS;
       d.generating = false;
-      d.failure = running
-        ? { reason: 'force_released', promptId: running.promptId }
-        : { reason: 'force_released' };
+      d.failure =
+        ended !== undefined
+          ? { reason: 'force_released', promptId: ended }
+          : { reason: 'force_released' };
+      if (ended !== undefined) markHadTurn(d);
       stop(d, 'force_released');
       return d;
     }
@@ -563,9 +570,12 @@ function step(s: SessionState, e: SessionEntry, task: TaskStatus): Draft | null 
       const d = copySession(s);
       setPrompt(d, t.promptId, 'cancel_timed_out');
       d.turn = null;
-      // A steer already in the agent goes down with the execution; one not delivered stays
-      // claimed, and the execution's end gives it back to the queue.
-      if (d.steer && d.steer.phase === 'dispatched') d.steer = null;
+      // A steer already in the agent goes down with the turn, and is told so; one it never got
+      // goes back to the head of the queue (the execution is stopped: nothing runs it there).
+      const steer = s.steer;
+      if (steer && steer.phase === 'dispatched') setPrompt(d, steer.promptId, 'cancel_timed_out');
+      else if (steer) requeueAtHead(d, steer.promptId, steer.text);
+      d.steer = null;
       d.generating = false;
       d.failure = { reason: 'cancel_timeout', promptId: t.promptId };
       markHadTurn(d);

@@ -334,13 +334,18 @@ function promptChanges(
 ): void {
   if (before && before.prompts === after.prompts && before.settled === after.settled) return;
   if (before) for (const id in before.prompts) announce(before, after, id, entry, out);
-  // A force-release settles the prompts of the turns it ends, which no entry field names.
-  if (before && entry.type === 'session.force_released') {
-    for (const t of [before.turn, before.turn?.predecessor ?? null, before.steer])
-      if (t && !before.prompts[t.promptId]) announce(before, after, t.promptId, entry, out);
-  }
   const named = 'promptId' in entry.data ? entry.data.promptId : undefined;
   if (named !== undefined && !before?.prompts[named]) announce(before, after, named, entry, out);
+  // A force-release or a cancel timeout settles prompts of turns it ends that no entry field
+  // names (the steer's, the turn a handoff claim would replace).
+  if (
+    before &&
+    (entry.type === 'session.force_released' || entry.type === 'turn.cancel_timed_out')
+  ) {
+    for (const t of [before.turn, before.turn?.predecessor ?? null, before.steer])
+      if (t && !before.prompts[t.promptId] && t.promptId !== named)
+        announce(before, after, t.promptId, entry, out);
+  }
 }
 
 function announce(

@@ -93,6 +93,23 @@ describe('a cancel the agent never answers', () => {
     });
   });
 
+  it('a steer the agent already had is told it was cancelled too; one it never got goes back to the queue', () => {
+    const o = new Owner();
+    o.command('s1', 'session.configure', { steering: true });
+    const x = o.execution('s1', 'e1', 1);
+    x.start(CLAUDE_CAPS);
+    const a = o.submit('s1', 'a');
+    x.dispatch(a, 1);
+    x.output();
+    const b = o.submit('s1', 'b');
+    expect(o.session().steer).toMatchObject({ promptId: b, phase: 'claimed' });
+    x.dispatch(b, 2);
+    o.command('s1', 'session.cancel', {});
+    o.decideNow({ type: 'cancel_grace', sessionId: 's1', admissionGeneration: 1 });
+    expect(outcomes(o, b).at(-1)).toMatchObject({ outcome: 'cancelled', reason: 'cancel_timeout' });
+    expect(o.session().steer).toBeNull();
+  });
+
   it('a cancel the agent does answer in time needs no timeout', () => {
     const { o, x } = running();
     o.command('s1', 'session.cancel', {});
@@ -126,6 +143,8 @@ describe('force-release', () => {
     o.command('s1', 'session.force_release', {});
     expect(o.session().queue).toEqual([a]);
     expect(outcomes(o, a).at(-1)).toMatchObject({ outcome: 'queued', reason: 'released' });
+    // The failure names no prompt: nothing the agent had was ended.
+    expect(o.session().failure).toEqual({ reason: 'force_released' });
   });
 });
 

@@ -92,7 +92,7 @@ function answerTask(t: TaskState, c: TaskState['pending'][number]): DecisionDraf
       if (t.status === 'deleted')
         return {
           type: 'task.command_rejected',
-          data: { commandId, reason: 'task_deleted', message: 'task was deleted' },
+          data: { commandId, reason: 'task_deleted', message: 'the task was deleted' },
         };
       return {
         type: c.type === 'task.archive' ? 'task.archived' : 'task.unarchived',

@@ -343,6 +343,7 @@ function step(s: SessionState, e: Exclude<StreamEntry, TaskEntry>, task: TaskSta
       // execution stopped.
       let next = answered(s, e.data.commandId);
       const held = [s.turn, s.turn ? s.turn.predecessor : null, s.steer];
+      const cancelled = held.filter((t) => t !== null && t.phase === 'dispatched');
       for (const t of held) {
         if (!t) continue;
         next =
@@ -357,10 +358,12 @@ function step(s: SessionState, e: Exclude<StreamEntry, TaskEntry>, task: TaskSta
         background: [],
         tools: {},
         generating: false,
-        failure: s.turn
-          ? { reason: 'force_released', promptId: s.turn.promptId }
-          : { reason: 'force_released' },
+        failure:
+          cancelled.length > 0
+            ? { reason: 'force_released', promptId: cancelled[0]!.promptId }
+            : { reason: 'force_released' },
       };
+      if (cancelled.length > 0) next = markHadTurn(next);
       return stopExecution(next, 'force_released');
     }
     case 'execution.lost':
@@ -392,12 +395,16 @@ function step(s: SessionState, e: Exclude<StreamEntry, TaskEntry>, task: TaskSta
     case 'turn.cancel_timed_out': {
       const t = s.turn;
       if (!t || t.generation !== e.data.admissionGeneration || t.phase !== 'dispatched') return s;
-      // The turn ends without the agent; a steer the agent has goes down with the execution, one
+      // The turn ends without the agent; a steer the agent has goes down with it (and is told), one
       // it never got waits (claimed) for the execution's end to requeue it.
+      let ended = setPrompt(s, t.promptId, 'cancel_timed_out');
+      if (s.steer && s.steer.phase === 'dispatched')
+        ended = setPrompt(ended, s.steer.promptId, 'cancel_timed_out');
+      else if (s.steer) ended = requeueAtHead(ended, s.steer.promptId, s.steer.text);
       const next: SessionState = {
-        ...setPrompt(s, t.promptId, 'cancel_timed_out'),
+        ...ended,
         turn: null,
-        steer: s.steer && s.steer.phase === 'dispatched' ? null : s.steer,
+        steer: null,
         generating: false,
         failure: { reason: 'cancel_timeout', promptId: t.promptId },
       };
