@@ -1,5 +1,4 @@
 import {
-  isTaskEntry,
   type Capabilities,
   type EntryOf,
   type ExecutionStopReason,
@@ -46,7 +45,9 @@ export function evolve(state: TaskState, entry: StreamEntry): TaskState {
   if (entry.taskId !== state.taskId) {
     throw new Error(`entry of task ${entry.taskId} folded into task ${state.taskId}`);
   }
-  if (isTaskEntry(entry)) return evolveTask(state, entry);
+  // Task-wide entries name no session (checked inline: an imported function is a getter call
+  // per entry under tsx).
+  if (!('sessionId' in entry)) return evolveTask(state, entry);
   const before = sessionOf(state, entry.sessionId);
   const after = evolveSession(before, entry, state.status);
   if (after === before && state.sessions[entry.sessionId]) return state;

@@ -1,6 +1,5 @@
 import {
   SCHEMA_VERSION,
-  isTaskEntry,
   type ForegroundActivity,
   type TaskEntry,
   type PromptOutcome,
@@ -52,7 +51,9 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
   if (entry.taskId !== state.taskId) {
     throw new Error(`entry of task ${entry.taskId} folded into task ${state.taskId}`);
   }
-  if (isTaskEntry(entry)) return foldTask(state, entry);
+  // Task-wide entries name no session (checked inline: an imported function is a getter call
+  // per entry under tsx).
+  if (!('sessionId' in entry)) return foldTask(state, entry);
   const sessionId = entry.sessionId;
   const before: SessionState | undefined = state.sessions[sessionId];
   const after = evolveSession(before ?? sessionOf(state, sessionId), entry, state.status);
@@ -254,15 +255,17 @@ function sessionChanges(
       },
     });
   }
-  const blockedBy = after.queue.length > 0 ? queueBlockedBy(after) : null;
   // A new session's queue is published with it: a client that saw the task before the session
-  // existed must not have to know the defaults (capacity) to build the session's view.
+  // existed must not have to know the defaults (capacity) to build the session's view. Why its
+  // head waits can change only with the activity's inputs or the head prompt's record.
   if (
     !before ||
     before.queue !== after.queue ||
     before.autoRun !== after.autoRun ||
     before.config.queueCapacity !== after.config.queueCapacity ||
-    (before.queue.length > 0 ? queueBlockedBy(before) : null) !== blockedBy
+    (after.queue.length > 0 &&
+      (a1 !== undefined || before.prompts !== after.prompts) &&
+      queueBlockedBy(before) !== queueBlockedBy(after))
   ) {
     out.push({
       type: 'session.queue',
@@ -271,7 +274,7 @@ function sessionChanges(
         autoRun: after.autoRun,
         capacity: after.config.queueCapacity,
         entries: queueEntries(after),
-        blockedBy,
+        blockedBy: queueBlockedBy(after),
       },
     });
   }
