@@ -6,6 +6,8 @@ export const SchemaVersion = z.literal(SCHEMA_VERSION);
 
 /** Opaque identifiers chosen by clients, workers or agents. Bounded so one entry stays small. */
 export const Id = z.string().min(1).max(200);
+/** A Redis stream entry id, `<ms>-<n>` (a position in a task stream). */
+export const StreamId = z.string().regex(/^\d{1,20}-\d{1,20}$/);
 export const IsoTime = z.iso.datetime({ offset: true });
 /** Provider-specific detail, as in ACP and AHP. */
 export const Meta = z.record(z.string(), z.unknown());

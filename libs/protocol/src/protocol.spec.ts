@@ -6,6 +6,8 @@ import {
   InboxMessage,
   StreamEntry,
   Update,
+  endsGroup,
+  groupOf,
   FACT_TYPES,
   COMMAND_TYPES,
   DECISION_TYPES,
@@ -124,6 +126,30 @@ describe('protocol', () => {
   it('classifies every entry type exactly once', () => {
     const all = [...FACT_TYPES, ...COMMAND_TYPES, ...DECISION_TYPES];
     expect(new Set(all).size).toBe(all.length);
+  });
+
+  it('stamps the updates of one entry as its group, and reads updates published before groups', () => {
+    const u = (seq: number) =>
+      ({
+        v: 1,
+        taskId: 't',
+        seq,
+        type: 'session.deleted',
+        data: { sessionId: 's' },
+      }) as const;
+    const group = groupOf('1733-0', [u(4), u(5), u(6)]);
+    expect(group.map((g) => [g.seq, g.entry, g.last])).toEqual([
+      [4, '1733-0', false],
+      [5, '1733-0', false],
+      [6, '1733-0', true],
+    ]);
+    for (const g of group) expect(Update.parse(g)).toEqual(g);
+    expect(group.map(endsGroup)).toEqual([false, false, true]);
+    // Published before groups existed: no entry, no marker, a group of its own.
+    expect(Update.parse(u(1))).toEqual(u(1));
+    expect(endsGroup(u(1))).toBe(true);
+    expect(Update.safeParse({ ...u(1), entry: 'x', last: true }).success).toBe(false);
+    expect(Update.safeParse({ ...u(1), entry: '1-0', last: 'yes' }).success).toBe(false);
   });
 
   it('validates AHP background work updates', () => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { TaskKey } from './task-key';
-import { AdmissionMode, Id, SchemaVersion, TaskStatus } from './common';
+import { AdmissionMode, Id, SchemaVersion, StreamId, TaskStatus } from './common';
 import { BackgroundWork } from './background-work';
 import { QueueReason, RejectReason, RemoveReason } from './entries';
 import { QueueView, SessionActivityView, TaskActivityView } from './views';
@@ -9,12 +9,23 @@ import { QueueView, SessionActivityView, TaskActivityView } from './views';
  * Updates published to clients, one per visible change, in a per-task sequence with no gaps.
  * The sequence belongs to the folded state: any replica that folds the same stream publishes the
  * same update under the same sequence.
+ *
+ * The updates one task stream entry causes form a group (consecutive seqs): each carries the
+ * entry's stream id (`entry`), and the group's last one carries `last: true`. A client applies a
+ * group as one change, when its last update arrives, so it never shows a state between two
+ * updates of one entry. Both are optional on read only: updates published before they existed
+ * lack them, and an update without `last` is a group of its own. Publishers always set both
+ * ({@link GroupedUpdate}).
  */
 const update = <T extends string, D extends z.ZodType>(type: T, data: D) =>
   z.object({
     v: SchemaVersion,
     taskId: TaskKey,
     seq: z.number().int().positive(),
+    /** Id of the task stream entry the update comes from, e.g. "1733000000000-0". */
+    entry: StreamId.optional(),
+    /** True on the last update of its entry's group (absent: true). */
+    last: z.boolean().optional(),
     type: z.literal(type),
     data,
   });
@@ -95,9 +106,24 @@ export const UPDATE_SCHEMAS = [
 export const Update = z.discriminatedUnion('type', [...UPDATE_SCHEMAS]);
 export type Update = z.infer<typeof Update>;
 export type UpdateType = Update['type'];
-/** An update before the projector stamps it with the task's next sequence. */
+/** An update before the projector stamps it with the task's next sequence and its entry. */
 export type UnsequencedUpdate = Update extends infer U
   ? U extends Update
-    ? Omit<U, 'seq' | 'v' | 'taskId'>
+    ? Omit<U, 'seq' | 'v' | 'taskId' | 'entry' | 'last'>
     : never
   : never;
+
+/** An update as published: with its entry's position and the group's end marked. */
+export type GroupedUpdate = Update & { readonly entry: string; readonly last: boolean };
+
+/**
+ * The updates of one entry (the stream entry `entry`), stamped as its group: every one names the
+ * entry, the last one is marked `last`. The group is exactly what folding that entry gave.
+ */
+export function groupOf(entry: string, updates: readonly Update[]): GroupedUpdate[] {
+  const n = updates.length;
+  return updates.map((u, i) => ({ ...u, entry, last: i === n - 1 }));
+}
+
+/** Whether an update ends its group (one without the marker, as published before it, does). */
+export const endsGroup = (u: { readonly last?: boolean }): boolean => u.last !== false;
