@@ -102,6 +102,8 @@ async function fanout(redisUrl: string): Promise<BenchResult[]> {
       v: SCHEMA_VERSION,
       taskId,
       seq: ++seq,
+      entry: `${seq}-0`,
+      last: true,
       type: 'session.activity',
       data: {
         sessionId: `s${i % 10}`,

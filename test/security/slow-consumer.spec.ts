@@ -50,6 +50,8 @@ const update = (seq: number): Update => ({
   v: SCHEMA_VERSION,
   taskId: KEY,
   seq,
+  entry: `${seq}-0`,
+  last: true,
   type: 'chat/backgroundWorkSet',
   data: {
     sessionId: 's1',

@@ -298,7 +298,12 @@ export class TaskOwner {
   private apply(id: string, entry: StreamEntry): void {
     const f = fold(this.state, entry);
     this.state = f.state;
-    for (const u of f.updates) if (u.seq > this.publishedSeq) this.unpublished.push(u);
+    // The entry's updates are one group (groupOf): each names the entry, the last closes it.
+    const n = f.updates.length;
+    for (let i = 0; i < n; i++) {
+      const u = f.updates[i]!;
+      if (u.seq > this.publishedSeq) this.unpublished.push({ ...u, entry: id, last: i === n - 1 });
+    }
     if ('executionId' in entry) this.lastAgentAt.set(entry.sessionId, performance.now());
     this.lastId = id;
     this.entriesSinceSnapshot += 1;

@@ -2,7 +2,7 @@
 // after a takeover, the write fence, timers (execution leases, watchdog), snapshots and recovery,
 // inbox cancels and stops, readiness, options and metrics.
 import { decide, fold, stateFromSnapshot, taskView } from '@baton/activity';
-import { SCHEMA_VERSION, type StreamEntry } from '@baton/protocol';
+import { SCHEMA_VERSION, groupOf, type StreamEntry } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-harness';
 import { EventStore, connectRedis, type StoredEntry } from '@baton/store';
 import { startProjector, type ProjectorHandle, type ProjectorOptions } from '../src/projector';
@@ -384,10 +384,10 @@ it('snapshots every K entries and trims behind them; a new owner resumes from th
   let state = stateFromSnapshot(snap.state, 'snap')!;
   expect(state).not.toBeNull();
   const expected = [];
-  for (const { entry } of tail) {
+  for (const { id, entry } of tail) {
     const f = fold(state, entry);
     state = f.state;
-    expected.push(...f.updates);
+    expected.push(...groupOf(id, f.updates));
   }
   await waitFor('view equals snapshot + tail', async () =>
     sameJson(await store.views.read('snap'), taskView(state)),

@@ -6,6 +6,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { fold, initialTaskState, taskView, type TaskState } from '@baton/activity';
 import {
   SCHEMA_VERSION,
+  groupOf,
   type Capabilities,
   type EntryOf,
   type EntryType,
@@ -281,10 +282,10 @@ export async function readUpdatesByTask(
 export function foldAll(taskId: string, entries: readonly StoredEntry[]) {
   let state: TaskState = initialTaskState(taskId);
   const updates: Update[] = [];
-  for (const { entry } of entries) {
+  for (const { id, entry } of entries) {
     const f = fold(state, entry);
     state = f.state;
-    updates.push(...f.updates);
+    updates.push(...groupOf(id, f.updates));
   }
   return { state, updates, view: taskView(state) as TaskView };
 }

@@ -523,6 +523,8 @@ export class EventStore {
   /**
    * Publishes a task's updates (ascending seq) to its shard's update stream, fenced. Seqs already
    * published are skipped; a seq past last + 1 fails with {@link GapError} and writes nothing.
+   * Every update names its entry and whether it ends the entry's group (`entry`, `last`): an
+   * update without them is refused, since clients could not tell where its group ends.
    */
   async publishUpdates(
     lease: Lease,
@@ -534,6 +536,9 @@ export class EventStore {
     updates.forEach((u, index) => {
       const r = Update.safeParse(u);
       if (!r.success) throw new InvalidEntryError(index, zodReason(r.error));
+      if (r.data.entry === undefined || r.data.last === undefined) {
+        throw new InvalidEntryError(index, 'an update must name its entry and mark its last');
+      }
       if (r.data.taskId !== taskId) {
         throw new InvalidEntryError(index, `update of ${r.data.taskId} published for ${taskId}`);
       }

@@ -32,6 +32,8 @@ export function update(taskId: string, seq: number): Update {
     v: 1,
     taskId,
     seq,
+    entry: `${seq}-0`,
+    last: true,
     type: 'session.deleted',
     data: { sessionId: `${taskId}-session` },
   };

@@ -269,6 +269,17 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect((await store.readUpdates(shard, page.items[0]!.id)).items).toHaveLength(2);
   });
 
+  it('refuses an update that does not name its entry or mark the end of its group', async () => {
+    const t = 't7-groups';
+    const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');
+    const { entry: _entry, ...noEntry } = update(t, 1);
+    const { last: _last, ...noLast } = update(t, 1);
+    for (const u of [noEntry, noLast]) {
+      await expect(store.publishUpdates(lease, t, [u])).rejects.toThrow(InvalidEntryError);
+    }
+    expect(await store.lastUpdateSeq(t)).toBe(0);
+  });
+
   it('tails shard feeds and update streams with blocking reads', async () => {
     const tasks = ['feed-a', 'feed-b', 'feed-c'];
     const shards = [...new Set(tasks.map((t) => store.shardOf(t)))];
