@@ -7,11 +7,13 @@ import {
   AhpSubscribeParams,
   AhpUnsubscribeParams,
   JsonRpcId,
+  endsGroup,
   negotiateAhpVersion,
   parseChatUri,
   type AhpAction,
   type AhpSnapshot,
   type ErrorCode,
+  type Update,
 } from '@baton/protocol';
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
@@ -316,6 +318,11 @@ export class AhpConnection extends Connection {
     }
     const mirror = new ChatMirror(ref.taskId, ref.sessionId);
     let ready = false;
+    /**
+     * The updates of the group under way: one entry's updates move the mirror together and go out
+     * as consecutive actions, so the mirror (and a snapshot of it) is always at a group boundary.
+     */
+    let group: Update[] = [];
     const frames = (actions: AhpAction[]) =>
       actions.map((action) =>
         JSON.stringify({
@@ -338,6 +345,7 @@ export class AhpConnection extends Connection {
           const session = view.sessions.find((x) => x.sessionId === ref.sessionId);
           // Before the client has its snapshot, the mirror simply becomes the view; after, the
           // client is brought to the view with AHP actions (reconcile, as AHP asks of hosts).
+          group = [];
           if (!(ready && resync)) {
             mirror.reset(session);
             return true;
@@ -353,7 +361,11 @@ export class AhpConnection extends Connection {
           return true;
         },
         update: (frame) => {
-          const actions = mirror.apply(frame.update);
+          group.push(frame.update);
+          if (!endsGroup(frame.update)) return;
+          const updates = group;
+          group = [];
+          const actions = updates.flatMap((u) => mirror.apply(u));
           if (ready) emit(actions);
         },
       },

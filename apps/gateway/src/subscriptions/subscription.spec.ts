@@ -10,14 +10,25 @@ import {
 
 const T = 't1';
 
-function update(seq: number, sessionId: string): Update {
-  return {
-    v: 1,
-    taskId: T,
-    seq,
-    type: 'chat/backgroundWorkRemoved',
-    data: { sessionId, id: `w${seq}` },
-  };
+/** An update of a session, or of the task (`task`), in the group of `entry`. */
+function update(seq: number, sessionId: string, entry = `${seq}-0`, last = true): Update {
+  return sessionId === 'task'
+    ? { v: 1, taskId: T, seq, entry, last, type: 'task.status', data: { status: 'active' } }
+    : {
+        v: 1,
+        taskId: T,
+        seq,
+        entry,
+        last,
+        type: 'chat/backgroundWorkRemoved',
+        data: { sessionId, id: `w${seq}` },
+      };
+}
+
+/** Whether a subscription (to one session, or the task) is sent the update. */
+function visible(u: Update, sessionId: string | undefined): boolean {
+  const s = (u.data as { sessionId?: string }).sessionId;
+  return sessionId === undefined || s === undefined || s === sessionId;
 }
 
 /** The task as Redis has it: published updates, what the shard stream still retains, the view. */
@@ -27,9 +38,16 @@ class World implements UpdateSource {
   viewSeq = 0;
 
   publish(sessionId: string): Update {
-    const u = update(this.published.length + 1, sessionId);
-    this.published.push(u);
-    return u;
+    return this.publishGroup([sessionId])[0]!;
+  }
+  /** One entry's updates (a group), for these sessions in this order. */
+  publishGroup(sessions: readonly string[]): Update[] {
+    const entry = `${this.published.length + 1}-0`;
+    const group = sessions.map((s, i) =>
+      update(this.published.length + 1 + i, s, entry, i === sessions.length - 1),
+    );
+    this.published.push(...group);
+    return group;
   }
   async view(): Promise<TaskView> {
     await Promise.resolve();
@@ -72,7 +90,7 @@ class Sink implements SubscriptionSink {
 }
 
 type Event =
-  | { e: 'publish'; session: 's1' | 's2'; deliver: 'yes' | 'no' | 'twice' }
+  | { e: 'publish'; sessions: Array<'s1' | 's2' | 'task'>; deliver: Array<'yes' | 'no' | 'twice'> }
   | { e: 'trim'; keep: number }
   | { e: 'view' }
   | { e: 'behind' }
@@ -84,13 +102,26 @@ const event: fc.Arbitrary<Event> = fc.oneof(
     weight: 8,
     arbitrary: fc.record({
       e: fc.constant('publish' as const),
-      session: fc.constantFrom('s1' as const, 's2' as const),
-      deliver: fc.constantFrom(
-        'yes' as const,
-        'yes' as const,
-        'yes' as const,
-        'no' as const,
-        'twice' as const,
+      // One entry's group: mostly one update, sometimes several, of sessions and the task.
+      sessions: fc.oneof(
+        { weight: 3, arbitrary: fc.tuple(fc.constantFrom('s1' as const, 's2' as const)) },
+        {
+          weight: 2,
+          arbitrary: fc.array(fc.constantFrom('s1' as const, 's2' as const, 'task' as const), {
+            minLength: 2,
+            maxLength: 4,
+          }),
+        },
+      ),
+      deliver: fc.array(
+        fc.constantFrom(
+          'yes' as const,
+          'yes' as const,
+          'yes' as const,
+          'no' as const,
+          'twice' as const,
+        ),
+        { minLength: 4, maxLength: 4 },
       ),
     }),
   },
@@ -106,6 +137,8 @@ const settle = () => new Promise((r) => setTimeout(r, 0));
 /**
  * What the client can rebuild from what it was sent: each snapshot resets it to the snapshot's seq,
  * each update must be the next seq (for its session filter: the next seq of a visible update).
+ * Groups: the updates of one entry come together, and the last one the client gets of a group is
+ * marked `last` (for a session filter, possibly not the group's own last); every group is closed.
  */
 function check(
   sent: Sent[],
@@ -115,21 +148,34 @@ function check(
 ): number {
   // A resuming client has everything up to its afterSeq; a new one has nothing yet.
   let at = resumedAt ?? -1;
+  let open: string | undefined;
   for (const s of sent) {
     if (s.kind === 'snapshot') {
       at = s.seq;
+      open = undefined;
       continue;
     }
     expect(at).toBeGreaterThanOrEqual(0);
     // Every update between `at` and this one was for another session: nothing visible was skipped.
     for (let q = at + 1; q < s.u.seq; q++) {
       expect(sessionId).toBeDefined();
-      expect((world.published[q - 1]!.data as { sessionId: string }).sessionId).not.toBe(sessionId);
+      expect(visible(world.published[q - 1]!, sessionId)).toBe(false);
     }
-    expect(s.u).toEqual(world.published[s.u.seq - 1]);
-    if (sessionId) expect((s.u.data as { sessionId: string }).sessionId).toBe(sessionId);
+    const published = world.published[s.u.seq - 1]!;
+    expect({ ...s.u, last: undefined }).toEqual({ ...published, last: undefined });
+    expect(visible(s.u, sessionId)).toBe(true);
+    // No update of another entry before the open group is closed.
+    if (open !== undefined) expect(s.u.entry).toBe(open);
+    if (published.last) expect(s.u.last).toBe(true);
+    if (s.u.last) {
+      // Marked last: nothing after it in its group is for this client.
+      for (const later of world.published.slice(s.u.seq))
+        if (later.entry === s.u.entry) expect(visible(later, sessionId)).toBe(false);
+      open = undefined;
+    } else open = s.u.entry;
     at = s.u.seq;
   }
+  expect(open).toBeUndefined();
   return at;
 }
 
@@ -164,9 +210,10 @@ describe('Subscription', () => {
           for (const ev of events) {
             switch (ev.e) {
               case 'publish': {
-                const u = world.publish(ev.session);
-                if (ev.deliver !== 'no') sub.offer(new UpdateFrame(u));
-                if (ev.deliver === 'twice') sub.offer(new UpdateFrame(u));
+                world.publishGroup(ev.sessions).forEach((u, i) => {
+                  if (ev.deliver[i] !== 'no') sub.offer(new UpdateFrame(u));
+                  if (ev.deliver[i] === 'twice') sub.offer(new UpdateFrame(u));
+                });
                 break;
               }
               case 'trim':
@@ -214,6 +261,31 @@ describe('Subscription', () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  it("marks the last update a session subscription sends of a group whose last is another session's", async () => {
+    const world = new World();
+    const sink = new Sink();
+    const sub = new Subscription(T, 's1', world, sink, {
+      onResync: () => undefined,
+      onError: () => undefined,
+      onDelivered: () => undefined,
+    });
+    // The first part of a group is published (a group larger than one publish write).
+    world.published.push(update(1, 's1', '9-0', false), update(2, 'task', '9-0', false));
+    let ready: unknown;
+    await sub.start(0, (r) => (ready = r));
+    // The task's update is held: the client's seq is the one before it.
+    expect(ready).toEqual({ mode: 'resumed', seq: 1 });
+    expect(sink.sent.map((s) => s.kind === 'update' && [s.u.seq, s.u.last])).toEqual([[1, false]]);
+    const rest = [update(3, 's2', '9-0', false), update(4, 's2', '9-0', true)];
+    world.published.push(...rest);
+    for (const u of rest) sub.offer(new UpdateFrame(u));
+    expect(sink.sent.map((s) => s.kind === 'update' && [s.u.seq, s.u.entry, s.u.last])).toEqual([
+      [1, '9-0', false],
+      [2, '9-0', true],
+    ]);
+    expect(sub.lastSeq).toBe(4);
   });
 
   it('resumes without a snapshot when what was missed is retained', async () => {

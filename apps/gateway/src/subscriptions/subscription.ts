@@ -1,4 +1,4 @@
-import type { SubscribeResult, TaskView, Update } from '@baton/protocol';
+import { endsGroup, type SubscribeResult, type TaskView, type Update } from '@baton/protocol';
 import { UpdateFrame } from '../updates/update-hub';
 
 /** Where a subscription reads what it needs to bring a client up to date. */
@@ -57,6 +57,13 @@ const SNAPSHOT_VIEW_MAX_AGE_MS = 500;
  * and filled from the shard's update stream — or, when those updates are no longer retained,
  * replaced by a snapshot flagged `resync`. Nothing is ever dropped silently.
  *
+ * The updates of one stream entry form a group that clients apply on its `last` update. A
+ * subscription to one session does not send the other sessions' updates, so the group's last
+ * update may be one the client never gets: the subscription then marks the last update it does
+ * send of the group. It holds each visible update back until the next update of the task shows
+ * whether the group goes on (the group is published in one write, so that one is at hand), and
+ * sends it as it is, or with `last: true` when the group ended without another visible update.
+ *
  * All catching up runs in one worker at a time (`work`); events that arrive meanwhile only leave
  * a note (buffered updates, a wanted resync) that the worker picks up before it goes live.
  */
@@ -70,6 +77,11 @@ export class Subscription {
   private running = false;
   /** The sink had no room for a snapshot (the client waits for a resync, or is refused). */
   private snapshotRefused = false;
+  /**
+   * A session subscription's last visible update of a group still open (its lastSeq is counted):
+   * sent once it is known whether it is the last the client gets of its group.
+   */
+  private held: UpdateFrame | undefined;
 
   constructor(
     readonly taskId: string,
@@ -90,6 +102,7 @@ export class Subscription {
   close(): void {
     this.state = 'closed';
     this.buffer = [];
+    this.held = undefined;
   }
 
   /**
@@ -124,7 +137,8 @@ export class Subscription {
       if (this.snapshotRefused && this.state === 'behind') {
         throw new BehindError('no room for the snapshot');
       }
-      onReady({ mode, seq: this.lastSeq });
+      // A held update is not sent yet: the client's seq is the one before it.
+      onReady({ mode, seq: this.held ? this.held.update.seq - 1 : this.lastSeq });
     } finally {
       this.running = false;
     }
@@ -163,6 +177,7 @@ export class Subscription {
     if (this.state !== 'behind') return;
     this.state = 'catching_up';
     this.buffer = [];
+    this.held = undefined;
     this.wantResync = 'slow_consumer';
     this.kick();
   }
@@ -263,6 +278,8 @@ export class Subscription {
         this.source.lastSeq(this.taskId),
       ]);
       if (this.state !== 'catching_up') return;
+      // The snapshot is a view at a group boundary: what was held is in it.
+      this.held = undefined;
       if (!this.sink.snapshot(this.filter(view), resync || attempt > 0)) {
         this.snapshotRefused = true;
         this.state = 'behind';
@@ -278,15 +295,44 @@ export class Subscription {
 
   private deliver(frame: UpdateFrame): void {
     this.lastSeq = frame.update.seq;
+    if (this.sessionId === undefined) {
+      this.send(frame);
+      return;
+    }
+    const u = frame.update;
+    const held = this.held;
+    if (held && held.update.entry !== u.entry) {
+      // Never so with groups published whole; an update of another entry closes the group anyway.
+      this.held = undefined;
+      if (!this.send(closing(held))) return;
+    }
     const s = frame.sessionId;
-    if (this.sessionId !== undefined && s !== undefined && s !== this.sessionId) return;
+    if (s === undefined || s === this.sessionId) {
+      if (this.held) {
+        const previous = this.held;
+        this.held = undefined;
+        if (!this.send(previous)) return;
+      }
+      if (endsGroup(u)) this.send(frame);
+      else this.held = frame;
+    } else if (endsGroup(u) && this.held) {
+      // The group ends with an update this client does not get: what it got last ends it.
+      const last = this.held;
+      this.held = undefined;
+      this.send(closing(last));
+    }
+  }
+
+  private send(frame: UpdateFrame): boolean {
     if (!this.sink.writable(frame.bytes)) {
       this.state = 'behind';
       this.buffer = [];
-      return;
+      this.held = undefined;
+      return false;
     }
     this.sink.update(frame);
     this.hooks.onDelivered();
+    return true;
   }
 
   private filter(view: TaskView): TaskView {
@@ -294,6 +340,11 @@ export class Subscription {
     if (this.source.session) return this.source.session(view, this.sessionId);
     return { ...view, sessions: view.sessions.filter((s) => s.sessionId === this.sessionId) };
   }
+}
+
+/** The frame as the last update of its group. */
+function closing(frame: UpdateFrame): UpdateFrame {
+  return frame.update.last === true ? frame : new UpdateFrame({ ...frame.update, last: true });
 }
 
 function delay(ms: number): Promise<void> {
