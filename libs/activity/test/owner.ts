@@ -2,6 +2,7 @@
 // the owner decide and fold its decisions, exactly as apps/projector does against Redis.
 import {
   SCHEMA_VERSION,
+  groupOf,
   type Capabilities,
   type EntryOf,
   type EntryType,
@@ -64,7 +65,9 @@ export class Owner {
     this.entries.push(entry);
     const f = fold(this.state, entry);
     this.state = f.state;
-    this.updates.push(...f.updates);
+    // Stamped as the projector publishes them: the entry's position (its index here) and the end
+    // of its group.
+    this.updates.push(...groupOf(`${this.entries.length}-0`, f.updates));
   }
 
   decideNow(timer?: Timer): DecisionDraft[] {

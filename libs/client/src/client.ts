@@ -18,7 +18,7 @@ import type { z } from 'zod';
 import { backoffDelay, type BackoffOptions } from './backoff';
 import { Emitter } from './emitter';
 import { BatonError } from './errors';
-import { stepUpdate } from './reducer';
+import { GroupBuffer, stepUpdate } from './reducer';
 import { defaultWebSocket, OPEN, type WebSocketConstructor, type WebSocketLike } from './socket';
 
 export interface BatonClientOptions {
@@ -60,9 +60,12 @@ export type ViewCause = 'snapshot' | 'resync' | 'update';
 export interface SubscribeOptions {
   /** Watch one session: the snapshot holds it only and other sessions' updates are not sent. */
   readonly sessionId?: string;
-  /** Every new view: the snapshot, then after each applied update. */
+  /**
+   * Every new view: the snapshot, then once per applied group (the updates of one stream entry,
+   * applied together: never a view between two updates of one entry).
+   */
   readonly onView?: (view: TaskView, cause: ViewCause) => void;
-  /** Each update applied to the view, with the view after it. */
+  /** Each update applied to the view, with the view after its whole group. */
   readonly onUpdate?: (update: Update, view: TaskView) => void;
   /** The view was replaced by a fresh snapshot because updates were missed or no longer retained. */
   readonly onResync?: (view: TaskView) => void;
@@ -76,9 +79,9 @@ export interface Subscription {
   readonly taskId: string;
   readonly sessionId: string | undefined;
   readonly state: SubscriptionState;
-  /** The local view: null until the first snapshot. */
+  /** The local view: null until the first snapshot; always after a whole group of updates. */
   readonly view: TaskView | null;
-  /** The last applied sequence (0 before the first snapshot). */
+  /** The last applied sequence (0 before the first snapshot): the end of a whole group. */
   readonly seq: number;
   /** Resolves with the first view; rejects if the server refuses the subscription. */
   readonly ready: Promise<TaskView>;
@@ -118,7 +121,10 @@ export interface ClientEvents extends Record<string, unknown> {
   reconnecting: { attempt: number; delayMs: number };
   /** Errors not tied to one request: unsolicited server errors, protocol violations, auth. */
   error: BatonError;
-  /** Every update received, before it is applied to a subscription. */
+  /**
+   * Every update received, once its group (the updates of one stream entry) is complete: the
+   * updates of a group come one after the other, before the group is applied to its subscription.
+   */
   update: Update;
   'prompt.pending': PendingPrompt;
   'prompt.decided': PromptDecision;
@@ -603,13 +609,22 @@ export class BatonClient extends Emitter<ClientEvents> {
     }
   }
 
+  /**
+   * Updates are taken in groups (one stream entry's): nothing of a group is told or applied before
+   * its last update arrives, so no listener and no view ever sees part of a group.
+   */
   private onUpdate(update: Update): void {
-    this.emit('update', update);
-    if (update.type === 'prompt.decided') {
-      const entry = this.prompts.get(promptKey({ ...update.data, taskId: update.taskId }));
-      if (entry) this.decide(entry, { ...update.data, taskId: update.taskId });
+    const sub = this.subs.get(update.taskId);
+    for (const group of sub ? sub.receive(update) : [[update]]) {
+      for (const u of group) {
+        this.emit('update', u);
+        if (u.type === 'prompt.decided') {
+          const entry = this.prompts.get(promptKey({ ...u.data, taskId: u.taskId }));
+          if (entry) this.decide(entry, { ...u.data, taskId: u.taskId });
+        }
+      }
+      sub?.apply(group);
     }
-    this.subs.get(update.taskId)?.update(update);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -619,6 +634,8 @@ export class BatonClient extends Emitter<ClientEvents> {
   /** @internal */
   sendSubscribe(sub: SubscriptionImpl, afterSeq: number | undefined): void {
     sub.state = afterSeq === undefined && sub.view ? 'resyncing' : 'subscribing';
+    // The server starts again after the view's seq, a group boundary: a group under way comes again.
+    sub.dropPending();
     const message: Outgoing = {
       op: 'subscribe',
       taskId: sub.taskId,
@@ -756,6 +773,13 @@ class SubscriptionImpl implements Subscription {
   view: TaskView | null = null;
   readonly sessionId: string | undefined;
   readonly ready: Promise<TaskView>;
+  /** The group under way: applied once its last update is here. */
+  private readonly groups = new GroupBuffer();
+  /**
+   * A session subscription's seq as the server confirmed it while a group was under way (the
+   * task moved on in other sessions): taken once that group is applied.
+   */
+  private confirmedSeq = 0;
   private resolveReady!: (v: TaskView) => void;
   private rejectReady!: (e: BatonError) => void;
   private isReady = false;
@@ -789,6 +813,8 @@ class SubscriptionImpl implements Subscription {
 
   snapshot(task: TaskView, resync: boolean): void {
     if (this.state === 'closed') return;
+    // Updates after a snapshot start at its seq, a group boundary: a group under way comes again.
+    this.dropPending();
     const local = this.view;
     // A resync, or a fresh snapshot we asked for, replaces the view; an older one does not.
     const replace = resync || this.state === 'resyncing' || !local || task.seq >= local.seq;
@@ -802,43 +828,93 @@ class SubscriptionImpl implements Subscription {
     this.markReady(task);
   }
 
-  update(u: Update): void {
+  /** Forgets the group under way. */
+  dropPending(): void {
+    this.groups.clear();
+    this.confirmedSeq = 0;
+  }
+
+  /** The last seq received: of the group under way, else of the view. */
+  private received(view: TaskView): number {
+    const pending = this.groups.pending;
+    return pending.length > 0 ? pending[pending.length - 1]!.seq : view.seq;
+  }
+
+  /**
+   * Takes one update of this task; returns the groups it completes. Duplicates are dropped here,
+   * and a gap asks for what was missed (the group under way is then sent again).
+   */
+  receive(u: Update): Update[][] {
+    const view = this.view;
+    // Nothing to keep consistent yet (or any more): told as it comes, applied to nothing.
+    if (this.state === 'closed' || !view) return [[u]];
+    if (u.taskId !== view.taskId) return [];
+    const last = this.received(view);
+    if (u.seq <= last) return [];
+    // A session subscription skips the task's other sessions' seqs by design; the server checks
+    // the gaplessness of the task's sequence for it.
+    if (u.seq > last + 1 && this.sessionId === undefined) {
+      this.dropPending();
+      // Missed updates: ask for them (or a resync snapshot) from the last applied seq.
+      if (this.state !== 'subscribing') this.client.sendSubscribe(this, view.seq);
+      return [];
+    }
+    return this.groups.push(u);
+  }
+
+  /** Applies one whole group to the view: one new view, one onView. */
+  apply(group: readonly Update[]): void {
     if (this.state === 'closed' || !this.view) return;
-    let r = stepUpdate(this.view, u);
-    if (r.kind === 'gap' && this.sessionId !== undefined) {
-      // A session subscription skips the task's other sessions' seqs by design; the server
-      // checks the gaplessness of the task's sequence for it.
-      r = stepUpdate({ ...this.view, seq: u.seq - 1 }, u);
+    const before = this.view;
+    let v = before;
+    for (const u of group) {
+      let r = stepUpdate(v, u);
+      if (this.sessionId !== undefined && (r.kind === 'gap' || r.kind === 'duplicate')) {
+        // Seqs of other sessions were skipped (and receive() dropped real duplicates).
+        r = stepUpdate({ ...v, seq: u.seq - 1 }, u);
+        if (r.kind === 'applied' && r.view.seq < v.seq)
+          r = { ...r, view: { ...r.view, seq: v.seq } };
+      }
+      switch (r.kind) {
+        case 'applied':
+          v = r.view;
+          continue;
+        case 'duplicate':
+        case 'other_task':
+          continue;
+        case 'gap':
+          // Missed updates: ask for them (or a resync snapshot) from the last applied seq.
+          this.dropPending();
+          if (this.state !== 'subscribing') this.client.sendSubscribe(this, before.seq);
+          return;
+        case 'unknown_session':
+          // The view itself is wrong: start over from a snapshot.
+          this.dropPending();
+          this.needsSnapshot = true;
+          if (this.state !== 'resyncing') this.client.sendSubscribe(this, undefined);
+          return;
+      }
     }
-    switch (r.kind) {
-      case 'applied':
-        this.view = r.view;
-        this.options.onUpdate?.(u, r.view);
-        this.options.onView?.(r.view, 'update');
-        return;
-      case 'duplicate':
-      case 'other_task':
-        return;
-      case 'gap':
-        // Missed updates: ask for them (or a resync snapshot) from the last applied seq.
-        if (this.state !== 'subscribing') this.client.sendSubscribe(this, this.view.seq);
-        return;
-      case 'unknown_session':
-        // The view itself is wrong: start over from a snapshot.
-        this.needsSnapshot = true;
-        if (this.state !== 'resyncing') this.client.sendSubscribe(this, undefined);
-        return;
+    if (this.confirmedSeq > v.seq && this.groups.pending.length === 0) {
+      v = { ...v, seq: this.confirmedSeq };
+      this.confirmedSeq = 0;
     }
+    if (v === before) return;
+    this.view = v;
+    for (const u of group) this.options.onUpdate?.(u, v);
+    this.options.onView?.(v, 'update');
   }
 
   confirmed(result: SubscribeResult): void {
     if (this.state === 'closed') return;
     this.retries = 0;
     const view = this.view;
-    if (view && result.seq > view.seq) {
+    if (view && result.seq > this.received(view)) {
       if (this.sessionId !== undefined) {
-        // The task moved on in other sessions only; this session's view is current.
-        this.view = { ...view, seq: result.seq };
+        // The task moved on in other sessions only; this session's view is current (once the
+        // group under way, if any, is applied: until then a resume must start before it).
+        if (this.groups.pending.length > 0) this.confirmedSeq = result.seq;
+        else this.view = { ...view, seq: result.seq };
       } else {
         this.client.sendSubscribe(this, view.seq);
         return;

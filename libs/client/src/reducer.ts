@@ -1,11 +1,12 @@
-import type {
-  BackgroundWork,
-  QueueView,
-  SessionActivityView,
-  SessionView,
-  TaskActivityView,
-  TaskView,
-  Update,
+import {
+  endsGroup,
+  type BackgroundWork,
+  type QueueView,
+  type SessionActivityView,
+  type SessionView,
+  type TaskActivityView,
+  type TaskView,
+  type Update,
 } from '@baton/protocol';
 
 /**
@@ -102,6 +103,56 @@ export function stepUpdate(view: TaskView, update: Update): StepResult {
 }
 
 const applied = (view: TaskView): StepResult => ({ kind: 'applied', view });
+
+/**
+ * Applies one entry's updates (a group) as one change: the view after all of them, or the first
+ * result that is neither applied nor a duplicate, with the view as it was before the group.
+ * Nothing in between is ever returned: a client shows a view before or after a whole group.
+ */
+export function applyGroup(view: TaskView, group: readonly Update[]): StepResult {
+  let v = view;
+  for (const u of group) {
+    const r = stepUpdate(v, u);
+    if (r.kind === 'applied') v = r.view;
+    else if (r.kind !== 'duplicate') return { ...r, view };
+  }
+  return v === view ? { kind: 'duplicate', view } : { kind: 'applied', view: v };
+}
+
+/**
+ * Collects updates into their groups: the updates of one stream entry, up to the one marked
+ * `last` (an update without the marker, published before groups existed, is a group of its own).
+ * An update of another entry while a group is open closes the open one first (a server that
+ * always marks the end never makes that happen).
+ */
+export class GroupBuffer {
+  private open: Update[] = [];
+
+  /** The updates of the group under way (not applied yet). */
+  get pending(): readonly Update[] {
+    return this.open;
+  }
+
+  /** Takes the next update; returns the groups it completes, in order (usually none or one). */
+  push(u: Update): Update[][] {
+    const done: Update[][] = [];
+    if (this.open.length > 0 && this.open[0]!.entry !== u.entry) {
+      done.push(this.open);
+      this.open = [];
+    }
+    this.open.push(u);
+    if (endsGroup(u)) {
+      done.push(this.open);
+      this.open = [];
+    }
+    return done;
+  }
+
+  /** Forgets the group under way (a snapshot or a new subscription sends it again). */
+  clear(): void {
+    this.open = [];
+  }
+}
 
 /** The session-level part: one update that names this session, applied to its view. */
 export function applySessionUpdate(session: SessionView, update: Update): SessionView {

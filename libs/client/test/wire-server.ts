@@ -136,13 +136,11 @@ export class WireServer {
   private publish(taskId: string): void {
     const o = this.owner(taskId);
     const from = this.published.get(taskId) ?? 0;
-    for (const u of o.updates.slice(from)) {
-      for (const c of this.conns) {
-        if (!c.subs.has(taskId)) continue;
-        const only = c.subs.get(taskId);
-        if (only !== undefined && !touches(u, only)) continue;
+    const fresh = o.updates.slice(from);
+    for (const c of this.conns) {
+      if (!c.subs.has(taskId)) continue;
+      for (const u of visibleTo(fresh, c.subs.get(taskId)))
         this.send(c, { v: 1, type: 'update', update: u });
-      }
     }
     this.published.set(taskId, o.updates.length);
   }
@@ -295,10 +293,11 @@ export class WireServer {
         ...(sessionId ? { sessionId } : {}),
       });
     }
-    for (const u of o.updates.filter((x) => x.seq > afterSeq)) {
-      if (sessionId === undefined || touches(u, sessionId))
-        this.send(c, { v: 1, type: 'update', update: u });
-    }
+    for (const u of visibleTo(
+      o.updates.filter((x) => x.seq > afterSeq),
+      sessionId,
+    ))
+      this.send(c, { v: 1, type: 'update', update: u });
     this.reply(c, id, { taskId, mode: 'resumed', seq, ...(sessionId ? { sessionId } : {}) });
   }
 
@@ -315,4 +314,20 @@ export class WireServer {
 
 function touches(u: Update, sessionId: string): boolean {
   return !('sessionId' in u.data) || u.data.sessionId === sessionId;
+}
+
+/**
+ * What a subscription is sent of whole groups of updates: with a session filter, the updates of
+ * that session and the task, the last one sent of each group marked `last` (as the gateway does).
+ */
+export function visibleTo(updates: readonly Update[], sessionId: string | undefined): Update[] {
+  if (sessionId === undefined) return [...updates];
+  const out: Update[] = [];
+  updates.forEach((u, i) => {
+    if (!touches(u, sessionId)) return;
+    // The group's updates are consecutive and name one entry.
+    const more = updates.slice(i + 1).some((x) => x.entry === u.entry && touches(x, sessionId));
+    out.push(u.last === false && !more ? { ...u, last: true } : u);
+  });
+  return out;
 }
