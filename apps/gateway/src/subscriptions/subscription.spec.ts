@@ -261,7 +261,7 @@ describe('Subscription', () => {
       ),
       { numRuns: 300 },
     );
-  });
+  }, 60_000);
 
   it("marks the last update a session subscription sends of a group whose last is another session's", async () => {
     const world = new World();
