@@ -349,6 +349,7 @@ class App {
     const entry: TaskEntry = { taskId, sub: null, view: null, error: null };
     this.tasks.set(taskId, entry);
     entry.sub = this.client.subscribe(taskId, {
+      // Once per whole group of updates (one stream entry's): never a view between two of them.
       onView: (view) => {
         entry.view = view;
         entry.error = null;
