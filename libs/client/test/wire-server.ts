@@ -124,7 +124,8 @@ export class WireServer {
     for (const h of held) {
       this.publish(h.taskId);
       const u = this.decisionUpdate(h.taskId, h.sessionId, h.key);
-      if (u && !h.conn.subs.has(h.taskId)) this.send(h.conn, { v: 1, type: 'update', update: u });
+      if (u && !h.conn.subs.has(h.taskId))
+        this.send(h.conn, { v: 1, type: 'update', update: { ...u, last: true } });
     }
   }
 

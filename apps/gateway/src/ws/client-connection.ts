@@ -146,9 +146,11 @@ export class ClientConnection extends Connection {
         const result: PromptResult = await this.s.commands.prompt(
           { ...msg, taskId: key },
           (late) => {
-            // A subscriber gets the decision from its subscription; anyone else gets it here.
+            // A subscriber gets the decision from its subscription; anyone else gets it here,
+            // alone: the only update of its group this connection gets, so it ends the group.
             if (!this.subs.has(msg.taskId)) {
-              this.send({ v: SCHEMA_VERSION, type: 'update', update: clientUpdate(late) });
+              const update = { ...clientUpdate(late), last: true };
+              this.send({ v: SCHEMA_VERSION, type: 'update', update });
             }
           },
         );
