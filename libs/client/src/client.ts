@@ -122,8 +122,9 @@ export interface ClientEvents extends Record<string, unknown> {
   /** Errors not tied to one request: unsolicited server errors, protocol violations, auth. */
   error: BatonError;
   /**
-   * Every update received, once its group (the updates of one stream entry) is complete: the
-   * updates of a group come one after the other, before the group is applied to its subscription.
+   * Every new update (a duplicate of one already applied is not told again), once its group (the
+   * updates of one stream entry) is complete: the updates of a group come one after the other,
+   * before the group is applied to its subscription.
    */
   update: Update;
   'prompt.pending': PendingPrompt;

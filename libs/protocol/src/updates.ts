@@ -126,4 +126,4 @@ export function groupOf(entry: string, updates: readonly Update[]): GroupedUpdat
 }
 
 /** Whether an update ends its group (one without the marker, as published before it, does). */
-export const endsGroup = (u: { readonly last?: boolean }): boolean => u.last !== false;
+export const endsGroup = (u: Update): boolean => u.last !== false;
