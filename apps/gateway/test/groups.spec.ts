@@ -95,7 +95,7 @@ describe('groups of updates through a real projector and gateway', () => {
       const idle = v?.sessions.every(
         (s) => s.backgroundWork.length === 0 && !s.activity.runningGeneration,
       );
-      return idle && v.seq > 0 && v.seq;
+      return idle && v!.seq > 0 && v!.seq;
     }, 'the projector to settle');
     await waitFor(() => whole.updates(taskId).some((u) => u.seq === last), 'every update');
     await waitFor(() => sub.seq === last, 'the client to catch up');

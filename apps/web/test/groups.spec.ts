@@ -75,7 +75,10 @@ describe('the page over whole groups of updates', () => {
     x.subagent('a1');
     x.finished('a1');
     const shows = (view: TaskView) =>
-      rendered(view).sessions.map((s) => [s.subagents, s.work.map((w) => w.kind)]);
+      rendered(view).sessions.map((s): [string, string[]] => [
+        s.subagents,
+        s.work.map((w) => w.kind),
+      ]);
     const stranded = (view: TaskView) =>
       shows(view).some(([n, work]) => n !== '0 subagents' && work.length === 0);
     let v = snapshotOf(initialTaskState('t1'));
