@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { StreamEntry } from '@baton/protocol';
+import { groupOf, type StreamEntry } from '@baton/protocol';
 import {
   activeSubagentCount,
   attention,
@@ -604,9 +604,10 @@ describe('properties of the domain core over generated interleavings', () => {
         expect(foldAll(entries.slice(k), snapshot)).toEqual(owner.state);
         // The same updates, under the same sequence numbers, from a replica that replays.
         const replayed: unknown[] = [];
-        entries.reduce((st, e) => {
+        entries.reduce((st, e, i) => {
           const f = fold(st, e);
-          replayed.push(...f.updates);
+          // Stamped as the owner (and the projector) stamps each entry's group.
+          replayed.push(...groupOf(`${i + 1}-0`, f.updates));
           return f.state;
         }, initialTaskState('t1'));
         expect(replayed).toEqual(owner.updates);
