@@ -28,11 +28,29 @@ export class ShardOwnership {
     private readonly hooks: OwnershipHooks,
   ) {}
 
+  /**
+   * Held leases are renewed first, each on its own: on a Cluster a shard lives on one master, and
+   * a master that is down must not cost the leases of shards on the healthy ones. Announcing
+   * ourselves, listing and balancing come after; when any of them fails (its key's master is
+   * down) the round stops there, logged, and the leases are still renewed.
+   */
   async tick(): Promise<void> {
-    const instances = await this.store.projectors.heartbeat(this.instanceId, this.ttlMs);
     await this.renewAll();
+    let instances: string[];
+    let leases: Lease[];
+    try {
+      instances = await this.store.projectors.heartbeat(this.instanceId, this.ttlMs);
+      leases = await this.store.leases.list();
+    } catch (err) {
+      this.metrics.errors.inc({ op: 'balance' });
+      this.log.warn(
+        { err },
+        'could not announce or list the leases; renewed only, balancing next tick',
+      );
+      return;
+    }
     const owners = new Map<number, string>();
-    for (const l of await this.store.leases.list()) {
+    for (const l of leases) {
       // A lease under our name that we do not hold (a lost reply) is ours to take again.
       if (l.owner === this.instanceId && !this.held.has(l.shard)) continue;
       owners.set(l.shard, l.owner);
@@ -45,10 +63,16 @@ export class ShardOwnership {
       instances,
       owners,
     });
-    const results = await Promise.all(
+    const results = await Promise.allSettled(
       p.acquire.map((shard) => this.store.leases.acquire(shard, this.instanceId, this.ttlMs)),
     );
-    for (const r of results) {
+    for (const [i, settled] of results.entries()) {
+      if (settled.status === 'rejected') {
+        this.metrics.errors.inc({ op: 'lease_acquire' });
+        this.log.warn({ err: settled.reason, shard: p.acquire[i] }, 'lease acquisition failed');
+        continue;
+      }
+      const r = settled.value;
       if (!r.acquired) continue;
       const shard = r.lease.shard;
       this.held.set(shard, r.lease);
