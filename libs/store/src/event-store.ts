@@ -91,6 +91,8 @@ export interface ExecutionRef {
 export interface ExpiredExecutionLease extends ExecutionRef {
   /** Server time (ms) at which the lease lapsed or lapses. */
   expiresAt: number;
+  /** The lease's period as its worker last took it (ms); null when not recorded. */
+  ttlMs?: number | null;
 }
 
 function executionMember(ref: ExecutionRef): string {
@@ -687,6 +689,7 @@ export class EventStore {
       this.run<number>(
         this.scripts.execution_lease_renew(
           this.keys.executionLeases(this.shardOf(ref.taskId)),
+          this.keys.executionLeaseTtls(this.shardOf(ref.taskId)),
           executionMember(ref),
           ttlMs,
         ),
@@ -699,6 +702,7 @@ export class EventStore {
       const r = await this.run<number>(
         this.scripts.execution_lease_renew(
           this.keys.executionLeases(this.shardOf(ref.taskId)),
+          this.keys.executionLeaseTtls(this.shardOf(ref.taskId)),
           executionMember(ref),
           ttlMs,
           '1',
@@ -708,20 +712,24 @@ export class EventStore {
     },
     /** Drops an execution's lease (its end is recorded, or it was declared lost). */
     dropLease: async (ref: ExecutionRef): Promise<void> => {
-      await this.redis.zrem(
-        this.keys.executionLeases(this.shardOf(ref.taskId)),
-        executionMember(ref),
-      );
+      const shard = this.shardOf(ref.taskId);
+      await this.redis.zrem(this.keys.executionLeases(shard), executionMember(ref));
+      await this.redis.hdel(this.keys.executionLeaseTtls(shard), executionMember(ref));
     },
     /** Leases of a shard that lapsed by the server clock, oldest first. */
     expiredLeases: async (shard: number, limit = 1_000): Promise<ExpiredExecutionLease[]> => {
       const flat = await this.run<string[]>(
-        this.scripts.execution_leases_expired(this.keys.executionLeases(shard), limit),
+        this.scripts.execution_leases_expired(
+          this.keys.executionLeases(shard),
+          this.keys.executionLeaseTtls(shard),
+          limit,
+        ),
       );
       const out: ExpiredExecutionLease[] = [];
-      for (let i = 0; i + 1 < flat.length; i += 2) {
+      for (let i = 0; i + 2 < flat.length; i += 3) {
         const ref = parseExecutionMember(flat[i]!);
-        if (ref) out.push({ ...ref, expiresAt: Number(flat[i + 1]) });
+        const ttl = Number(flat[i + 2]);
+        if (ref) out.push({ ...ref, expiresAt: Number(flat[i + 1]), ttlMs: ttl > 0 ? ttl : null });
       }
       return out;
     },

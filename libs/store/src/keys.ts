@@ -23,6 +23,7 @@
  * | baton:{b:7}:dead                 | stream | dead letters: `src` key, `id`, `reason`, `raw`       |
  * | baton:{b:7}:deadidx              | hash   | source entries already dead-lettered                 |
  * | baton:{b:7}:xleases              | zset   | execution leases: [task, session, exec] -> expiry  |
+ * | baton:{b:7}:xleasettl            | hash   | execution leases: [task, session, exec] -> ttl ms  |
  * | baton:{b:7}:xgen:<taskId>        | hash   | session id -> last execution generation handed out   |
  * | baton:{b:7}:views                | hash   | task id -> current TaskView JSON (the read model)    |
  * | baton:{b:7}:vseq                 | hash   | task id -> update seq of the stored view             |
@@ -113,6 +114,9 @@ export class KeyLayout {
   }
   executionLeases(shard: number): string {
     return `${this.shardBase(shard)}:xleases`;
+  }
+  executionLeaseTtls(shard: number): string {
+    return `${this.shardBase(shard)}:xleasettl`;
   }
   executionGenerations(taskId: string): string {
     return `${this.shardBase(this.shardOf(taskId))}:xgen:${taskId}`;

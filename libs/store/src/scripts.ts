@@ -18,8 +18,8 @@ const SCRIPTS = {
   inbox_append: { keys: 2, prelude: true },
   append_bounded: { keys: 1, prelude: false },
   dead_letter: { keys: 2, prelude: false },
-  execution_lease_renew: { keys: 1, prelude: false },
-  execution_leases_expired: { keys: 1, prelude: false },
+  execution_lease_renew: { keys: 2, prelude: false },
+  execution_leases_expired: { keys: 2, prelude: false },
   view_write: { keys: 3, prelude: true },
   projectors_heartbeat: { keys: 1, prelude: false },
 } as const;

@@ -67,6 +67,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       k.deadLetters(s),
       k.deadIndex(s),
       k.executionLeases(s),
+      k.executionLeaseTtls(s),
       k.executionGenerations(t),
       k.views(s),
       k.viewSeqs(s),
@@ -413,8 +414,9 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect(await store.executions.renewLease(a, 30_000)).toBeGreaterThan(0);
     await store.executions.renewLease(b, 1);
     await waitUntil(async () => (await store.executions.expiredLeases(shard)).length === 1);
+    // Listed with the period it was taken for (its owner's grace after an outage).
     expect(await store.executions.expiredLeases(shard)).toEqual([
-      { ...b, expiresAt: expect.any(Number) },
+      { ...b, expiresAt: expect.any(Number), ttlMs: 1 },
     ]);
     // Renewing moves it back into the future; dropping removes it.
     await store.executions.renewLease(b, 30_000);
@@ -426,6 +428,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     await store.executions.dropLease(a);
     await store.executions.dropLease(b);
     expect(await store.executions.leases(shard)).toEqual([]);
+    expect(await backend.client().hlen(store.keys.executionLeaseTtls(shard))).toBe(0);
     // Extending never revives a dropped lease (an execution declared lost stays lost).
     expect(await store.executions.extendLease(a, 30_000)).toBeNull();
     expect(await store.executions.leases(shard)).toEqual([]);
