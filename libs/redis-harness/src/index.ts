@@ -6,7 +6,7 @@
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { createServer, connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -206,6 +206,64 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
     servers,
     stop: async () => {
       await Promise.all(servers.map((s) => s.stop()));
+    },
+  };
+}
+
+/**
+ * A TCP link from one process to a Redis server, to shape when that process gets Redis back
+ * after an outage. While held, connections are accepted and their bytes wait (the client sees
+ * a connection that does not answer yet, as behind a stalled network); once open, each waiting
+ * connection is joined to the server, bytes in order. A connection whose server side ends
+ * (the server was killed) is ended too, so the client reconnects, into the link.
+ */
+export interface RedisLink {
+  readonly url: string;
+  /** New connections wait from now on (bytes kept) until {@link open}. */
+  hold(): void;
+  /** Joins every waiting connection to the server, and every new one at once. */
+  open(): void;
+  close(): Promise<void>;
+}
+
+export async function startRedisLink(server: { host: string; port: number }): Promise<RedisLink> {
+  let held = false;
+  const waiting: (() => void)[] = [];
+  const sockets = new Set<Socket>();
+  const proxy = createServer((client) => {
+    sockets.add(client);
+    client.once('close', () => sockets.delete(client));
+    client.on('error', () => client.destroy());
+    const attach = () => {
+      if (client.destroyed) return;
+      const upstream = connect(server.port, server.host);
+      sockets.add(upstream);
+      upstream.once('close', () => {
+        sockets.delete(upstream);
+        client.destroy();
+      });
+      upstream.on('error', () => upstream.destroy());
+      client.once('close', () => upstream.destroy());
+      client.pipe(upstream);
+      upstream.pipe(client);
+    };
+    if (held) waiting.push(attach);
+    else attach();
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  const port = (proxy.address() as { port: number }).port;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    hold: () => {
+      held = true;
+    },
+    open: () => {
+      held = false;
+      for (const attach of waiting.splice(0)) attach();
+    },
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => proxy.close(() => r()));
     },
   };
 }
