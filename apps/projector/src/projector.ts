@@ -55,6 +55,9 @@ class Projector implements ShardHost {
   private tickTimer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> = Promise.resolve();
   private timersRound: Promise<unknown> | null = null;
+  /** Round trips to Redis (performance.now()): the last one, and the end of the last gap. */
+  private lastReached = performance.now();
+  private reachable = performance.now();
   private firstTick!: () => void;
   private readonly firstTickDone = new Promise<void>((r) => (this.firstTick = r));
   private server: Server | null = null;
@@ -117,6 +120,28 @@ class Projector implements ShardHost {
     return ++this.writerSeq;
   }
 
+  reachableSince(): number {
+    return this.reachable;
+  }
+
+  /**
+   * A gap between round trips longer than a shard lease is an outage (or a stall as long as
+   * one): whatever lapsed in it is not the workers' fault, so execution leases get one full
+   * period from its end before any is declared lost (ShardRunner.timers).
+   */
+  reached(at: number): void {
+    if (at <= this.lastReached) return;
+    const gap = at - this.lastReached;
+    this.lastReached = at;
+    if (gap > this.leaseTtlMs) {
+      this.reachable = at;
+      this.log.warn(
+        { gapMs: Math.round(gap) },
+        'Redis reachable again: execution leases get one period to be renewed',
+      );
+    }
+  }
+
   async limit<T>(fn: () => Promise<T>): Promise<T> {
     if (this.active >= this.opts.concurrency) {
       await new Promise<void>((r) => this.waiting.push(r));
@@ -159,6 +184,7 @@ class Projector implements ShardHost {
   private async tick(): Promise<void> {
     try {
       await this.ownership.tick();
+      this.reached(performance.now());
       this.firstTick();
     } catch (err) {
       this.metrics.errors.inc({ op: 'ownership_tick' });

@@ -17,6 +17,13 @@ export interface ShardHost {
   readonly cancelGraceMs: number;
   readonly quietMs: number;
   readonly executionStartMs: number;
+  /**
+   * Local monotonic time (performance.now()) since which this instance has reached Redis with
+   * no gap longer than a shard lease: the end of its last outage, or its start.
+   */
+  reachableSince(): number;
+  /** A round trip to Redis completed at `at` (performance.now()). */
+  reached(at: number): void;
   nextWriterSeq(): number;
   limit<T>(fn: () => Promise<T>): Promise<T>;
   /** A write of this shard was fenced: the projector drops it. */
@@ -142,14 +149,23 @@ export class ShardRunner implements TaskContext {
   async timers(): Promise<void> {
     if (!this.isActive) return;
     const now = performance.now();
-    for (const x of await this.store.executions.expiredLeases(this.shard)) {
+    const expired = await this.store.executions.expiredLeases(this.shard);
+    // Expiry is judged on time both sides could reach Redis: a lease lapsed by the server clock
+    // counts only once this owner has held the shard and reached Redis for one full period of
+    // that lease (its worker's renewals were cut off too during an outage). Lapsed by the
+    // server's clock, waited out by this process's monotonic clock.
+    const reached = performance.now();
+    this.host.reached(reached);
+    const since = Math.max(this.acquiredAt, this.host.reachableSince());
+    for (const x of expired) {
       if (!this.isActive) return;
+      if (reached - since < (x.ttlMs ?? this.host.leaseTtlMs)) continue;
       this.task(x.taskId, true).leaseExpired(x);
     }
     // A live execution with no lease at all is lost too (its worker writes the lease before it
     // reports the start). The live set is read before the leases, so a start folded here had its
     // lease written already; two checks in a row keep a worker's own drop-then-end from racing.
-    if (now - this.acquiredAt >= this.host.leaseTtlMs) {
+    if (now - since >= this.host.leaseTtlMs) {
       const live = [];
       for (const t of this.tasks.values()) {
         if (!t.behind()) for (const x of t.liveExecutions()) live.push({ t, x });
