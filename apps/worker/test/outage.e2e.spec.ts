@@ -172,3 +172,38 @@ it('an outage longer than the execution lease loses no execution; the turns fini
     expect(facts.find(ofType('turn.ended'))).toMatchObject({ data: { stopReason: 'end_turn' } });
   }
 });
+
+it('a worker that does not come back is still declared lost: one lease period after the owner did', async () => {
+  const refs = Array.from({ length: EXECUTIONS }, (_, i) => ({
+    taskId: `local/outage-${i}`,
+    executionId: 'x1',
+  }));
+  projectorLink.hold();
+  workerLink.hold();
+  await server.kill();
+  await new Promise((r) => setTimeout(r, 2_000));
+  await server.restart();
+  // Only the projector gets Redis back: to it, the worker is gone.
+  projectorLink.open();
+  const back = Date.now();
+  await until(async () => {
+    const all = await Promise.all(refs.map((r) => readAll(store, r.taskId)));
+    return all.every((es) => es.some(ofType('execution.lost')));
+  }, 'every execution declared lost');
+  const lostAfterMs = Date.now() - back;
+  console.log(
+    `worker cut off for good: executions ${EXECUTIONS} declared lost ${lostAfterMs} ms after ` +
+      `the projector got Redis back (execution lease ${LEASE_MS} ms)`,
+  );
+  expect(lostAfterMs).toBeGreaterThanOrEqual(LEASE_MS);
+  expect(lostAfterMs).toBeLessThan(LEASE_MS + 3_000);
+  // Back, the worker finds its leases gone and stops the agents: their ends are recorded.
+  workerLink.open();
+  for (const ref of refs) {
+    await until(
+      async () =>
+        factsOf(await readAll(store, ref.taskId), ref.executionId).some(ofType('execution.ended')),
+      `${ref.taskId} ended`,
+    );
+  }
+});
