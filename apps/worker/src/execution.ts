@@ -32,6 +32,8 @@ export interface ExecutionSettings {
   workerId: string;
   executionLeaseMs: number;
   coalesceMs: number;
+  /** Facts one execution may hold while Redis is unreachable; past it its agent is stopped. */
+  factBuffer: number;
   setupTimeoutMs: number;
   killGraceMs: number;
   recordingsDir: string;
@@ -134,6 +136,16 @@ export class Execution {
         this.log.warn({ err, attempt }, 'appending facts failed; retrying'),
       onGiveUp: (err, batch) =>
         this.log.error({ err, facts: batch.length }, 'facts abandoned: the worker is stopping'),
+      // Through an outage the agent keeps running and its facts wait here, in order. Past the
+      // bound the agent is stopped rather than a fact dropped: what it said so far is kept.
+      maxPending: settings.factBuffer,
+      onFull: (pending) => {
+        this.log.error(
+          { facts: pending, bound: settings.factBuffer },
+          'fact buffer full (Redis unreachable for too long): stopping the agent',
+        );
+        this.requestStop();
+      },
     });
     this.rawFrames = new Pump<RawFrame>({
       send: async (batch) => {

@@ -48,6 +48,7 @@ async function main(): Promise<void> {
       ? { workspaceRoot: config.WORKER_WORKSPACE_ROOT }
       : {}),
     coalesceMs: config.WORKER_COALESCE_MS,
+    factBuffer: config.WORKER_FACT_BUFFER,
     setupTimeoutMs: config.WORKER_SETUP_TIMEOUT_MS,
     metricsPort: config.WORKER_METRICS_PORT,
     logLevel: config.LOG_LEVEL,

@@ -25,6 +25,8 @@ export const WorkerOptions = z.object({
   /** Root of the agents' workspaces, a folder per tenant (default: baton-workspaces in tmpdir). */
   workspaceRoot: z.string().min(1).optional(),
   coalesceMs: int(0, 10_000).default(250),
+  /** Facts an execution holds while Redis is unreachable; past it the agent is stopped. */
+  factBuffer: int(10, 10_000_000).default(10_000),
   setupTimeoutMs: int(100, 600_000).default(30_000),
   /** Between SIGTERM and SIGKILL of an agent's process group when its execution ends. */
   killGraceMs: int(0, 60_000).default(2_000),

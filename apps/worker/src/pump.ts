@@ -12,33 +12,50 @@ export interface PumpOptions<T> {
   maxAttempts?: number;
   onRetry?: (err: unknown, attempt: number) => void;
   onGiveUp?: (err: unknown, batch: T[]) => void;
+  /**
+   * Items waiting (pushed, not yet acknowledged) past which `onFull` is told, once: the caller
+   * stops producing (nothing is dropped, so order and completeness hold).
+   */
+  maxPending?: number;
+  onFull?: (pending: number) => void;
 }
 
 export class Pump<T> {
   private readonly queue: T[] = [];
   private running: Promise<void> | undefined;
   private aborted = false;
+  private inFlight = 0;
+  private full = false;
 
   constructor(private readonly options: PumpOptions<T>) {}
 
   push(...items: T[]): void {
     if (items.length === 0) return;
     this.queue.push(...items);
+    const max = this.options.maxPending;
+    if (max !== undefined && !this.full && this.pending > max) {
+      this.full = true;
+      this.options.onFull?.(this.pending);
+    }
     // Deferred to a microtask: the rest of what arrives in this tick joins the batch.
     this.running ??= Promise.resolve().then(() => this.run());
   }
 
+  /** Items pushed and not yet acknowledged (or given up). */
   get pending(): number {
-    return this.queue.length;
+    return this.queue.length + this.inFlight;
   }
 
   private async run(): Promise<void> {
     try {
       while (this.queue.length > 0 && !this.aborted) {
         const batch = this.queue.splice(0, this.options.maxBatch ?? 500);
+        this.inFlight = batch.length;
         await this.sendUntilAcknowledged(batch);
+        this.inFlight = 0;
       }
     } finally {
+      this.inFlight = 0;
       this.running = undefined;
     }
   }

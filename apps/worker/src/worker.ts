@@ -63,6 +63,7 @@ export async function startWorker(
     workerId: opts.instanceId,
     executionLeaseMs: opts.executionLeaseMs,
     coalesceMs: opts.coalesceMs,
+    factBuffer: opts.factBuffer,
     setupTimeoutMs: opts.setupTimeoutMs,
     killGraceMs: opts.killGraceMs,
     recordingsDir: opts.recordingsDir ?? BUNDLED_RECORDINGS_DIR,

@@ -78,6 +78,29 @@ describe('Pump', () => {
     expect(sent).toEqual([[1], [2, 3]]);
   });
 
+  it('holds everything through an outage, says once when past its bound, drops nothing', async () => {
+    const sent: number[] = [];
+    let down = true;
+    const full: number[] = [];
+    const pump = new Pump<number>({
+      send: async (batch) => {
+        if (down) throw new Error('redis down');
+        sent.push(...batch);
+      },
+      maxBatch: 2,
+      maxPending: 3,
+      onFull: (pending) => full.push(pending),
+    });
+    for (let i = 1; i <= 6; i++) pump.push(i);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(pump.pending).toBe(6);
+    expect(full).toEqual([4]);
+    down = false;
+    await pump.drain();
+    expect(sent).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(pump.pending).toBe(0);
+  });
+
   it('gives up after its attempts, or at a drain deadline, and says so', async () => {
     const given: number[][] = [];
     const limited = new Pump<number>({

@@ -144,6 +144,11 @@ export const WORKER = {
     '250',
     'Foreground output is reported at most once per this period per session',
   ),
+  WORKER_FACT_BUFFER: setting(
+    int(10, 10_000_000),
+    '10000',
+    'Facts one execution keeps, in order, while Redis is unreachable; past it the agent is stopped (nothing is dropped)',
+  ),
   WORKER_SETUP_TIMEOUT_MS: setting(
     int(100, 600_000),
     '30000',
