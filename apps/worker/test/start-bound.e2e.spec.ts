@@ -187,9 +187,16 @@ it('shows an execution waiting for a worker with its position, fails it after th
     const dead = await until(() => deadLetter(id), `${id} dead-lettered`);
     expect(dead.reason).toMatch(/^execution job refused: start_timeout: no worker took it/);
     expect(JSON.parse(dead.raw)).toMatchObject({ taskId: KEY, executionId: id });
-    expect(
-      await call('GET', `/v1/tasks/${TASK}/sessions/s${id === 'B' ? 2 : 3}/executions/${id}`),
-    ).toEqual({ status: 200, body: { executionId: id, state: 'failed', position: null } });
+    // The dead letter is written before the worker's refusal moves the job to failed: wait for it.
+    const path = `/v1/tasks/${TASK}/sessions/s${id === 'B' ? 2 : 3}/executions/${id}`;
+    await until(
+      async () => (await call('GET', path)).body.state !== 'active',
+      `${id} no longer active`,
+    );
+    expect(await call('GET', path)).toEqual({
+      status: 200,
+      body: { executionId: id, state: 'failed', position: null },
+    });
   }
   // Nothing of B or C reached the task stream: no execution.started, no fact at all.
   expect(await factTypes('B')).toEqual([]);
