@@ -6,7 +6,7 @@ import {
   type DynamicModule,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { EventStore, redisTargetFromUrl } from '@baton/store';
+import { EventStore, logAvailability, redisTargetFromUrl } from '@baton/store';
 import { AhpGateway } from './ahp/ahp.gateway';
 import { Authenticator } from './auth/auth';
 import { RestAuthGuard } from './auth/rest-auth.guard';
@@ -61,12 +61,16 @@ class StoreShutdown implements OnApplicationShutdown {
   providers: [
     {
       provide: STORE,
-      inject: [OPTIONS],
-      useFactory: (o: ResolvedOptions) =>
+      inject: [OPTIONS, LOGGER],
+      useFactory: (o: ResolvedOptions, log: Logger) =>
         EventStore.connect(
           redisTargetFromUrl(o.redisUrl),
           { shards: o.shards, prefix: o.prefix, ...o.store },
-          { connectionName: `baton-${o.writerInstance}` },
+          {
+            connectionName: `baton-${o.writerInstance}`,
+            commandTimeoutMs: o.storeTimeoutMs,
+            onAvailability: logAvailability(log),
+          },
         ),
     },
     {

@@ -1,4 +1,5 @@
 import type { ErrorCode, WireError } from '@baton/protocol';
+import { isUnavailableError } from '@baton/store';
 import { NotFoundError } from './tenancy';
 
 /** A failure with the wire code it answers with. */
@@ -24,20 +25,13 @@ export function toWireError(err: unknown): { error: WireError; internal: boolean
   if (err instanceof NotFoundError) {
     return { error: { code: 'not_found', message: err.message }, internal: false };
   }
-  if (isRedisUnavailable(err)) {
+  // The world's, not a bug: the store's availability is logged once per outage where it is
+  // watched (logAvailability), not once per failed request.
+  if (isUnavailableError(err)) {
     return {
       error: { code: 'unavailable', message: 'the store is unavailable; try again' },
-      internal: true,
+      internal: false,
     };
   }
   return { error: { code: 'internal', message: 'internal error' }, internal: true };
-}
-
-function isRedisUnavailable(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  return (
-    /Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|MaxRetriesPerRequest|Stream isn't writeable|LOADING|CLUSTERDOWN|TRYAGAIN/i.test(
-      err.message,
-    ) || err.name === 'MaxRetriesPerRequestError'
-  );
 }

@@ -55,6 +55,7 @@ export function resolveOptions(o: GatewayOptions): ResolvedOptions {
     // A restarted process must never reuse the writer seqs of its predecessor.
     writerInstance: `${instanceId}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`,
     admissionWaitMs: o.admissionWaitMs ?? DEFAULTS.admissionWaitMs,
+    storeTimeoutMs: o.storeTimeoutMs ?? DEFAULTS.storeTimeoutMs,
     maxMessageBytes,
     hardMaxMessageBytes: hardMaxMessageBytes(maxMessageBytes),
     maxSubscriptions: o.maxSubscriptions ?? DEFAULTS.maxSubscriptions,

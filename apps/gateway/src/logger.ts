@@ -1,10 +1,15 @@
+import { quietDuringOutages } from '@baton/store';
 import type { LoggerService } from '@nestjs/common';
 import pino, { type Logger } from 'pino';
 
 export type { Logger };
 
 export function createLogger(level: string, instance: string): Logger {
-  return pino({ level, base: { role: 'gateway', instance, pid: process.pid } });
+  return pino({
+    level,
+    base: { role: 'gateway', instance, pid: process.pid },
+    hooks: { logMethod: quietDuringOutages },
+  });
 }
 
 /** Nest's own messages go to the same structured log, at debug for its routine chatter. */

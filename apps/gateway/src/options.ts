@@ -14,6 +14,8 @@ export interface GatewayOptions {
   /** Name of this process in logs; the writer instance adds a per-start suffix to it. */
   instanceId?: string;
   admissionWaitMs?: number;
+  /** A request whose Redis command is not answered within this answers `unavailable`. */
+  storeTimeoutMs?: number;
   maxMessageBytes?: number;
   maxSubscriptions?: number;
   /** WebSocket connections one tenant may hold open on this gateway (both endpoints). */
@@ -49,6 +51,7 @@ export const DEFAULTS = {
   host: '127.0.0.1',
   port: 8080,
   admissionWaitMs: 2_000,
+  storeTimeoutMs: 2_000,
   maxMessageBytes: 262_144,
   maxSubscriptions: 100,
   maxConnectionsPerTenant: 1_000,
@@ -79,6 +82,7 @@ export function gatewayLimits(
 ): Pick<
   GatewayOptions,
   | 'admissionWaitMs'
+  | 'storeTimeoutMs'
   | 'maxMessageBytes'
   | 'maxSubscriptions'
   | 'maxConnectionsPerTenant'
@@ -91,6 +95,7 @@ export function gatewayLimits(
 > {
   return {
     admissionWaitMs: config.GATEWAY_ADMISSION_WAIT_MS,
+    storeTimeoutMs: config.GATEWAY_STORE_TIMEOUT_MS,
     maxMessageBytes: config.GATEWAY_MAX_MESSAGE_BYTES,
     maxSubscriptions: config.GATEWAY_MAX_SUBSCRIPTIONS,
     maxConnectionsPerTenant: config.GATEWAY_MAX_CONNECTIONS_PER_TENANT,

@@ -1,3 +1,4 @@
+import { quietDuringOutages } from '@baton/store';
 import pino, { type Logger } from 'pino';
 
 export type { Logger };
@@ -8,7 +9,11 @@ export type { Logger };
  */
 export function createLogger(instance: string, level: string): Logger {
   return pino(
-    { level, base: { role: 'projector', instance, pid: process.pid } },
+    {
+      level,
+      base: { role: 'projector', instance, pid: process.pid },
+      hooks: { logMethod: quietDuringOutages },
+    },
     pino.destination({ dest: 1, sync: true }),
   );
 }

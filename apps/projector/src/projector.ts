@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import {
   EventStore,
+  logAvailability,
   redisTargetFromUrl,
   type FencedError,
   type Lease,
@@ -76,12 +77,16 @@ class Projector implements ShardHost {
     this.quietMs = opts.quietMs;
     this.executionStartMs = opts.executionStartMs;
     this.log = createLogger(opts.instanceId, opts.logLevel);
-    this.store = EventStore.connect(redisTargetFromUrl(opts.redisUrl), {
-      shards: opts.shards,
-      prefix: opts.prefix,
-      // A short block keeps the tail responsive to reconnects; notes wake it at once anyway.
-      tailBlockMs: 1_000,
-    });
+    this.store = EventStore.connect(
+      redisTargetFromUrl(opts.redisUrl),
+      {
+        shards: opts.shards,
+        prefix: opts.prefix,
+        // A short block keeps the tail responsive to reconnects; notes wake it at once anyway.
+        tailBlockMs: 1_000,
+      },
+      { onAvailability: logAvailability(this.log) },
+    );
     this.metrics = new Metrics(() => [...this.runners.values()].map((r) => r.stats()));
     this.ownership = new ShardOwnership(
       this.store,

@@ -9,7 +9,13 @@ import {
   startTimedOut,
 } from '@baton/jobs';
 import { splitTaskKey, type ExecutionJob } from '@baton/protocol';
-import { EventStore, connectRedis, redisTargetFromUrl } from '@baton/store';
+import {
+  EventStore,
+  connectRedis,
+  isUnavailableError,
+  logAvailability,
+  redisTargetFromUrl,
+} from '@baton/store';
 import { UnrecoverableError, WaitingError, Worker, type ConnectionOptions } from 'bullmq';
 import { Execution } from './execution';
 import { WorkerMetrics, serveHealth } from './metrics';
@@ -48,9 +54,10 @@ export async function startWorker(
   const store = EventStore.connect(
     target,
     { shards: opts.shards, prefix: opts.prefix },
-    { connectionName: opts.instanceId },
+    { connectionName: opts.instanceId, onAvailability: logAvailability(log) },
   );
-  // BullMQ blocks on its connections, so they must never give up on a command.
+  // BullMQ blocks on its connections, so they must never give up on a command. Its outages are
+  // the store's (same Redis), reported once by the store's connection.
   const bull = connectRedis(target, {
     maxRetriesPerRequest: null,
     connectionName: `${opts.instanceId}:jobs`,
@@ -165,7 +172,10 @@ export async function startWorker(
       maxStalledCount: 0,
     },
   );
-  worker.on('error', (err) => log.error({ err: String(err) }, 'queue error'));
+  // A lost connection is an outage, already logged once as such; anything else is worth a line.
+  worker.on('error', (err) => {
+    if (!isUnavailableError(err)) log.error({ err: String(err) }, 'queue error');
+  });
   worker.on('failed', (job, err) =>
     log.warn({ jobId: job?.id, err: String(err) }, 'execution job failed'),
   );

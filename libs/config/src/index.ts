@@ -196,6 +196,11 @@ export const GATEWAY = {
     '2000',
     'How long a prompt reply waits for its decision before it answers "pending"',
   ),
+  GATEWAY_STORE_TIMEOUT_MS: setting(
+    int(100, 60_000),
+    '2000',
+    'How long a client request waits for Redis before it answers `unavailable` (retryable; clients retry with their idempotency keys), also through an outage',
+  ),
   GATEWAY_MAX_MESSAGE_BYTES: setting(
     int(1_024, 16_777_216),
     '262144',

@@ -1,5 +1,14 @@
 import { startRedis, type RedisServer } from '@baton/redis-harness';
-import { connectRedis, parseRedisUrl, redisTargetFromUrl, unixSocketUrl } from './connection';
+import {
+  connectRedis,
+  duplicateForBlocking,
+  parseRedisUrl,
+  redisTargetFromUrl,
+  unixSocketUrl,
+  type AvailabilityChange,
+  type RedisClient,
+} from './connection';
+import { isUnavailableError } from './errors';
 
 describe('REDIS_URL', () => {
   it('reads ACL user and percent-encoded password, host, port and db', () => {
@@ -85,5 +94,84 @@ describe('redisTargetFromUrl', () => {
       password: 'p@ss',
     });
     expect(() => redisTargetFromUrl('redis+cluster://a:x')).toThrow(/bad cluster node: a:x/);
+  });
+});
+
+describe('through an outage', () => {
+  let server: RedisServer;
+  // Disconnected even when a test fails: a client left reconnecting keeps jest from exiting.
+  const clients: RedisClient[] = [];
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterEach(() => clients.splice(0).forEach((c) => c.disconnect()));
+  afterAll(() => server.stop());
+
+  it('reports one line when Redis goes away and one when it is back, not one per retry', async () => {
+    const changes: AvailabilityChange[] = [];
+    const client = connectRedis(
+      { url: server.url },
+      { maxReconnectDelayMs: 50, onAvailability: (c) => changes.push(c) },
+    );
+    clients.push(client);
+    await client.ping();
+    await server.kill();
+    // Many reconnect attempts fail meanwhile (50 ms apart at most).
+    await new Promise((r) => setTimeout(r, 1_000));
+    await server.restart();
+    await client.ping();
+    expect(changes.map((c) => c.available)).toEqual([false, true]);
+    expect(changes[0]).toMatchObject({ available: false, reason: expect.any(String) });
+  });
+
+  it('answers a command within its timeout while Redis is gone; blocking reads are not bound by it', async () => {
+    const client = connectRedis({ url: server.url }, { commandTimeoutMs: 300 });
+    await client.ping();
+    const blocking = duplicateForBlocking(client);
+    clients.push(client, blocking);
+    // A blocking read longer than the command timeout ends by itself, with nothing read.
+    expect(await blocking.xread('BLOCK', 600, 'STREAMS', 'nothing', '$')).toBeNull();
+    await server.kill();
+    const err = await client.get('k').then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toBe('Command timed out');
+    expect(isUnavailableError(err)).toBe(true);
+    await server.restart();
+    // Back: the next command that arrives after the reconnect is answered.
+    for (;;) {
+      const ok = await client.ping().catch(() => null);
+      if (ok === 'PONG') break;
+    }
+  });
+});
+
+describe('isUnavailableError', () => {
+  it('tells the world failing from a bug', () => {
+    for (const m of [
+      'Connection is closed.',
+      'Command timed out',
+      'Too many Cluster redirections. Last error: Error: Connection is closed.',
+      "Cluster isn't ready and enableOfflineQueue options is false",
+      'connect ECONNREFUSED 127.0.0.1:6379',
+      'CLUSTERDOWN The cluster is down',
+      'MOVED 3999 127.0.0.1:6381',
+      'TRYAGAIN Multiple keys request during rehashing of slot',
+      'LOADING Redis is loading the dataset in memory',
+      "READONLY You can't write against a read only replica.",
+    ]) {
+      expect([m, isUnavailableError(new Error(m))]).toEqual([m, true]);
+    }
+    for (const m of [
+      'WRONGTYPE Operation against a key holding the wrong kind of value',
+      'ERR syntax error',
+      'FENCED shard 3',
+      "Cannot read properties of undefined (reading 'x')",
+    ]) {
+      expect([m, isUnavailableError(new Error(m))]).toEqual([m, false]);
+    }
+    expect(isUnavailableError(undefined)).toBe(false);
   });
 });

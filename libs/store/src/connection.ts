@@ -24,7 +24,21 @@ export interface ConnectOptions {
   /** Upper bound of the reconnect backoff in ms (default 2000). */
   maxReconnectDelayMs?: number;
   connectionName?: string;
+  /**
+   * A command not answered within this many ms fails with "Command timed out", also while it waits
+   * in the offline queue during an outage. Unset: commands wait for Redis to come back (workers
+   * and projectors, whose work resumes by itself); a gateway sets it so that no client request
+   * blocks for the length of an outage. Blocking tail reads run on their own connections, without it.
+   */
+  commandTimeoutMs?: number;
+  /** Told once when Redis (or one Cluster node) becomes unreachable, and once when it is back. */
+  onAvailability?: (change: AvailabilityChange) => void;
 }
+
+/** Redis (`node` unset) or one Cluster node went away, or came back after `downForMs`. */
+export type AvailabilityChange =
+  | { available: false; node?: string; reason: string }
+  | { available: true; node?: string; downForMs: number };
 
 /**
  * Options for ioredis from a `redis://`, `rediss://` or `unix://` URL:
@@ -86,21 +100,102 @@ export function connectRedis(target: RedisTarget, options: ConnectOptions = {}):
     enableAutoPipelining: false,
     ...(options.connectionName ? { connectionName: options.connectionName } : {}),
   };
+  if (options.commandTimeoutMs !== undefined) common.commandTimeout = options.commandTimeoutMs;
+  const report = options.onAvailability ?? (() => undefined);
   if ('url' in target) {
-    return new Redis({ ...parseRedisUrl(target.url), ...common, retryStrategy: backoff(maxDelay) });
+    const client = new Redis({
+      ...parseRedisUrl(target.url),
+      ...common,
+      retryStrategy: backoff(maxDelay),
+    });
+    watchServer(client, report);
+    return client;
   }
   if (target.cluster.length === 0) throw new Error('a Redis Cluster needs at least one seed node');
   const nodes: ClusterNode[] = target.cluster.map((n) => ({ host: n.host, port: n.port }));
-  return new Cluster(nodes, {
+  const cluster = new Cluster(nodes, {
     clusterRetryStrategy: backoff(maxDelay),
     enableAutoPipelining: false,
     redisOptions: {
       maxRetriesPerRequest: common.maxRetriesPerRequest,
+      ...(options.commandTimeoutMs !== undefined
+        ? { commandTimeout: options.commandTimeoutMs }
+        : {}),
       ...(target.username ? { username: target.username } : {}),
       ...(target.password ? { password: target.password } : {}),
       ...(target.tls ? { tls: {} } : {}),
       ...(options.connectionName ? { connectionName: options.connectionName } : {}),
     },
+  });
+  watchCluster(cluster, report);
+  return cluster;
+}
+
+/**
+ * A second connection to the same Redis for blocking reads: no command timeout (a blocking XREAD
+ * waits longer than any request should) and errors left to the first connection to report.
+ */
+export function duplicateForBlocking(client: RedisClient): RedisClient {
+  const conn = isCluster(client)
+    ? client.duplicate([], {
+        redisOptions: { ...client.options.redisOptions, commandTimeout: undefined },
+      })
+    : client.duplicate({ commandTimeout: undefined });
+  conn.on('error', () => undefined);
+  return conn;
+}
+
+/**
+ * One report when the server becomes unreachable, one when it is back: never a line per retry.
+ * Listening to 'error' also keeps ioredis from printing each failed reconnect as unhandled.
+ */
+function watchServer(client: Redis, report: (c: AvailabilityChange) => void): void {
+  let downSince: number | undefined;
+  const down = (reason: string) => {
+    if (downSince !== undefined) return;
+    downSince = Date.now();
+    report({ available: false, reason });
+  };
+  client.on('error', (err: Error) => down(err.message));
+  // A connection that drops without an error (the server went away cleanly, or a network
+  // stalled) says so only by reconnecting.
+  client.on('reconnecting', () => down('connection lost'));
+  client.on('ready', () => {
+    if (downSince === undefined) return;
+    report({ available: true, downForMs: Date.now() - downSince });
+    downSince = undefined;
+  });
+}
+
+/** As {@link watchServer}, for the Cluster as a whole and for each of its nodes. */
+function watchCluster(cluster: Cluster, report: (c: AvailabilityChange) => void): void {
+  let downSince: number | undefined;
+  const nodesDown = new Map<string, number>();
+  const down = (reason: string) => {
+    if (downSince !== undefined) return;
+    downSince = Date.now();
+    report({ available: false, reason });
+  };
+  cluster.on('error', (err: Error) => down(err.message));
+  cluster.on('reconnecting', () => down('connection lost'));
+  cluster.on('ready', () => {
+    if (downSince === undefined) return;
+    report({ available: true, downForMs: Date.now() - downSince });
+    downSince = undefined;
+  });
+  cluster.on('node error', (err: Error, node: string) => {
+    if (nodesDown.has(node)) return;
+    nodesDown.set(node, Date.now());
+    report({ available: false, node, reason: err.message });
+  });
+  cluster.on('+node', (redis: Redis) => {
+    const node = `${redis.options.host}:${redis.options.port}`;
+    redis.once('ready', () => {
+      const since = nodesDown.get(node);
+      if (since === undefined) return;
+      nodesDown.delete(node);
+      report({ available: true, node, downForMs: Date.now() - since });
+    });
   });
 }
 
@@ -137,3 +232,18 @@ export function redisTargetFromUrl(url: string): RedisTarget {
 
 /** The `unix://` URL of a unix socket at `path` (absolute). */
 export const unixSocketUrl = (path: string): string => `unix://${encodeURI(path)}`;
+
+/** The part of a pino logger that {@link logAvailability} writes to. */
+export interface AvailabilityLog {
+  warn(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
+
+/** The one line each way an outage gets in a process's log. */
+export function logAvailability(log: AvailabilityLog): (change: AvailabilityChange) => void {
+  return (c) => {
+    const where = c.node ? `redis node ${c.node}` : 'redis';
+    if (c.available) log.info({ node: c.node, downForMs: c.downForMs }, `${where} is back`);
+    else log.warn({ node: c.node, reason: c.reason }, `${where} is unreachable; retrying`);
+  };
+}

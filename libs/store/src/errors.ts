@@ -52,3 +52,81 @@ export function mapScriptError(err: unknown): unknown {
   if (gap) return new GapError(Number(gap[1]), Number(gap[2]));
   return err;
 }
+
+/**
+ * Redis could not be reached or could not answer for now: the connection is down or closed, a
+ * command timed out, a Cluster is failing over (redirections, MOVED/ASK loops, CLUSTERDOWN,
+ * TRYAGAIN, a master down) or a server is loading its data. Such a failure is the world's, not a
+ * bug: clients are told `unavailable` and retry (with their idempotency keys).
+ */
+export function isUnavailableError(err: unknown): boolean {
+  if (typeof err === 'string') return UNAVAILABLE.test(err);
+  if (!(err instanceof Error)) return false;
+  if (err.name === 'MaxRetriesPerRequestError') return true;
+  return UNAVAILABLE.test(err.message);
+}
+
+/** What {@link quietDuringOutages} needs of a pino logger. */
+interface LevelledLogger {
+  isLevelEnabled(level: string): boolean;
+  debug(...args: unknown[]): void;
+}
+
+const DEBUG = 20;
+
+/**
+ * A pino `logMethod` hook: a record above debug whose `err` is only Redis being unavailable is
+ * kept at debug. An outage is logged once when it starts and once when it ends (logAvailability);
+ * every operation that fails meanwhile is routine, not a warning with a stack trace each.
+ */
+export function quietDuringOutages(
+  this: LevelledLogger,
+  args: unknown[],
+  method: (...args: unknown[]) => void,
+  level: number,
+): void {
+  const first = args[0];
+  if (
+    level > DEBUG &&
+    typeof first === 'object' &&
+    first !== null &&
+    isUnavailableError((first as { err?: unknown }).err)
+  ) {
+    if (!this.isLevelEnabled('debug')) return;
+    const { err, ...rest } = first as { err: unknown };
+    this.debug({ ...rest, err: err instanceof Error ? err.message : err }, ...args.slice(1));
+    return;
+  }
+  method.apply(this, args);
+}
+
+const UNAVAILABLE = new RegExp(
+  [
+    // ioredis' own: the connection, the offline queue, the command timeout, the Cluster client.
+    'Connection is closed',
+    "Stream isn't writeable",
+    'MaxRetriesPerRequest',
+    'Command timed out',
+    'Too many Cluster redirections',
+    "Cluster isn't ready",
+    'None of startup nodes is available',
+    'Failed to refresh slots cache',
+    // The socket.
+    'ECONNREFUSED',
+    'ECONNRESET',
+    'ETIMEDOUT',
+    'EHOSTUNREACH',
+    'ENETUNREACH',
+    'EPIPE',
+    'ENOENT', // a unix socket that is gone
+    // Redis error replies that say "not now": loading, failover, redirection, no writable master.
+    '^LOADING',
+    '^CLUSTERDOWN',
+    '^TRYAGAIN',
+    '^MOVED',
+    '^ASK',
+    '^MASTERDOWN',
+    '^READONLY',
+    '^NOREPLICAS',
+  ].join('|'),
+);

@@ -2,6 +2,7 @@ import { InboxMessage, StreamEntry, TaskView, Update } from '@baton/protocol';
 import type { z } from 'zod';
 import {
   connectRedis,
+  duplicateForBlocking,
   isCluster,
   type ConnectOptions,
   type RedisClient,
@@ -373,9 +374,9 @@ export class EventStore {
   ): StreamTail<T> {
     const r = this.redis;
     const groups: TailGroup[] = isCluster(r)
-      ? sources.map((s) => ({ conn: r.duplicate(), sources: [s] }))
+      ? sources.map((s) => ({ conn: duplicateForBlocking(r), sources: [s] }))
       : sources.length > 0
-        ? [{ conn: r.duplicate(), sources }]
+        ? [{ conn: duplicateForBlocking(r), sources }]
         : [];
     const t = new StreamTail<T>(groups, parse, this.opts.tailBlockMs);
     this.tails.add(t as StreamTail<unknown>);

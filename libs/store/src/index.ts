@@ -17,13 +17,22 @@ export type {
 export { StreamTail } from './tail';
 export {
   connectRedis,
+  duplicateForBlocking,
+  logAvailability,
   parseRedisUrl,
   redact,
   redisTargetFromUrl,
   isCluster,
   unixSocketUrl,
 } from './connection';
-export type { ConnectOptions, RedisClient, RedisNode, RedisTarget } from './connection';
+export type {
+  AvailabilityChange,
+  AvailabilityLog,
+  ConnectOptions,
+  RedisClient,
+  RedisNode,
+  RedisTarget,
+} from './connection';
 export { KeyLayout, fnv1a32, DEFAULT_SHARDS, DEFAULT_PREFIX } from './keys';
 export {
   ConflictError,
@@ -31,4 +40,6 @@ export {
   GapError,
   InvalidEntryError,
   StaleSnapshotError,
+  isUnavailableError,
+  quietDuringOutages,
 } from './errors';
