@@ -6,6 +6,6 @@ module.exports = {
   displayName: 'e2e',
   rootDir: __dirname,
   testMatch: ['<rootDir>/**/*.spec.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/security/'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/security/', '<rootDir>/faults/'],
   ...esmPackages(['@agentclientprotocol', 'jose']),
 };

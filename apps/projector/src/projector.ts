@@ -140,7 +140,7 @@ class Projector implements ShardHost {
     this.lastReached = at;
     if (gap > this.leaseTtlMs) {
       this.reachable = at;
-      this.log.warn(
+      this.log.info(
         { gapMs: Math.round(gap) },
         'Redis reachable again: execution leases get one period to be renewed',
       );
