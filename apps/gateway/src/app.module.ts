@@ -120,7 +120,7 @@ class ExecutionsShutdown implements OnApplicationShutdown {
       provide: Commands,
       inject: [STORE, UpdateHub, OPTIONS, GatewayMetrics],
       useFactory: (store: EventStore, hub: UpdateHub, o: ResolvedOptions, m: GatewayMetrics) =>
-        new Commands(store, hub, o.writerInstance, o.admissionWaitMs, m),
+        new Commands(store, hub, o.writerInstance, o.admissionWaitMs, m, o.storeTimeoutMs),
     },
     {
       provide: Executions,

@@ -78,11 +78,14 @@ function run(
     },
   };
   return new Promise((resolve, reject) => {
+    let isReady = false;
+    // Everything the process prints is kept (output()); readiness is looked for until found.
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
+      if (isReady) return;
       const m = ready ? ready.exec(out) : null;
       if (!ready || m) {
-        proc.stdout!.off('data', onData);
+        isReady = true;
         resolve({ ...handle, match: m });
       }
     };

@@ -221,7 +221,13 @@ export interface RedisLink {
   readonly url: string;
   /** New connections wait from now on (bytes kept) until {@link open}. */
   hold(): void;
-  /** Joins every waiting connection to the server, and every new one at once. */
+  /**
+   * A network that stops answering: bytes on every open connection wait (kept, in order) in both
+   * directions, and new connections wait, until {@link open}. Nothing is closed, so the client
+   * sees no error, only silence.
+   */
+  stall(): void;
+  /** Joins every waiting connection to the server, and every new one at once; ends a stall. */
   open(): void;
   close(): Promise<void>;
 }
@@ -230,6 +236,11 @@ export async function startRedisLink(server: { host: string; port: number }): Pr
   let held = false;
   const waiting: (() => void)[] = [];
   const sockets = new Set<Socket>();
+  const pairs = new Set<[Socket, Socket]>();
+  const join = ([a, b]: [Socket, Socket]) => {
+    a.pipe(b);
+    b.pipe(a);
+  };
   const proxy = createServer((client) => {
     sockets.add(client);
     client.once('close', () => sockets.delete(client));
@@ -244,8 +255,10 @@ export async function startRedisLink(server: { host: string; port: number }): Pr
       });
       upstream.on('error', () => upstream.destroy());
       client.once('close', () => upstream.destroy());
-      client.pipe(upstream);
-      upstream.pipe(client);
+      const pair: [Socket, Socket] = [client, upstream];
+      pairs.add(pair);
+      client.once('close', () => pairs.delete(pair));
+      join(pair);
     };
     if (held) waiting.push(attach);
     else attach();
@@ -257,8 +270,20 @@ export async function startRedisLink(server: { host: string; port: number }): Pr
     hold: () => {
       held = true;
     },
+    stall: () => {
+      held = true;
+      for (const [a, b] of pairs) {
+        a.unpipe(b);
+        b.unpipe(a);
+        a.pause();
+        b.pause();
+      }
+    },
     open: () => {
       held = false;
+      for (const pair of pairs) {
+        if (pair[0].isPaused()) join(pair);
+      }
       for (const attach of waiting.splice(0)) attach();
     },
     close: async () => {

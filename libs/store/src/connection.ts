@@ -100,7 +100,12 @@ export function connectRedis(target: RedisTarget, options: ConnectOptions = {}):
     enableAutoPipelining: false,
     ...(options.connectionName ? { connectionName: options.connectionName } : {}),
   };
-  if (options.commandTimeoutMs !== undefined) common.commandTimeout = options.commandTimeoutMs;
+  if (options.commandTimeoutMs !== undefined) {
+    common.commandTimeout = options.commandTimeoutMs;
+    // A network that stops answering raises no error by itself: a connection silent that long
+    // with commands pending is dropped and made again, which is how the outage gets noticed.
+    common.socketTimeout = options.commandTimeoutMs;
+  }
   const report = options.onAvailability ?? (() => undefined);
   if ('url' in target) {
     const client = new Redis({
@@ -119,7 +124,7 @@ export function connectRedis(target: RedisTarget, options: ConnectOptions = {}):
     redisOptions: {
       maxRetriesPerRequest: common.maxRetriesPerRequest,
       ...(options.commandTimeoutMs !== undefined
-        ? { commandTimeout: options.commandTimeoutMs }
+        ? { commandTimeout: options.commandTimeoutMs, socketTimeout: options.commandTimeoutMs }
         : {}),
       ...(target.username ? { username: target.username } : {}),
       ...(target.password ? { password: target.password } : {}),
@@ -132,15 +137,20 @@ export function connectRedis(target: RedisTarget, options: ConnectOptions = {}):
 }
 
 /**
- * A second connection to the same Redis for blocking reads: no command timeout (a blocking XREAD
- * waits longer than any request should) and errors left to the first connection to report.
+ * A second connection to the same Redis for blocking reads: no command or socket timeout (a
+ * blocking XREAD waits longer than any request should) and errors left to the first connection
+ * to report.
  */
 export function duplicateForBlocking(client: RedisClient): RedisClient {
   const conn = isCluster(client)
     ? client.duplicate([], {
-        redisOptions: { ...client.options.redisOptions, commandTimeout: undefined },
+        redisOptions: {
+          ...client.options.redisOptions,
+          commandTimeout: undefined,
+          socketTimeout: undefined,
+        },
       })
-    : client.duplicate({ commandTimeout: undefined });
+    : client.duplicate({ commandTimeout: undefined, socketTimeout: undefined });
   conn.on('error', () => undefined);
   return conn;
 }

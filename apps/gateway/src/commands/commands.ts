@@ -54,6 +54,8 @@ export class Commands {
     private readonly writerInstance: string,
     private readonly admissionWaitMs: number,
     private readonly metrics: GatewayMetrics,
+    /** No caller waits longer than this for its append, however many wait before it. */
+    private readonly storeTimeoutMs: number,
   ) {}
 
   private append(taskId: string, make: (writer: Writer) => StreamEntry): Promise<string> {
@@ -72,7 +74,26 @@ export class Commands {
       .finally(() => {
         if (this.chains.get(taskId) === next) this.chains.delete(taskId);
       });
-    return next;
+    return this.bounded(next);
+  }
+
+  /**
+   * Each command's own Redis time is bounded by the connection; behind a stalled task chain, a
+   * caller would wait for every append before its own. It gives up at its own bound instead
+   * (`unavailable`); the append may still land, and a retry under the same key finds it.
+   */
+  private bounded<T>(p: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(`Command timed out: the store took no append in ${this.storeTimeoutMs} ms`),
+          ),
+        this.storeTimeoutMs,
+      );
+    });
+    return Promise.race([p, late]).finally(() => clearTimeout(timer));
   }
 
   /**
