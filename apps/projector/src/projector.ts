@@ -189,7 +189,7 @@ class Projector implements ShardHost {
   private async tick(): Promise<void> {
     try {
       await this.ownership.tick();
-      this.reached(performance.now());
+      this.reached(this.ownership.lastReached);
       this.firstTick();
     } catch (err) {
       this.metrics.errors.inc({ op: 'ownership_tick' });

@@ -18,6 +18,10 @@ export interface OwnershipHooks {
  */
 export class ShardOwnership {
   readonly held = new Map<number, Lease>();
+  /** performance.now() of the last answer Redis gave this instance (a renewal or a round). */
+  lastReached = Number.NEGATIVE_INFINITY;
+  private readonly renewing = new Set<number>();
+  private balancing: Promise<void> | undefined;
 
   constructor(
     private readonly store: EventStore,
@@ -29,13 +33,24 @@ export class ShardOwnership {
   ) {}
 
   /**
-   * Held leases are renewed first, each on its own: on a Cluster a shard lives on one master, and
-   * a master that is down must not cost the leases of shards on the healthy ones. Announcing
-   * ourselves, listing and balancing come after; when any of them fails (its key's master is
-   * down) the round stops there, logged, and the leases are still renewed.
+   * Held leases are renewed first, each on its own and never waiting for another: on a Cluster a
+   * shard lives on one master, and a master that is down must not cost the leases of shards on
+   * the healthy ones — not by an error, and not by a renewal that hangs until ioredis gives up on
+   * it. Announcing ourselves, listing and balancing come after, as one round at a time; when a
+   * step fails (its key's master is down) the round stops there, logged. A tick waits for the
+   * round at most half a lease, so the next tick's renewals keep their cadence.
    */
   async tick(): Promise<void> {
-    await this.renewAll();
+    this.renewAll();
+    this.balancing ??= this.balance().finally(() => (this.balancing = undefined));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.balancing,
+      new Promise<void>((r) => (timer = setTimeout(r, this.ttlMs / 2))),
+    ]).finally(() => clearTimeout(timer));
+  }
+
+  private async balance(): Promise<void> {
     let instances: string[];
     let leases: Lease[];
     try {
@@ -49,6 +64,7 @@ export class ShardOwnership {
       );
       return;
     }
+    this.lastReached = performance.now();
     const owners = new Map<number, string>();
     for (const l of leases) {
       // A lease under our name that we do not hold (a lost reply) is ours to take again.
@@ -91,22 +107,27 @@ export class ShardOwnership {
     for (const shard of p.release) await this.release(shard, 'rebalance');
   }
 
-  private async renewAll(): Promise<void> {
-    await Promise.all(
-      [...this.held.values()].map(async (lease) => {
-        try {
-          const renewed = await this.store.leases.renew(lease, this.ttlMs);
-          if (this.held.get(lease.shard)?.epoch === lease.epoch)
-            this.held.set(lease.shard, renewed);
-        } catch (err) {
-          if (err instanceof FencedError) this.lose(lease.shard, err.message);
-          else {
-            this.metrics.errors.inc({ op: 'lease_renew' });
-            this.log.warn({ err, shard: lease.shard }, 'lease renewal failed; retrying next tick');
-          }
-        }
-      }),
-    );
+  /** Starts a renewal for every held lease that has none in flight. */
+  private renewAll(): void {
+    for (const lease of this.held.values()) {
+      if (this.renewing.has(lease.shard)) continue;
+      this.renewing.add(lease.shard);
+      void this.renew(lease).finally(() => this.renewing.delete(lease.shard));
+    }
+  }
+
+  private async renew(lease: Lease): Promise<void> {
+    try {
+      const renewed = await this.store.leases.renew(lease, this.ttlMs);
+      this.lastReached = performance.now();
+      if (this.held.get(lease.shard)?.epoch === lease.epoch) this.held.set(lease.shard, renewed);
+    } catch (err) {
+      if (err instanceof FencedError) this.lose(lease.shard, err.message);
+      else {
+        this.metrics.errors.inc({ op: 'lease_renew' });
+        this.log.warn({ err, shard: lease.shard }, 'lease renewal failed; retrying next tick');
+      }
+    }
   }
 
   /** The lease is gone (a renewal or a write was fenced). */
@@ -132,9 +153,19 @@ export class ShardOwnership {
     this.log.info({ shard, epoch: lease.epoch, released, why }, 'lease released');
   }
 
-  /** Gives every shard up (shutdown), then leaves the instance set. */
+  /**
+   * Gives every shard up (shutdown), then leaves the instance set. Waits at most one lease for
+   * Redis: a lease whose master is down lapses by itself, and a shutdown must not hang on it.
+   */
   async releaseAll(): Promise<void> {
-    await Promise.all([...this.held.keys()].map((s) => this.release(s, 'shutdown')));
-    await this.store.projectors.leave(this.instanceId).catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const giveUp = new Promise<void>((r) => (timer = setTimeout(r, this.ttlMs)));
+    await Promise.race([
+      (async () => {
+        await Promise.all([...this.held.keys()].map((s) => this.release(s, 'shutdown')));
+        await this.store.projectors.leave(this.instanceId).catch(() => undefined);
+      })(),
+      giveUp,
+    ]).finally(() => clearTimeout(timer));
   }
 }

@@ -170,11 +170,40 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
   };
 }
 
-/** N masters, no replicas, every slot assigned; resolves once every node reports cluster_state:ok. */
-export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle> {
+export interface RedisClusterOptions {
+  /** Replicas per master (default 0): `replicas * masters` more servers. */
+  replicas?: number;
+  /**
+   * `cluster-require-full-coverage` (default true, Redis's own default): when false, the slots of
+   * live masters keep answering while another master's slots have no node.
+   */
+  requireFullCoverage?: boolean;
+  /** `cluster-node-timeout` in ms (Redis's default is 15,000): how soon a failed master is failed over. */
+  nodeTimeoutMs?: number;
+  /** AOF with fsync always on every node. */
+  aof?: boolean;
+}
+
+/**
+ * N masters (and their replicas, if asked), every slot assigned; resolves once every node reports
+ * cluster_state:ok and every replica is in sync with its master.
+ */
+export async function startRedisCluster(
+  masters = 3,
+  options: RedisClusterOptions = {},
+): Promise<RedisClusterHandle> {
   const servers: RedisServer[] = [];
+  const replicas = options.replicas ?? 0;
+  const args = [
+    ...(options.requireFullCoverage === false ? ['--cluster-require-full-coverage', 'no'] : []),
+    ...(options.nodeTimeoutMs !== undefined
+      ? ['--cluster-node-timeout', String(options.nodeTimeoutMs)]
+      : []),
+  ];
   try {
-    for (let i = 0; i < masters; i++) servers.push(await startRedis({ clusterEnabled: true }));
+    for (let i = 0; i < masters * (1 + replicas); i++) {
+      servers.push(await startRedis({ clusterEnabled: true, aof: options.aof, args }));
+    }
     await new Promise<void>((resolve, reject) => {
       execFile(
         REDIS_CLI,
@@ -183,7 +212,7 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
           'create',
           ...servers.map((s) => `${s.host}:${s.port}`),
           '--cluster-replicas',
-          '0',
+          String(replicas),
           '--cluster-yes',
         ],
         { timeout: 30_000 },
@@ -195,6 +224,10 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
       await waitFor(`cluster_state:ok on ${s.port}`, async () => {
         const info = await rawCommand(s.port, 'CLUSTER INFO');
         return info?.includes('cluster_state:ok') ?? false;
+      });
+      await waitFor(`replica ${s.port} in sync`, async () => {
+        const info = (await rawCommand(s.port, 'INFO replication')) ?? '';
+        return !info.includes('role:slave') || info.includes('master_link_status:up');
       });
     }
   } catch (err) {

@@ -1,0 +1,166 @@
+import { taskKey } from '@baton/protocol';
+import { startRedisCluster, type RedisClusterHandle } from '@baton/redis-harness';
+import { EventStore, isCluster } from '@baton/store';
+import {
+  spawnGateway,
+  spawnProjector,
+  token,
+  waitFor,
+  type GatewayProc,
+  type Proc,
+} from '../../apps/gateway/test/support';
+
+/**
+ * Issue 17, item 2: on a Redis Cluster, losing one master costs only the shards that live on it.
+ * Three masters (`cluster-require-full-coverage no`, so the others keep serving their slots), a
+ * real projector and a real gateway. The master killed is the one holding the projectors'
+ * heartbeat key (the key every ownership round used to start with), the worst one to lose.
+ * What must survive: tasks on the two live masters keep deciding and publishing (a prompt is
+ * answered with its decision, which the gateway learns from the published update), and their
+ * shards' leases are never dropped; the dead master's tasks answer `unavailable`, quickly; once
+ * the master is back, its tasks decide again, by themselves.
+ */
+
+jest.setTimeout(180_000);
+
+const PREFIX = 'cl';
+const SHARDS = 12;
+const TENANT = 'acme';
+/** The projector's shard lease (apps/gateway/test/support: PROJECTOR_LEASE_TTL_MS). */
+const LEASE_MS = 2_000;
+const tok = token({ tenant: TENANT, scope: 'read prompt' });
+
+let cluster: RedisClusterHandle;
+let store: EventStore;
+let projector: Proc;
+let gateway: GatewayProc;
+
+beforeAll(async () => {
+  cluster = await startRedisCluster(3, { requireFullCoverage: false });
+  store = EventStore.connect({ cluster: cluster.nodes }, { shards: SHARDS, prefix: PREFIX });
+  const env = {
+    REDIS_URL: `redis+cluster://${cluster.nodes.map((n) => `${n.host}:${n.port}`).join(',')}`,
+    BATON_PREFIX: PREFIX,
+    BATON_SHARDS: String(SHARDS),
+  };
+  [projector, gateway] = await Promise.all([
+    spawnProjector({ ...env, LOG_LEVEL: 'info' }),
+    spawnGateway({ ...env, GATEWAY_STORE_TIMEOUT_MS: '1000' }),
+  ]);
+  await waitFor(
+    async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
+    'every shard owned',
+    30_000,
+  );
+});
+afterAll(async () => {
+  await Promise.all([gateway?.stop(), projector?.stop()]);
+  await store?.close();
+  await cluster?.stop();
+});
+
+type Json = Record<string, unknown>;
+async function prompt(taskId: string, key: string) {
+  const res = await fetch(`${gateway.url}/v1/tasks/${taskId}/sessions/s1/prompts`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ text: key, idempotencyKey: key }),
+  });
+  return { status: res.status, body: (await res.json()) as Json };
+}
+
+/** The port of the master serving `key`'s slot. */
+async function masterPort(key: string): Promise<number> {
+  const r = store.redis;
+  if (!isCluster(r)) throw new Error('not a cluster');
+  const slot = Number(await r.call('CLUSTER', 'KEYSLOT', key));
+  const ranges = (await r.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+  const range = ranges.find(([lo, hi]) => slot >= lo && slot <= hi);
+  if (!range) throw new Error(`slot ${slot} has no master`);
+  return Number(range[2][1]);
+}
+
+it('one master of three lost: the others keep deciding, its tasks answer unavailable, and come back', async () => {
+  // One task per shard, and the master each shard lives on.
+  const tasks: { taskId: string; shard: number; port: number }[] = [];
+  for (let i = 0; tasks.length < SHARDS; i++) {
+    const taskId = `t${i}`;
+    const shard = store.shardOf(taskKey(TENANT, taskId));
+    if (tasks.some((t) => t.shard === shard)) continue;
+    tasks.push({ taskId, shard, port: await masterPort(store.keys.lease(shard)) });
+  }
+  const victimPort = await masterPort(store.keys.projectors());
+  const victim = cluster.servers.find((s) => s.port === victimPort)!;
+  const dead = tasks.filter((t) => t.port === victimPort);
+  const live = tasks.filter((t) => t.port !== victimPort);
+  expect(live.length).toBeGreaterThan(0);
+  expect(dead.length).toBeGreaterThan(0);
+  for (const t of tasks) {
+    expect(await prompt(t.taskId, `${t.taskId}-before`)).toMatchObject({
+      status: 200,
+      body: { status: 'decided' },
+    });
+  }
+  const logFrom = projector.output().length;
+
+  await victim.kill();
+  const killed = Date.now();
+  // The live masters' tasks decide, every one of them, again and again, for several lease
+  // periods: long enough for a lease that was not renewed to lapse.
+  let attempts = 0;
+  let decided = 0;
+  let firstDecidedMs: number | undefined;
+  for (let round = 0; round < 3 || Date.now() - killed < 4 * LEASE_MS; round++) {
+    for (const t of live) {
+      const r = await waitFor(async () => {
+        attempts++;
+        const a = await prompt(t.taskId, `${t.taskId}-during-${round}`);
+        return a.status === 200 ? a : undefined;
+      }, `${t.taskId} decides with a master down`);
+      expect(r.body).toMatchObject({ status: 'decided' });
+      decided++;
+      firstDecidedMs ??= Date.now() - killed;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  // The dead master's tasks: unavailable (retryable), never internal, never a hang.
+  for (const t of dead) {
+    expect(await prompt(t.taskId, `${t.taskId}-during`)).toMatchObject({
+      status: 503,
+      body: { error: { code: 'unavailable' } },
+    });
+  }
+  // No lease of a live master's shard was dropped.
+  const deadShards = new Set(dead.map((t) => t.shard));
+  const dropped = projector
+    .output()
+    .slice(logFrom)
+    .split('\n')
+    .filter((l) => l.includes('lease lost'))
+    .map((l) => (JSON.parse(l) as { shard: number }).shard);
+  expect(dropped.filter((s) => !deadShards.has(s))).toEqual([]);
+
+  await victim.restart();
+  const back = Date.now();
+  for (const t of dead) {
+    const r = await waitFor(
+      async () => {
+        attempts++;
+        const a = await prompt(t.taskId, `${t.taskId}-after`);
+        return a.status === 200 ? a : undefined;
+      },
+      `${t.taskId} decides once its master is back`,
+      60_000,
+    );
+    expect(r.body).toMatchObject({ status: 'decided' });
+  }
+  const recoverMs = Date.now() - back;
+  console.log(
+    `cluster, 1 of 3 masters killed (${dead.length} of ${SHARDS} shards on it): live shards ` +
+      `decided ${decided} prompts (first ${firstDecidedMs} ms after the kill), ` +
+      `leases of live shards dropped ${dropped.filter((s) => !deadShards.has(s)).length}; ` +
+      `dead shards answered unavailable ${dead.length}/${dead.length}; ` +
+      `back: every dead shard deciding ${recoverMs} ms after the master restarted; ` +
+      `attempts ${attempts}`,
+  );
+});
