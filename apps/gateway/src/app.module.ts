@@ -65,7 +65,14 @@ class StoreShutdown implements OnApplicationShutdown {
       useFactory: (o: ResolvedOptions, log: Logger) =>
         EventStore.connect(
           redisTargetFromUrl(o.redisUrl),
-          { shards: o.shards, prefix: o.prefix, ...o.store },
+          {
+            shards: o.shards,
+            prefix: o.prefix,
+            // WAIT within the request's bound, with room left for the reply.
+            ackReplicas: o.ackReplicas,
+            ackTimeoutMs: Math.floor(o.storeTimeoutMs / 2),
+            ...o.store,
+          },
           {
             connectionName: `baton-${o.writerInstance}`,
             commandTimeoutMs: o.storeTimeoutMs,

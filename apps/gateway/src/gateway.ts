@@ -56,6 +56,7 @@ export function resolveOptions(o: GatewayOptions): ResolvedOptions {
     writerInstance: `${instanceId}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`,
     admissionWaitMs: o.admissionWaitMs ?? DEFAULTS.admissionWaitMs,
     storeTimeoutMs: o.storeTimeoutMs ?? DEFAULTS.storeTimeoutMs,
+    ackReplicas: o.ackReplicas ?? DEFAULTS.ackReplicas,
     maxMessageBytes,
     hardMaxMessageBytes: hardMaxMessageBytes(maxMessageBytes),
     maxSubscriptions: o.maxSubscriptions ?? DEFAULTS.maxSubscriptions,

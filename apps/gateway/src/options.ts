@@ -16,6 +16,8 @@ export interface GatewayOptions {
   admissionWaitMs?: number;
   /** A request whose Redis command is not answered within this answers `unavailable`. */
   storeTimeoutMs?: number;
+  /** Replicas that must have a client's command before it is acknowledged (WAIT). */
+  ackReplicas?: number;
   maxMessageBytes?: number;
   maxSubscriptions?: number;
   /** WebSocket connections one tenant may hold open on this gateway (both endpoints). */
@@ -52,6 +54,7 @@ export const DEFAULTS = {
   port: 8080,
   admissionWaitMs: 2_000,
   storeTimeoutMs: 2_000,
+  ackReplicas: 0,
   maxMessageBytes: 262_144,
   maxSubscriptions: 100,
   maxConnectionsPerTenant: 1_000,
@@ -83,6 +86,7 @@ export function gatewayLimits(
   GatewayOptions,
   | 'admissionWaitMs'
   | 'storeTimeoutMs'
+  | 'ackReplicas'
   | 'maxMessageBytes'
   | 'maxSubscriptions'
   | 'maxConnectionsPerTenant'
@@ -96,6 +100,7 @@ export function gatewayLimits(
   return {
     admissionWaitMs: config.GATEWAY_ADMISSION_WAIT_MS,
     storeTimeoutMs: config.GATEWAY_STORE_TIMEOUT_MS,
+    ackReplicas: config.GATEWAY_ACK_REPLICAS,
     maxMessageBytes: config.GATEWAY_MAX_MESSAGE_BYTES,
     maxSubscriptions: config.GATEWAY_MAX_SUBSCRIPTIONS,
     maxConnectionsPerTenant: config.GATEWAY_MAX_CONNECTIONS_PER_TENANT,

@@ -201,6 +201,11 @@ export const GATEWAY = {
     '2000',
     'How long a client request waits for Redis before it answers `unavailable` (retryable; clients retry with their idempotency keys), also through an outage',
   ),
+  GATEWAY_ACK_REPLICAS: setting(
+    int(0, 16),
+    '0',
+    "Replicas that must have a client command (Redis WAIT, for half of GATEWAY_STORE_TIMEOUT_MS) before it is acknowledged; 0: the master's reply. With replicas, set it to 1 so that a failover never loses an acknowledged prompt",
+  ),
   GATEWAY_MAX_MESSAGE_BYTES: setting(
     int(1_024, 16_777_216),
     '262144',

@@ -31,6 +31,10 @@ export interface RedisServer {
   kill(): Promise<void>;
   /** Starts the server again on the same port and data dir (after {@link kill}). */
   restart(): Promise<void>;
+  /** SIGSTOP: the server keeps its connections but answers nothing until {@link resume}. */
+  pause(): void;
+  /** SIGCONT after {@link pause}. */
+  resume(): void;
   /** Stops the process and removes its data dir. */
   stop(): Promise<void>;
 }
@@ -163,6 +167,8 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
     dir,
     kill: () => killChild('SIGKILL'),
     restart: launch,
+    pause: () => void child?.kill('SIGSTOP'),
+    resume: () => void child?.kill('SIGCONT'),
     stop: async () => {
       await killChild('SIGKILL');
       rmSync(dir, { recursive: true, force: true });

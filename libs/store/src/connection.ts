@@ -121,6 +121,9 @@ export function connectRedis(target: RedisTarget, options: ConnectOptions = {}):
   const cluster = new Cluster(nodes, {
     clusterRetryStrategy: backoff(maxDelay),
     enableAutoPipelining: false,
+    // After a failover, a client that keeps sending a dead master's slots to it never hears a
+    // MOVED: the slot map is read again every second, so a promoted replica is found by itself.
+    slotsRefreshInterval: 1_000,
     redisOptions: {
       maxRetriesPerRequest: common.maxRetriesPerRequest,
       ...(options.commandTimeoutMs !== undefined

@@ -10,7 +10,7 @@ import {
 } from './connection';
 import { InvalidEntryError, mapScriptError } from './errors';
 import { DEFAULT_PREFIX, DEFAULT_SHARDS, KeyLayout } from './keys';
-import { defineScripts, type Scripts } from './scripts';
+import { defineScripts, withReplicas, type Scripts } from './scripts';
 import { StreamTail, type TailGroup } from './tail';
 
 export interface EventStoreOptions {
@@ -31,6 +31,16 @@ export interface EventStoreOptions {
   dedupeTtlMs?: number;
   /** How long a blocking tail read waits before it re-issues (default 5,000 ms). */
   tailBlockMs?: number;
+  /**
+   * Replicas that must have an {@link EventStore.append} (a client's command) before it counts as
+   * done (Redis WAIT; default 0: the master's reply). Replication is asynchronous: without this,
+   * a failover can lose what the master had acknowledged. When fewer replicas confirm within
+   * {@link ackTimeoutMs}, the append fails as unavailable (NOREPLICAS); the write may still
+   * survive, and a retry under the same idempotency key finds it.
+   */
+  ackReplicas?: number;
+  /** How long an append waits for {@link ackReplicas} (default 1,000 ms). */
+  ackTimeoutMs?: number;
 }
 
 /** The right to write for one shard, at one fencing epoch. */
@@ -187,6 +197,8 @@ export class EventStore {
       deadLettersMaxLen: options.deadLettersMaxLen ?? 10_000,
       dedupeTtlMs: options.dedupeTtlMs ?? 7 * 24 * 3600 * 1000,
       tailBlockMs: options.tailBlockMs ?? 5_000,
+      ackReplicas: options.ackReplicas ?? 0,
+      ackTimeoutMs: options.ackTimeoutMs ?? 1_000,
     };
     this.scripts = defineScripts(redis);
   }
@@ -252,8 +264,30 @@ export class EventStore {
       valid.length,
     ];
     for (const e of valid) args.push(e.writer.instance, e.writer.seq, JSON.stringify(e));
-    const ids = await this.run<(string | number)[]>(this.scripts.append(...args));
+    const ids =
+      this.opts.ackReplicas === 0
+        ? await this.run<(string | number)[]>(this.scripts.append(...args))
+        : await this.appendReplicated(args);
     return ids.map((id) => (typeof id === 'string' ? id : null));
+  }
+
+  private async appendReplicated(args: (string | number)[]): Promise<(string | number)[]> {
+    const want = this.opts.ackReplicas;
+    const { reply, acknowledged } = await withReplicas(
+      this.redis,
+      'append',
+      args,
+      want,
+      this.opts.ackTimeoutMs,
+    ).catch((err: unknown) => {
+      throw mapScriptError(err);
+    });
+    if (acknowledged < want) {
+      throw new Error(
+        `NOREPLICAS the append reached ${acknowledged} of ${want} replicas in ${this.opts.ackTimeoutMs} ms`,
+      );
+    }
+    return reply as (string | number)[];
   }
 
   /**

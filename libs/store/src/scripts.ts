@@ -68,3 +68,31 @@ export function defineScripts(client: RedisClient): Scripts {
   }
   return out;
 }
+
+/**
+ * Runs one script and then WAIT on the same connection (a pipeline: on a Cluster, the script's
+ * node), so the reply says how many replicas have the write. Resolves with both replies.
+ */
+export async function withReplicas(
+  client: RedisClient,
+  name: ScriptName,
+  args: Arg[],
+  replicas: number,
+  timeoutMs: number,
+): Promise<{ reply: unknown; acknowledged: number }> {
+  const pipeline = client.pipeline() as unknown as Record<string, (...a: Arg[]) => unknown> & {
+    wait(replicas: number, timeoutMs: number): unknown;
+    exec(): Promise<[Error | null, unknown][] | null>;
+  };
+  pipeline[`${COMMAND_PREFIX}${name}`]!(...args);
+  pipeline.wait(replicas, timeoutMs);
+  const results = await pipeline.exec();
+  if (!results) throw new Error('Connection is closed.');
+  const [[scriptErr, reply], [waitErr, acknowledged]] = results as [
+    [Error | null, unknown],
+    [Error | null, unknown],
+  ];
+  if (scriptErr) throw scriptErr;
+  if (waitErr) throw waitErr;
+  return { reply, acknowledged: Number(acknowledged) };
+}
