@@ -31,14 +31,14 @@ import {
  * a coin toss). Within one execution lease of the owner's return, so nothing may be lost.
  */
 
-jest.setTimeout(120_000);
+jest.setTimeout(180_000);
 
 const PREFIX = 'og';
 const SHARDS = 2;
 const EXECUTIONS = 4;
 const LEASE_MS = 1_500;
-const OUTAGE_MS = 5_000;
-const CHUNKS = 100;
+const OUTAGE_MS = 20_000;
+const CHUNKS = 300;
 const GAP_MS = 100;
 /** The worker gets Redis back this long after the projector did (less than one lease). */
 const WORKER_LAG_MS = 800;
@@ -62,7 +62,7 @@ beforeAll(async () => {
   queue.on('error', () => undefined);
   gateway = new GatewayDouble(store);
   const recordings = mkdtempSync(join(tmpdir(), 'baton-outage-'));
-  // Each turn lasts CHUNKS * GAP_MS (10 s): longer than the outage, so it spans it.
+  // Each turn lasts CHUNKS * GAP_MS (30 s): longer than the outage, so it spans it.
   writeBusyRecording(join(recordings, 'busy.jsonl'), CHUNKS, GAP_MS);
   projectorLink = await startRedisLink(server);
   workerLink = await startRedisLink(server);
