@@ -32,7 +32,7 @@ const TENANT = 'acme';
 const TASK = 'requests';
 const KEY = taskKey(TENANT, TASK);
 const STORE_TIMEOUT_MS = 1_000;
-const tok = token({ tenant: TENANT, scope: 'read prompt' });
+const tok = token({ tenant: TENANT, scope: 'read prompt execute' });
 
 let server: RedisServer;
 let store: EventStore;
@@ -63,6 +63,16 @@ beforeAll(async () => {
   ws = await Client.connect(gateway.wsUrl, tok);
   // The task exists: its first prompt went through.
   expect(await restPrompt('first')).toMatchObject({ status: 200 });
+  // The executions queue is open (an execution waits for a worker): its connection sees the
+  // faults too, and must not print them.
+  expect(
+    await rest('POST', `/v1/tasks/${TASK}/sessions/s2/executions`, {
+      executionId: 'x1',
+      profile: 'replay',
+      recording: 'generic-turn',
+      speed: 0,
+    }),
+  ).toMatchObject({ status: 202 });
 });
 afterAll(async () => {
   await ws?.close();

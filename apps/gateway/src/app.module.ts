@@ -131,9 +131,9 @@ class ExecutionsShutdown implements OnApplicationShutdown {
     },
     {
       provide: Executions,
-      inject: [STORE, OPTIONS, Commands],
-      useFactory: (store: EventStore, o: ResolvedOptions, commands: Commands) =>
-        new Executions(store, o.prefix, o.profiles, commands),
+      inject: [STORE, OPTIONS, Commands, LOGGER],
+      useFactory: (store: EventStore, o: ResolvedOptions, commands: Commands, log: Logger) =>
+        new Executions(store, o.prefix, o.profiles, commands, log),
     },
     ExecutionsShutdown,
   ],

@@ -153,6 +153,7 @@ describe('isUnavailableError', () => {
     for (const m of [
       'Connection is closed.',
       'Command timed out',
+      "Socket timeout. Expecting data, but didn't receive any in 1000ms.",
       'Too many Cluster redirections. Last error: Error: Connection is closed.',
       "Cluster isn't ready and enableOfflineQueue options is false",
       'connect ECONNREFUSED 127.0.0.1:6379',

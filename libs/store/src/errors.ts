@@ -107,6 +107,7 @@ const UNAVAILABLE = new RegExp(
     "Stream isn't writeable",
     'MaxRetriesPerRequest',
     'Command timed out',
+    'Socket timeout',
     'Too many Cluster redirections',
     "Cluster isn't ready",
     'None of startup nodes is available',

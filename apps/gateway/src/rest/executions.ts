@@ -8,9 +8,10 @@ import {
   type ExecutionStatus,
 } from '@baton/jobs';
 import type { ExecutionJobInput } from '@baton/protocol';
-import type { EventStore } from '@baton/store';
+import { isUnavailableError, type EventStore } from '@baton/store';
 import type { Commands } from '../commands/commands';
 import { WireFailure } from '../errors';
+import type { Logger } from '../logger';
 
 /** Starts agent executions on the workers' BullMQ queue (opened on first use). */
 export class Executions {
@@ -21,6 +22,7 @@ export class Executions {
     private readonly prefix: string,
     private readonly profiles: Profiles,
     private readonly commands: Commands,
+    private readonly log: Logger,
   ) {}
 
   /**
@@ -37,7 +39,15 @@ export class Executions {
   }
 
   private open(): ExecutionQueue {
-    return (this.queue ??= executionQueue(this.store.redis, this.prefix));
+    if (!this.queue) {
+      this.queue = executionQueue(this.store.redis, this.prefix);
+      // BullMQ re-emits its connection's errors; unheard, each would be printed with its stack.
+      // An outage is already logged once by the store's connection (logAvailability).
+      this.queue.on('error', (err) => {
+        if (!isUnavailableError(err)) this.log.warn({ err }, 'execution queue error');
+      });
+    }
+    return this.queue;
   }
 
   /**
