@@ -6,3 +6,4 @@ export * from './views';
 export * from './background-work-reducer';
 export * from './ahp-chat';
 export { STATE_VERSION, snapshotOf, stateFromSnapshot, type TaskSnapshot } from './snapshot';
+export * from './history';

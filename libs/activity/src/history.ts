@@ -1,0 +1,404 @@
+import type { StreamEntry } from '@baton/protocol';
+import { fold } from './fold';
+import { initialTaskState, type SessionState, type TaskState, type Turn } from './state';
+import { attention, backgroundWork, foregroundActivity } from './views';
+
+/**
+ * What happened in a task, when: computed from its stream by the same fold that makes the live
+ * state (no second source of truth). Every entry's time is its stream id's (Redis's clock, ms).
+ * Each lane records a change of what the folded state shows — an activity interval, a turn, a
+ * background item — so the history says exactly what a client watching live would have seen.
+ */
+
+/** What the session showed, as one lane: the first that holds, in this order. */
+export type ActivityLane =
+  'failed' | 'waiting_for_person' | 'generating' | 'background' | 'waiting' | 'idle';
+
+export interface ActivityInterval {
+  state: ActivityLane;
+  from: number;
+  /** null: still so at the end of the range. */
+  to: number | null;
+  /** The attention reason while failed or waiting. */
+  reason?: string;
+}
+
+export interface TurnRecord {
+  promptId: string;
+  generation: number;
+  start: number;
+  end: number | null;
+  /** `end_turn`, `cancelled`, … from the agent; or what ended it: `abandoned`, `execution_ended`. */
+  stopReason?: string;
+}
+
+export interface BackgroundRecord {
+  id: string;
+  kind: string;
+  label: string;
+  start: number;
+  end: number | null;
+  /** How it ended: named by its own id, or with its execution (never identified). */
+  endedBy?: 'identified' | 'execution' | 'unidentified';
+}
+
+export interface PromptHistory {
+  promptId: string;
+  idempotencyKey: string;
+  submittedAt: number;
+  decision: 'admitted' | 'queued' | 'rejected' | null;
+  decidedAt: number | null;
+  /** Queued until admitted: how long it waited (null while still waiting or never queued). */
+  queueWaitMs: number | null;
+  admittedAt: number | null;
+  dispatchedAt: number | null;
+  /** Rejected or removed, and why. */
+  reason?: string;
+}
+
+export interface ExecutionRecord {
+  executionId: string;
+  requestedAt: number | null;
+  start: number | null;
+  end: number | null;
+  reason?: string;
+}
+
+export interface SessionHistory {
+  sessionId: string;
+  activity: ActivityInterval[];
+  turns: TurnRecord[];
+  background: BackgroundRecord[];
+  prompts: PromptHistory[];
+  executions: ExecutionRecord[];
+}
+
+export interface TaskHistory {
+  taskId: string;
+  from: number;
+  to: number;
+  sessions: SessionHistory[];
+  /** Entries folded inside the range. */
+  entries: number;
+  /** A list reached its bound: later items of the range are left out. */
+  truncated: boolean;
+}
+
+export interface HistoryOptions {
+  /** Only this session (default: every session of the task). */
+  sessionId?: string;
+  /** ms since the epoch; entries before it only build the state the range starts from. */
+  from?: number;
+  /** ms since the epoch (inclusive); entries after it are not read. */
+  to?: number;
+  /** Most items per list of a session (default 10,000). */
+  maxItems?: number;
+}
+
+/** The ms part of a Redis stream id (`<ms>-<seq>`). */
+export function entryTime(id: string): number {
+  return Number(id.slice(0, id.indexOf('-')));
+}
+
+export function activityLane(s: SessionState): { state: ActivityLane; reason?: string } {
+  const a = attention(s);
+  if (a?.kind === 'failed') return { state: 'failed', reason: a.reason };
+  if ((a?.kind as string | undefined) === 'needs_person') {
+    return { state: 'waiting_for_person', reason: a!.reason };
+  }
+  const fg = foregroundActivity(s);
+  if (fg === 'generating') return { state: 'generating' };
+  if (fg === 'background') return { state: 'background' };
+  if (a) return { state: 'waiting', reason: a.reason };
+  return { state: 'idle' };
+}
+
+class SessionRecorder {
+  readonly out: SessionHistory;
+  private readonly turns = new Map<string, TurnRecord>();
+  private readonly items = new Map<string, BackgroundRecord>();
+  private readonly prompts = new Map<string, PromptHistory>();
+  private readonly executions = new Map<string, ExecutionRecord>();
+  truncated = false;
+
+  constructor(
+    sessionId: string,
+    private readonly maxItems: number,
+  ) {
+    this.out = {
+      sessionId,
+      activity: [],
+      turns: [],
+      background: [],
+      prompts: [],
+      executions: [],
+    };
+  }
+
+  private push<T>(list: T[], item: T): boolean {
+    if (list.length >= this.maxItems) {
+      this.truncated = true;
+      return false;
+    }
+    list.push(item);
+    return true;
+  }
+
+  /** What is open when the range starts, as if it began then. */
+  open(s: SessionState, at: number): void {
+    this.activity(s, at);
+    this.turn(null, s, at, undefined);
+    this.background(undefined, s, at, undefined);
+    const x = s.execution;
+    if (x && x.phase !== 'ended') this.execution(x.id).start = at;
+  }
+
+  activity(s: SessionState, at: number): void {
+    const next = activityLane(s);
+    const last = this.out.activity[this.out.activity.length - 1];
+    if (last && last.to === null && last.state === next.state && last.reason === next.reason) {
+      return;
+    }
+    if (last && last.to === null) last.to = at;
+    this.push(this.out.activity, { ...next, from: at, to: null });
+  }
+
+  turn(before: Turn | null, after: SessionState, at: number, entry: StreamEntry | undefined) {
+    const now = after.turn;
+    const key = (t: Turn) => `${t.promptId}\n${t.generation}`;
+    if (before && (!now || key(now) !== key(before))) {
+      const r = this.turns.get(key(before));
+      if (r && r.end === null) {
+        r.end = at;
+        r.stopReason = endReason(entry);
+      }
+    }
+    if (now && (!before || key(now) !== key(before)) && !this.turns.has(key(now))) {
+      const r: TurnRecord = {
+        promptId: now.promptId,
+        generation: now.generation,
+        start: at,
+        end: null,
+      };
+      if (this.push(this.out.turns, r)) this.turns.set(key(now), r);
+    }
+  }
+
+  background(
+    before: SessionState | undefined,
+    after: SessionState,
+    at: number,
+    entry: StreamEntry | undefined,
+  ): void {
+    const was = before ? backgroundWork(before) : [];
+    const is = backgroundWork(after);
+    if (was.length === 0 && is.length === 0) return;
+    const now = new Set(is.map((w) => w.id));
+    for (const w of was) {
+      if (now.has(w.id)) continue;
+      const r = this.items.get(w.id);
+      if (!r || r.end !== null) continue;
+      r.end = at;
+      r.endedBy =
+        entry?.type === 'background.ended' && (entry.data.workId || entry.data.toolCallId)
+          ? 'identified'
+          : entry?.type === 'execution.ended' || entry?.type === 'execution.lost'
+            ? 'execution'
+            : 'unidentified';
+    }
+    const prev = new Set(was.map((w) => w.id));
+    for (const w of is) {
+      if (prev.has(w.id) && this.items.has(w.id)) continue;
+      if (this.items.get(w.id)?.end === null) continue;
+      const r: BackgroundRecord = { id: w.id, kind: w.kind, label: w.label, start: at, end: null };
+      if (this.push(this.out.background, r)) this.items.set(w.id, r);
+    }
+  }
+
+  entry(e: StreamEntry, at: number, before: SessionState | undefined): void {
+    switch (e.type) {
+      case 'prompt.submit': {
+        // A key the session knew makes no second prompt: the owner answers with what it decided.
+        if (this.prompts.has(e.data.promptId) || before?.promptByKey[e.data.idempotencyKey]) return;
+        const p: PromptHistory = {
+          promptId: e.data.promptId,
+          idempotencyKey: e.data.idempotencyKey,
+          submittedAt: at,
+          decision: null,
+          decidedAt: null,
+          queueWaitMs: null,
+          admittedAt: null,
+          dispatchedAt: null,
+        };
+        if (this.push(this.out.prompts, p)) this.prompts.set(p.promptId, p);
+        return;
+      }
+      case 'prompt.admitted': {
+        const p = this.prompts.get(e.data.promptId);
+        if (!p) return;
+        if (p.decision === null) {
+          p.decision = 'admitted';
+          p.decidedAt = at;
+        } else if (p.decision === 'queued' && p.queueWaitMs === null) {
+          p.queueWaitMs = at - p.decidedAt!;
+        }
+        p.admittedAt ??= at;
+        return;
+      }
+      case 'prompt.queued': {
+        const p = this.prompts.get(e.data.promptId);
+        if (p && p.decision === null) {
+          p.decision = 'queued';
+          p.decidedAt = at;
+        }
+        return;
+      }
+      case 'prompt.rejected': {
+        const p = this.prompts.get(e.data.promptId);
+        if (!p) return;
+        if (p.decision === null) {
+          p.decision = 'rejected';
+          p.decidedAt = at;
+        }
+        p.reason = e.data.reason;
+        return;
+      }
+      case 'prompt.removed': {
+        const p = this.prompts.get(e.data.promptId);
+        if (p) p.reason ??= 'removed';
+        return;
+      }
+      case 'prompt.dispatched': {
+        const p = this.prompts.get(e.data.promptId);
+        if (p) p.dispatchedAt ??= at;
+        return;
+      }
+      case 'execution.requested':
+        this.execution(e.data.executionId).requestedAt ??= at;
+        return;
+      case 'execution.request_expired': {
+        const x = this.execution(e.data.executionId);
+        x.end ??= at;
+        x.reason ??= 'no_worker';
+        return;
+      }
+      case 'execution.started':
+        this.execution(e.executionId).start ??= at;
+        return;
+      case 'execution.ended': {
+        const x = this.execution(e.executionId);
+        x.end ??= at;
+        x.reason ??= e.data.reason;
+        return;
+      }
+      case 'execution.lost': {
+        const x = this.execution(e.data.executionId);
+        x.end ??= at;
+        x.reason ??= 'lost';
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  private execution(executionId: string): ExecutionRecord {
+    let x = this.executions.get(executionId);
+    if (!x) {
+      // An execution seen only at its end still gets a record (its start is before the range).
+      x = { executionId, requestedAt: null, start: null, end: null };
+      if (this.push(this.out.executions, x)) this.executions.set(executionId, x);
+    }
+    return x;
+  }
+}
+
+function endReason(entry: StreamEntry | undefined): string | undefined {
+  if (!entry) return undefined;
+  switch (entry.type) {
+    case 'turn.ended':
+      return entry.data.stopReason;
+    case 'turn.abandoned':
+      return 'abandoned';
+    case 'turn.cancel_timed_out':
+      return 'cancel_timeout';
+    case 'session.force_released':
+      return 'force_released';
+    case 'execution.ended':
+    case 'execution.lost':
+      return 'execution_ended';
+    case 'prompt.released':
+      return 'released';
+    default:
+      return entry.type;
+  }
+}
+
+/**
+ * The history of a task over `[from, to]`, from `start` (the state before the first of
+ * `entries`: the initial state, or a snapshot's) and the stream entries after it, in order.
+ */
+export function taskHistory(
+  taskId: string,
+  entries: Iterable<{ id: string; entry: StreamEntry }>,
+  options: HistoryOptions = {},
+  start: TaskState = initialTaskState(taskId),
+): TaskHistory {
+  const from = options.from ?? 0;
+  const to = options.to ?? Number.MAX_SAFE_INTEGER;
+  const maxItems = options.maxItems ?? 10_000;
+  const recorders = new Map<string, SessionRecorder>();
+  let state = start;
+  let opened = false;
+  let last = from;
+  let count = 0;
+  const recorder = (sessionId: string): SessionRecorder | undefined => {
+    if (options.sessionId !== undefined && sessionId !== options.sessionId) return undefined;
+    let r = recorders.get(sessionId);
+    if (!r) {
+      r = new SessionRecorder(sessionId, maxItems);
+      recorders.set(sessionId, r);
+    }
+    return r;
+  };
+  const openAll = (at: number) => {
+    opened = true;
+    for (const s of Object.values(state.sessions)) {
+      if (!s.deleted) recorder(s.id)?.open(s, at);
+    }
+  };
+  for (const { id, entry } of entries) {
+    const at = entryTime(id);
+    if (at > to) break;
+    if (at >= from && !opened) openAll(from);
+    const before = state;
+    state = fold(state, entry).state;
+    if (at < from) continue;
+    count++;
+    last = at;
+    const touched = 'sessionId' in entry ? [entry.sessionId] : Object.keys(state.sessions);
+    for (const sessionId of touched) {
+      const after = state.sessions[sessionId];
+      const r = after ? recorder(sessionId) : undefined;
+      if (!after || !r) continue;
+      const prev = before.sessions[sessionId];
+      if (after === prev) continue;
+      r.entry(entry, at, prev);
+      r.activity(after, at);
+      r.turn(prev?.turn ?? null, after, at, entry);
+      r.background(prev, after, at, entry);
+    }
+  }
+  if (!opened) openAll(from);
+  const sessions = [...recorders.values()]
+    .map((r) => r.out)
+    .sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0));
+  return {
+    taskId,
+    from,
+    to: options.to ?? last,
+    sessions,
+    entries: count,
+    truncated: [...recorders.values()].some((r) => r.truncated),
+  };
+}
