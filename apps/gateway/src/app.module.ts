@@ -12,6 +12,7 @@ import { Authenticator } from './auth/auth';
 import { RestAuthGuard } from './auth/rest-auth.guard';
 import { Commands } from './commands/commands';
 import { HealthController } from './health/health.controller';
+import { History } from './history/history';
 import type { Logger } from './logger';
 import { GatewayMetrics } from './metrics/metrics';
 import { LOGGER, OPTIONS, SERVICES, STORE, type ResolvedOptions } from './options';
@@ -183,7 +184,11 @@ class ClientWsModule {}
 class AhpModule {}
 
 /** REST read models and commands. */
-@Module({ imports: [CommandsModule], controllers: [TasksController] })
+@Module({
+  imports: [CommandsModule],
+  controllers: [TasksController],
+  providers: [{ provide: History, inject: [STORE], useFactory: (s: EventStore) => new History(s) }],
+})
 class RestModule {}
 
 /** /healthz, /readyz, /metrics, /openapi.json. */

@@ -1,4 +1,13 @@
-import type { StreamEntry } from '@baton/protocol';
+import type {
+  ActivityLane,
+  BackgroundRecord,
+  ExecutionRecord,
+  PromptHistory,
+  SessionHistory,
+  StreamEntry,
+  TaskHistory,
+  TurnRecord,
+} from '@baton/protocol';
 import { fold } from './fold';
 import { initialTaskState, type SessionState, type TaskState, type Turn } from './state';
 import { attention, backgroundWork, foregroundActivity } from './views';
@@ -9,80 +18,6 @@ import { attention, backgroundWork, foregroundActivity } from './views';
  * Each lane records a change of what the folded state shows — an activity interval, a turn, a
  * background item — so the history says exactly what a client watching live would have seen.
  */
-
-/** What the session showed, as one lane: the first that holds, in this order. */
-export type ActivityLane =
-  'failed' | 'waiting_for_person' | 'generating' | 'background' | 'waiting' | 'idle';
-
-export interface ActivityInterval {
-  state: ActivityLane;
-  from: number;
-  /** null: still so at the end of the range. */
-  to: number | null;
-  /** The attention reason while failed or waiting. */
-  reason?: string;
-}
-
-export interface TurnRecord {
-  promptId: string;
-  generation: number;
-  start: number;
-  end: number | null;
-  /** `end_turn`, `cancelled`, … from the agent; or what ended it: `abandoned`, `execution_ended`. */
-  stopReason?: string;
-}
-
-export interface BackgroundRecord {
-  id: string;
-  kind: string;
-  label: string;
-  start: number;
-  end: number | null;
-  /** How it ended: named by its own id, or with its execution (never identified). */
-  endedBy?: 'identified' | 'execution' | 'unidentified';
-}
-
-export interface PromptHistory {
-  promptId: string;
-  idempotencyKey: string;
-  submittedAt: number;
-  decision: 'admitted' | 'queued' | 'rejected' | null;
-  decidedAt: number | null;
-  /** Queued until admitted: how long it waited (null while still waiting or never queued). */
-  queueWaitMs: number | null;
-  admittedAt: number | null;
-  dispatchedAt: number | null;
-  /** Rejected or removed, and why. */
-  reason?: string;
-}
-
-export interface ExecutionRecord {
-  executionId: string;
-  requestedAt: number | null;
-  start: number | null;
-  end: number | null;
-  reason?: string;
-}
-
-export interface SessionHistory {
-  sessionId: string;
-  activity: ActivityInterval[];
-  turns: TurnRecord[];
-  background: BackgroundRecord[];
-  prompts: PromptHistory[];
-  executions: ExecutionRecord[];
-}
-
-export interface TaskHistory {
-  taskId: string;
-  from: number;
-  to: number;
-  sessions: SessionHistory[];
-  /** Entries folded inside the range. */
-  entries: number;
-  /** A list reached its bound: later items of the range are left out. */
-  truncated: boolean;
-}
 
 export interface HistoryOptions {
   /** Only this session (default: every session of the task). */

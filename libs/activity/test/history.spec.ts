@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import type { StreamEntry } from '@baton/protocol';
-import { activityLane, taskHistory, type ActivityInterval } from '../src';
+import type { ActivityInterval, StreamEntry } from '@baton/protocol';
+import { activityLane, taskHistory } from '../src';
 import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from './owner';
 
 /** The stream as Redis would keep it: entry i at t0 + 100·i ms. */

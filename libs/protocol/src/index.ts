@@ -8,3 +8,4 @@ export * from './wire';
 export * from './execution';
 export * from './json-schema';
 export * from './ahp';
+export * from './history';

@@ -3,6 +3,7 @@ import {
   PromptResult,
   QueueListResult,
   SessionView,
+  TaskHistory,
   TaskView,
 } from '@baton/protocol';
 import { z } from 'zod';
@@ -55,6 +56,33 @@ const executionId = {
   schema: { type: 'string' },
 };
 const session = [taskId, sessionId];
+const range = [
+  {
+    name: 'since',
+    in: 'query',
+    required: false,
+    description:
+      'start of the range: ms since the epoch or ISO 8601 (default: one day before until)',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'until',
+    in: 'query',
+    required: false,
+    description: 'end of the range, inclusive (default: now); a range is at most 31 days',
+    schema: { type: 'string' },
+  },
+];
+const historyResponses = {
+  '200': {
+    description:
+      'what happened in the range, per session, from the task stream by the same fold as the ' +
+      'live view (`truncated`: a bound was reached; `trimmed`: the stream was trimmed behind ' +
+      'the range, what happened before its snapshot is gone)',
+    ...json('TaskHistory'),
+  },
+  ...errors(400, 401, 403, 404, 503),
+};
 const secured = { security: [{ bearer: [] }] };
 
 function body(name: string, required = true) {
@@ -98,6 +126,7 @@ export function openApiDocument(): Record<string, unknown> {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
       schemas: {
         TaskView: schema(TaskView, 'output'),
+        TaskHistory: schema(TaskHistory, 'output'),
         SessionView: schema(SessionView, 'output'),
         QueueListResult: schema(QueueListResult, 'output'),
         PromptResult: schema(PromptResult, 'output'),
@@ -162,6 +191,24 @@ export function openApiDocument(): Record<string, unknown> {
           ...secured,
           parameters: [taskId],
           responses: commandResponses,
+        },
+      },
+      '/v1/tasks/{taskId}/history': {
+        get: {
+          summary:
+            'The task’s history over a time range: activity intervals, turns, background ' +
+            'items, prompts (queue wait, dispatch) and executions of every session',
+          ...secured,
+          parameters: [taskId, ...range],
+          responses: historyResponses,
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/history': {
+        get: {
+          summary: 'One session’s history over a time range',
+          ...secured,
+          parameters: [...session, ...range],
+          responses: historyResponses,
         },
       },
       '/v1/tasks/{taskId}/sessions/{sessionId}': {

@@ -9,6 +9,7 @@ import {
   Param,
   Post,
   Put,
+  Query,
   Req,
   Res,
   UseGuards,
@@ -19,12 +20,14 @@ import {
   type PromptResult,
   type QueueListResult,
   type SessionView,
+  type TaskHistory,
   type TaskView,
 } from '@baton/protocol';
 import { LIFECYCLE_SCOPE } from '../auth/auth';
 import { RequiresScope, RestAuthGuard, type AuthedRequest } from '../auth/rest-auth.guard';
 import { Commands, type QueueCommand, type TaskCommand } from '../commands/commands';
 import { WireFailure } from '../errors';
+import { History, HistoryQuery } from '../history/history';
 import { Tenancy, clientView } from '../tenancy';
 import { UpdateHub } from '../updates/update-hub';
 import { parse } from './body';
@@ -56,6 +59,7 @@ export class TasksController {
     @Inject(UpdateHub) private readonly hub: UpdateHub,
     @Inject(Commands) private readonly commands: Commands,
     @Inject(Executions) private readonly executions: Executions,
+    @Inject(History) private readonly history: History,
   ) {}
 
   @Get()
@@ -70,6 +74,33 @@ export class TasksController {
     parse(Id, taskId, 'taskId');
     const key = await this.tenancy.existing(req.principal.tenant, taskId);
     return clientView(await this.hub.view(key));
+  }
+
+  @Get(':taskId/history')
+  @RequiresScope('read')
+  async taskHistory(
+    @Req() req: AuthedRequest,
+    @Param('taskId') taskId: string,
+    @Query() query: unknown,
+  ): Promise<TaskHistory> {
+    parse(Id, taskId, 'taskId');
+    const q = parse(HistoryQuery, query);
+    const key = await this.tenancy.existing(req.principal.tenant, taskId);
+    return this.history.query(key, taskId, q);
+  }
+
+  @Get(`${SESSION}/history`)
+  @RequiresScope('read')
+  async sessionHistory(
+    @Req() req: AuthedRequest,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+    @Query() query: unknown,
+  ): Promise<TaskHistory> {
+    this.ids(taskId, sessionId);
+    const q = parse(HistoryQuery, query);
+    const key = await this.tenancy.existing(req.principal.tenant, taskId);
+    return this.history.query(key, taskId, { ...q, sessionId });
   }
 
   @Post(':taskId/archive')

@@ -1,0 +1,136 @@
+import { taskKey, TaskHistory, type StreamEntry } from '@baton/protocol';
+import { Client, FakeWorker, readAll, startStack, tokenFor, waitFor, type Stack } from './support';
+
+/**
+ * The history query over REST, against real processes: a real projector decides, a fake worker
+ * writes the agent's facts, a real gateway answers. What it must show is what happened, from the
+ * stream: the turns with their stop reasons, the background item with its own end, the queued
+ * prompt's wait, the execution; and only to the task's own tenant.
+ */
+
+jest.setTimeout(60_000);
+
+let stack: Stack;
+const TENANT = 'acme';
+const TASK = 'hist';
+const KEY = taskKey(TENANT, TASK);
+
+beforeAll(async () => {
+  stack = await startStack({ gateways: 1 });
+});
+afterAll(() => stack?.stop());
+
+type Json = Record<string, unknown>;
+async function get(path: string, tenant = TENANT) {
+  const res = await fetch(`${stack.gateways[0]!.url}${path}`, {
+    headers: { authorization: `Bearer ${tokenFor(tenant)}` },
+  });
+  return { status: res.status, body: (await res.json()) as Json };
+}
+const time = (id: string) => Number(id.split('-')[0]);
+
+it('answers what happened: turns, background work, a queued prompt’s wait, the execution', async () => {
+  const c = await Client.connect(stack.gateways[0]!.wsUrl, tokenFor(TENANT));
+  const w = new FakeWorker(stack.store, KEY, 's1', 'x1');
+  await w.start();
+  const ref = { taskId: TASK, sessionId: 's1' };
+  const a = (await c.request({ op: 'prompt', ...ref, text: 'a', idempotencyKey: 'a' }))
+    .result as Json;
+  expect(a).toMatchObject({ decision: { outcome: 'admitted' } });
+  await w.fact('prompt.dispatched', { promptId: a.promptId, admissionGeneration: 1 });
+  await w.fact('foreground.output', { channel: 'message' });
+  await w.fact('background.started', {
+    attested: false,
+    work: {
+      kind: 'shell',
+      id: 'sh1',
+      label: 'npm test',
+      command: 'npm test',
+      startedAt: new Date().toISOString(),
+    },
+  });
+  const b = (await c.request({ op: 'prompt', ...ref, text: 'b', idempotencyKey: 'b' }))
+    .result as Json;
+  expect(b).toMatchObject({ decision: { outcome: 'queued' } });
+  await w.fact('background.ended', { workId: 'sh1', status: 'completed' });
+  await w.fact('turn.ended', { admissionGeneration: 1, stopReason: 'end_turn' });
+  // b is admitted once a's turn ends.
+  await waitFor(
+    async () =>
+      (await readAll(stack.store, KEY)).some(
+        (e) => e.type === 'prompt.admitted' && e.data.promptId === b.promptId,
+      ),
+    'b admitted',
+  );
+  await c.close();
+  const entries = await stack.store.readTask(KEY);
+  const at = (pred: (e: StreamEntry) => boolean) =>
+    time(entries.items.find((i) => pred(i.entry))!.id);
+
+  const r = await get(`/v1/tasks/${TASK}/history`);
+  expect(r.status).toBe(200);
+  const h = TaskHistory.parse(r.body);
+  expect(h.taskId).toBe(TASK);
+  const s = h.sessions.find((x) => x.sessionId === 's1')!;
+  expect(s.turns.map((t) => [t.promptId, t.stopReason ?? null])).toEqual([
+    [a.promptId, 'end_turn'],
+    [b.promptId, null],
+  ]);
+  expect(s.background).toEqual([
+    {
+      id: 'sh1',
+      kind: 'shell',
+      label: 'npm test',
+      start: at((e) => e.type === 'background.started'),
+      end: at((e) => e.type === 'background.ended'),
+      endedBy: 'identified',
+    },
+  ]);
+  const pb = s.prompts.find((p) => p.promptId === b.promptId)!;
+  const queuedAt = at((e) => e.type === 'prompt.queued');
+  const admittedAt = at((e) => e.type === 'prompt.admitted' && e.data.promptId === b.promptId);
+  expect(pb).toMatchObject({ decision: 'queued', decidedAt: queuedAt, admittedAt });
+  expect(pb.queueWaitMs).toBe(admittedAt - queuedAt);
+  expect(s.executions).toEqual([
+    {
+      executionId: 'x1',
+      requestedAt: null,
+      start: at((e) => e.type === 'execution.started'),
+      end: null,
+    },
+  ]);
+  expect(s.activity.at(-1)).toMatchObject({ state: 'generating', to: null });
+
+  // One session's history; a range that ends before anything happened has nothing in it.
+  const one = await get(`/v1/tasks/${TASK}/sessions/s1/history`);
+  expect(TaskHistory.parse(one.body).sessions.map((x) => x.sessionId)).toEqual(['s1']);
+  const first = time(entries.items[0]!.id);
+  const before = TaskHistory.parse(
+    (await get(`/v1/tasks/${TASK}/history?since=${first - 60_000}&until=${first - 1}`)).body,
+  );
+  expect(before.entries).toBe(0);
+  expect(before.sessions).toEqual([]);
+});
+
+it('answers only the task’s tenant, and says what is wrong with a bad range', async () => {
+  expect(await get(`/v1/tasks/${TASK}/history`, 'other')).toMatchObject({
+    status: 404,
+    body: { error: { code: 'not_found' } },
+  });
+  expect(await get(`/v1/tasks/${TASK}/history?since=yesterday`)).toMatchObject({
+    status: 400,
+    body: { error: { code: 'invalid_message', path: 'since' } },
+  });
+  expect(await get(`/v1/tasks/${TASK}/history?since=2000&until=1000`)).toMatchObject({
+    status: 400,
+    body: { error: { code: 'invalid_message', message: 'since is after until' } },
+  });
+  expect(await get(`/v1/tasks/${TASK}/history?since=0&until=${40 * 86_400_000}`)).toMatchObject({
+    status: 400,
+    body: { error: { message: expect.stringMatching(/at most 31 days/) } },
+  });
+  expect(await get(`/v1/tasks/${TASK}/history?from=1`)).toMatchObject({
+    status: 400,
+    body: { error: { code: 'invalid_message' } },
+  });
+});
