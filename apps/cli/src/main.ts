@@ -7,7 +7,7 @@
  */
 import { BatonClient, BatonError } from '@baton/client';
 import { CLI, COMMON, ConfigError, GATEWAY, RUN, loadConfig } from '@baton/config';
-import { TenantId, taskKey, type CommandResult } from '@baton/protocol';
+import { TaskHistory, TenantId, taskKey, type CommandResult } from '@baton/protocol';
 import { EventStore, redact, redisTargetFromUrl } from '@baton/store';
 import { embeddedRedisUrl } from '../../baton/src/embedded-redis';
 import { randomUUID } from 'node:crypto';
@@ -15,6 +15,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { SCOPES, localSecret, mintToken, type Scope } from '../../baton/src/token';
+import { formatHistory, parseWhen } from './history-format';
 import { rebuildTask, shardOwnership, taskView } from './redis-commands';
 
 export const USAGE = `usage: baton <command> [options]
@@ -39,6 +40,11 @@ client commands (through the gateway; BATON_GATEWAY_URL, BATON_TOKEN):
                                                 discarded) or take it back
   task <task> delete                            delete the task for good: a tombstone, its id stays
                                                 taken (delete scope)
+  history <task> [session] [--since T] [--until T] [--json]
+                                                what happened, when: activity, turns, background
+                                                work, prompts (queue waits), executions; T is 30m,
+                                                2h, 1d (ago), ms since the epoch or ISO 8601
+                                                (default: the last day)
   exec <task> <session> --profile NAME [--recording R] [--speed F] [--workspace DIR]
                                                 start an execution of an agent profile the operator
                                                 configured (execute scope; --recording alone: replay);
@@ -304,6 +310,29 @@ export async function run(
         out(commandOutcome(await restCommand('POST', `${path}/${action}`)));
       } else if (action === 'delete') out(commandOutcome(await restCommand('DELETE', path)));
       else throw new UsageError('task actions: archive, unarchive, delete');
+      return;
+    }
+    case 'history': {
+      const { positionals: p, values } = parse(rest, {
+        since: { type: 'string' },
+        until: { type: 'string' },
+        json: { type: 'boolean' },
+      });
+      const [taskId, sessionId] = positionals(p, ['task'], 'history');
+      const q = new URLSearchParams();
+      try {
+        if (typeof values.since === 'string') q.set('since', String(parseWhen(values.since)));
+        if (typeof values.until === 'string') q.set('until', String(parseWhen(values.until)));
+      } catch (err) {
+        throw new UsageError(message(err));
+      }
+      const path =
+        `/v1/tasks/${encodeURIComponent(taskId!)}` +
+        (sessionId ? `/sessions/${encodeURIComponent(sessionId)}` : '') +
+        `/history${q.size > 0 ? `?${q}` : ''}`;
+      const h = TaskHistory.parse(await restCall('GET', path, undefined));
+      if (values.json) out(JSON.stringify(h));
+      else for (const line of formatHistory(h)) out(line);
       return;
     }
     case 'exec': {

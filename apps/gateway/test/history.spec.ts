@@ -1,4 +1,5 @@
 import { taskKey, TaskHistory, type StreamEntry } from '@baton/protocol';
+import { cli } from '../../../test/support';
 import { Client, FakeWorker, readAll, startStack, tokenFor, waitFor, type Stack } from './support';
 
 /**
@@ -110,6 +111,19 @@ it('answers what happened: turns, background work, a queued prompt’s wait, the
   );
   expect(before.entries).toBe(0);
   expect(before.sessions).toEqual([]);
+
+  // The CLI: a table people read, and --json for scripts.
+  const env = { BATON_GATEWAY_URL: stack.gateways[0]!.url, BATON_TOKEN: tokenFor(TENANT) };
+  const table = await cli(['history', TASK, 's1', '--since', '1h'], env);
+  expect(table.code).toBe(0);
+  expect(table.stdout).toMatch(/^session s1$/m);
+  expect(table.stdout).toMatch(new RegExp(`${String(a.promptId)} #1  end_turn`));
+  expect(table.stdout).toMatch(/shell sh1 "npm test" {2}ended/);
+  expect(table.stdout).toMatch(new RegExp(`${String(b.promptId)} \\(key b\\), queued \\d+`));
+  const json = await cli(['history', TASK, '--json', '--since', String(first - 1)], env);
+  expect(TaskHistory.parse(JSON.parse(json.stdout)).sessions[0]!.turns).toHaveLength(2);
+  const bad = await cli(['history', TASK, '--since', 'soon'], env);
+  expect(bad).toMatchObject({ code: 2, stderr: expect.stringMatching(/not a time: "soon"/) });
 });
 
 it('answers only the task’s tenant, and says what is wrong with a bad range', async () => {
