@@ -10,6 +10,7 @@ import { runWorkerBench } from './worker.bench';
 import { runProjectorBench } from './projector.bench';
 import { runGatewayBench } from './gateway.bench';
 import { runE2eBench } from './e2e.bench';
+import { runHistoryBench } from './history.bench';
 
 const NOTES_MARKER = '<!-- notes below are kept by bench/run.ts -->';
 
@@ -61,6 +62,14 @@ const SUITES: Suite[] = [
       'Heap per idle connection: `heapUsed` after a full GC with 2,000 connections each subscribed to an idle task, minus before they connected, per connection; baseline: a bare `ws` server holding the same clients. ' +
       'The admission round trip is measured end to end (separate processes), in the e2e section.',
     run: runGatewayBench,
+  },
+  {
+    key: 'history',
+    title: 'History query (apps/gateway, libs/activity)',
+    note:
+      'One session’s day: a recorded stream (as in the fold benchmark) of 60,000 entries with a snapshot after the first 10,000; the query’s range starts just after it, so 50,000 entries are read (XRANGE pages, zod) and folded into the history (activity intervals, turns, background items, prompts, executions). ' +
+      'Baseline: raw XRANGE pages + JSON.parse of the same range, same run, interleaved, median of 5.',
+    run: runHistoryBench,
   },
   {
     key: 'e2e',

@@ -125,6 +125,8 @@ class SessionRecorder {
     at: number,
     entry: StreamEntry | undefined,
   ): void {
+    // evolve shares every part of a session it did not change: same registrations, same items.
+    if (before && before.background === after.background) return;
     const was = before ? backgroundWork(before) : [];
     const is = backgroundWork(after);
     if (was.length === 0 && is.length === 0) return;

@@ -1,0 +1,98 @@
+/**
+ * The history query (apps/gateway History, libs/activity taskHistory) over one session's day:
+ * 50,000 entries in the range, folded from the task's snapshot just before the range (a
+ * recorded stream: executions, prompts and their decisions, coalesced output, tools, subagents),
+ * against its own redis-server. Baseline: raw XRANGE pages + JSON.parse of the same range, same
+ * run, interleaved. Goal: the query answers within 200 ms.
+ *
+ * Run: npx tsx bench/history.bench.ts
+ */
+import { fold, initialTaskState, snapshotOf, type TaskState } from '@baton/activity';
+import type { StreamEntry } from '@baton/protocol';
+import { startRedis } from '@baton/redis-harness';
+import { EventStore } from '@baton/store';
+import { History } from '../apps/gateway/src/history/history';
+import { recordStream } from './fold.bench';
+import { formatResults, median, type BenchResult } from './lib';
+
+const BEFORE = 10_000;
+const IN_RANGE = 50_000;
+const PAGE = 1_000;
+const ROUNDS = 5;
+
+export async function runHistoryBench(): Promise<BenchResult[]> {
+  const server = await startRedis();
+  const store = EventStore.connect({ url: server.url }, { shards: 1, prefix: 'hb' });
+  try {
+    const stream = recordStream(1, 1, BEFORE + IN_RANGE)[0]!;
+    const taskId = stream[0]!.taskId;
+    let snapId = '';
+    let state: TaskState = initialTaskState(taskId);
+    for (let i = 0; i < stream.length; i += 500) {
+      const batch = stream.slice(i, i + 500);
+      const ids = await store.append(taskId, batch);
+      if (i < BEFORE) {
+        for (const e of batch) state = fold(state, e).state;
+        snapId = ids.at(-1)!;
+      }
+    }
+    const { lease } = (await store.leases.acquire(0, 'bench', 600_000)) as {
+      lease: Parameters<typeof store.snapshots.write>[0];
+    };
+    await store.snapshots.write(lease, taskId, snapId, snapshotOf(state));
+    // The range starts just after the snapshot: everything in it is folded, nothing before.
+    const since = Number(snapId.split('-')[0]) + 1;
+    const history = new History(store, { maxEntries: 1_000_000, maxItems: 100_000 });
+
+    const raw = async () => {
+      let after = snapId;
+      let n = 0;
+      for (;;) {
+        const page = (await store.redis.xrange(
+          store.keys.taskStream(taskId),
+          `(${after}`,
+          '+',
+          'COUNT',
+          PAGE,
+        )) as [string, string[]][];
+        if (page.length === 0) break;
+        for (const [, fields] of page) {
+          JSON.parse(fields[fields.indexOf('e') + 1]!) as StreamEntry;
+          n++;
+        }
+        after = page[page.length - 1]![0];
+      }
+      return n;
+    };
+    const times = { raw: [] as number[], query: [] as number[] };
+    let folded = 0;
+    for (let r = 0; r < ROUNDS; r++) {
+      let t0 = performance.now();
+      await raw();
+      times.raw.push(performance.now() - t0);
+      t0 = performance.now();
+      const h = await history.query(taskId, 'bench', { since, until: Date.now() + 60_000 });
+      times.query.push(performance.now() - t0);
+      folded = h.entries;
+    }
+    const q = median(times.query);
+    const b = median(times.raw);
+    return [
+      {
+        name: `history query, ${folded.toLocaleString('en-US')} entries from a snapshot point (ms)`,
+        value: q,
+        unit: 'ms',
+        baseline: b,
+        ratio: q / b,
+        atMost: 200,
+      },
+    ];
+  } finally {
+    await store.close();
+    await server.stop();
+  }
+}
+
+if (require.main === module) {
+  void runHistoryBench().then((r) => console.log(formatResults(r)));
+}
