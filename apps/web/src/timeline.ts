@@ -1,0 +1,221 @@
+import type { ActivityLane, SessionHistory, TaskView } from '@baton/protocol';
+
+/**
+ * The timeline of one session, as lanes over time: the foreground (what the session showed),
+ * one lane of background bars (shells, subagents, watches), prompts with their queue wait drawn
+ * out, and executions. Pure: positions are fractions of the window, every bar carries the words
+ * that say what it is (a visible label and a full description for hover, focus and screen
+ * readers), so nothing depends on colour.
+ */
+
+export interface Bar {
+  readonly key: string;
+  /** Left edge and width as fractions (0–1) of the window. */
+  readonly left: number;
+  readonly width: number;
+  /** A CSS class for its look (pattern and colour): `lane-<kind>`. */
+  readonly kind: string;
+  /** Short text drawn on the bar when it is wide enough. */
+  readonly label: string;
+  /** Exact times and the reason, for the tooltip and the accessible name. */
+  readonly detail: string;
+  /** Still going at the right edge. */
+  readonly open: boolean;
+}
+
+export interface Lane {
+  readonly key: 'foreground' | 'background' | 'prompts' | 'executions';
+  readonly title: string;
+  readonly bars: readonly Bar[];
+}
+
+export interface Timeline {
+  readonly from: number;
+  readonly to: number;
+  readonly lanes: readonly Lane[];
+  /** Axis ticks: fraction of the window and the time of day they mark (UTC). */
+  readonly ticks: readonly { at: number; text: string }[];
+}
+
+const LANE_TEXT: Record<ActivityLane, string> = {
+  generating: 'generating',
+  background: 'background',
+  waiting_for_person: 'waiting for a person',
+  waiting: 'waiting',
+  idle: 'idle',
+  failed: 'failed',
+};
+
+/** HH:MM:SS, UTC. */
+export function clock(ms: number): string {
+  return new Date(ms).toISOString().slice(11, 19);
+}
+
+export function span(ms: number): string {
+  if (ms < 1_000) return `${ms} ms`;
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)} s`;
+  if (ms < 3_600_000)
+    return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1_000)} s`;
+  return `${Math.floor(ms / 3_600_000)} h ${Math.round((ms % 3_600_000) / 60_000)} min`;
+}
+
+function when(from: number, to: number | null, now: number): string {
+  return to === null
+    ? `since ${clock(from)} (${span(now - from)} so far)`
+    : `${clock(from)}–${clock(to)} (${span(to - from)})`;
+}
+
+/**
+ * Lays a session's history out over `[from, now]` (default: from its first event). Intervals
+ * still open end at `now`, so the right edge grows as time passes and updates arrive.
+ */
+export function timelineOf(h: SessionHistory, now: number, from?: number): Timeline {
+  const starts = [
+    ...h.activity.map((a) => a.from),
+    ...h.prompts.map((p) => p.submittedAt),
+    ...h.executions.flatMap((x) => [x.requestedAt ?? x.start ?? now]),
+  ];
+  const start = from ?? (starts.length > 0 ? Math.min(...starts) : now - 60_000);
+  const end = Math.max(now, start + 1_000);
+  const width = end - start;
+  const bar = (
+    key: string,
+    a: number,
+    b: number | null,
+    kind: string,
+    label: string,
+    detail: string,
+  ): Bar => {
+    const l = Math.min(Math.max(a, start), end);
+    const r = Math.min(Math.max(b ?? end, l), end);
+    return {
+      key,
+      left: (l - start) / width,
+      width: (r - l) / width,
+      kind,
+      label,
+      detail,
+      open: b === null,
+    };
+  };
+  const foreground = h.activity
+    .filter((a) => (a.to ?? end) > start)
+    .map((a) =>
+      bar(
+        `fg-${a.from}`,
+        a.from,
+        a.to,
+        a.state,
+        LANE_TEXT[a.state],
+        `${LANE_TEXT[a.state]}${a.reason ? ` (${a.reason.replace(/_/g, ' ')})` : ''}, ${when(a.from, a.to, now)}`,
+      ),
+    );
+  const background = h.background.map((b) =>
+    bar(
+      `bg-${b.id}`,
+      b.start,
+      b.end,
+      b.end !== null && b.endedBy !== 'identified' ? `${b.kind} unidentified` : b.kind,
+      `${b.kind}: ${b.label}`,
+      `${b.kind} “${b.label}”, ${when(b.start, b.end, now)}${
+        b.end === null
+          ? ', still running'
+          : b.endedBy === 'identified'
+            ? ', ended'
+            : b.endedBy === 'execution'
+              ? ', ended with its execution (its own end was never reported)'
+              : ', ended without saying which it was'
+      }`,
+    ),
+  );
+  const prompts = h.prompts.map((p) => {
+    const waited = p.decision === 'queued';
+    const until = p.admittedAt ?? (p.decision === 'queued' ? null : (p.decidedAt ?? p.submittedAt));
+    const detail = [
+      `prompt ${p.idempotencyKey} submitted ${clock(p.submittedAt)}`,
+      p.decision === null
+        ? 'not decided yet'
+        : waited
+          ? p.queueWaitMs === null
+            ? `queued, waiting ${span(now - (p.decidedAt ?? p.submittedAt))} so far`
+            : `queued ${span(p.queueWaitMs)}, admitted ${clock(p.admittedAt!)}`
+          : p.decision,
+      ...(p.dispatchedAt !== null ? [`dispatched ${clock(p.dispatchedAt)}`] : []),
+      ...(p.reason ? [p.reason.replace(/_/g, ' ')] : []),
+    ].join(', ');
+    return bar(
+      `p-${p.promptId}`,
+      p.submittedAt,
+      until,
+      waited ? 'queued' : p.decision === 'rejected' ? 'rejected' : 'prompt',
+      waited ? `waited ${p.idempotencyKey}` : p.idempotencyKey,
+      detail,
+    );
+  });
+  const executions = h.executions.map((x) => {
+    const a = x.start ?? x.requestedAt ?? start;
+    return bar(
+      `x-${x.executionId}`,
+      a,
+      x.end,
+      x.start === null ? 'requested' : 'execution',
+      x.executionId,
+      `execution ${x.executionId}, ${x.start === null ? 'waiting for a worker ' : ''}${when(a, x.end, now)}${
+        x.reason ? `, ${x.reason.replace(/_/g, ' ')}` : ''
+      }`,
+    );
+  });
+  const ticks = Array.from({ length: 5 }, (_, i) => ({
+    at: i / 4,
+    text: clock(start + (width * i) / 4),
+  }));
+  return {
+    from: start,
+    to: end,
+    lanes: [
+      { key: 'foreground', title: 'Foreground', bars: foreground },
+      { key: 'background', title: 'Background work', bars: background },
+      { key: 'prompts', title: 'Prompts', bars: prompts },
+      { key: 'executions', title: 'Executions', bars: executions },
+    ],
+    ticks,
+  };
+}
+
+/** A task's place on the board: the first that holds over its sessions. */
+export type BoardGroup = 'needs_person' | 'failed' | 'generating' | 'background' | 'idle';
+
+export const BOARD_GROUPS: readonly { group: BoardGroup; title: string }[] = [
+  { group: 'needs_person', title: 'Needs a person' },
+  { group: 'failed', title: 'Failed' },
+  { group: 'generating', title: 'Generating' },
+  { group: 'background', title: 'Background' },
+  { group: 'idle', title: 'Idle' },
+];
+
+export function boardGroupOf(t: TaskView): BoardGroup {
+  const kinds = t.sessions.map((s) => s.activity.attention?.kind as string | undefined);
+  if (kinds.includes('needs_person')) return 'needs_person';
+  if (kinds.includes('failed') || kinds.includes('needs_operator')) return 'failed';
+  if (t.activity.foregroundActivity === 'generating') return 'generating';
+  if (
+    t.activity.foregroundActivity === 'background' ||
+    t.sessions.some((s) => s.backgroundWork.length > 0)
+  ) {
+    return 'background';
+  }
+  return 'idle';
+}
+
+/** Every task in its group, groups in the board's order, each with its count. */
+export function board(
+  tasks: readonly { taskId: string; view: TaskView | null }[],
+): { group: BoardGroup; title: string; taskIds: string[] }[] {
+  return BOARD_GROUPS.map(({ group, title }) => ({
+    group,
+    title,
+    taskIds: tasks
+      .filter((t) => t.view !== null && boardGroupOf(t.view) === group)
+      .map((t) => t.taskId),
+  }));
+}
