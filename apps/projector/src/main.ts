@@ -23,6 +23,7 @@ async function main(): Promise<void> {
     renewMs: config.PROJECTOR_RENEW_MS,
     snapshotEntries: config.PROJECTOR_SNAPSHOT_ENTRIES,
     snapshotMs: config.PROJECTOR_SNAPSHOT_MS,
+    retentionMs: config.PROJECTOR_RETENTION_MS,
     stallMs: config.PROJECTOR_STALL_MS,
     cancelGraceMs: config.PROJECTOR_CANCEL_GRACE_MS,
     quietMs: config.PROJECTOR_QUIET_MS,

@@ -14,6 +14,7 @@ export const ProjectorOptions = z
     renewMs: int(50, 300_000).default(500),
     snapshotEntries: int(1, 10_000_000).default(1_000),
     snapshotMs: int(100, 86_400_000).default(30_000),
+    retentionMs: int(0, 365 * 86_400_000).default(86_400_000),
     stallMs: int(100, 86_400_000).default(120_000),
     cancelGraceMs: int(100, 86_400_000).default(30_000),
     quietMs: int(100, 86_400_000).default(30_000),

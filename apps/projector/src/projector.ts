@@ -42,6 +42,7 @@ class Projector implements ShardHost {
   readonly leaseTtlMs: number;
   readonly snapshotEntries: number;
   readonly snapshotMs: number;
+  readonly retentionMs: number;
   readonly stallMs: number;
   readonly cancelGraceMs: number;
   readonly quietMs: number;
@@ -72,6 +73,7 @@ class Projector implements ShardHost {
     this.leaseTtlMs = opts.leaseTtlMs;
     this.snapshotEntries = opts.snapshotEntries;
     this.snapshotMs = opts.snapshotMs;
+    this.retentionMs = opts.retentionMs;
     this.stallMs = opts.stallMs;
     this.cancelGraceMs = opts.cancelGraceMs;
     this.quietMs = opts.quietMs;

@@ -13,6 +13,7 @@ export interface ShardHost {
   readonly leaseTtlMs: number;
   readonly snapshotEntries: number;
   readonly snapshotMs: number;
+  readonly retentionMs: number;
   readonly stallMs: number;
   readonly cancelGraceMs: number;
   readonly quietMs: number;
@@ -81,6 +82,9 @@ export class ShardRunner implements TaskContext {
   }
   get snapshotMs() {
     return this.host.snapshotMs;
+  }
+  get retentionMs() {
+    return this.host.retentionMs;
   }
   get stallMs() {
     return this.host.stallMs;

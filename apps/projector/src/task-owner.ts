@@ -32,6 +32,8 @@ export interface TaskContext {
   readonly log: Logger;
   readonly snapshotEntries: number;
   readonly snapshotMs: number;
+  /** Entries younger than this stay behind a snapshot (the history query reads them). */
+  readonly retentionMs: number;
   readonly stallMs: number;
   readonly cancelGraceMs: number;
   readonly quietMs: number;
@@ -504,16 +506,23 @@ export class TaskOwner {
     }
     const { store } = this.ctx;
     try {
+      // With a retention, some snapshots stay as checkpoints (about 24 over the retention):
+      // the history query folds forward from them, and the trim cuts the stream at one.
+      const checkpointEveryMs =
+        this.ctx.retentionMs > 0
+          ? Math.max(this.ctx.snapshotMs, Math.floor(this.ctx.retentionMs / 24))
+          : 0;
       await store.snapshots.write(
         this.ctx.lease(),
         this.taskId,
         this.lastId,
         snapshotOf(this.state),
+        checkpointEveryMs,
       );
     } catch (err) {
       if (!(err instanceof StaleSnapshotError)) throw err;
     }
-    await store.snapshots.trim(this.ctx.lease(), this.taskId);
+    await store.snapshots.trim(this.ctx.lease(), this.taskId, this.ctx.retentionMs);
     this.ctx.metrics.snapshots.inc({ shard: String(this.ctx.shard) });
     this.entriesSinceSnapshot = 0;
     this.lastSnapshotAt = now;

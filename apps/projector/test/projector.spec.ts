@@ -327,11 +327,11 @@ it('clocks bound every other wait: an unanswered cancel, output outside a turn, 
   });
 });
 
-it('snapshots every K entries and trims behind them; a new owner resumes from the snapshot and continues the sequence', async () => {
+it('snapshots every K entries and trims behind them (no retention); a new owner resumes from the snapshot and continues the sequence', async () => {
   const prefix = freshPrefix();
   const store = newStore(prefix, 1);
   const t = new Task(store, 'snap');
-  const p1 = await projector({ prefix, shards: 1, snapshotEntries: 25 });
+  const p1 = await projector({ prefix, shards: 1, snapshotEntries: 25, retentionMs: 0 });
   await p1.ready();
   await t.start(CLAUDE_CAPS);
   const play = async (from: number, to: number) => {
@@ -368,7 +368,7 @@ it('snapshots every K entries and trims behind them; a new owner resumes from th
   await p1.stop();
   // Traffic while nobody owns the shard; then a new owner.
   await t.submit('while-down');
-  const p2 = await projector({ prefix, shards: 1, snapshotEntries: 25 });
+  const p2 = await projector({ prefix, shards: 1, snapshotEntries: 25, retentionMs: 0 });
   await p2.ready();
   await waitFor('while-down delivered', async () =>
     (await t.inbox()).some(

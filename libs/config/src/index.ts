@@ -95,6 +95,11 @@ export const PROJECTOR = {
     '30000',
     'Snapshot a task with new entries after this long',
   ),
+  PROJECTOR_RETENTION_MS: setting(
+    int(0, 365 * 86_400_000),
+    '86400000',
+    'How long a task stream keeps its entries behind its snapshot: the history query reads them (0: trimmed up to the snapshot)',
+  ),
   PROJECTOR_STALL_MS: setting(
     int(100, 86_400_000),
     '120000',

@@ -511,18 +511,37 @@ export class EventStore {
   // ---------------------------------------------------------------------------------------------
 
   readonly snapshots = {
-    /** Stores `state` as covering the task stream up to `id`, fenced; never moves back. */
-    write: async (lease: Lease, taskId: string, id: string, state: unknown): Promise<void> => {
+    /**
+     * Stores `state` as covering the task stream up to `id`, fenced; never moves back. With
+     * `checkpointEveryMs`, it is also kept as a checkpoint when the newest one is that much older
+     * (see {@link snapshots.trim} and the history query).
+     */
+    write: async (
+      lease: Lease,
+      taskId: string,
+      id: string,
+      state: unknown,
+      checkpointEveryMs = 0,
+    ): Promise<void> => {
       this.checkLease(lease, taskId);
       await this.run(
         this.scripts.snapshot_write(
           this.keys.lease(lease.shard),
           this.keys.snapshot(taskId),
+          this.keys.checkpoints(taskId),
           lease.epoch,
           id,
           JSON.stringify(state),
+          checkpointEveryMs,
         ),
       );
+    },
+    /** The task's checkpoints (states it can be folded forward from), oldest first. */
+    checkpoints: async (taskId: string): Promise<{ id: string; state: unknown }[]> => {
+      const flat = await this.redis.hgetall(this.keys.checkpoints(taskId));
+      return Object.entries(flat)
+        .map(([id, json]) => ({ id, state: JSON.parse(json) as unknown }))
+        .sort((a, b) => compareStreamIds(a.id, b.id));
     },
     /** The task's snapshot, its state checked with `schema` when given. */
     read: async <S = unknown>(
@@ -539,15 +558,21 @@ export class EventStore {
       const parsed: unknown = JSON.parse(state);
       return { id, state: schema ? schema.parse(parsed) : (parsed as S), epoch: Number(epoch) };
     },
-    /** Removes the entries strictly before the snapshot's id, fenced. Returns how many. */
-    trim: async (lease: Lease, taskId: string): Promise<number> => {
+    /**
+     * Removes the entries strictly before the snapshot's id, fenced. With `retainMs`, entries
+     * younger than that (by the server's clock) stay, cut at a checkpoint so that they can still
+     * be folded (nothing is trimmed before the first checkpoint that old). Returns how many.
+     */
+    trim: async (lease: Lease, taskId: string, retainMs = 0): Promise<number> => {
       this.checkLease(lease, taskId);
       return this.run<number>(
         this.scripts.trim(
           this.keys.lease(lease.shard),
           this.keys.snapshot(taskId),
           this.keys.taskStream(taskId),
+          this.keys.checkpoints(taskId),
           lease.epoch,
+          retainMs,
         ),
       );
     },
@@ -952,4 +977,11 @@ export class EventStore {
     this.tails.clear();
     if (this.ownsConnection) await this.redis.quit().catch(() => this.redis.disconnect());
   }
+}
+
+/** Orders Redis stream ids (`<ms>-<seq>`). */
+function compareStreamIds(a: string, b: string): number {
+  const [am, as] = a.split('-').map(Number) as [number, number];
+  const [bm, bs] = b.split('-').map(Number) as [number, number];
+  return am !== bm ? am - bm : as - bs;
 }

@@ -13,6 +13,7 @@
  * | baton:{b:7}:ts:<taskId>          | stream | the task stream: facts, commands, decisions (`e`)    |
  * | baton:{b:7}:tw:<taskId>          | hash   | append dedupe: writer instance -> highest seq        |
  * | baton:{b:7}:tsnap:<taskId>       | hash   | snapshot: `state` JSON, stream `id` covered, `epoch` |
+ * | baton:{b:7}:tckpt:<taskId>       | hash   | checkpoints: stream id -> state JSON (history base)  |
  * | baton:{b:7}:feed                 | stream | one note per append: task `t`, last id `l`           |
  * | baton:{b:7}:lease                | hash   | lease: `owner`, `epoch`, `expiresAt`; PEXPIREs       |
  * | baton:{b:7}:epoch                | string | fencing epoch counter; never deleted or expired      |
@@ -81,6 +82,9 @@ export class KeyLayout {
   }
   snapshot(taskId: string): string {
     return `${this.shardBase(this.shardOf(taskId))}:tsnap:${taskId}`;
+  }
+  checkpoints(taskId: string): string {
+    return `${this.shardBase(this.shardOf(taskId))}:tckpt:${taskId}`;
   }
   feed(shard: number): string {
     return `${this.shardBase(shard)}:feed`;

@@ -248,6 +248,35 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     await store.appendFenced(lease, t, ids[9]!, [decision(t, 1)]);
   });
 
+  it('with a retention, keeps what is younger behind the snapshot, cut at a checkpoint', async () => {
+    const t = 't6r';
+    const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');
+    const first = (await store.append(
+      t,
+      Array.from({ length: 5 }, (_, i) => fact(t, 'w1', i + 1)),
+    )) as string[];
+    // A checkpoint is kept at the first snapshot, none again until the interval has passed.
+    await store.snapshots.write(lease, t, first[4]!, { folded: 5 }, 60_000);
+    await store.snapshots.write(lease, t, first[4]!, { folded: 5 }, 60_000);
+    expect(await store.snapshots.checkpoints(t)).toEqual([{ id: first[4], state: { folded: 5 } }]);
+    // Nothing is older than a long retention: nothing goes.
+    expect(await store.snapshots.trim(lease, t, 3_600_000)).toBe(0);
+    await new Promise((r) => setTimeout(r, 60));
+    const later = (await store.append(
+      t,
+      Array.from({ length: 5 }, (_, i) => fact(t, 'w1', i + 6)),
+    )) as string[];
+    await store.snapshots.write(lease, t, later[4]!, { folded: 10 }, 1);
+    expect((await store.snapshots.checkpoints(t)).map((c) => c.id)).toEqual([first[4], later[4]]);
+    // A 30 ms retention: the first checkpoint is older than that, the second not. The stream is
+    // cut at the first (what follows it can still be folded), not at the snapshot.
+    expect(await store.snapshots.trim(lease, t, 30)).toBe(4);
+    expect((await store.readTask(t)).items.map((i) => i.id)).toEqual([first[4], ...later]);
+    // No retention: up to the snapshot, as always.
+    expect(await store.snapshots.trim(lease, t)).toBe(5);
+    expect((await store.readTask(t)).items.map((i) => i.id)).toEqual([later[4]]);
+  });
+
   it('publishes updates without gaps and skips what was already published', async () => {
     const t = 't7';
     const shard = store.shardOf(t);

@@ -69,18 +69,31 @@ export class History {
     }
     let start: TaskState = initialTaskState(key);
     let after = '0-0';
-    const [snap, trimmedStream] = await Promise.all([
+    let from = since;
+    const [snap, checkpoints, trimmedStream] = await Promise.all([
       this.store.snapshots.read(key),
+      this.store.snapshots.checkpoints(key),
       this.store.wasTrimmed(key),
     ]);
-    const fromSnapshot = snap ? stateFromSnapshot(snap.state, key) : null;
-    // Trimmed: the stream alone no longer rebuilds the task, the snapshot must. Otherwise the
-    // snapshot is a shortcut when it ends before the range starts.
-    if (snap && fromSnapshot && (trimmedStream || entryTime(snap.id) <= since)) {
-      start = fromSnapshot;
-      after = snap.id;
+    // States to fold forward from, oldest first: the checkpoints, then the latest snapshot.
+    const bases = [...checkpoints, ...(snap ? [snap] : [])].flatMap((b) => {
+      const state = stateFromSnapshot(b.state, key);
+      return state ? [{ id: b.id, state }] : [];
+    });
+    // The newest state at or before the range's start saves folding what comes before it. A
+    // trimmed stream cannot be folded from its start: then the oldest state there is, and what
+    // happened before it is gone (`trimmed`).
+    let base = bases.filter((b) => entryTime(b.id) <= since).at(-1);
+    let trimmed = false;
+    if (!base && trimmedStream) {
+      base = bases[0];
+      trimmed = true;
+      if (base) from = Math.max(since, entryTime(base.id));
     }
-    const trimmed = trimmedStream && (!snap || entryTime(snap.id) > since);
+    if (base) {
+      start = base.state;
+      after = base.id;
+    }
     const entries: { id: string; entry: StreamEntry }[] = [];
     let inRange = 0;
     let truncated = false;
@@ -94,7 +107,7 @@ export class History {
           break;
         }
         // Before the range: folded at once into the state the range starts from, not kept.
-        if (at < since) {
+        if (at < from) {
           start = fold(start, item.entry).state;
           continue;
         }
@@ -112,7 +125,7 @@ export class History {
       key,
       entries,
       {
-        from: since,
+        from,
         to: until,
         maxItems: this.limits.maxItems,
         ...(q.sessionId !== undefined ? { sessionId: q.sessionId } : {}),

@@ -1,9 +1,13 @@
 -- Write a task's snapshot: the folded state and the stream id it covers, fenced by the lease.
 -- A snapshot never moves back to an older id, so a trim based on it never removes entries that a
--- later reader would still need to replay.
+-- later reader would still need to replay. When checkpoints are kept and the newest is at least
+-- ARGV[4] ms older than this snapshot, the snapshot is also kept as a checkpoint: a state the
+-- history query can fold forward from, and the point a retention trim may cut the stream to.
 --
 -- KEYS[1] shard lease hash     KEYS[2] task snapshot hash (state, id, epoch)
+-- KEYS[3] task checkpoints hash (stream id -> state JSON)
 -- ARGV[1] epoch                ARGV[2] stream id covered     ARGV[3] state JSON
+-- ARGV[4] checkpoint interval in ms (0: no checkpoints)
 --
 -- Errors: "FENCED ...", "STALE <current id>" when the stored snapshot covers a later id.
 local fenced = baton_fence(KEYS[1], ARGV[1])
@@ -13,4 +17,16 @@ if cur and baton_id_cmp(ARGV[2], cur) < 0 then
   return redis.error_reply('STALE ' .. cur)
 end
 redis.call('HSET', KEYS[2], 'id', ARGV[2], 'state', ARGV[3], 'epoch', ARGV[1])
+local every = tonumber(ARGV[4]) or 0
+if every > 0 then
+  local ms = tonumber(string.match(ARGV[2], '^(%d+)'))
+  local newest = -1
+  for _, id in ipairs(redis.call('HKEYS', KEYS[3])) do
+    local m = tonumber(string.match(id, '^(%d+)'))
+    if m > newest then newest = m end
+  end
+  if newest < 0 or ms - newest >= every then
+    redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+  end
+end
 return 'OK'

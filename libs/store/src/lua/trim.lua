@@ -1,12 +1,34 @@
--- Trim a task stream strictly behind the id its snapshot covers (XTRIM MINID keeps that entry and
+-- Trim a task stream behind the id its snapshot covers (XTRIM MINID keeps that entry and
 -- everything after it), fenced by the lease. Without a snapshot nothing is trimmed.
 --
+-- With a retention, what is younger than it (by the server's clock) stays, and so does a state
+-- to fold it from: the stream is cut at the newest checkpoint no younger than the retention's
+-- start, and the checkpoints before it go. With no such checkpoint yet, nothing is trimmed.
+--
 -- KEYS[1] shard lease hash     KEYS[2] task snapshot hash     KEYS[3] task stream
--- ARGV[1] epoch
+-- KEYS[4] task checkpoints hash (stream id -> state JSON)
+-- ARGV[1] epoch                ARGV[2] retention in ms (0: trim right up to the snapshot)
 --
 -- Returns the number of entries removed. Error "FENCED ...".
 local fenced = baton_fence(KEYS[1], ARGV[1])
 if fenced then return redis.error_reply(fenced) end
 local id = redis.call('HGET', KEYS[2], 'id')
 if not id then return 0 end
+local retain = tonumber(ARGV[2]) or 0
+if retain > 0 then
+  local t = redis.call('TIME')
+  local cutoff = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - retain
+  local base = nil
+  local ids = redis.call('HKEYS', KEYS[4])
+  for _, c in ipairs(ids) do
+    if tonumber(string.match(c, '^(%d+)')) <= cutoff and baton_id_cmp(c, id) <= 0 then
+      if not base or baton_id_cmp(c, base) > 0 then base = c end
+    end
+  end
+  if not base then return 0 end
+  for _, c in ipairs(ids) do
+    if baton_id_cmp(c, base) < 0 then redis.call('HDEL', KEYS[4], c) end
+  end
+  id = base
+end
 return redis.call('XTRIM', KEYS[3], 'MINID', id)
