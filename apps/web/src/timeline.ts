@@ -148,7 +148,11 @@ export function timelineOf(h: SessionHistory, now: number, from?: number): Timel
       p.submittedAt,
       until,
       waited ? 'queued' : p.decision === 'rejected' ? 'rejected' : 'prompt',
-      waited ? `waited ${p.idempotencyKey}` : p.idempotencyKey,
+      waited
+        ? p.queueWaitMs === null
+          ? 'queued, waiting'
+          : `queued ${span(p.queueWaitMs)}`
+        : (p.decision ?? 'submitted'),
       detail,
     );
   });

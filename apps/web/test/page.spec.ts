@@ -221,6 +221,34 @@ describe('the live activity page in a browser', () => {
     expect(await page.locator('#work-list li').count()).toBe(0);
     expect(await page.locator('#queue-list li').count()).toBe(0);
     await shot('6-idle-done');
+
+    // The timeline tells the story just lived: generating, background, idle in the foreground;
+    // the shells as bars; the second prompt's wait in the queue drawn out; the execution.
+    const lane = (name: string) => page.getByRole('list', { name, exact: true });
+    await lane('Foreground').locator('.bar.lane-idle[data-open]').waitFor({ timeout: WAIT });
+    const foreground = await lane('Foreground')
+      .locator('.bar')
+      .evaluateAll((bars) => bars.map((b) => b.getAttribute('aria-label') ?? ''));
+    expect(foreground.some((l) => l.startsWith('generating, '))).toBe(true);
+    expect(foreground.some((l) => l.startsWith('background, '))).toBe(true);
+    const shells = lane('Background work').locator('.bar[aria-label^="shell"]');
+    expect(await shells.count()).toBeGreaterThanOrEqual(1);
+    expect(await shells.first().getAttribute('aria-label')).toMatch(
+      /^shell “.+”, \d\d:\d\d:\d\d–\d\d:\d\d:\d\d \([\d.]+ s\), ended$/,
+    );
+    const waited = lane('Prompts').locator('.bar.lane-queued');
+    expect(await waited.count()).toBe(1);
+    expect(await waited.getAttribute('aria-label')).toMatch(/queued [\d.]+ s, admitted /);
+    expect(await lane('Executions').locator('.bar.lane-execution[data-open]').count()).toBe(1);
+    // Keyboard: a bar takes focus and its exact times are read out below the lanes.
+    await waited.focus();
+    expect(await page.locator('#timeline-detail').textContent()).toBe(
+      await waited.getAttribute('aria-label'),
+    );
+    // The board: every task by state, with counts.
+    expect(await page.locator('[data-group="idle"] .board-count').textContent()).toBe('(1)');
+    await page.locator('#timeline-title').scrollIntoViewIfNeeded();
+    await shot('16-timeline');
   });
 
   story('recovers a dropped connection by itself, without a reload', async () => {

@@ -94,7 +94,13 @@ describe('the timeline of a session', () => {
     expect(bg[2]!.detail).toMatch(/still running$/);
     const prompts = t.lanes.find((l) => l.key === 'prompts')!.bars;
     // The queued prompt's wait is drawn out, from its submission to its admission.
-    expect(prompts[1]).toMatchObject({ kind: 'queued', left: 0.375, width: 0.5 });
+    expect(prompts[1]).toMatchObject({
+      kind: 'queued',
+      label: 'queued 40.0 s',
+      left: 0.375,
+      width: 0.5,
+    });
+    expect(prompts[0]).toMatchObject({ kind: 'prompt', label: 'admitted' });
     expect(prompts[1]!.detail).toBe(
       'prompt then-test submitted 10:42:30, queued 40.0 s, admitted 10:43:10, dispatched 10:43:11',
     );

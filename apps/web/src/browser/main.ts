@@ -4,7 +4,13 @@
  * and composer. Everything shown is derived from the views by ../model.
  */
 import { BatonClient, type BatonError, type Subscription } from '@baton/client';
-import { Id, type SessionView, type TaskView } from '@baton/protocol';
+import {
+  Id,
+  TaskHistory,
+  type SessionHistory,
+  type SessionView,
+  type TaskView,
+} from '@baton/protocol';
 import { z } from 'zod';
 import {
   attentionLine,
@@ -23,6 +29,7 @@ import {
   type Indicator,
   type WorkLine,
 } from '../model';
+import { board, timelineOf, type Bar, type Lane } from '../timeline';
 import { byId, h, setAttrs, setText, syncList } from './dom';
 import './styles.css';
 
@@ -30,6 +37,9 @@ const TOKEN_KEY = 'baton.token';
 /** The gateway holds at most GATEWAY_MAX_SUBSCRIPTIONS (100 by default) per connection. */
 const MAX_TASKS = 50;
 const TASK_LIST_REFRESH_MS = 5_000;
+/** How far back the timeline looks, and how often it asks again while the session changes. */
+const TIMELINE_WINDOW_MS = 60 * 60_000;
+const TIMELINE_REFRESH_MS = 1_500;
 const TaskList = z.object({ tasks: z.array(Id) });
 const RestError = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 const RestCommandResult = z.object({
@@ -189,6 +199,20 @@ async function signIn(token: string): Promise<void> {
   app.start(check.tasks);
 }
 
+/** A bar of the timeline: placed by fraction of the window, named by its full description. */
+function updateBar(el: HTMLElement, b: Bar): void {
+  setAttrs(el, {
+    class: `bar lane-${b.kind.replace(/ /g, ' lane-')}`,
+    'aria-label': b.detail,
+    title: b.detail,
+    'data-open': b.open,
+  });
+  el.style.left = `${b.left * 100}%`;
+  el.style.width = `${b.width * 100}%`;
+  // The label is drawn when there is room for it; the description is always there.
+  setText(el, b.width > 0.08 ? b.label : '');
+}
+
 function boot(): void {
   byId<HTMLFormElement>('sign-in-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -251,6 +275,15 @@ class App {
   /** The last prompt sent from the composer: its later decisions (queued → admitted) show too. */
   private lastPrompt: { taskId: string; promptId: string } | null = null;
   private readonly listeners: Array<[EventTarget, string, EventListener]> = [];
+  /** The selected session's history (REST), asked again when its view moves on. */
+  private history: {
+    key: string;
+    data: SessionHistory | null;
+    seq: number;
+    askedAt: number;
+    inFlight: boolean;
+    error: string | null;
+  } | null = null;
 
   constructor(
     private readonly token: string,
@@ -298,6 +331,8 @@ class App {
     this.timers.push(
       setInterval(() => this.checkLive(), 200),
       setInterval(() => void this.refreshTasks(), TASK_LIST_REFRESH_MS),
+      // The timeline's right edge is now: it grows while nothing else changes.
+      setInterval(() => this.renderTimeline(), 1_000),
     );
     this.listen(window, 'hashchange', () => {
       this.selected = selectionFromHash();
@@ -330,7 +365,9 @@ class App {
     cancelAnimationFrame(this.frame);
     void this.client.close();
     byId('task-list').replaceChildren();
-    for (const id of ['queue-list', 'work-list']) byId(id).replaceChildren();
+    for (const id of ['queue-list', 'work-list', 'timeline-lanes', 'board']) {
+      byId(id).replaceChildren();
+    }
     setText(byId('composer-result'), '');
     byId('action-result').hidden = true;
   }
@@ -410,8 +447,176 @@ class App {
 
   private render(): void {
     this.renderBanner();
+    this.renderBoard();
     this.renderTasks();
     this.renderSession();
+    this.renderTimeline();
+  }
+
+  private renderBoard(): void {
+    const groups = board(this.sortedTasks());
+    syncList(
+      byId('board'),
+      groups,
+      (g) => g.group,
+      (g) =>
+        h(
+          'li',
+          { class: 'board-group', 'data-group': g.group },
+          h(
+            'h3',
+            {},
+            h('span', { class: 'board-title' }, g.title),
+            ' ',
+            h('span', { class: 'board-count' }),
+          ),
+          h('ul', { 'aria-label': g.title }),
+        ),
+      (el, g) => {
+        setAttrs(el, { 'data-count': g.taskIds.length });
+        setText(el.querySelector('.board-count')!, `(${g.taskIds.length})`);
+        syncList(
+          el.querySelector('ul')!,
+          g.taskIds,
+          (id) => id,
+          (id) => {
+            const b = h('button', { type: 'button', class: 'secondary' }, id);
+            b.addEventListener('click', () => {
+              const s = this.tasks.get(id)?.view?.sessions[0];
+              if (s) this.select({ taskId: id, sessionId: s.sessionId });
+            });
+            return h('li', {}, b);
+          },
+          () => undefined,
+        );
+      },
+    );
+  }
+
+  /** Asks for the selected session's history when it is new or its view moved on (throttled). */
+  private loadHistory(): void {
+    const sel = this.selected;
+    const view = sel ? this.tasks.get(sel.taskId)?.view : null;
+    if (!sel || !view) return;
+    const key = `${sel.taskId}/${sel.sessionId}`;
+    if (this.history?.key !== key) {
+      this.history = { key, data: null, seq: -1, askedAt: 0, inFlight: false, error: null };
+    }
+    const hs = this.history;
+    if (hs.inFlight || hs.seq === view.seq || Date.now() - hs.askedAt < TIMELINE_REFRESH_MS) return;
+    hs.inFlight = true;
+    hs.askedAt = Date.now();
+    const seq = view.seq;
+    const since = Date.now() - TIMELINE_WINDOW_MS;
+    void fetch(`${path(sel.taskId, 'sessions', sel.sessionId, 'history')}?since=${since}`, {
+      headers: { authorization: `Bearer ${this.token}` },
+      cache: 'no-store',
+    })
+      .then(async (res) => {
+        const body: unknown = await res.json().catch(() => null);
+        const parsed = TaskHistory.safeParse(body);
+        if (this.history !== hs) return;
+        if (parsed.success) {
+          // Nothing in the window yet is an empty history, not a missing one.
+          hs.data = parsed.data.sessions.find((s) => s.sessionId === sel.sessionId) ?? {
+            sessionId: sel.sessionId,
+            activity: [],
+            turns: [],
+            background: [],
+            prompts: [],
+            executions: [],
+          };
+          hs.seq = seq;
+          hs.error = null;
+        } else {
+          const e = RestError.safeParse(body);
+          hs.error = e.success ? e.data.error.message : `HTTP ${res.status}`;
+        }
+      })
+      .catch((err: unknown) => {
+        if (this.history === hs) hs.error = String(err);
+      })
+      .finally(() => {
+        hs.inFlight = false;
+        this.schedule();
+      });
+  }
+
+  private renderTimeline(): void {
+    if (this.stopped) return;
+    this.loadHistory();
+    const data =
+      this.history?.key === `${this.selected?.taskId}/${this.selected?.sessionId}`
+        ? this.history?.data
+        : null;
+    const container = byId('timeline-lanes');
+    if (!data) {
+      setText(
+        byId('timeline-range'),
+        this.history?.error ? `No timeline: ${this.history.error}` : 'Loading the timeline…',
+      );
+      container.replaceChildren();
+      return;
+    }
+    const t = timelineOf(
+      data,
+      Date.now(),
+      Math.max(data.activity[0]?.from ?? 0, Date.now() - TIMELINE_WINDOW_MS),
+    );
+    setText(
+      byId('timeline-range'),
+      `${new Date(t.from).toISOString().slice(11, 19)}–now (UTC); dashed right edge: still going`,
+    );
+    const rows: (Lane | { key: 'axis' })[] = [...t.lanes, { key: 'axis' }];
+    syncList(
+      container,
+      rows.flatMap((r) => [
+        { key: `${r.key}-title`, row: r, part: 'title' as const },
+        { key: `${r.key}-track`, row: r, part: 'track' as const },
+      ]),
+      (x) => x.key,
+      (x) =>
+        x.part === 'title'
+          ? h('div', { class: 'timeline-lane-title' }, 'title' in x.row ? x.row.title : '')
+          : x.row.key === 'axis'
+            ? h('div', { class: 'timeline-axis', 'aria-hidden': 'true' })
+            : h('ul', {
+                class: 'timeline-track',
+                'aria-label': 'title' in x.row ? x.row.title : '',
+              }),
+      (el, x) => {
+        if (x.part === 'title') return;
+        if (x.row.key === 'axis') {
+          syncList(
+            el,
+            t.ticks,
+            (k) => String(k.at),
+            () => h('span'),
+            (s, k) => {
+              s.style.left = `${k.at * 100}%`;
+              setText(s, k.text);
+            },
+          );
+          return;
+        }
+        syncList(
+          el,
+          (x.row as Lane).bars,
+          (b) => b.key,
+          (b) => this.createBar(b),
+          updateBar,
+        );
+      },
+    );
+  }
+
+  private createBar(b: Bar): HTMLLIElement {
+    const el = h('li', { class: 'bar', tabindex: 0 });
+    const show = () => setText(byId('timeline-detail'), el.getAttribute('aria-label') ?? '');
+    el.addEventListener('mouseenter', show);
+    el.addEventListener('focus', show);
+    updateBar(el, b);
+    return el;
   }
 
   private renderBanner(): void {
