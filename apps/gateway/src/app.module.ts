@@ -20,6 +20,7 @@ import { PageModule } from './page/page.module';
 import { Executions } from './rest/executions';
 import { TasksController } from './rest/tasks.controller';
 import { Tenancy } from './tenancy';
+import { HostLog } from './ahp/host-log';
 import { UpdateHub } from './updates/update-hub';
 import type { Services } from './ws/client-connection';
 import { ClientGateway } from './ws/client.gateway';
@@ -159,7 +160,7 @@ class CommandsModule {}
     },
     {
       provide: SERVICES,
-      inject: [OPTIONS, UpdateHub, Tenancy, Commands, GatewayMetrics, LOGGER, TenantLimits],
+      inject: [OPTIONS, UpdateHub, Tenancy, Commands, GatewayMetrics, LOGGER, TenantLimits, STORE],
       useFactory: (
         opts: ResolvedOptions,
         hub: UpdateHub,
@@ -168,7 +169,17 @@ class CommandsModule {}
         metrics: GatewayMetrics,
         log: Logger,
         limits: TenantLimits,
-      ): Services => ({ opts, hub, tenancy, commands, metrics, log, limits }),
+        store: EventStore,
+      ): Services => ({
+        opts,
+        hub,
+        tenancy,
+        commands,
+        metrics,
+        log,
+        limits,
+        ahpLog: new HostLog(store.redis, opts.prefix),
+      }),
     },
   ],
   exports: [ConnectionRegistry, SERVICES, TenantLimits],

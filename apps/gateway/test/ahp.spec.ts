@@ -89,9 +89,19 @@ describe('AHP chat channel', () => {
   it('follows a session’s background work: snapshot, then Set/Removed with a growing serverSeq', async () => {
     const taskId = 'ahp/task 1';
     const channel = `ahp-chat:/${encodeURIComponent(taskId)}/s1`;
-    // The tenant has the task (a prompt or an execution start of it records it): a chat of a task
-    // the tenant never wrote to is not found.
-    await stack.store.tenants.add('ahp-tenant', taskId);
+    // The session exists (its execution started): a chat Baton does not have is -32008.
+    const w = new FakeWorker(stack.store, K(taskId), 's1');
+    await w.start(ATTESTING);
+    await waitFor(
+      async () =>
+        (
+          await fetch(
+            `${stack.gateways[0]!.url}/v1/tasks/${encodeURIComponent(taskId)}/sessions/s1`,
+            { headers: { authorization: `Bearer ${tok}` } },
+          )
+        ).status === 200,
+      'the session to exist',
+    );
     const c = await Client.connect(url, tok, '/ahp');
     const init = await c.rpc('initialize', {
       protocolVersions: ['1.0.0'],
@@ -99,13 +109,11 @@ describe('AHP chat channel', () => {
       initialSubscriptions: [channel],
     });
     const [snapshot] = (init.result as { snapshots: Json[] }).snapshots;
-    expect(snapshot).toMatchObject({ resource: channel, fromSeq: 0 });
-    // No inventory published yet: the key is absent, as AHP distinguishes it from [].
+    expect(snapshot).toMatchObject({ resource: channel });
+    // No work listed yet: the key is absent (a Set creates the list, the last Removed leaves []).
     expect((snapshot!.state as Json).backgroundWork).toBeUndefined();
     expect(snapshot!.state).toMatchObject({ resource: channel, status: 1, turns: [] });
 
-    const w = new FakeWorker(stack.store, K(taskId), 's1');
-    await w.start(ATTESTING);
     await w.fact('background.started', {
       attested: true,
       toolCallId: 'tool-1',
@@ -146,8 +154,11 @@ describe('AHP chat channel', () => {
       'the removal',
     );
     const envelopes = actionsOf(c, channel);
-    // serverSeq: one per action on this connection, every one above the snapshot's fromSeq.
-    expect(envelopes.map((e) => e.serverSeq)).toEqual(envelopes.map((_, i) => i + 1));
+    // serverSeq: the host's, only growing, every one above the snapshot's fromSeq.
+    const seqs0 = envelopes.map((e) => e.serverSeq as number);
+    expect(seqs0).toEqual([...seqs0].sort((a, b) => a - b));
+    expect(new Set(seqs0).size).toBe(seqs0.length);
+    expect(seqs0[0]).toBeGreaterThan(snapshot!.fromSeq as number);
     expect(envelopes.every((e) => e.origin === undefined)).toBe(true);
     const bw = envelopes
       .map((e) => e.action as Json)
@@ -203,7 +214,10 @@ describe('AHP chat channel', () => {
     c.send({ jsonrpc: '2.0', method: 'unsubscribe', params: { channel } });
     const o = new FakeWorker(stack.store, K('ahp-other'), 's1');
     await o.start(ATTESTING);
-    await c.rpc('subscribe', { channel: other });
+    await waitFor(
+      async () => 'result' in (await c.rpc('subscribe', { channel: other })),
+      'the other session to exist',
+    );
     const before = actionsOf(c, channel).length;
     await w.fact('background.ended', { workId: 'subagent-1', status: 'completed' });
     await o.fact('background.started', {

@@ -1,6 +1,6 @@
-import { ChatMirror } from '@baton/activity';
 import {
   AHP_ERRORS,
+  AHP_ROOT,
   AhpInitializeParams,
   AhpPingParams,
   AhpReconnectParams,
@@ -10,22 +10,29 @@ import {
   endsGroup,
   negotiateAhpVersion,
   parseChatUri,
-  type AhpAction,
-  type AhpSnapshot,
   type ErrorCode,
   type Update,
 } from '@baton/protocol';
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { allows, type Principal } from '../auth/auth';
 import { toWireError } from '../errors';
 import { Subscription } from '../subscriptions/subscription';
 import { NotFoundError } from '../tenancy';
 import { Connection, SLOW_CONSUMER_CLOSE } from '../ws/connection';
 import { readJson } from '../ws/frames';
-import { jsonParts } from '../ws/shared-json';
 import type { Services } from '../ws/client-connection';
+import type { Envelope } from './host-log';
+import {
+  ChatMirror,
+  message,
+  parseSessionUri,
+  rootState,
+  sessionState,
+  sessionSummary,
+} from './mapping';
+import { CLIENT_DISPATCHABLE, type ChatAction, type Message } from './reducer';
 
 /** A JSON-RPC error, with Baton's wire error code in `data.code`. */
 class RpcError extends Error {
@@ -52,10 +59,50 @@ const CODE_OF: Partial<Record<ErrorCode, number>> = {
 
 const SERVER_INFO = { name: 'baton', version: '0.1.0' };
 
-interface ChatSubscription {
+/** AHP 1.0.0 commands Baton does not serve: answered -32601 whatever the state of the connection. */
+const SPEC_METHODS = new Set([
+  'ping',
+  'initialize',
+  'reconnect',
+  'subscribe',
+  'unsubscribe',
+  'listSessions',
+  'dispatchAction',
+]);
+
+const notFound = (channel: string) =>
+  new RpcError(AHP_ERRORS.NotFound, `channel not found: ${channel.slice(0, 200)}`, {
+    code: 'not_found',
+  });
+
+const ListSessionsParams = z.object({
+  channel: z.literal(AHP_ROOT).optional(),
+  cursor: z.string().max(400).optional(),
+  limit: z.number().int().min(1).max(500).optional(),
+  _meta: z.record(z.string(), z.unknown()).optional(),
+});
+const DispatchParams = z.object({
+  channel: z.string().min(1).max(1_000),
+  clientSeq: z.number().int().min(0),
+  action: z.object({ type: z.string().min(1).max(200) }).loose(),
+  _meta: z.record(z.string(), z.unknown()).optional(),
+});
+const MessageSchema = z
+  .object({
+    text: z.string().max(1_000_000),
+    origin: z.object({ kind: z.string() }).loose().optional(),
+  })
+  .loose();
+
+interface ChatSub {
+  kind: 'chat';
   sub: Subscription;
   mirror: ChatMirror;
   stop: () => void;
+}
+interface SessionSub {
+  kind: 'session';
+  taskId: string;
 }
 
 function params<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
@@ -70,15 +117,24 @@ function params<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
 }
 
 /**
- * One /ahp client: the AHP chat channel over JSON-RPC 2.0. A chat is a Baton session,
- * `ahp-chat:/<taskId>/<sessionId>`; its state carries `backgroundWork`, and `action`
- * notifications follow with a `serverSeq` that grows by one per action on this connection.
+ * One /ahp client: an AHP 1.0.0 host over Baton's state (docs/ahp-channel.md). `ahp-root://`
+ * lists the tenant's tasks as AHP sessions (`ahp-session:/<taskId>`), whose chats are Baton's
+ * sessions (`ahp-chat:/<taskId>/<sessionId>`); `serverSeq` is the host's, kept in Redis.
  */
 export class AhpConnection extends Connection {
   private version: string | undefined;
-  private serverSeq = 0;
-  private readonly chats = new Map<string, ChatSubscription>();
+  /** A handshake (initialize or reconnect) is under way: a second one is refused. */
+  private handshaking = false;
+  private clientId: string | undefined;
+  private root = false;
+  private readonly chans = new Map<string, ChatSub | SessionSub>();
   private ops: Promise<unknown> = Promise.resolve();
+  /** Envelopes go out in the order their serverSeqs were reserved. */
+  private sending: Promise<unknown> = Promise.resolve();
+  /** The highest serverSeq this connection has seen the host at. */
+  private seenSeq = 0;
+  /** Dispatched turns waiting for their echo: channel + turn id → origin. */
+  private readonly echoes = new Map<string, { clientId: string; clientSeq: number }>();
 
   constructor(
     ws: WebSocket,
@@ -132,18 +188,24 @@ export class AhpConnection extends Connection {
     this.s.metrics.messages.inc({ endpoint: 'ahp', type: method.slice(0, 40) });
     if (!hasId) {
       // A notification is never answered (JSON-RPC 2.0), not even with an error.
+      if (!this.version) return;
       if (method === 'unsubscribe') {
         const p = AhpUnsubscribeParams.safeParse(msg.params);
         if (p.success) void this.serial(async () => this.unsubscribe(p.data.channel));
+      } else if (method === 'dispatchAction') {
+        const p = DispatchParams.safeParse(msg.params);
+        if (p.success) {
+          this.dispatch(p.data).catch((err: unknown) =>
+            this.s.log.warn({ err }, 'AHP dispatchAction failed'),
+          );
+        }
       }
       return;
     }
     this.request(method, msg.params).then(
       // The result is built at the moment it is sent: snapshots in it take what arrived until
       // then, and the actions of their chats start flowing only after it.
-      // A chat's queue (the bulk of a snapshot) is serialized once per version, not per reply.
-      (result) =>
-        this.sendParts(jsonParts({ jsonrpc: '2.0', id, result: result() }, (k) => k === 'queue')),
+      (result) => this.send({ jsonrpc: '2.0', id, result: result() }),
       (err: unknown) => {
         if (err instanceof RpcError) {
           this.error(id, err.code, { message: err.message, ...err.data });
@@ -152,9 +214,7 @@ export class AhpConnection extends Connection {
         } else {
           const { error, internal } = toWireError(err);
           if (internal) this.s.log.error({ err, method }, 'AHP request failed');
-          this.error(id, CODE_OF[error.code] ?? AHP_ERRORS.InternalError, {
-            ...error,
-          });
+          this.error(id, CODE_OF[error.code] ?? AHP_ERRORS.InternalError, { ...error });
         }
       },
     );
@@ -190,55 +250,21 @@ export class AhpConnection extends Connection {
   }
 
   private async request(method: string, raw: unknown): Promise<() => unknown> {
+    if (!SPEC_METHODS.has(method)) {
+      throw new RpcError(AHP_ERRORS.MethodNotFound, `method not found: ${method.slice(0, 100)}`, {
+        code: 'invalid_message',
+      });
+    }
     if (method === 'ping') {
       params(AhpPingParams, raw);
       return () => ({});
     }
-    if (method === 'initialize') {
-      if (this.version) throw new RpcError(AHP_ERRORS.InvalidRequest, 'already initialized');
-      const p = params(AhpInitializeParams, raw);
-      const n = negotiateAhpVersion(p.protocolVersions);
-      if (!n.ok) {
-        if (n.code === AHP_ERRORS.UnsupportedProtocolVersion) {
-          // The spec closes the connection after this error; let the reply go out first.
-          setImmediate(() => this.close(1008, 'unsupported protocol version'));
-        }
-        throw new RpcError(n.code, n.message, {
-          code: 'invalid_message',
-          ...(n.data as Record<string, unknown> | undefined),
-        });
-      }
-      this.version = n.version;
-      const snapshots: (() => AhpSnapshot)[] = [];
-      for (const channel of p.initialSubscriptions ?? []) {
-        try {
-          snapshots.push(await this.serial(() => this.subscribe(channel)));
-        } catch (err) {
-          // A chat of a task the tenant does not have is left out, as on reconnect.
-          if (!(err instanceof NotFoundError)) throw err;
-        }
-      }
-      return () => ({
-        protocolVersion: n.version,
-        serverSeq: this.serverSeq,
-        serverInfo: SERVER_INFO,
-        snapshots: snapshots.map((f) => f()),
-        _meta: {
-          'x-baton': {
-            chatChannel: 'ahp-chat:/<taskId>/<sessionId> (each id percent-encoded)',
-            tenant: this.principal.tenant,
-          },
-        },
-      });
-    }
+    if (method === 'initialize') return this.initialize(raw);
+    if (method === 'reconnect') return this.reconnect(raw);
     if (!this.version) {
-      throw new RpcError(
-        AHP_ERRORS.InvalidRequest,
-        `call initialize before ${method.slice(0, 100)}`,
-        {
-          code: 'invalid_message',
-        },
-      );
+      throw new RpcError(AHP_ERRORS.InvalidRequest, `call initialize before ${method}`, {
+        code: 'invalid_message',
+      });
     }
     switch (method) {
       case 'subscribe': {
@@ -251,55 +277,231 @@ export class AhpConnection extends Connection {
         await this.serial(async () => this.unsubscribe(p.channel));
         return () => ({});
       }
-      case 'reconnect': {
-        // No replay buffer is kept (any gateway may take the reconnect): always fresh snapshots.
-        const p = params(AhpReconnectParams, raw);
-        const snapshots: (() => AhpSnapshot)[] = [];
-        for (const channel of p.subscriptions) {
-          try {
-            snapshots.push(await this.serial(() => this.subscribe(channel)));
-          } catch (err) {
-            if (!(err instanceof RpcError || err instanceof NotFoundError)) throw err;
-          }
-        }
-        return () => ({ type: 'snapshot', snapshots: snapshots.map((f) => f()) });
+      case 'listSessions': {
+        const p = params(ListSessionsParams, raw);
+        const r = await this.listSessions(p.cursor, p.limit ?? 100);
+        return () => r;
+      }
+      case 'dispatchAction': {
+        await this.dispatch(params(DispatchParams, raw));
+        return () => ({});
       }
       default:
-        throw new RpcError(AHP_ERRORS.MethodNotFound, `method not found: ${method.slice(0, 100)}`, {
+        throw new RpcError(AHP_ERRORS.MethodNotFound, `method not found: ${method}`, {
           code: 'invalid_message',
         });
     }
   }
 
   /**
-   * Subscribes to a chat and returns the builder of its snapshot, to be called synchronously as
-   * the reply carrying it is sent: until then updates only move the mirror, after it every update
-   * is an action with a serverSeq above the snapshot's fromSeq.
+   * initialize: version, then the initial subscriptions. Nothing of it stays when it fails: the
+   * subscriptions it made are dropped and the connection is as before (a later initialize works).
    */
-  private async subscribe(channel: string): Promise<() => AhpSnapshot> {
-    const ref = parseChatUri(channel);
-    if (!ref) {
-      if (channel.startsWith('ahp-chat:')) {
-        throw new RpcError(
-          AHP_ERRORS.InvalidParams,
-          'params.channel: a Baton chat is ahp-chat:/<taskId>/<sessionId>, each id percent-encoded',
-          { code: 'invalid_message', path: 'params.channel' },
-        );
-      }
-      throw new RpcError(AHP_ERRORS.NotFound, `channel not found: ${channel.slice(0, 200)}`, {
-        code: 'not_found',
+  private async initialize(raw: unknown): Promise<() => unknown> {
+    if (this.version || this.handshaking) {
+      throw new RpcError(AHP_ERRORS.InvalidRequest, 'already initialized', {
+        code: 'invalid_message',
       });
     }
+    const p = params(AhpInitializeParams, raw);
+    const n = negotiateAhpVersion(p.protocolVersions);
+    if (!n.ok) {
+      if (n.code === AHP_ERRORS.UnsupportedProtocolVersion) {
+        // The spec closes the connection after this error; let the reply go out first.
+        setImmediate(() => this.close(1008, 'unsupported protocol version'));
+      }
+      throw new RpcError(n.code, n.message, {
+        code: 'invalid_message',
+        ...(n.data as Record<string, unknown> | undefined),
+      });
+    }
+    this.handshaking = true;
+    try {
+      const seq = await this.s.ahpLog.current();
+      this.seenSeq = Math.max(this.seenSeq, seq);
+      this.clientId = p.clientId;
+      await this.s.ahpLog.begin(this.principal.tenant, p.clientId, seq);
+      const snapshots = await this.subscribeAll(p.initialSubscriptions ?? [], true);
+      this.version = n.version;
+      return () => ({
+        protocolVersion: n.version,
+        serverSeq: seq,
+        serverInfo: SERVER_INFO,
+        snapshots: snapshots.map((f) => f()),
+        _meta: {
+          'x-baton': {
+            sessionChannel: 'ahp-session:/<taskId> (percent-encoded)',
+            chatChannel: 'ahp-chat:/<taskId>/<sessionId> (each id percent-encoded)',
+            tenant: this.principal.tenant,
+          },
+        },
+      });
+    } catch (err) {
+      this.dropAll();
+      this.clientId = undefined;
+      throw err;
+    } finally {
+      this.handshaking = false;
+    }
+  }
+
+  /**
+   * reconnect, also as a connection's first message: the actions after `lastSeenServerSeq` when
+   * the client's window is still held (by any gateway: it is in Redis), snapshots when it is gone,
+   * -32008 when the host does not know the client (it falls back to initialize).
+   */
+  private async reconnect(raw: unknown): Promise<() => unknown> {
+    if (this.handshaking) {
+      throw new RpcError(AHP_ERRORS.InvalidRequest, 'a handshake is under way', {
+        code: 'invalid_message',
+      });
+    }
+    const p = params(AhpReconnectParams, raw);
+    this.handshaking = true;
+    try {
+      const r = await this.s.ahpLog.recover(this.principal.tenant, p.clientId, p.lastSeenServerSeq);
+      if (r.kind === 'unknown') {
+        throw new RpcError(
+          AHP_ERRORS.NotFound,
+          `client ${p.clientId.slice(0, 200)} is not known here: initialize`,
+          {
+            code: 'not_found',
+          },
+        );
+      }
+      const seq = await this.s.ahpLog.current();
+      this.seenSeq = Math.max(this.seenSeq, seq);
+      this.dropAll();
+      this.clientId = p.clientId;
+      const wanted = [...new Set(p.subscriptions)];
+      if (r.kind === 'replay') {
+        // Each chat continues from what the client has after the replayed actions.
+        const missing: string[] = [];
+        const ok: string[] = [];
+        for (const c of wanted) {
+          if (c === AHP_ROOT || parseSessionUri(c) !== null || c in r.states) ok.push(c);
+          else missing.push(c);
+        }
+        const subscribed = await this.subscribeAll(ok, false, r.states);
+        const keep = new Set(ok.filter((c) => (c === AHP_ROOT ? this.root : this.chans.has(c))));
+        const actions = r.envelopes.filter((e) => keep.has(e.channel));
+        for (const c of ok) if (!keep.has(c)) missing.push(c);
+        this.version ??= '1.0.0';
+        return () => {
+          for (const f of subscribed) f();
+          return { type: 'replay', actions, missing };
+        };
+      }
+      await this.s.ahpLog.begin(this.principal.tenant, p.clientId, seq);
+      const snapshots = await this.subscribeAll(wanted, false);
+      this.version ??= '1.0.0';
+      return () => ({ type: 'snapshot', snapshots: snapshots.map((f) => f()) });
+    } catch (err) {
+      if (!this.version) this.dropAll();
+      throw err;
+    } finally {
+      this.handshaking = false;
+    }
+  }
+
+  /**
+   * Subscribes to each channel; channels that do not exist (or are another tenant's) are left
+   * out. Any other failure undoes them all.
+   */
+  private async subscribeAll(
+    channels: readonly string[],
+    strict: boolean,
+    states?: Record<string, string>,
+  ): Promise<(() => { resource: string; state: unknown; fromSeq: number })[]> {
+    const out: (() => { resource: string; state: unknown; fromSeq: number })[] = [];
+    for (const channel of channels) {
+      try {
+        out.push(await this.serial(() => this.subscribe(channel, states?.[channel])));
+      } catch (err) {
+        const absent =
+          err instanceof NotFoundError ||
+          (err instanceof RpcError &&
+            (err.code === AHP_ERRORS.NotFound ||
+              (!strict && err.code === AHP_ERRORS.InvalidParams)));
+        if (!absent) throw err;
+      }
+    }
+    return out;
+  }
+
+  private dropAll(): void {
+    for (const c of [...this.chans.keys()]) this.unsubscribe(c);
+    this.root = false;
+  }
+
+  /** listSessions: the tenant's tasks as AHP session summaries, by task id, `cursor`-paginated. */
+  private async listSessions(cursor: string | undefined, limit: number) {
     if (!allows(this.principal, 'read')) {
       throw new RpcError(AHP_ERRORS.PermissionDenied, "the token's scope does not include read", {
         code: 'forbidden',
       });
     }
+    const all = await this.s.tenancy.tasks(this.principal.tenant);
+    const after = cursor ? Buffer.from(cursor, 'base64url').toString() : undefined;
+    const from = after === undefined ? 0 : all.findIndex((t) => t > after);
+    const page = from < 0 ? [] : all.slice(from, from + limit);
+    const now = new Date().toISOString();
+    const items = [];
+    for (const taskId of page) {
+      const view = await this.s.hub.view(this.s.tenancy.key(this.principal.tenant, taskId));
+      if (view.status === 'deleted') continue;
+      items.push(sessionSummary(taskId, view, now));
+    }
+    const last = page.at(-1);
+    const more = last !== undefined && from + limit < all.length;
+    return {
+      items,
+      ...(more ? { nextCursor: Buffer.from(last).toString('base64url') } : {}),
+    };
+  }
+
+  private requireRead(): void {
+    if (!allows(this.principal, 'read')) {
+      throw new RpcError(AHP_ERRORS.PermissionDenied, "the token's scope does not include read", {
+        code: 'forbidden',
+      });
+    }
+  }
+
+  /**
+   * Subscribes to a channel and returns the builder of its snapshot, to be called synchronously
+   * as the reply carrying it is sent: until then changes only move the mirror, after it every
+   * change is an action with a serverSeq above the snapshot's fromSeq. A channel that does not
+   * exist is -32008 before anything is read or written.
+   */
+  private async subscribe(
+    channel: string,
+    restored?: string,
+  ): Promise<() => { resource: string; state: unknown; fromSeq: number }> {
+    if (channel === AHP_ROOT) {
+      this.requireRead();
+      this.root = true;
+      const state = rootState(this.s.opts.profiles);
+      return () => ({ resource: AHP_ROOT, state, fromSeq: this.seenSeq });
+    }
+    const sessionTask = parseSessionUri(channel);
+    if (sessionTask !== null) {
+      this.requireRead();
+      const key = await this.s.tenancy.existing(this.principal.tenant, sessionTask);
+      const view = await this.s.hub.view(key);
+      if (view.status === 'deleted') throw notFound(channel);
+      this.chans.set(channel, { kind: 'session', taskId: sessionTask });
+      const state = sessionState(sessionTask, view, new Date().toISOString());
+      return () => ({ resource: channel, state, fromSeq: this.seenSeq });
+    }
+    const ref = parseChatUri(channel);
+    if (!ref) throw notFound(channel);
+    this.requireRead();
     // A snapshot is what its reply would carry: not while the client has not read what it has.
     if (this.behind) {
       throw new RpcError(AHP_ERRORS.Unavailable, this.behindMessage(), { code: 'unavailable' });
     }
-    if (!this.chats.has(channel) && this.chats.size >= this.opts.maxSubscriptions) {
+    if (!this.chans.has(channel) && this.chans.size >= this.opts.maxSubscriptions) {
       throw new RpcError(
         AHP_ERRORS.TooManySubscriptions,
         `a connection may hold ${this.opts.maxSubscriptions} subscriptions; unsubscribe first`,
@@ -309,6 +511,8 @@ export class AhpConnection extends Connection {
     // A chat of a task the tenant never wrote to is not found, whoever else has that task id;
     // subscribing never claims nor writes.
     const key = await this.s.tenancy.existing(this.principal.tenant, ref.taskId);
+    const view = await this.s.hub.view(key);
+    if (!view.sessions.some((x) => x.sessionId === ref.sessionId)) throw notFound(channel);
     this.unsubscribe(channel);
     const over = this.tenantLimitMessage(channel);
     if (over) {
@@ -316,48 +520,23 @@ export class AhpConnection extends Connection {
         code: 'too_many_subscriptions',
       });
     }
-    const mirror = new ChatMirror(ref.taskId, ref.sessionId);
+    const mirror = new ChatMirror(ref.taskId, ref.sessionId, new Date().toISOString());
+    if (restored) mirror.restore(restored);
     let ready = false;
-    /**
-     * The updates of the group under way: one entry's updates move the mirror together and go out
-     * as consecutive actions, so the mirror (and a snapshot of it) is always at a group boundary.
-     */
     let group: Update[] = [];
-    const frames = (actions: AhpAction[]) =>
-      actions.map((action) =>
-        JSON.stringify({
-          jsonrpc: '2.0',
-          method: 'action',
-          params: { channel, action, serverSeq: ++this.serverSeq },
-        }),
-      );
-    // Updates: room was checked for the update (an action is about as large).
-    const emit = (actions: AhpAction[]) => {
-      for (const f of frames(actions)) this.sendFrame(f, Buffer.byteLength(f));
-    };
     const sub = new Subscription(
       key,
       ref.sessionId,
       this.s.hub,
       {
         writable: (bytes) => this.writable(bytes),
-        snapshot: (view, resync) => {
-          const session = view.sessions.find((x) => x.sessionId === ref.sessionId);
-          // Before the client has its snapshot, the mirror simply becomes the view; after, the
-          // client is brought to the view with AHP actions (reconcile, as AHP asks of hosts).
+        snapshot: (v) => {
+          const session = v.sessions.find((x) => x.sessionId === ref.sessionId);
           group = [];
-          if (!(ready && resync)) {
-            mirror.reset(session);
-            return true;
-          }
-          const out = frames(mirror.reconcile(session));
-          const bytes = out.reduce((n, f) => n + Buffer.byteLength(f), 0);
-          if (!this.writable(bytes)) {
-            // The mirror has moved on: what the client has is no longer known. It reconnects.
-            this.close(SLOW_CONSUMER_CLOSE, 'slow consumer: no room for its resync');
-            return false;
-          }
-          for (const f of out) this.sendFrame(f, Buffer.byteLength(f));
+          // Before the client has its snapshot, the mirror silently becomes the view; after,
+          // the client is brought to it with AHP actions (reconcile, as AHP asks of hosts).
+          const actions = mirror.sync(session, new Date().toISOString());
+          if (ready) this.emit(channel, mirror, actions);
           return true;
         },
         update: (frame) => {
@@ -365,8 +544,8 @@ export class AhpConnection extends Connection {
           if (!endsGroup(frame.update)) return;
           const updates = group;
           group = [];
-          const actions = updates.flatMap((u) => mirror.apply(u));
-          if (ready) emit(actions);
+          const actions = mirror.applyGroup(updates, new Date().toISOString());
+          if (ready) this.emit(channel, mirror, actions);
         },
       },
       {
@@ -376,7 +555,7 @@ export class AhpConnection extends Connection {
       },
     );
     const stop = this.s.hub.listen(key, (frame) => sub.offer(frame));
-    this.chats.set(channel, { sub, mirror, stop });
+    this.chans.set(channel, { kind: 'chat', sub, mirror, stop });
     this.subs.set(channel, sub);
     try {
       await sub.start(undefined, () => undefined);
@@ -384,38 +563,288 @@ export class AhpConnection extends Connection {
       this.unsubscribe(channel);
       throw err;
     }
-    // The snapshot goes out in the reply: without room for it, the connection falls behind and
-    // the subscribe is refused (its queue is serialized once per version, so this costs little).
-    const parts = jsonParts(mirror.state(''), (k) => k === 'queue');
-    const bytes = parts.reduce<number>(
-      (n, p) => n + (typeof p === 'string' ? Buffer.byteLength(p) : p.length),
-      0,
-    );
+    if (restored) {
+      // A reconnect: the client has the restored state; what changed since goes out as actions.
+      ready = true;
+      return () => ({ resource: channel, state: mirror.state(), fromSeq: this.seenSeq });
+    }
+    const bytes = Buffer.byteLength(JSON.stringify(mirror.state()));
     if (!this.writable(bytes)) {
       this.unsubscribe(channel);
       throw new RpcError(AHP_ERRORS.Unavailable, this.behindMessage(), { code: 'unavailable' });
     }
     return () => {
       ready = true;
-      return {
-        resource: channel,
-        state: mirror.state(new Date().toISOString()),
-        fromSeq: this.serverSeq,
-      };
+      // The client's window starts from this state (a reconnect elsewhere continues from it).
+      void this.record([], { [channel]: mirror.serialize() });
+      return { resource: channel, state: mirror.state(), fromSeq: this.seenSeq };
     };
   }
 
   private unsubscribe(channel: string): void {
-    const c = this.chats.get(channel);
+    if (channel === AHP_ROOT) {
+      this.root = false;
+      return;
+    }
+    const c = this.chans.get(channel);
     if (!c) return;
-    this.releaseSubscription(c.sub);
-    this.chats.delete(channel);
-    this.subs.delete(channel);
+    this.chans.delete(channel);
+    if (c.kind === 'chat') {
+      this.releaseSubscription(c.sub);
+      this.subs.delete(channel);
+    }
   }
 
   protected releaseSubscription(sub: Subscription): void {
     sub.close();
-    for (const c of this.chats.values()) if (c.sub === sub) c.stop();
+    for (const c of this.chans.values()) if (c.kind === 'chat' && c.sub === sub) c.stop();
+  }
+
+  private record(envelopes: Envelope[], states: Record<string, string>): Promise<void> {
+    if (!this.clientId) return Promise.resolve();
+    return this.s.ahpLog
+      .record(this.principal.tenant, this.clientId, envelopes, states)
+      .catch((err: unknown) => {
+        this.s.log.warn({ err }, 'AHP replay window not recorded');
+      });
+  }
+
+  /**
+   * Sends envelopes in order, each with the next serverSeq of the host (reserved in Redis, so
+   * it only grows across gateways), after recording them in the client's replay window.
+   */
+  private send_(
+    build: () => {
+      channel: string;
+      action: ChatAction;
+      origin?: Envelope['origin'];
+      rejectionReason?: string;
+      state?: [string, string];
+    }[],
+  ): void {
+    const next = this.sending.then(async () => {
+      const items = build();
+      if (items.length === 0) return;
+      const first = await this.s.ahpLog.reserve(items.length);
+      const envelopes: Envelope[] = items.map((it, i) => ({
+        channel: it.channel,
+        action: it.action,
+        serverSeq: first + i,
+        ...(it.origin ? { origin: it.origin } : {}),
+        ...(it.rejectionReason !== undefined ? { rejectionReason: it.rejectionReason } : {}),
+      }));
+      const states: Record<string, string> = {};
+      for (const it of items) if (it.state) states[it.state[0]] = it.state[1];
+      await this.record(envelopes, states);
+      this.seenSeq = Math.max(this.seenSeq, first + items.length - 1);
+      const frames = envelopes.map((e) =>
+        JSON.stringify({ jsonrpc: '2.0', method: 'action', params: e }),
+      );
+      const bytes = frames.reduce((n, f) => n + Buffer.byteLength(f), 0);
+      if (!this.writable(bytes)) {
+        // What the client has is no longer known here: it reconnects (its window holds the rest).
+        this.close(SLOW_CONSUMER_CLOSE, 'slow consumer: no room for its actions');
+        return;
+      }
+      for (const f of frames) this.sendFrame(f, Buffer.byteLength(f));
+    });
+    this.sending = next.catch((err: unknown) => {
+      this.s.log.warn({ err }, 'AHP actions not sent');
+      this.close(1011, 'actions could not be sequenced');
+    });
+  }
+
+  /** Sends a chat's actions (already folded into its mirror); a dispatched turn's start is its echo. */
+  private emit(channel: string, mirror: ChatMirror, actions: ChatAction[]): void {
+    if (actions.length === 0) return;
+    const state = mirror.serialize();
+    this.send_(() =>
+      actions.map((action, i) => {
+        let origin: Envelope['origin'];
+        if (action.type === 'chat/turnStarted') {
+          const k = `${channel}\n${String(action.turnId)}`;
+          origin = this.echoes.get(k);
+          this.echoes.delete(k);
+        }
+        return {
+          channel,
+          action,
+          ...(origin ? { origin } : {}),
+          ...(i === actions.length - 1 ? { state: [channel, state] as [string, string] } : {}),
+        };
+      }),
+    );
+  }
+
+  private reject(
+    channel: string,
+    action: ChatAction,
+    origin: NonNullable<Envelope['origin']>,
+    reason: string,
+  ): void {
+    this.send_(() => [{ channel, action, origin, rejectionReason: reason }]);
+  }
+
+  /**
+   * dispatchAction: a client's action, answered the spec's way — echoed (with its origin) when
+   * Baton takes it, echoed with a `rejectionReason` when it does not. A user message is a Baton
+   * prompt submission under the turn's (or queued message's) id as idempotency key, through
+   * admission.
+   */
+  private async dispatch(p: z.infer<typeof DispatchParams>): Promise<void> {
+    const clientId = this.clientId ?? 'unknown';
+    const origin = { clientId, clientSeq: p.clientSeq };
+    const action = p.action as ChatAction;
+    const c = this.chans.get(p.channel);
+    if (!c || c.kind !== 'chat') {
+      this.reject(
+        p.channel,
+        action,
+        origin,
+        'not subscribed to this channel (or it takes no actions)',
+      );
+      return;
+    }
+    if (!CLIENT_DISPATCHABLE.has(action.type)) {
+      this.reject(
+        p.channel,
+        action,
+        origin,
+        `${action.type.slice(0, 200)} is not a client-dispatchable action`,
+      );
+      return;
+    }
+    if (!allows(this.principal, 'prompt')) {
+      this.reject(p.channel, action, origin, "the token's scope does not include prompt");
+      return;
+    }
+    const { mirror } = c;
+    const key = this.s.tenancy.key(this.principal.tenant, mirror.taskId);
+    try {
+      switch (action.type) {
+        case 'chat/turnStarted':
+        case 'chat/pendingMessageSet': {
+          const isTurn = action.type === 'chat/turnStarted';
+          const id = isTurn ? action.turnId : action.id;
+          const msg = MessageSchema.safeParse(action.message);
+          if (typeof id !== 'string' || id.length === 0 || id.length > 200 || !msg.success) {
+            this.reject(
+              p.channel,
+              action,
+              origin,
+              'malformed action: needs an id and a message { text }',
+            );
+            return;
+          }
+          if (!isTurn && action.kind !== 'queued') {
+            this.reject(
+              p.channel,
+              action,
+              origin,
+              'steering messages are not supported by this host',
+            );
+            return;
+          }
+          const m: Message = { ...message(msg.data.text), ...(msg.data as object) } as Message;
+          mirror.remember(id, m);
+          const echoKey = `${p.channel}\n${id}`;
+          if (isTurn) this.echoes.set(echoKey, origin);
+          await this.s.tenancy.write(this.principal.tenant, mirror.taskId);
+          const decide = (d: { outcome: string; message?: string; reason?: string }) => {
+            if (d.outcome === 'admitted') {
+              if (!isTurn) this.echoQueued(p.channel, mirror, action, origin, id);
+              return;
+            }
+            if (d.outcome === 'queued') {
+              if (isTurn) {
+                this.echoes.delete(echoKey);
+                this.reject(
+                  p.channel,
+                  action,
+                  origin,
+                  `queued (${d.reason ?? 'busy'}): it is in queuedMessages as ${id}`,
+                );
+              } else this.echoQueued(p.channel, mirror, action, origin, id);
+              return;
+            }
+            this.echoes.delete(echoKey);
+            this.reject(
+              p.channel,
+              action,
+              origin,
+              `${d.outcome}: ${d.message ?? d.reason ?? ''}`.trim(),
+            );
+          };
+          const r = await this.s.commands.prompt(
+            {
+              taskId: key,
+              sessionId: mirror.sessionId,
+              text: msg.data.text,
+              idempotencyKey: id,
+              origin: 'human',
+            },
+            (late) => decide(late.data.decision as { outcome: string }),
+          );
+          if (r.status === 'decided') decide(r.decision as { outcome: string });
+          return;
+        }
+        case 'chat/turnCancelled': {
+          const gen = mirror.runningGeneration;
+          if (mirror.ahp.activeTurn?.id !== action.turnId || gen === null) {
+            this.reject(p.channel, action, origin, 'no such active turn');
+            return;
+          }
+          const r = await this.s.commands.command(key, mirror.sessionId, {
+            type: 'session.cancel',
+            observedGeneration: gen,
+          });
+          // The turn ends (chat/turnCancelled) when Baton's turn does; the refusal is echoed now.
+          if (r.status === 'failed')
+            this.reject(p.channel, action, origin, `${r.reason}: ${r.message}`);
+          return;
+        }
+        case 'chat/pendingMessageRemoved': {
+          const promptId =
+            action.kind === 'queued' && typeof action.id === 'string'
+              ? mirror.promptIdOf(action.id)
+              : undefined;
+          if (!promptId) {
+            this.reject(p.channel, action, origin, 'no such queued message');
+            return;
+          }
+          const r = await this.s.commands.command(key, mirror.sessionId, {
+            type: 'queue.cancel',
+            promptId,
+          });
+          if (r.status === 'failed')
+            this.reject(p.channel, action, origin, `${r.reason}: ${r.message}`);
+          return;
+        }
+        default:
+          this.reject(p.channel, action, origin, `${action.type} is not supported by this host`);
+      }
+    } catch (err) {
+      const { error } = toWireError(err);
+      this.reject(p.channel, action, origin, `${error.code}: ${error.message}`);
+    }
+  }
+
+  /** A queued message Baton took: echoed and folded, unless its turn already started. */
+  private echoQueued(
+    channel: string,
+    mirror: ChatMirror,
+    action: ChatAction,
+    origin: NonNullable<Envelope['origin']>,
+    id: string,
+  ): void {
+    const s = mirror.ahp;
+    if (s.activeTurn?.id === id || s.turns.some((t) => t.id === id)) {
+      this.reject(channel, action, origin, `started as turn ${id}`);
+      return;
+    }
+    mirror.fold(action);
+    const state = mirror.serialize();
+    this.send_(() => [{ channel, action, origin, state: [channel, state] }]);
   }
 }
 

@@ -21,6 +21,7 @@ import type { UpdateHub } from '../updates/update-hub';
 import { Connection } from './connection';
 import { idOf, parseMessage, readJson } from './frames';
 import type { TenantLimits } from './tenant-limits';
+import type { HostLog } from '../ahp/host-log';
 
 /** What a connection handler needs from the process. */
 export interface Services {
@@ -31,6 +32,8 @@ export interface Services {
   metrics: GatewayMetrics;
   log: Logger;
   limits: TenantLimits;
+  /** The /ahp host's serverSeq and replay windows (apps/gateway/src/ahp). */
+  ahpLog: HostLog;
 }
 
 export function requireScope(p: Principal, scope: Scope): void {

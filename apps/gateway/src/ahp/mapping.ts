@@ -1,0 +1,450 @@
+import type { AgentProfile } from '@baton/config';
+import type {
+  BackgroundWork,
+  PromptOrigin,
+  QueueView,
+  SessionActivityView,
+  SessionView,
+  TaskView,
+  Update,
+} from '@baton/protocol';
+import { chatUri } from '@baton/protocol';
+import {
+  Status,
+  chatReducer,
+  type ChatAction,
+  type ChatState,
+  type Message,
+  type PendingMessage,
+  type Turn,
+} from './reducer';
+
+/**
+ * Pure mapping of Baton's view of a session onto AHP's ChatState and actions. A Baton task is an
+ * AHP session (`ahp-session:/<taskId>`), a Baton session one of its chats
+ * (`ahp-chat:/<taskId>/<sessionId>`), each id percent-encoded.
+ */
+
+export const BATON_META_KEY = 'x-baton';
+export const SESSION_SCHEME = 'ahp-session:/';
+
+export function sessionUri(taskId: string): string {
+  return `${SESSION_SCHEME}${encodeURIComponent(taskId)}`;
+}
+
+export function parseSessionUri(uri: string): string | null {
+  if (!uri.startsWith(SESSION_SCHEME)) return null;
+  const rest = uri.slice(SESSION_SCHEME.length);
+  if (rest.length === 0 || rest.includes('/')) return null;
+  try {
+    const id = decodeURIComponent(rest);
+    return id.length > 0 && id.length <= 200 ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+/** AHP's MessageKind for Baton's prompt origin. */
+export function messageKind(origin: PromptOrigin | undefined): string {
+  switch (origin) {
+    case 'agent':
+      return 'agent';
+    case 'workflow':
+      return 'automation';
+    case 'wakeup':
+      return 'systemNotification';
+    default:
+      return 'user';
+  }
+}
+
+export const message = (text: string, origin?: PromptOrigin): Message => ({
+  text,
+  origin: { kind: messageKind(origin) },
+});
+
+/** Baton's queue as AHP queued messages: each keyed by the prompt's idempotency key. */
+export function queuedMessages(queue: QueueView | undefined): PendingMessage[] {
+  return (queue?.entries ?? []).map((e) => ({
+    id: e.idempotencyKey,
+    message: message(e.text, e.origin),
+  }));
+}
+
+/** What the chat should show, from Baton's view of the session (and what the host learnt of its turns). */
+export interface ChatTarget {
+  /** The running turn: Baton's running admission generation, under the turn id the host gave it. */
+  activeTurn: { id: string; message: Message } | null;
+  /** How a turn that no longer runs ended. */
+  ended: (turnId: string) => { state: Turn['state']; error?: unknown };
+  queued: PendingMessage[];
+  /** Absent while the session has published no inventory. */
+  work: BackgroundWork[] | undefined;
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * The AHP actions that take a client holding `state` to `target`, in an order a client's reducer
+ * folds into exactly the target (turn ended, then the next one started, then the queue, then
+ * background work). `now` (ISO 8601) stamps turn starts and durations.
+ */
+export function chatActions(state: ChatState, target: ChatTarget, now: string): ChatAction[] {
+  const out: ChatAction[] = [];
+  let s = state;
+  const emit = (a: ChatAction) => {
+    out.push(a);
+    s = chatReducer(s, a);
+  };
+  const active = s.activeTurn;
+  if (active && active.id !== target.activeTurn?.id) {
+    const duration = Math.max(0, Date.parse(now) - Date.parse(active.startedAt)) || 0;
+    const how = target.ended(active.id);
+    if (how.state === 'error') {
+      emit({
+        type: 'chat/error',
+        turnId: active.id,
+        duration,
+        ...(how.error !== undefined ? { error: how.error } : {}),
+      });
+    } else {
+      emit({
+        type: how.state === 'cancelled' ? 'chat/turnCancelled' : 'chat/turnComplete',
+        turnId: active.id,
+        duration,
+      });
+    }
+  }
+  const t = target.activeTurn;
+  if (t && s.activeTurn?.id !== t.id) {
+    const fromQueue = s.queuedMessages?.some((m) => m.id === t.id);
+    emit({
+      type: 'chat/turnStarted',
+      turnId: t.id,
+      startedAt: now,
+      message: t.message,
+      ...(fromQueue ? { queuedMessageId: t.id } : {}),
+    });
+  }
+  // The queue: what left it, what came or changed, then its order.
+  const want = new Map(target.queued.map((m) => [m.id, m]));
+  for (const m of s.queuedMessages ?? []) {
+    if (!want.has(m.id)) emit({ type: 'chat/pendingMessageRemoved', kind: 'queued', id: m.id });
+  }
+  for (const m of target.queued) {
+    const had = s.queuedMessages?.find((x) => x.id === m.id);
+    if (!had || !same(had, m)) {
+      emit({ type: 'chat/pendingMessageSet', kind: 'queued', id: m.id, message: m.message });
+    }
+  }
+  const order = target.queued.map((m) => m.id);
+  if (
+    s.queuedMessages &&
+    !same(
+      s.queuedMessages.map((m) => m.id),
+      order,
+    )
+  ) {
+    emit({ type: 'chat/queuedMessagesReordered', order });
+  }
+  // Background work: complete entries, Removed only for what the client has.
+  if (target.work) {
+    const had = new Map((s.backgroundWork ?? []).map((w) => [w.id, w]));
+    for (const w of target.work) {
+      const h = had.get(w.id);
+      if (!h || !same(h, w)) emit({ type: 'chat/backgroundWorkSet', work: w });
+    }
+    const keep = new Set(target.work.map((w) => w.id));
+    for (const id of had.keys()) {
+      if (!keep.has(id)) emit({ type: 'chat/backgroundWorkRemoved', id });
+    }
+  }
+  return out;
+}
+
+/** The empty chat a client starts from, before the actions that bring it to Baton's view. */
+export function emptyChat(resource: string, title: string, modifiedAt: string): ChatState {
+  return { resource, title, status: Status.Idle, modifiedAt, turns: [] };
+}
+
+/**
+ * What one AHP client has of one Baton session: its ChatState (which only ever moves by the
+ * actions the client is sent, folded through AHP's reducer) and what the host learnt of Baton's
+ * turns from the task's updates — which idempotency key (the AHP turn id) runs under which
+ * admission generation, the text of queued prompts, how a turn ended.
+ */
+export class ChatMirror {
+  private chat: ChatState;
+  private activity: SessionActivityView | undefined;
+  private queue: QueueView | undefined;
+  private work: BackgroundWork[] | undefined;
+  private deleted = false;
+  /** The AHP turn id of each admission generation (the prompt's idempotency key when known). */
+  private readonly turnOfGen = new Map<number, string>();
+  private readonly keyOfGen = new Map<number, string>();
+  private readonly texts = new Map<string, Message>();
+  private readonly endings = new Map<string, { state: Turn['state']; error?: unknown }>();
+  readonly resource: string;
+
+  constructor(
+    readonly taskId: string,
+    readonly sessionId: string,
+    now: string,
+  ) {
+    this.resource = chatUri(taskId, sessionId);
+    this.chat = emptyChat(this.resource, sessionId, now);
+  }
+
+  /** The client's ChatState, with Baton's own under `_meta['x-baton']`. */
+  state(): ChatState {
+    return {
+      ...this.chat,
+      _meta: {
+        [BATON_META_KEY]: {
+          taskId: this.taskId,
+          sessionId: this.sessionId,
+          ...(this.activity ? { activity: this.activity } : {}),
+          ...(this.queue ? { queue: this.queue } : {}),
+        },
+      },
+    };
+  }
+
+  /** The AHP part of the state only (what a client folds from the actions). */
+  get ahp(): ChatState {
+    return this.chat;
+  }
+
+  /** What a reconnect through another gateway continues from. */
+  serialize(): string {
+    return JSON.stringify({
+      chat: this.chat,
+      turnOfGen: [...this.turnOfGen],
+      keyOfGen: [...this.keyOfGen],
+      texts: [...this.texts],
+      endings: [...this.endings],
+    });
+  }
+
+  /** Continues from what another connection of the client had (ChatMirror.serialize). */
+  restore(raw: string): void {
+    const r = JSON.parse(raw) as {
+      chat: ChatState;
+      turnOfGen: [number, string][];
+      keyOfGen: [number, string][];
+      texts: [string, Message][];
+      endings: [string, { state: Turn['state']; error?: unknown }][];
+    };
+    this.chat = r.chat;
+    for (const [k, v] of r.turnOfGen) this.turnOfGen.set(k, v);
+    for (const [k, v] of r.keyOfGen) this.keyOfGen.set(k, v);
+    for (const [k, v] of r.texts) this.texts.set(k, v);
+    for (const [k, v] of r.endings) this.endings.set(k, v);
+  }
+
+  /** The Baton prompt queued under an idempotency key (an AHP queued message id). */
+  promptIdOf(key: string): string | undefined {
+    return this.queue?.entries.find((e) => e.idempotencyKey === key)?.promptId;
+  }
+
+  get runningGeneration(): number | null {
+    return this.activity?.runningGeneration ?? null;
+  }
+
+  /** Folds an action the host sent on its own (a dispatched action's echo). */
+  fold(a: ChatAction): void {
+    this.chat = chatReducer(this.chat, a);
+  }
+
+  /** Remembers a message this host was given for an idempotency key (a dispatched turn). */
+  remember(key: string, m: Message): void {
+    this.texts.set(key, m);
+  }
+
+  /** Takes Baton's current view of the session; returns the actions it means for the client. */
+  sync(session: SessionView | undefined, now: string): ChatAction[] {
+    if (session) {
+      this.activity = session.activity;
+      this.queue = session.queue;
+      this.work = session.backgroundWork;
+      for (const e of session.queue.entries) {
+        this.texts.set(e.idempotencyKey, message(e.text, e.origin));
+      }
+    }
+    return this.move(now);
+  }
+
+  /** The actions one group of the task's updates means for this chat. */
+  applyGroup(updates: readonly Update[], now: string): ChatAction[] {
+    const extra: ChatAction[] = [];
+    let touched = false;
+    for (const u of updates) {
+      if (!('sessionId' in u.data) || u.data.sessionId !== this.sessionId) continue;
+      touched = true;
+      switch (u.type) {
+        case 'chat/backgroundWorkSet': {
+          const list = this.work ?? [];
+          const i = list.findIndex((w) => w.id === u.data.work.id);
+          this.work =
+            i < 0 ? [...list, u.data.work] : list.map((w, j) => (j === i ? u.data.work : w));
+          break;
+        }
+        case 'chat/backgroundWorkRemoved':
+          if (this.work) this.work = this.work.filter((w) => w.id !== u.data.id);
+          break;
+        case 'session.activity': {
+          const { sessionId: _, ...activity } = u.data;
+          if (!this.activity || !same(activity, this.activity)) {
+            extra.push({ type: 'x-baton/sessionActivity', activity });
+          }
+          this.activity = activity;
+          break;
+        }
+        case 'session.queue': {
+          const { sessionId: _, ...queue } = u.data;
+          if (!this.queue || !same(queue, this.queue)) extra.push({ type: 'x-baton/queue', queue });
+          this.queue = queue;
+          for (const e of queue.entries) {
+            this.texts.set(e.idempotencyKey, message(e.text, e.origin));
+          }
+          break;
+        }
+        case 'prompt.decided': {
+          const d = u.data.decision;
+          if (d.outcome === 'admitted') {
+            this.keyOfGen.set(d.admissionGeneration, u.data.idempotencyKey);
+          } else if (d.outcome === 'failed') {
+            this.endings.set(u.data.idempotencyKey, {
+              state: 'error',
+              error: { errorType: d.reason, message: d.message },
+            });
+          } else if (d.outcome === 'cancelled') {
+            this.endings.set(u.data.idempotencyKey, { state: 'cancelled' });
+          }
+          break;
+        }
+        case 'session.deleted':
+          this.deleted = true;
+          extra.push({ type: 'x-baton/sessionDeleted' });
+          break;
+        default:
+          break;
+      }
+    }
+    if (!touched) return [];
+    const moved = this.move(now);
+    return [...moved, ...extra];
+  }
+
+  private move(now: string): ChatAction[] {
+    const actions = chatActions(this.chat, this.target(), now);
+    for (const a of actions) this.chat = chatReducer(this.chat, a);
+    return actions;
+  }
+
+  private target(): ChatTarget {
+    const a = this.activity;
+    const gen = this.deleted ? null : (a?.runningGeneration ?? null);
+    let activeTurn: ChatTarget['activeTurn'] = null;
+    if (gen !== null) {
+      let id = this.turnOfGen.get(gen);
+      if (!id) {
+        id = this.keyOfGen.get(gen) ?? `${this.sessionId}#${gen}`;
+        this.turnOfGen.set(gen, id);
+      }
+      activeTurn = { id, message: this.texts.get(id) ?? message('') };
+    }
+    return {
+      activeTurn,
+      ended: (turnId) => {
+        const known = this.endings.get(turnId);
+        if (known) return known;
+        if (a?.state === 'failed') {
+          return {
+            state: 'error',
+            ...(a.attention
+              ? { error: { errorType: a.attention.reason, message: a.attention.message } }
+              : {}),
+          };
+        }
+        if (a?.state === 'cancelled') return { state: 'cancelled' };
+        return { state: 'complete' };
+      },
+      queued: this.deleted ? [] : queuedMessages(this.queue),
+      work: this.deleted ? (this.work ? [] : undefined) : this.work,
+    };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Root and session channels
+// ---------------------------------------------------------------------------------------------
+
+/** RootState.agents: one agent per execution profile the operator configured. */
+export function rootState(profiles: Readonly<Record<string, AgentProfile>>) {
+  return {
+    agents: Object.entries(profiles)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([name, p]) => ({
+        provider: name,
+        displayName: name,
+        description: p.description ?? '',
+        models: [],
+      })),
+  };
+}
+
+/** The status bits of a chat summary, derived from Baton's activity as AHP derives them. */
+export function chatSummaryStatus(a: SessionActivityView | undefined): number {
+  if (!a) return Status.Idle;
+  if (a.runningGeneration !== null) return Status.InProgress;
+  if (a.state === 'failed') return Status.Error;
+  return Status.Idle;
+}
+
+export function chatSummary(taskId: string, s: SessionView, modifiedAt: string) {
+  return {
+    resource: chatUri(taskId, s.sessionId),
+    title: s.sessionId,
+    status: chatSummaryStatus(s.activity),
+    modifiedAt,
+  };
+}
+
+/** A session's status: its chats' aggregate (Error or InputNeeded promoted, else the busiest). */
+export function sessionStatus(view: TaskView): number {
+  const bits = view.sessions.map((s) => chatSummaryStatus(s.activity));
+  if (bits.includes(Status.Error)) return Status.Error;
+  if (bits.includes(Status.InputNeeded)) return Status.InputNeeded;
+  if (bits.includes(Status.InProgress)) return Status.InProgress;
+  return Status.Idle;
+}
+
+export function sessionSummary(taskId: string, view: TaskView, modifiedAt: string) {
+  return {
+    resource: sessionUri(taskId),
+    provider: 'baton',
+    title: taskId,
+    status: sessionStatus(view) | (view.status === 'archived' ? Status.IsArchived : 0),
+    createdAt: modifiedAt,
+    modifiedAt,
+  };
+}
+
+export function sessionState(taskId: string, view: TaskView, modifiedAt: string) {
+  const {
+    resource: _,
+    createdAt: __,
+    modifiedAt: ___,
+    ...meta
+  } = sessionSummary(taskId, view, modifiedAt);
+  const chats = view.sessions.map((s) => chatSummary(taskId, s, modifiedAt));
+  return {
+    ...meta,
+    lifecycle: 'ready',
+    activeClients: [],
+    chats,
+    ...(chats[0] ? { defaultChat: chats[0].resource } : {}),
+    _meta: { [BATON_META_KEY]: { taskId, status: view.status } },
+  };
+}

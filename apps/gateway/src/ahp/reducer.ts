@@ -1,0 +1,228 @@
+/**
+ * AHP 1.0.0's chat reducer, written from the specification (types/channels-chat, the state-model
+ * guide and the v1.0.0 reducer fixtures) for the part of ChatState Baton publishes: the turn
+ * lifecycle, pending (steering / queued) messages and backgroundWork. Pure and clock-free, as the
+ * spec's reducers are since 0.9.0: `modifiedAt` comes from the actions' own data.
+ *
+ * The host folds every action it sends through this reducer, so the snapshot it gives a client is,
+ * by construction, what that client folds from the actions it was sent.
+ */
+
+/** AHP SessionStatus bits: bits 0–4 are the mutually exclusive activity, 5+ orthogonal flags. */
+export const Status = {
+  Idle: 1,
+  Error: 2,
+  InProgress: 8,
+  InputNeeded: 24,
+  IsRead: 32,
+  IsArchived: 64,
+} as const;
+const ACTIVITY_MASK = (1 << 5) - 1;
+
+export type Json = Record<string, unknown>;
+
+export interface Message {
+  text: string;
+  origin: { kind: string };
+  [k: string]: unknown;
+}
+export interface PendingMessage {
+  id: string;
+  message: Message;
+}
+export interface ActiveTurn {
+  id: string;
+  startedAt: string;
+  message: Message;
+  responseParts: unknown[];
+  usage: unknown;
+}
+export interface Turn {
+  id: string;
+  startedAt?: string;
+  duration?: number;
+  message: Message;
+  responseParts: unknown[];
+  usage: unknown;
+  state: 'complete' | 'cancelled' | 'error';
+  error?: unknown;
+}
+export interface BackgroundWorkEntry {
+  id: string;
+  kind: string;
+  [k: string]: unknown;
+}
+export interface ChatState {
+  resource: string;
+  title: string;
+  status: number;
+  modifiedAt: string;
+  turns: Turn[];
+  activeTurn?: ActiveTurn;
+  steeringMessage?: PendingMessage;
+  queuedMessages?: PendingMessage[];
+  backgroundWork?: BackgroundWorkEntry[];
+  _meta?: Json;
+  [k: string]: unknown;
+}
+
+export type ChatAction = { type: string; [k: string]: unknown };
+
+/** The spec's summaryStatus, for the parts of a turn Baton publishes (no tool calls, no input requests). */
+function hasBlockingPart(s: ChatState): boolean {
+  return (s.activeTurn?.responseParts ?? []).some((p) => {
+    const part = p as { kind?: string; response?: unknown; toolCall?: { status?: string } };
+    if (part.kind === 'inputRequest') return part.response === undefined;
+    if (part.kind === 'toolCall') {
+      const st = part.toolCall?.status;
+      return (
+        st === 'pending-confirmation' ||
+        st === 'pending-result-confirmation' ||
+        st === 'auth-required'
+      );
+    }
+    return false;
+  });
+}
+
+export function summaryStatus(s: ChatState, terminal?: number): number {
+  const activity =
+    terminal ??
+    (hasBlockingPart(s) ? Status.InputNeeded : s.activeTurn ? Status.InProgress : Status.Idle);
+  return (s.status & ~ACTIVITY_MASK) | activity;
+}
+
+function endTurn(
+  s: ChatState,
+  turnId: unknown,
+  state: Turn['state'],
+  duration: unknown,
+  terminal?: number,
+  error?: unknown,
+): ChatState {
+  const active = s.activeTurn;
+  if (!active || active.id !== turnId) return s;
+  const d = Math.max(0, typeof duration === 'number' ? duration : 0);
+  const turn: Turn = {
+    id: active.id,
+    startedAt: active.startedAt,
+    duration: d,
+    message: active.message,
+    responseParts: active.responseParts,
+    usage: active.usage,
+    state,
+    ...(error !== undefined ? { error } : {}),
+  };
+  const next: ChatState = { ...s, turns: [...s.turns, turn] };
+  delete next.activeTurn;
+  const started = Date.parse(active.startedAt);
+  if (Number.isFinite(started)) next.modifiedAt = new Date(started + d).toISOString();
+  next.status = summaryStatus(next, terminal);
+  return next;
+}
+
+export function chatReducer(s: ChatState, a: ChatAction): ChatState {
+  switch (a.type) {
+    case 'chat/turnStarted': {
+      let next: ChatState = {
+        ...s,
+        activeTurn: {
+          id: a.turnId as string,
+          startedAt: a.startedAt as string,
+          message: a.message as Message,
+          responseParts: [],
+          usage: undefined,
+        },
+      };
+      next.status = summaryStatus(next) & ~Status.IsRead;
+      next.modifiedAt = a.startedAt as string;
+      const q = a.queuedMessageId;
+      if (typeof q === 'string') {
+        if (next.steeringMessage?.id === q) {
+          next = { ...next };
+          delete next.steeringMessage;
+        }
+        if (next.queuedMessages) {
+          const rest = next.queuedMessages.filter((m) => m.id !== q);
+          next = { ...next, queuedMessages: rest };
+          if (rest.length === 0) delete next.queuedMessages;
+        }
+      }
+      return next;
+    }
+    case 'chat/turnComplete':
+      return endTurn(s, a.turnId, 'complete', a.duration);
+    case 'chat/turnCancelled':
+      return endTurn(s, a.turnId, 'cancelled', a.duration);
+    case 'chat/error':
+      return endTurn(s, a.turnId, 'error', a.duration, Status.Error, a.error);
+    case 'chat/pendingMessageSet': {
+      const entry: PendingMessage = { id: a.id as string, message: a.message as Message };
+      if (a.kind === 'steering') return { ...s, steeringMessage: entry };
+      const list = s.queuedMessages ?? [];
+      const i = list.findIndex((m) => m.id === entry.id);
+      return {
+        ...s,
+        queuedMessages: i < 0 ? [...list, entry] : list.map((m, j) => (j === i ? entry : m)),
+      };
+    }
+    case 'chat/pendingMessageRemoved': {
+      if (a.kind === 'steering') {
+        if (s.steeringMessage?.id !== a.id) return s;
+        const next = { ...s };
+        delete next.steeringMessage;
+        return next;
+      }
+      const list = s.queuedMessages;
+      if (!list) return s;
+      const rest = list.filter((m) => m.id !== a.id);
+      if (rest.length === list.length) return s;
+      const next: ChatState = { ...s, queuedMessages: rest };
+      if (rest.length === 0) delete next.queuedMessages;
+      return next;
+    }
+    case 'chat/queuedMessagesReordered': {
+      const list = s.queuedMessages;
+      if (!list) return s;
+      const byId = new Map(list.map((m) => [m.id, m]));
+      const seen = new Set<string>();
+      const out: PendingMessage[] = [];
+      for (const id of (a.order as unknown[]) ?? []) {
+        if (typeof id === 'string' && byId.has(id) && !seen.has(id)) {
+          seen.add(id);
+          out.push(byId.get(id)!);
+        }
+      }
+      for (const m of list) if (!seen.has(m.id)) out.push(m);
+      return { ...s, queuedMessages: out };
+    }
+    case 'chat/backgroundWorkSet': {
+      const work = a.work as BackgroundWorkEntry;
+      const list = s.backgroundWork ?? [];
+      const i = list.findIndex((w) => w.id === work.id);
+      return {
+        ...s,
+        backgroundWork: i < 0 ? [...list, work] : list.map((w, j) => (j === i ? work : w)),
+      };
+    }
+    case 'chat/backgroundWorkRemoved': {
+      const list = s.backgroundWork;
+      if (!list?.some((w) => w.id === a.id)) return s;
+      return { ...s, backgroundWork: list.filter((w) => w.id !== a.id) };
+    }
+    default:
+      return s; // unknown actions (Baton's x- ones included) are no-ops
+  }
+}
+
+/**
+ * Actions a client may dispatch on a chat (AHP's `@clientDispatchable`), of those Baton's chats
+ * take; every other action type a client dispatches is refused.
+ */
+export const CLIENT_DISPATCHABLE = new Set([
+  'chat/turnStarted',
+  'chat/turnCancelled',
+  'chat/pendingMessageSet',
+  'chat/pendingMessageRemoved',
+  'chat/queuedMessagesReordered',
+]);
