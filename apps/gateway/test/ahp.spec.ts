@@ -110,8 +110,8 @@ describe('AHP chat channel', () => {
     });
     const [snapshot] = (init.result as { snapshots: Json[] }).snapshots;
     expect(snapshot).toMatchObject({ resource: channel });
-    // No work listed yet: the key is absent (a Set creates the list, the last Removed leaves []).
-    expect((snapshot!.state as Json).backgroundWork).toBeUndefined();
+    // The session exists, so its inventory is known: [] (absent would mean none published yet).
+    expect((snapshot!.state as Json).backgroundWork).toEqual([]);
     expect(snapshot!.state).toMatchObject({ resource: channel, status: 1, turns: [] });
 
     await w.fact('background.started', {

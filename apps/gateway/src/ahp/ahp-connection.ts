@@ -523,6 +523,8 @@ export class AhpConnection extends Connection {
     const mirror = new ChatMirror(ref.taskId, ref.sessionId, new Date().toISOString());
     if (restored) mirror.restore(restored);
     let ready = false;
+    /** A restored chat's client has the restored state: what moved it since is sent after the reply. */
+    const held: ChatAction[] = [];
     let group: Update[] = [];
     const sub = new Subscription(
       key,
@@ -537,6 +539,7 @@ export class AhpConnection extends Connection {
           // the client is brought to it with AHP actions (reconcile, as AHP asks of hosts).
           const actions = mirror.sync(session, new Date().toISOString());
           if (ready) this.emit(channel, mirror, actions);
+          else if (restored) held.push(...actions);
           return true;
         },
         update: (frame) => {
@@ -546,6 +549,7 @@ export class AhpConnection extends Connection {
           group = [];
           const actions = mirror.applyGroup(updates, new Date().toISOString());
           if (ready) this.emit(channel, mirror, actions);
+          else if (restored) held.push(...actions);
         },
       },
       {
@@ -565,8 +569,11 @@ export class AhpConnection extends Connection {
     }
     if (restored) {
       // A reconnect: the client has the restored state; what changed since goes out as actions.
-      ready = true;
-      return () => ({ resource: channel, state: mirror.state(), fromSeq: this.seenSeq });
+      return () => {
+        ready = true;
+        this.emit(channel, mirror, held.splice(0));
+        return { resource: channel, state: mirror.state(), fromSeq: this.seenSeq };
+      };
     }
     const bytes = Buffer.byteLength(JSON.stringify(mirror.state()));
     if (!this.writable(bytes)) {

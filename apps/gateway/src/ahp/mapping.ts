@@ -267,6 +267,9 @@ export class ChatMirror {
       this.activity = session.activity;
       this.queue = session.queue;
       this.work = session.backgroundWork;
+      // Baton has the session's inventory (possibly empty): a snapshot carries it, [] included.
+      // (Only ever before a snapshot: once the client has one, the list is present already.)
+      if (!this.chat.backgroundWork) this.chat = { ...this.chat, backgroundWork: [] };
       for (const e of session.queue.entries) {
         this.texts.set(e.idempotencyKey, message(e.text, e.origin));
       }

@@ -1,0 +1,419 @@
+// AHP 1.0.0 conformance, written from the specification (not from Baton's docs): a client that
+// knows AHP and nothing of Baton, doing what VS Code's agent-host client does.
+import { taskKey } from '@baton/protocol';
+import { Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from './support';
+
+jest.setTimeout(90_000);
+
+let stack: Stack;
+let A: string;
+let B: string;
+const TENANT = 'conf-tenant';
+const tok = tokenFor(TENANT);
+const K = (taskId: string) => taskKey(TENANT, taskId);
+type Json = Record<string, unknown>;
+
+beforeAll(async () => {
+  stack = await startStack({ gateways: 2, projectors: 1 });
+  A = stack.gateways[0]!.wsUrl;
+  B = stack.gateways[1]!.wsUrl;
+});
+afterAll(() => stack?.stop());
+
+/** AHP's chat reducer as the spec states it (turns, pending messages, backgroundWork). */
+function reduce(s: Json, a: Json): Json {
+  const status = (st: Json, activity: number) => ((st.status as number) & ~31) | activity;
+  const active = s.activeTurn as Json | undefined;
+  switch (a.type) {
+    case 'chat/turnStarted': {
+      let n: Json = {
+        ...s,
+        activeTurn: {
+          id: a.turnId,
+          startedAt: a.startedAt,
+          message: a.message,
+          responseParts: [],
+          usage: undefined,
+        },
+        modifiedAt: a.startedAt,
+      };
+      n.status = status(n, 8) & ~32;
+      if (a.queuedMessageId) {
+        const q = ((n.queuedMessages as Json[] | undefined) ?? []).filter(
+          (m) => m.id !== a.queuedMessageId,
+        );
+        n = { ...n, queuedMessages: q.length ? q : undefined };
+      }
+      return n;
+    }
+    case 'chat/turnComplete':
+    case 'chat/turnCancelled':
+    case 'chat/error': {
+      if (!active || active.id !== a.turnId) return s;
+      const state =
+        a.type === 'chat/turnComplete'
+          ? 'complete'
+          : a.type === 'chat/turnCancelled'
+            ? 'cancelled'
+            : 'error';
+      const turn = { ...active, duration: a.duration, state };
+      const n: Json = {
+        ...s,
+        turns: [...(s.turns as Json[]), turn],
+        activeTurn: undefined,
+        modifiedAt: new Date(
+          Date.parse(active.startedAt as string) + (a.duration as number),
+        ).toISOString(),
+      };
+      n.status = status(n, state === 'error' ? 2 : 1);
+      return n;
+    }
+    case 'chat/pendingMessageSet': {
+      const q = (s.queuedMessages as Json[] | undefined) ?? [];
+      const e = { id: a.id, message: a.message };
+      const i = q.findIndex((m) => m.id === a.id);
+      return { ...s, queuedMessages: i < 0 ? [...q, e] : q.map((m, j) => (j === i ? e : m)) };
+    }
+    case 'chat/pendingMessageRemoved': {
+      const q = s.queuedMessages as Json[] | undefined;
+      if (!q?.some((m) => m.id === a.id)) return s;
+      const r = q.filter((m) => m.id !== a.id);
+      return { ...s, queuedMessages: r.length ? r : undefined };
+    }
+    case 'chat/backgroundWorkSet': {
+      const l = (s.backgroundWork as Json[] | undefined) ?? [];
+      const w = a.work as Json;
+      const i = l.findIndex((x) => x.id === w.id);
+      return { ...s, backgroundWork: i < 0 ? [...l, w] : l.map((x, j) => (j === i ? w : x)) };
+    }
+    case 'chat/backgroundWorkRemoved': {
+      const l = s.backgroundWork as Json[] | undefined;
+      if (!l?.some((x) => x.id === a.id)) return s;
+      return { ...s, backgroundWork: l.filter((x) => x.id !== a.id) };
+    }
+    default:
+      return s;
+  }
+}
+
+/** Drops undefined values and `_meta` (Baton's x- extension, moved by x- actions only). */
+const ahpPart = (s: Json): Json => {
+  const { _meta: _, ...rest } = JSON.parse(JSON.stringify(s)) as Json;
+  return rest;
+};
+
+const envelopes = (c: Client, channel?: string) =>
+  c.messages
+    .filter((m) => m.method === 'action')
+    .map((m) => m.params as Json)
+    .filter((e) => channel === undefined || e.channel === channel);
+
+const init = (c: Client, clientId: string, subs: string[] = ['ahp-root://']) =>
+  c.rpc('initialize', {
+    channel: 'ahp-root://',
+    protocolVersions: ['1.0.0'],
+    clientId,
+    clientInfo: { name: 'Visual Studio Code', version: '1.107.0' },
+    initialSubscriptions: subs,
+  });
+
+async function sessionExists(taskId: string, sessionId = 's1') {
+  await waitFor(async () => {
+    const v = await stack.store.views.read(K(taskId));
+    return v?.sessions.some((s) => s.sessionId === sessionId);
+  }, `session ${taskId}/${sessionId}`);
+}
+
+describe('AHP host conformance', () => {
+  it('handshake as VS Code sends it: reconnect first (-32008 when unknown), then initialize with the root subscription', async () => {
+    const c = await Client.connect(A, tok, '/ahp');
+    const re = await c.rpc('reconnect', {
+      channel: 'ahp-root://',
+      clientId: 'vscode-1',
+      lastSeenServerSeq: 12,
+      subscriptions: ['ahp-root://'],
+    });
+    expect(re.error).toMatchObject({ code: -32008 });
+    const r = await init(c, 'vscode-1');
+    expect(r.error).toBeUndefined();
+    const res = r.result as Json;
+    expect(res.protocolVersion).toBe('1.0.0');
+    expect(typeof res.serverSeq).toBe('number');
+    const [root] = res.snapshots as Json[];
+    expect(root).toMatchObject({ resource: 'ahp-root://' });
+    const agents = (root!.state as Json).agents as Json[];
+    expect(agents.length).toBeGreaterThan(0);
+    for (const a of agents) expect(a).toMatchObject({ provider: expect.any(String), models: [] });
+    // Spec commands Baton does not serve, and unknown ones: -32601.
+    expect((await c.rpc('createSession', { channel: 'ahp-root://' })).error).toMatchObject({
+      code: -32601,
+    });
+    expect((await c.rpc('x-nobody/knows', {})).error).toMatchObject({ code: -32601 });
+    await c.close();
+  });
+
+  it('a failed initialize leaves nothing behind: the next initialize on the socket works', async () => {
+    const c = await Client.connect(A, tok, '/ahp');
+    const bad = await c.rpc('initialize', { protocolVersions: ['1.0'], clientId: 'x' });
+    expect(bad.error).toMatchObject({ code: -32602 });
+    expect((await c.rpc('subscribe', { channel: 'ahp-root://' })).error).toMatchObject({
+      code: -32600,
+    });
+    expect((await init(c, 'x')).result).toBeDefined();
+    await c.close();
+  });
+
+  it('unknown and foreign channels are -32008 with no side effect', async () => {
+    await stack.store.tenants.add('other-tenant', 'theirs');
+    const c = await Client.connect(A, tok, '/ahp');
+    await init(c, 'nf');
+    for (const channel of [
+      'ahp-terminal:/t1',
+      'x-unknown://x',
+      'ahp-chat:/never-written/s1',
+      'ahp-chat:/theirs/s1',
+      'ahp-session:/theirs',
+      'ahp-session:/never-written',
+    ]) {
+      expect((await c.rpc('subscribe', { channel })).error).toMatchObject({ code: -32008 });
+    }
+    expect(await stack.store.tenants.has(TENANT, 'never-written')).toBe(false);
+    expect(await stack.store.tenants.has(TENANT, 'theirs')).toBe(false);
+    await c.close();
+  });
+
+  it('listSessions: the tenant’s sessions only, cursor-paginated', async () => {
+    for (const t of ['list-a', 'list-b', 'list-c']) await stack.store.tenants.add('lister', t);
+    await stack.store.tenants.add('not-lister', 'list-z');
+    const c = await Client.connect(A, tokenFor('lister'), '/ahp');
+    await init(c, 'lister');
+    const p1 = (await c.rpc('listSessions', { channel: 'ahp-root://', limit: 2 })).result as Json;
+    expect((p1.items as Json[]).map((i) => i.resource)).toEqual([
+      'ahp-session:/list-a',
+      'ahp-session:/list-b',
+    ]);
+    expect(typeof p1.nextCursor).toBe('string');
+    const p2 = (
+      await c.rpc('listSessions', { channel: 'ahp-root://', limit: 2, cursor: p1.nextCursor })
+    ).result as Json;
+    expect((p2.items as Json[]).map((i) => i.resource)).toEqual(['ahp-session:/list-c']);
+    expect(p2.nextCursor).toBeUndefined();
+    await c.close();
+  });
+
+  it('follows a session generating → background → idle, with turns, queued messages and rejected actions', async () => {
+    const taskId = 'follow';
+    const chat = 'ahp-chat:/follow/s1';
+    const w = new FakeWorker(stack.store, K(taskId), 's1');
+    await w.start();
+    await sessionExists(taskId);
+    const c = await Client.connect(A, tok, '/ahp');
+    const r = (await init(c, 'follower', ['ahp-root://', 'ahp-session:/follow', chat]))
+      .result as Json;
+    const snaps = r.snapshots as Json[];
+    expect(snaps.map((s) => s.resource)).toEqual(['ahp-root://', 'ahp-session:/follow', chat]);
+    expect(((snaps[1]!.state as Json).chats as Json[]).map((x) => x.resource)).toEqual([chat]);
+    const snapshot = snaps[2]!;
+    expect(snapshot.state).toMatchObject({ resource: chat, status: 1, turns: [] });
+    expect((snapshot.state as Json).activeTurn).toBeUndefined();
+
+    const msg = (text: string) => ({ text, origin: { kind: 'user' } });
+    const send = (clientSeq: number, action: Json) =>
+      c.send({
+        jsonrpc: '2.0',
+        method: 'dispatchAction',
+        params: { channel: chat, clientSeq, action },
+      });
+    // A user message: admitted, so its echo (with our origin) is the turn's start.
+    send(1, {
+      type: 'chat/turnStarted',
+      turnId: 'turn-1',
+      startedAt: new Date().toISOString(),
+      message: msg('one'),
+    });
+    const echo = await c.next(
+      (m) =>
+        m.method === 'action' && ((m.params as Json).origin as Json | undefined)?.clientSeq === 1,
+      'the echo of turn-1',
+    );
+    expect(echo.params).toMatchObject({
+      channel: chat,
+      origin: { clientId: 'follower', clientSeq: 1 },
+      action: { type: 'chat/turnStarted', turnId: 'turn-1', message: { text: 'one' } },
+    });
+    expect((echo.params as Json).rejectionReason).toBeUndefined();
+    // A second while busy: Baton queues it — the optimistic turn is refused, the message queued.
+    send(2, {
+      type: 'chat/turnStarted',
+      turnId: 'turn-2',
+      startedAt: new Date().toISOString(),
+      message: msg('two'),
+    });
+    const refused = await c.next(
+      (m) =>
+        m.method === 'action' && ((m.params as Json).origin as Json | undefined)?.clientSeq === 2,
+      'the answer to turn-2',
+    );
+    expect((refused.params as Json).rejectionReason).toMatch(/queued/);
+    await waitFor(
+      () =>
+        envelopes(c, chat).some(
+          (e) =>
+            (e.action as Json).type === 'chat/pendingMessageSet' &&
+            (e.action as Json).id === 'turn-2',
+        ),
+      'turn-2 in queuedMessages',
+    );
+    // A server-only action is refused.
+    send(3, {
+      type: 'chat/backgroundWorkSet',
+      work: { kind: 'shell', id: 'x', label: 'x', command: 'x', startedAt: '2026-12-01T00:00:00Z' },
+    });
+    const serverOnly = await c.next(
+      (m) =>
+        m.method === 'action' && ((m.params as Json).origin as Json | undefined)?.clientSeq === 3,
+      'the refusal of a server-only action',
+    );
+    expect((serverOnly.params as Json).rejectionReason).toMatch(/not a client-dispatchable/);
+
+    // generating → background (turn 1 ends, work keeps running) → idle.
+    const view = await stack.store.views.read(K(taskId));
+    expect(view?.sessions[0]?.activity.runningGeneration).toBe(1);
+    const promptId = (await waitFor(async () => {
+      const entries = await stack.store.readTask(K(taskId), '0-0');
+      const e = entries.items.find(
+        (i) =>
+          i.entry.type === 'prompt.submit' && (i.entry.data as Json).idempotencyKey === 'turn-1',
+      );
+      return e && ((e.entry.data as Json).promptId as string);
+    }, 'the prompt'))!;
+    await w.fact('prompt.dispatched', { promptId, admissionGeneration: 1 });
+    await w.fact('background.started', {
+      attested: false,
+      work: {
+        kind: 'shell',
+        id: 'sh-1',
+        label: 'tests',
+        command: 'npm test',
+        startedAt: '2026-12-01T00:00:00.000Z',
+      },
+    });
+    await w.fact('turn.ended', { admissionGeneration: 1, stopReason: 'end_turn' });
+    await waitFor(
+      () =>
+        envelopes(c, chat).some(
+          (e) =>
+            e.rejectionReason === undefined &&
+            (e.action as Json).type === 'chat/turnStarted' &&
+            (e.action as Json).turnId === 'turn-2',
+        ),
+      'turn-2 to start from the queue',
+    );
+    const v2 = await stack.store.views.read(K(taskId));
+    const gen2 = v2!.sessions[0]!.activity.runningGeneration!;
+    const p2 = (await stack.store.readTask(K(taskId), '0-0')).items.find(
+      (i) => i.entry.type === 'prompt.submit' && (i.entry.data as Json).idempotencyKey === 'turn-2',
+    )!.entry.data as Json;
+    await w.fact('prompt.dispatched', { promptId: p2.promptId, admissionGeneration: gen2 });
+    await w.fact('turn.ended', { admissionGeneration: gen2, stopReason: 'end_turn' });
+    await w.fact('background.ended', { workId: 'sh-1', status: 'completed' });
+    await waitFor(
+      () =>
+        envelopes(c, chat).some((e) => (e.action as Json).type === 'chat/backgroundWorkRemoved'),
+      'the work to end',
+    );
+    await waitFor(
+      () =>
+        envelopes(c, chat).filter((e) => (e.action as Json).type === 'chat/turnComplete').length ===
+        2,
+      'both turns to complete',
+    ).catch((e: Error) => {
+      throw new Error(
+        `${e.message}: ${JSON.stringify(envelopes(c, chat).map((x) => [x.action, x.rejectionReason]))}`,
+      );
+    });
+
+    // Fold what was sent (rejected envelopes are not applied) and check every step.
+    const all = envelopes(c, chat);
+    const seqs = all.map((e) => e.serverSeq as number);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(seqs[0]).toBeGreaterThan(snapshot.fromSeq as number);
+    let s = snapshot.state as Json;
+    const statuses: number[] = [];
+    for (const e of all) {
+      if (e.rejectionReason !== undefined) continue;
+      s = reduce(s, e.action as Json);
+      statuses.push(s.status as number);
+      // Spec invariants at every step: status agrees with activeTurn and the last turn.
+      const busy = s.activeTurn !== undefined;
+      expect(((s.status as number) & 8) !== 0).toBe(busy);
+    }
+    const final = ahpPart(s);
+    expect(final.status).toBe(1);
+    expect(final.activeTurn).toBeUndefined();
+    expect(final.queuedMessages).toBeUndefined();
+    expect(final.backgroundWork).toEqual([]);
+    expect((final.turns as Json[]).map((t) => [t.id, t.state, (t.message as Json).text])).toEqual([
+      ['turn-1', 'complete', 'one'],
+      ['turn-2', 'complete', 'two'],
+    ]);
+    // A new subscriber's snapshot agrees with the folded state (Baton keeps no turn history).
+    const late = await Client.connect(B, tok, '/ahp');
+    const ls = ((await init(late, 'late', [chat])).result as Json).snapshots as Json[];
+    const fresh = ahpPart(ls[0]!.state as Json);
+    expect({ ...fresh, turns: [], modifiedAt: 0 }).toEqual({ ...final, turns: [], modifiedAt: 0 });
+    await Promise.all([c.close(), late.close()]);
+  });
+
+  it('reconnects through another gateway with no gap', async () => {
+    const taskId = 'recon';
+    const chat = 'ahp-chat:/recon/s1';
+    const w = new FakeWorker(stack.store, K(taskId), 's1');
+    await w.start();
+    await sessionExists(taskId);
+    const a = await Client.connect(A, tok, '/ahp');
+    const r = (await init(a, 'roamer', ['ahp-root://', chat])).result as Json;
+    let s = (r.snapshots as Json[])[1]!.state as Json;
+    const work = (id: string) => ({
+      attested: false,
+      work: { kind: 'shell', id, label: id, command: id, startedAt: '2026-12-01T00:00:00.000Z' },
+    });
+    await w.fact('background.started', work('w1'));
+    await waitFor(() => envelopes(a, chat).length > 0, 'the first action');
+    const seen = envelopes(a, chat);
+    for (const e of seen) s = reduce(s, e.action as Json);
+    const lastSeen = seen.at(-1)!.serverSeq as number;
+    await a.close();
+    // While away: more work starts, some ends.
+    await w.fact('background.started', work('w2'));
+    await w.fact('background.ended', { workId: 'w1', status: 'completed' });
+    await waitFor(async () => {
+      const v = await stack.store.views.read(K(taskId));
+      return v?.sessions[0]?.backgroundWork.map((x) => x.id).join() === 'w2';
+    }, 'the projector');
+    const b = await Client.connect(B, tok, '/ahp');
+    const re = await b.rpc('reconnect', {
+      channel: 'ahp-root://',
+      clientId: 'roamer',
+      lastSeenServerSeq: lastSeen,
+      subscriptions: ['ahp-root://', chat],
+    });
+    const res = re.result as Json;
+    expect(res.type).toBe('replay');
+    expect(res.missing).toEqual([]);
+    for (const e of res.actions as Json[]) {
+      expect(e.serverSeq as number).toBeGreaterThan(lastSeen);
+      s = reduce(s, e.action as Json);
+    }
+    await waitFor(() => {
+      let t = s;
+      for (const e of envelopes(b, chat)) t = reduce(t, e.action as Json);
+      return ((t.backgroundWork as Json[]) ?? []).map((x) => x.id).join() === 'w2';
+    }, 'the client to catch up through gateway B').catch((e: Error) => {
+      throw new Error(`${e.message}: ${JSON.stringify(res)} ${JSON.stringify(b.messages)}`);
+    });
+    const after = envelopes(b, chat).map((e) => e.serverSeq as number);
+    for (const q of after) expect(q).toBeGreaterThan(lastSeen);
+    await b.close();
+  });
+});
