@@ -1,6 +1,7 @@
 // AHP 1.0.0 conformance, written from the specification (not from Baton's docs): a client that
 // knows AHP and nothing of Baton, doing what VS Code's agent-host client does.
 import { taskKey } from '@baton/protocol';
+import { reduce } from './ahp-client-reducer';
 import { Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from './support';
 
 jest.setTimeout(90_000);
@@ -19,82 +20,6 @@ beforeAll(async () => {
   B = stack.gateways[1]!.wsUrl;
 });
 afterAll(() => stack?.stop());
-
-/** AHP's chat reducer as the spec states it (turns, pending messages, backgroundWork). */
-function reduce(s: Json, a: Json): Json {
-  const status = (st: Json, activity: number) => ((st.status as number) & ~31) | activity;
-  const active = s.activeTurn as Json | undefined;
-  switch (a.type) {
-    case 'chat/turnStarted': {
-      let n: Json = {
-        ...s,
-        activeTurn: {
-          id: a.turnId,
-          startedAt: a.startedAt,
-          message: a.message,
-          responseParts: [],
-          usage: undefined,
-        },
-        modifiedAt: a.startedAt,
-      };
-      n.status = status(n, 8) & ~32;
-      if (a.queuedMessageId) {
-        const q = ((n.queuedMessages as Json[] | undefined) ?? []).filter(
-          (m) => m.id !== a.queuedMessageId,
-        );
-        n = { ...n, queuedMessages: q.length ? q : undefined };
-      }
-      return n;
-    }
-    case 'chat/turnComplete':
-    case 'chat/turnCancelled':
-    case 'chat/error': {
-      if (!active || active.id !== a.turnId) return s;
-      const state =
-        a.type === 'chat/turnComplete'
-          ? 'complete'
-          : a.type === 'chat/turnCancelled'
-            ? 'cancelled'
-            : 'error';
-      const turn = { ...active, duration: a.duration, state };
-      const n: Json = {
-        ...s,
-        turns: [...(s.turns as Json[]), turn],
-        activeTurn: undefined,
-        modifiedAt: new Date(
-          Date.parse(active.startedAt as string) + (a.duration as number),
-        ).toISOString(),
-      };
-      n.status = status(n, state === 'error' ? 2 : 1);
-      return n;
-    }
-    case 'chat/pendingMessageSet': {
-      const q = (s.queuedMessages as Json[] | undefined) ?? [];
-      const e = { id: a.id, message: a.message };
-      const i = q.findIndex((m) => m.id === a.id);
-      return { ...s, queuedMessages: i < 0 ? [...q, e] : q.map((m, j) => (j === i ? e : m)) };
-    }
-    case 'chat/pendingMessageRemoved': {
-      const q = s.queuedMessages as Json[] | undefined;
-      if (!q?.some((m) => m.id === a.id)) return s;
-      const r = q.filter((m) => m.id !== a.id);
-      return { ...s, queuedMessages: r.length ? r : undefined };
-    }
-    case 'chat/backgroundWorkSet': {
-      const l = (s.backgroundWork as Json[] | undefined) ?? [];
-      const w = a.work as Json;
-      const i = l.findIndex((x) => x.id === w.id);
-      return { ...s, backgroundWork: i < 0 ? [...l, w] : l.map((x, j) => (j === i ? w : x)) };
-    }
-    case 'chat/backgroundWorkRemoved': {
-      const l = s.backgroundWork as Json[] | undefined;
-      if (!l?.some((x) => x.id === a.id)) return s;
-      return { ...s, backgroundWork: l.filter((x) => x.id !== a.id) };
-    }
-    default:
-      return s;
-  }
-}
 
 /** Drops undefined values and `_meta` (Baton's x- extension, moved by x- actions only). */
 const ahpPart = (s: Json): Json => {

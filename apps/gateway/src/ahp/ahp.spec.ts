@@ -1,0 +1,282 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import type { QueueView, SessionActivityView, SessionView, Update } from '@baton/protocol';
+import { reduce as clientReduce } from '../../test/ahp-client-reducer';
+import {
+  ChatMirror,
+  chatActions,
+  emptyChat,
+  parseSessionUri,
+  rootState,
+  sessionUri,
+} from './mapping';
+import { Status, chatReducer, type ChatState } from './reducer';
+
+/** The fixtures' rule: `null` stands for an absent key; compare with absent keys dropped. */
+const norm = (v: unknown): unknown =>
+  JSON.parse(JSON.stringify(v, (_k, x) => (x === null ? undefined : x)));
+
+type Fixture = {
+  file: string;
+  description: string;
+  reducer: string;
+  initial: ChatState;
+  actions: { type: string }[];
+  expected: unknown;
+};
+const load = (dir: string): Fixture[] =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => ({
+      file: f,
+      ...(JSON.parse(readFileSync(join(dir, f), 'utf8')) as Omit<Fixture, 'file'>),
+    }));
+
+// Upstream AHP v1.0.0 reducer fixtures (types/test-cases/reducers, as vendored unchanged by
+// softov/ahpd@79be3dde) for what Baton's chats use: turns, pending/queued messages, backgroundWork.
+const fixtures = [
+  ...load(join(__dirname, '..', '..', 'test', 'fixtures', 'ahp-reducers')),
+  ...load(join(__dirname, '..', '..', '..', '..', 'libs', 'activity', 'fixtures', 'ahp')),
+];
+
+describe('AHP chat reducer (from the spec) against the upstream fixtures', () => {
+  it('has the turn, pending-message and background-work fixtures', () => {
+    expect(fixtures.length).toBeGreaterThanOrEqual(30);
+  });
+  it.each(fixtures.map((f) => [f.file, f] as const))('%s', (_f, f) => {
+    expect(f.reducer).toBe('chat');
+    const initial = norm(f.initial) as ChatState;
+    const after = f.actions.reduce((s, a) => chatReducer(s, a), initial);
+    expect(norm(after)).toEqual(norm(f.expected));
+    // The client's reducer the conformance suite uses agrees on every fixture it models.
+    const viaClient = f.actions.reduce(
+      (s, a) => clientReduce(s, a),
+      initial as Record<string, unknown>,
+    );
+    if (
+      !f.actions.some(
+        (a) => a.type.includes('steering') || (a as { kind?: string }).kind === 'steering',
+      ) &&
+      !JSON.stringify(f.initial).includes('steeringMessage')
+    ) {
+      expect(norm(viaClient)).toEqual(norm(f.expected));
+    }
+  });
+  it('a removal that matches nothing returns the very same state', () => {
+    const s = emptyChat('ahp-chat:/t/s', 's', '2026-01-01T00:00:00.000Z');
+    expect(chatReducer(s, { type: 'chat/backgroundWorkRemoved', id: 'x' })).toBe(s);
+    expect(chatReducer(s, { type: 'chat/pendingMessageRemoved', kind: 'queued', id: 'x' })).toBe(s);
+    expect(chatReducer(s, { type: 'x-baton/queue' })).toBe(s);
+  });
+});
+
+const activity = (over: Partial<SessionActivityView> = {}): SessionActivityView => ({
+  state: 'idle',
+  foregroundActivity: null,
+  activeSubagentCount: 0,
+  supportsSteering: false,
+  runningGeneration: null,
+  admission: 'coarse',
+  attention: null,
+  ...over,
+});
+const queue = (keys: string[]): QueueView => ({
+  autoRun: true,
+  capacity: 0,
+  entries: keys.map((k) => ({
+    promptId: `p-${k}`,
+    idempotencyKey: k,
+    text: `text ${k}`,
+    origin: 'human',
+  })),
+  blockedBy: keys.length ? 'busy' : null,
+});
+const shell = (id: string, label = id) => ({
+  kind: 'shell' as const,
+  id,
+  label,
+  command: id,
+  startedAt: '2026-12-01T00:00:00.000Z',
+});
+
+/** Arbitrary Baton views of one session, one step at a time. */
+const step = fc.record({
+  gen: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null }),
+  state: fc.constantFrom('idle', 'running', 'waiting_for_input', 'failed', 'cancelled'),
+  fg: fc.constantFrom('generating', 'background', null),
+  queued: fc.uniqueArray(fc.constantFrom('k1', 'k2', 'k3', 'k4'), { maxLength: 4 }),
+  work: fc.uniqueArray(fc.constantFrom('w1', 'w2', 'w3'), { maxLength: 3 }),
+  relabel: fc.boolean(),
+});
+
+describe('Baton view → AHP chat actions (pure mapping)', () => {
+  it('at every step, a client folding the actions from the snapshot has exactly the host’s state, and its status is the spec’s derivation', () => {
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 25 }), (steps) => {
+        const mirror = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
+        const view = (x: (typeof steps)[number]): SessionView => ({
+          sessionId: 's',
+          activity: activity({
+            runningGeneration: x.gen,
+            state: x.state as SessionActivityView['state'],
+            foregroundActivity: x.fg as SessionActivityView['foregroundActivity'],
+          }),
+          queue: queue(x.queued),
+          backgroundWork: x.work.map((w) => shell(w, x.relabel ? `${w}!` : w)),
+        });
+        mirror.sync(view(steps[0]!), '2026-12-01T00:00:00.000Z');
+        let client = norm(mirror.ahp) as Record<string, unknown>;
+        steps.slice(1).forEach((x, i) => {
+          const now = new Date(
+            Date.parse('2026-12-01T00:00:00.000Z') + (i + 1) * 1000,
+          ).toISOString();
+          const actions = mirror.sync(view(x), now);
+          for (const a of actions) client = clientReduce(client, a);
+          expect(norm(client)).toEqual(norm(mirror.ahp));
+          const s = mirror.ahp;
+          // Status bits as the spec derives them: busy iff a turn is active, never from background work.
+          if (s.activeTurn) expect(s.status & Status.InProgress).toBe(Status.InProgress);
+          else
+            expect(s.status & 0b11111).toBe(
+              s.turns.at(-1)?.state === 'error' ? Status.Error : Status.Idle,
+            );
+          // The running generation is the active turn; the queue is queuedMessages, in order.
+          expect(Boolean(s.activeTurn)).toBe(x.gen !== null);
+          expect((s.queuedMessages ?? []).map((m) => m.id)).toEqual(x.queued);
+          // AHP has no reorder for background work (Set appends, Baton's list grows the same way):
+          // the entries are the view's.
+          expect((s.backgroundWork ?? []).map((w) => w.id).sort()).toEqual([...x.work].sort());
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('idle after a turn is Idle (not InProgress|InputNeeded); background work alone is not busy; an open turn with background work is InProgress', () => {
+    const m = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
+    const v = (
+      gen: number | null,
+      state: SessionActivityView['state'],
+      fg: SessionActivityView['foregroundActivity'],
+      work: string[],
+    ): SessionView => ({
+      sessionId: 's',
+      activity: activity({ runningGeneration: gen, state, foregroundActivity: fg }),
+      queue: queue([]),
+      backgroundWork: work.map((w) => shell(w)),
+    });
+    m.sync(v(1, 'running', 'generating', []), '2026-12-01T00:00:00.000Z');
+    expect(m.ahp.status).toBe(Status.InProgress);
+    m.sync(v(1, 'running', 'background', ['w1']), '2026-12-01T00:00:01.000Z');
+    expect(m.ahp.status).toBe(Status.InProgress);
+    m.sync(v(null, 'waiting_for_input', 'background', ['w1']), '2026-12-01T00:00:02.000Z');
+    expect(m.ahp.status).toBe(Status.Idle);
+    expect(m.ahp.backgroundWork?.map((w) => w.id)).toEqual(['w1']);
+    m.sync(v(null, 'waiting_for_input', null, []), '2026-12-01T00:00:03.000Z');
+    expect(m.ahp.status).toBe(Status.Idle);
+    expect(m.ahp.turns.map((t) => [t.state, t.duration])).toEqual([['complete', 2000]]);
+  });
+
+  it('a turn that failed ends with chat/error (status Error); a cancelled one with chat/turnCancelled', () => {
+    const m = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
+    const u = (type: string, data: object): Update =>
+      ({ v: 1, taskId: 't', seq: 1, type, data: { sessionId: 's', ...data } }) as unknown as Update;
+    const running = (gen: number) => ({
+      ...activity({ runningGeneration: gen, state: 'running' }),
+    });
+    m.sync(
+      { sessionId: 's', activity: activity(), queue: queue([]), backgroundWork: [] },
+      '2026-12-01T00:00:00.000Z',
+    );
+    let out = m.applyGroup(
+      [
+        u('prompt.decided', {
+          promptId: 'p1',
+          idempotencyKey: 'turn-a',
+          decision: { outcome: 'admitted', mode: 'turn', admissionGeneration: 1 },
+        }),
+        u('session.activity', running(1)),
+      ],
+      '2026-12-01T00:00:01.000Z',
+    );
+    expect(out[0]).toMatchObject({ type: 'chat/turnStarted', turnId: 'turn-a' });
+    out = m.applyGroup(
+      [
+        u('prompt.decided', {
+          promptId: 'p1',
+          idempotencyKey: 'turn-a',
+          decision: { outcome: 'failed', reason: 'abandoned', message: 'never started' },
+        }),
+        u('session.activity', activity({ state: 'failed' })),
+      ],
+      '2026-12-01T00:00:02.000Z',
+    );
+    expect(out[0]).toMatchObject({ type: 'chat/error', turnId: 'turn-a', duration: 1000 });
+    expect(m.ahp.status).toBe(Status.Error);
+    m.applyGroup(
+      [
+        u('prompt.decided', {
+          promptId: 'p2',
+          idempotencyKey: 'turn-b',
+          decision: { outcome: 'admitted', mode: 'turn', admissionGeneration: 2 },
+        }),
+        u('session.activity', running(2)),
+      ],
+      '2026-12-01T00:00:03.000Z',
+    );
+    expect(m.ahp.status).toBe(Status.InProgress);
+    out = m.applyGroup(
+      [u('session.activity', activity({ state: 'cancelled' }))],
+      '2026-12-01T00:00:04.000Z',
+    );
+    expect(out[0]).toMatchObject({ type: 'chat/turnCancelled', turnId: 'turn-b' });
+    expect(m.ahp.status).toBe(Status.Idle);
+  });
+
+  it('a queued prompt that runs starts its turn with queuedMessageId (the spec removes it from the queue)', () => {
+    const s0 = {
+      ...emptyChat('c', 's', '2026-12-01T00:00:00.000Z'),
+      queuedMessages: [{ id: 'k1', message: { text: 'x', origin: { kind: 'user' } } }],
+    };
+    const actions = chatActions(
+      s0,
+      {
+        activeTurn: { id: 'k1', message: { text: 'x', origin: { kind: 'user' } } },
+        ended: () => ({ state: 'complete' }),
+        queued: [],
+        work: undefined,
+      },
+      '2026-12-01T00:00:01.000Z',
+    );
+    expect(actions).toEqual([
+      {
+        type: 'chat/turnStarted',
+        turnId: 'k1',
+        startedAt: '2026-12-01T00:00:01.000Z',
+        message: { text: 'x', origin: { kind: 'user' } },
+        queuedMessageId: 'k1',
+      },
+    ]);
+  });
+
+  it('session URIs round-trip; root agents come from the profiles', () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, maxLength: 50 }), (id) =>
+        expect(parseSessionUri(sessionUri(id))).toBe(id),
+      ),
+    );
+    expect(parseSessionUri('ahp-session:/a/b')).toBeNull();
+    expect(
+      rootState({
+        b: { kind: 'replay', speed: 1, description: 'B' } as never,
+        a: { kind: 'replay', speed: 1 } as never,
+      }),
+    ).toEqual({
+      agents: [
+        { provider: 'a', displayName: 'a', description: '', models: [] },
+        { provider: 'b', displayName: 'b', description: 'B', models: [] },
+      ],
+    });
+  });
+});
