@@ -290,6 +290,52 @@ describe('AHP host conformance', () => {
     await Promise.all([c.close(), late.close()]);
   });
 
+  it('root notifications and the session channel follow the tenant’s sessions and their chats', async () => {
+    const c = await Client.connect(A, tok, '/ahp');
+    await init(c, 'watcher');
+    const notif = (method: string, pred: (p: Json) => boolean = () => true) =>
+      c.next((m) => m.method === method && pred(m.params as Json), method);
+    const w = new FakeWorker(stack.store, K('notify'), 's1');
+    await w.start();
+    const added = await notif(
+      'root/sessionAdded',
+      (p) => (p.summary as Json).resource === 'ahp-session:/notify',
+    );
+    expect(added.params).toMatchObject({
+      channel: 'ahp-root://',
+      summary: { title: 'notify', status: 1 },
+    });
+    const sub = (await c.rpc('subscribe', { channel: 'ahp-session:/notify' })).result as Json;
+    const snap = sub.snapshot as Json;
+    expect(snap.state).toMatchObject({ lifecycle: 'ready', defaultChat: 'ahp-chat:/notify/s1' });
+    const w2 = new FakeWorker(stack.store, K('notify'), 's2');
+    await w2.start();
+    const chatAdded = await c.next(
+      (m) =>
+        m.method === 'action' && ((m.params as Json).action as Json).type === 'session/chatAdded',
+      'session/chatAdded',
+    );
+    expect(chatAdded.params).toMatchObject({
+      channel: 'ahp-session:/notify',
+      action: { summary: { resource: 'ahp-chat:/notify/s2', title: 's2', status: 1 } },
+    });
+    expect((chatAdded.params as Json).serverSeq as number).toBeGreaterThan(snap.fromSeq as number);
+    // A prompt makes the session busy: its summary changes at the root.
+    const ws = await Client.connect(A, tok, '/ws');
+    await ws.request({
+      op: 'prompt',
+      taskId: 'notify',
+      sessionId: 's1',
+      text: 'go',
+      idempotencyKey: 'go-1',
+    });
+    await notif(
+      'root/sessionSummaryChanged',
+      (p) => p.session === 'ahp-session:/notify' && ((p.changes as Json).status as number) === 8,
+    );
+    await Promise.all([c.close(), ws.close()]);
+  });
+
   it('reconnects through another gateway with no gap', async () => {
     const taskId = 'recon';
     const chat = 'ahp-chat:/recon/s1';

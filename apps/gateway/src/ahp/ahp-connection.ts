@@ -19,18 +19,19 @@ import { z } from 'zod';
 import { allows, type Principal } from '../auth/auth';
 import { toWireError } from '../errors';
 import { Subscription } from '../subscriptions/subscription';
-import { NotFoundError } from '../tenancy';
+import { NotFoundError, clientTaskId } from '../tenancy';
 import { Connection, SLOW_CONSUMER_CLOSE } from '../ws/connection';
 import { readJson } from '../ws/frames';
 import type { Services } from '../ws/client-connection';
 import type { Envelope } from './host-log';
 import {
   ChatMirror,
+  SessionMirror,
   message,
   parseSessionUri,
   rootState,
-  sessionState,
   sessionSummary,
+  sessionUri,
 } from './mapping';
 import { CLIENT_DISPATCHABLE, type ChatAction, type Message } from './reducer';
 
@@ -102,7 +103,16 @@ interface ChatSub {
 }
 interface SessionSub {
   kind: 'session';
-  taskId: string;
+  mirror: SessionMirror;
+  stop: () => void;
+}
+
+/** What a root subscriber was told of each of its tenant's sessions (by task id): their status. */
+interface RootWatch {
+  stop: () => void;
+  known: Map<string, number | undefined>;
+  pending: Set<string>;
+  timer: NodeJS.Timeout | undefined;
 }
 
 function params<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
@@ -126,7 +136,7 @@ export class AhpConnection extends Connection {
   /** A handshake (initialize or reconnect) is under way: a second one is refused. */
   private handshaking = false;
   private clientId: string | undefined;
-  private root = false;
+  private root: RootWatch | undefined;
   private readonly chans = new Map<string, ChatSub | SessionSub>();
   private ops: Promise<unknown> = Promise.resolve();
   /** Envelopes go out in the order their serverSeqs were reserved. */
@@ -379,11 +389,13 @@ export class AhpConnection extends Connection {
         const missing: string[] = [];
         const ok: string[] = [];
         for (const c of wanted) {
-          if (c === AHP_ROOT || parseSessionUri(c) !== null || c in r.states) ok.push(c);
+          if (c === AHP_ROOT || c in r.states) ok.push(c);
           else missing.push(c);
         }
         const subscribed = await this.subscribeAll(ok, false, r.states);
-        const keep = new Set(ok.filter((c) => (c === AHP_ROOT ? this.root : this.chans.has(c))));
+        const keep = new Set(
+          ok.filter((c) => (c === AHP_ROOT ? this.root !== undefined : this.chans.has(c))),
+        );
         const actions = r.envelopes.filter((e) => keep.has(e.channel));
         for (const c of ok) if (!keep.has(c)) missing.push(c);
         this.version ??= '1.0.0';
@@ -431,7 +443,7 @@ export class AhpConnection extends Connection {
 
   private dropAll(): void {
     for (const c of [...this.chans.keys()]) this.unsubscribe(c);
-    this.root = false;
+    this.unsubscribe(AHP_ROOT);
   }
 
   /** listSessions: the tenant's tasks as AHP session summaries, by task id, `cursor`-paginated. */
@@ -480,20 +492,12 @@ export class AhpConnection extends Connection {
   ): Promise<() => { resource: string; state: unknown; fromSeq: number }> {
     if (channel === AHP_ROOT) {
       this.requireRead();
-      this.root = true;
+      if (!this.root) await this.watchRoot();
       const state = rootState(this.s.opts.profiles);
       return () => ({ resource: AHP_ROOT, state, fromSeq: this.seenSeq });
     }
     const sessionTask = parseSessionUri(channel);
-    if (sessionTask !== null) {
-      this.requireRead();
-      const key = await this.s.tenancy.existing(this.principal.tenant, sessionTask);
-      const view = await this.s.hub.view(key);
-      if (view.status === 'deleted') throw notFound(channel);
-      this.chans.set(channel, { kind: 'session', taskId: sessionTask });
-      const state = sessionState(sessionTask, view, new Date().toISOString());
-      return () => ({ resource: channel, state, fromSeq: this.seenSeq });
-    }
+    if (sessionTask !== null) return this.subscribeSession(channel, sessionTask, restored);
     const ref = parseChatUri(channel);
     if (!ref) throw notFound(channel);
     this.requireRead();
@@ -590,7 +594,11 @@ export class AhpConnection extends Connection {
 
   private unsubscribe(channel: string): void {
     if (channel === AHP_ROOT) {
-      this.root = false;
+      if (this.root) {
+        this.root.stop();
+        clearTimeout(this.root.timer);
+        this.root = undefined;
+      }
       return;
     }
     const c = this.chans.get(channel);
@@ -599,12 +607,121 @@ export class AhpConnection extends Connection {
     if (c.kind === 'chat') {
       this.releaseSubscription(c.sub);
       this.subs.delete(channel);
-    }
+    } else c.stop();
+  }
+
+  protected override onDispose(): void {
+    this.unsubscribe(AHP_ROOT);
+    for (const [channel, c] of [...this.chans]) if (c.kind === 'session') this.unsubscribe(channel);
   }
 
   protected releaseSubscription(sub: Subscription): void {
     sub.close();
     for (const c of this.chans.values()) if (c.kind === 'chat' && c.sub === sub) c.stop();
+  }
+
+  /**
+   * An AHP session (a Baton task): its chat catalog, kept in step with Baton's sessions by
+   * session/chatAdded, chatRemoved, chatUpdated and defaultChatChanged actions.
+   */
+  private async subscribeSession(
+    channel: string,
+    taskId: string,
+    restored: string | undefined,
+  ): Promise<() => { resource: string; state: unknown; fromSeq: number }> {
+    this.requireRead();
+    const key = await this.s.tenancy.existing(this.principal.tenant, taskId);
+    const view = await this.s.hub.view(key);
+    if (view.status === 'deleted') throw notFound(channel);
+    this.unsubscribe(channel);
+    const mirror = new SessionMirror(taskId, view, new Date().toISOString(), restored);
+    let ready = false;
+    let chain: Promise<unknown> = Promise.resolve();
+    let queued = false;
+    const refresh = () => {
+      if (queued) return;
+      queued = true;
+      chain = chain
+        .then(async () => {
+          queued = false;
+          if (this.chans.get(channel)?.kind !== 'session') return;
+          const v = await this.s.hub.view(key);
+          const actions = mirror.sync(v, new Date().toISOString());
+          if (ready && actions.length > 0) this.emitSession(channel, mirror, actions);
+        })
+        .catch((err: unknown) => this.s.log.warn({ err, channel }, 'AHP session refresh failed'));
+    };
+    const stop = this.s.hub.listen(key, (frame) => {
+      if (endsGroup(frame.update)) refresh();
+    });
+    this.chans.set(channel, { kind: 'session', mirror, stop });
+    if (restored) refresh(); // what changed while the client was away, after the reply
+    return () => {
+      ready = true;
+      if (!restored) void this.record([], { [channel]: mirror.serialize() });
+      return { resource: channel, state: mirror.state, fromSeq: this.seenSeq };
+    };
+  }
+
+  /**
+   * The root channel's notifications (ephemeral, unsequenced, as the spec has them):
+   * root/sessionAdded when a task of the tenant appears, root/sessionRemoved when it is deleted,
+   * root/sessionSummaryChanged when its status changes.
+   */
+  private async watchRoot(): Promise<void> {
+    const tasks = await this.s.tenancy.tasks(this.principal.tenant);
+    const w: RootWatch = {
+      stop: () => undefined,
+      known: new Map(tasks.map((t) => [t, undefined])),
+      pending: new Set(),
+      timer: undefined,
+    };
+    const notify = (method: string, params: Record<string, unknown>) =>
+      this.send({ jsonrpc: '2.0', method, params: { channel: AHP_ROOT, ...params } });
+    const flush = async () => {
+      w.timer = undefined;
+      const ids = [...w.pending];
+      w.pending.clear();
+      for (const taskId of ids) {
+        if (this.root !== w) return;
+        const view = await this.s.hub.view(this.s.tenancy.key(this.principal.tenant, taskId));
+        const now = new Date().toISOString();
+        if (view.status === 'deleted') {
+          if (w.known.delete(taskId))
+            notify('root/sessionRemoved', { session: sessionUri(taskId) });
+          continue;
+        }
+        const summary = sessionSummary(taskId, view, now);
+        if (!w.known.has(taskId)) notify('root/sessionAdded', { summary });
+        else if (w.known.get(taskId) !== summary.status) {
+          notify('root/sessionSummaryChanged', {
+            session: summary.resource,
+            changes: { status: summary.status, modifiedAt: now },
+          });
+        }
+        w.known.set(taskId, summary.status);
+      }
+    };
+    w.stop = this.s.hub.listenTenant(this.principal.tenant, (frame) => {
+      const u = frame.update;
+      if (!endsGroup(u) && u.type !== 'task.status') return;
+      w.pending.add(clientTaskId(u.taskId));
+      w.timer ??= setTimeout(() => {
+        flush().catch((err: unknown) => this.s.log.warn({ err }, 'AHP root notification failed'));
+      }, 20);
+    });
+    this.root = w;
+  }
+
+  private emitSession(channel: string, mirror: SessionMirror, actions: ChatAction[]): void {
+    const state = mirror.serialize();
+    this.send_(() =>
+      actions.map((action, i) => ({
+        channel,
+        action,
+        ...(i === actions.length - 1 ? { state: [channel, state] as [string, string] } : {}),
+      })),
+    );
   }
 
   private record(envelopes: Envelope[], states: Record<string, string>): Promise<void> {

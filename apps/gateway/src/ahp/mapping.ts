@@ -12,6 +12,8 @@ import { chatUri } from '@baton/protocol';
 import {
   Status,
   chatReducer,
+  sessionReducer,
+  type SessionState,
   type ChatAction,
   type ChatState,
   type Message,
@@ -450,4 +452,70 @@ export function sessionState(taskId: string, view: TaskView, modifiedAt: string)
     ...(chats[0] ? { defaultChat: chats[0].resource } : {}),
     _meta: { [BATON_META_KEY]: { taskId, status: view.status } },
   };
+}
+
+/**
+ * The actions that take a session's chat catalog from what the client has to Baton's sessions:
+ * chatAdded for a new chat, chatRemoved for a deleted one, chatUpdated when its status or title
+ * changed.
+ */
+export function sessionActions(
+  have: SessionState,
+  taskId: string,
+  view: TaskView,
+  now: string,
+): ChatAction[] {
+  const out: ChatAction[] = [];
+  const want = view.sessions.map((s) => chatSummary(taskId, s, now));
+  const keep = new Set(want.map((c) => c.resource));
+  for (const c of have.chats) {
+    if (!keep.has(c.resource)) out.push({ type: 'session/chatRemoved', chat: c.resource });
+  }
+  for (const c of want) {
+    const h = have.chats.find((x) => x.resource === c.resource);
+    if (!h) out.push({ type: 'session/chatAdded', summary: c });
+    else if (h.status !== c.status || h.title !== c.title) {
+      out.push({
+        type: 'session/chatUpdated',
+        chat: c.resource,
+        changes: { status: c.status, title: c.title, modifiedAt: now },
+      });
+    }
+  }
+  if (have.defaultChat === undefined && want[0]) {
+    out.push({ type: 'session/defaultChatChanged', defaultChat: want[0].resource });
+  }
+  return out;
+}
+
+/** What one client has of one AHP session (a Baton task): its SessionState, moved by actions only. */
+export class SessionMirror {
+  private state_: SessionState;
+  readonly resource: string;
+
+  constructor(
+    readonly taskId: string,
+    view: TaskView,
+    now: string,
+    restored?: string,
+  ) {
+    this.resource = sessionUri(taskId);
+    this.state_ = restored
+      ? (JSON.parse(restored) as SessionState)
+      : (sessionState(taskId, view, now) as SessionState);
+  }
+
+  get state(): SessionState {
+    return this.state_;
+  }
+
+  sync(view: TaskView, now: string): ChatAction[] {
+    const actions = sessionActions(this.state_, this.taskId, view, now);
+    for (const a of actions) this.state_ = sessionReducer(this.state_, a);
+    return actions;
+  }
+
+  serialize(): string {
+    return JSON.stringify(this.state_);
+  }
 }

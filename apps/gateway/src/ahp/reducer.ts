@@ -226,3 +226,51 @@ export const CLIENT_DISPATCHABLE = new Set([
   'chat/pendingMessageRemoved',
   'chat/queuedMessagesReordered',
 ]);
+
+/** A chat's entry in its session's catalog (AHP ChatSummary). */
+export interface ChatSummary {
+  resource: string;
+  title: string;
+  status: number;
+  modifiedAt: string;
+  [k: string]: unknown;
+}
+export interface SessionState {
+  chats: ChatSummary[];
+  [k: string]: unknown;
+}
+
+/**
+ * AHP's session reducer for the chat catalog: `session/chatAdded` upserts the summary by resource,
+ * `session/chatRemoved` removes it (a no-op when absent), `session/chatUpdated` merges `changes`
+ * into it (never its resource; a no-op when absent).
+ */
+export function sessionReducer(s: SessionState, a: ChatAction): SessionState {
+  switch (a.type) {
+    case 'session/chatAdded': {
+      const summary = a.summary as ChatSummary;
+      const i = s.chats.findIndex((c) => c.resource === summary.resource);
+      return {
+        ...s,
+        chats: i < 0 ? [...s.chats, summary] : s.chats.map((c, j) => (j === i ? summary : c)),
+      };
+    }
+    case 'session/chatRemoved': {
+      if (!s.chats.some((c) => c.resource === a.chat)) return s;
+      return { ...s, chats: s.chats.filter((c) => c.resource !== a.chat) };
+    }
+    case 'session/chatUpdated': {
+      const i = s.chats.findIndex((c) => c.resource === a.chat);
+      if (i < 0) return s;
+      const { resource: _, ...changes } = (a.changes ?? {}) as Partial<ChatSummary>;
+      return { ...s, chats: s.chats.map((c, j) => (j === i ? { ...c, ...changes } : c)) };
+    }
+    case 'session/defaultChatChanged': {
+      const next: SessionState = { ...s, defaultChat: a.defaultChat };
+      if (a.defaultChat === undefined || a.defaultChat === null) delete next.defaultChat;
+      return next;
+    }
+    default:
+      return s;
+  }
+}

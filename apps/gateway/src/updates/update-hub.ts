@@ -1,4 +1,4 @@
-import { Update, type TaskView } from '@baton/protocol';
+import { Update, splitTaskKey, type TaskView } from '@baton/protocol';
 import type { EventStore, StoredUpdate, StreamTail } from '@baton/store';
 import type { Logger } from '../logger';
 import { clientUpdate } from '../tenancy';
@@ -81,6 +81,7 @@ export function emptyView(taskId: string): TaskView {
  */
 export class UpdateHub {
   private readonly listeners = new Map<string, Set<UpdateListener>>();
+  private readonly tenantListeners = new Map<string, Set<UpdateListener>>();
   private tail: StreamTail<StoredUpdate> | undefined;
   /** Corks the sockets of subscribers while one batch from the tail is fanned out. */
   readonly writes = new WriteBatch();
@@ -130,6 +131,16 @@ export class UpdateHub {
   }
 
   private dispatch(frame: UpdateFrame) {
+    if (this.tenantListeners.size > 0) {
+      const tenant = splitTaskKey(frame.update.taskId)?.tenant;
+      for (const fn of (tenant !== undefined && this.tenantListeners.get(tenant)) || []) {
+        try {
+          fn(frame);
+        } catch (err) {
+          this.log.error({ err, taskId: frame.update.taskId }, 'update listener failed');
+        }
+      }
+    }
     const set = this.listeners.get(frame.update.taskId);
     if (!set) return;
     for (const fn of set) {
@@ -149,6 +160,19 @@ export class UpdateHub {
     return () => {
       set.delete(fn);
       if (set.size === 0 && this.listeners.get(taskId) === set) this.listeners.delete(taskId);
+    };
+  }
+
+  /** Calls `fn` with every update of every task of `tenant` from now on (the AHP root channel). */
+  listenTenant(tenant: string, fn: UpdateListener): () => void {
+    let set = this.tenantListeners.get(tenant);
+    if (!set) this.tenantListeners.set(tenant, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0 && this.tenantListeners.get(tenant) === set) {
+        this.tenantListeners.delete(tenant);
+      }
     };
   }
 
