@@ -42,6 +42,10 @@ const init = (c: Client, clientId: string, subs: string[] = ['ahp-root://']) =>
     initialSubscriptions: subs,
   });
 
+async function readTypes(key: string): Promise<string[]> {
+  return (await stack.store.readTask(key, '0-0')).items.map((i) => i.entry.type);
+}
+
 async function sessionExists(taskId: string, sessionId = 's1') {
   await waitFor(async () => {
     const v = await stack.store.views.read(K(taskId));
@@ -288,6 +292,83 @@ describe('AHP host conformance', () => {
     const fresh = ahpPart(ls[0]!.state as Json);
     expect({ ...fresh, turns: [], modifiedAt: 0 }).toEqual({ ...final, turns: [], modifiedAt: 0 });
     await Promise.all([c.close(), late.close()]);
+  });
+
+  it('queued messages and cancellation are answered by their echoes', async () => {
+    const taskId = 'cancel';
+    const chat = 'ahp-chat:/cancel/s1';
+    const w = new FakeWorker(stack.store, K(taskId), 's1');
+    await w.start();
+    await sessionExists(taskId);
+    const c = await Client.connect(A, tok, '/ahp');
+    const snap = (((await init(c, 'canceller', [chat])).result as Json).snapshots as Json[])[0]!;
+    const send = (clientSeq: number, action: Json) =>
+      c.send({
+        jsonrpc: '2.0',
+        method: 'dispatchAction',
+        params: { channel: chat, clientSeq, action },
+      });
+    const answer = (clientSeq: number) =>
+      c.next(
+        (m) =>
+          m.method === 'action' &&
+          ((m.params as Json).origin as Json | undefined)?.clientSeq === clientSeq,
+        `the answer to clientSeq ${clientSeq}`,
+      );
+    const msg = (text: string) => ({ text, origin: { kind: 'user' } });
+    send(1, {
+      type: 'chat/turnStarted',
+      turnId: 'run-1',
+      startedAt: new Date().toISOString(),
+      message: msg('run'),
+    });
+    expect(((await answer(1)).params as Json).rejectionReason).toBeUndefined();
+    // A queued message while busy: echoed, and it is in queuedMessages.
+    send(2, { type: 'chat/pendingMessageSet', kind: 'queued', id: 'q-1', message: msg('later') });
+    const set = (await answer(2)).params as Json;
+    expect(set.rejectionReason).toBeUndefined();
+    expect(set.action).toMatchObject({ type: 'chat/pendingMessageSet', id: 'q-1' });
+    // Removing it: the echo is the removal.
+    send(3, { type: 'chat/pendingMessageRemoved', kind: 'queued', id: 'q-1' });
+    const removed = (await answer(3)).params as Json;
+    expect(removed).toMatchObject({ action: { type: 'chat/pendingMessageRemoved', id: 'q-1' } });
+    expect(removed.rejectionReason).toBeUndefined();
+    // Steering is not supported; removing what is not queued is refused.
+    send(4, { type: 'chat/pendingMessageSet', kind: 'steering', id: 's-1', message: msg('steer') });
+    expect(((await answer(4)).params as Json).rejectionReason).toMatch(/steering/);
+    send(5, { type: 'chat/pendingMessageRemoved', kind: 'queued', id: 'nope' });
+    expect(((await answer(5)).params as Json).rejectionReason).toMatch(/no such queued message/);
+    // Cancelling the running turn (the agent has it): the echo is its end, when the agent ends it.
+    const entries = (await stack.store.readTask(K(taskId), '0-0')).items;
+    const p = entries.find(
+      (i) => i.entry.type === 'prompt.submit' && (i.entry.data as Json).idempotencyKey === 'run-1',
+    )!.entry.data as Json;
+    await w.fact('prompt.dispatched', { promptId: p.promptId, admissionGeneration: 1 });
+    await waitFor(
+      async () => (await readTypes(K(taskId))).includes('prompt.dispatched'),
+      'dispatch',
+    );
+    send(6, { type: 'chat/turnCancelled', turnId: 'run-1', duration: 1 });
+    await waitFor(
+      async () => (await readTypes(K(taskId))).includes('turn.cancel_requested'),
+      'the cancel request',
+    ).catch(async (e: Error) => {
+      const last = JSON.stringify(envelopes(c, chat).slice(-3));
+      throw new Error(`${e.message}: ${JSON.stringify(await readTypes(K(taskId)))} ${last}`);
+    });
+    await w.fact('turn.ended', { admissionGeneration: 1, stopReason: 'cancelled' });
+    const ended = (await answer(6)).params as Json;
+    expect(ended.rejectionReason).toBeUndefined();
+    expect((ended.action as Json).turnId).toBe('run-1');
+    expect(['chat/turnCancelled', 'chat/turnComplete']).toContain((ended.action as Json).type);
+    // Folding everything accepted from the snapshot: no active turn, nothing queued.
+    let s = snap.state as Json;
+    for (const e of envelopes(c, chat))
+      if (e.rejectionReason === undefined) s = reduce(s, e.action as Json);
+    expect(s.activeTurn).toBeUndefined();
+    expect(s.queuedMessages).toBeUndefined();
+    expect((s.turns as Json[]).map((t) => t.id)).toEqual(['run-1']);
+    await c.close();
   });
 
   it('root notifications and the session channel follow the tenant’s sessions and their chats', async () => {

@@ -784,12 +784,9 @@ export class AhpConnection extends Connection {
     const state = mirror.serialize();
     this.send_(() =>
       actions.map((action, i) => {
-        let origin: Envelope['origin'];
-        if (action.type === 'chat/turnStarted') {
-          const k = `${channel}\n${String(action.turnId)}`;
-          origin = this.echoes.get(k);
-          this.echoes.delete(k);
-        }
+        const k = echoKeyOf(channel, action);
+        const origin = k === undefined ? undefined : this.echoes.get(k);
+        if (k !== undefined) this.echoes.delete(k);
         return {
           channel,
           action,
@@ -871,7 +868,7 @@ export class AhpConnection extends Connection {
           }
           const m: Message = { ...message(msg.data.text), ...(msg.data as object) } as Message;
           mirror.remember(id, m);
-          const echoKey = `${p.channel}\n${id}`;
+          const echoKey = `${p.channel}\nturn:${id}`;
           if (isTurn) this.echoes.set(echoKey, origin);
           await this.s.tenancy.write(this.principal.tenant, mirror.taskId);
           const decide = (d: { outcome: string; message?: string; reason?: string }) => {
@@ -918,11 +915,15 @@ export class AhpConnection extends Connection {
             this.reject(p.channel, action, origin, 'no such active turn');
             return;
           }
+          // The echo is the turn's end, whichever way Baton ends it.
+          const k = `${p.channel}\ncancel:${String(action.turnId)}`;
+          this.echoes.set(k, origin);
           const r = await this.s.commands.command(key, mirror.sessionId, {
             type: 'session.cancel',
             observedGeneration: gen,
           });
-          // The turn ends (chat/turnCancelled) when Baton's turn does; the refusal is echoed now.
+          if (r.status === 'failed') this.echoes.delete(k);
+          // A refusal is answered now.
           if (r.status === 'failed')
             this.reject(p.channel, action, origin, `${r.reason}: ${r.message}`);
           return;
@@ -936,10 +937,14 @@ export class AhpConnection extends Connection {
             this.reject(p.channel, action, origin, 'no such queued message');
             return;
           }
+          // The echo is its removal from queuedMessages.
+          const k = `${p.channel}\nremove:${String(action.id)}`;
+          this.echoes.set(k, origin);
           const r = await this.s.commands.command(key, mirror.sessionId, {
             type: 'queue.cancel',
             promptId,
           });
+          if (r.status === 'failed') this.echoes.delete(k);
           if (r.status === 'failed')
             this.reject(p.channel, action, origin, `${r.reason}: ${r.message}`);
           return;
@@ -969,6 +974,22 @@ export class AhpConnection extends Connection {
     mirror.fold(action);
     const state = mirror.serialize();
     this.send_(() => [{ channel, action, origin, state: [channel, state] }]);
+  }
+}
+
+/** Which dispatched action an action the host sends answers (its echo), by channel and id. */
+function echoKeyOf(channel: string, a: ChatAction): string | undefined {
+  switch (a.type) {
+    case 'chat/turnStarted':
+      return `${channel}\nturn:${String(a.turnId)}`;
+    case 'chat/turnComplete':
+    case 'chat/turnCancelled':
+    case 'chat/error':
+      return `${channel}\ncancel:${String(a.turnId)}`;
+    case 'chat/pendingMessageRemoved':
+      return `${channel}\nremove:${String(a.id)}`;
+    default:
+      return undefined;
   }
 }
 

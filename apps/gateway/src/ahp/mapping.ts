@@ -373,6 +373,10 @@ export class ChatMirror {
           };
         }
         if (a?.state === 'cancelled') return { state: 'cancelled' };
+        // Cancelled before the agent had it: Baton gives the prompt back to the queue.
+        if (this.queue?.entries.some((e) => e.idempotencyKey === turnId)) {
+          return { state: 'cancelled' };
+        }
         return { state: 'complete' };
       },
       queued: this.deleted ? [] : queuedMessages(this.queue),
