@@ -81,6 +81,45 @@ describe('AHP host conformance', () => {
     await c.close();
   });
 
+  it('a client that cannot put a token on the upgrade authenticates in-protocol', async () => {
+    // /ws still refuses an upgrade without a token; /ahp takes it, unauthenticated.
+    await expect(Client.connect(A, undefined, '/ws')).rejects.toThrow(/401/);
+    const c = await Client.connect(A, undefined, '/ahp');
+    const r = (await init(c, 'no-url-token')).result as Json;
+    const agents = ((r.snapshots as Json[])[0]!.state as Json).agents as Json[];
+    const resource = (agents[0]!.protectedResources as Json[])[0]!.resource;
+    expect(resource).toBe('urn:baton:gateway');
+    expect((await c.rpc('listSessions', {})).error).toMatchObject({ code: -32007 });
+    expect((await c.rpc('subscribe', { channel: 'ahp-session:/x' })).error).toMatchObject({
+      code: -32007,
+    });
+    expect(
+      (await c.rpc('authenticate', { channel: 'ahp-root://', resource, token: 'not-a-jwt' })).error,
+    ).toMatchObject({ code: -32007 });
+    expect(
+      (await c.rpc('authenticate', { channel: 'ahp-root://', resource: 'https://x', token: tok }))
+        .error,
+    ).toMatchObject({ code: -32602 });
+    expect(
+      (await c.rpc('authenticate', { channel: 'ahp-root://', resource, token: tok })).result,
+    ).toEqual({});
+    expect((await c.rpc('listSessions', {})).result).toMatchObject({ items: expect.any(Array) });
+    // The root it subscribed to before authenticating now follows the tenant's sessions.
+    const w = new FakeWorker(stack.store, K('after-auth'), 's1');
+    await w.start();
+    await c.next(
+      (m) =>
+        m.method === 'root/sessionAdded' &&
+        ((m.params as Json).summary as Json).resource === 'ahp-session:/after-auth',
+      'root/sessionAdded after authenticate',
+    );
+    // Another tenant's token cannot take the connection over.
+    expect(
+      (await c.rpc('authenticate', { resource, token: tokenFor('someone-else') })).error,
+    ).toMatchObject({ code: -32009 });
+    await c.close();
+  });
+
   it('a failed initialize leaves nothing behind: the next initialize on the socket works', async () => {
     const c = await Client.connect(A, tok, '/ahp');
     const bad = await c.rpc('initialize', { protocolVersions: ['1.0'], clientId: 'x' });

@@ -16,7 +16,8 @@ import {
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { z } from 'zod';
-import { allows, type Principal } from '../auth/auth';
+import type { Authenticator} from '../auth/auth';
+import { AuthError, allows, type Principal } from '../auth/auth';
 import { toWireError } from '../errors';
 import { Subscription } from '../subscriptions/subscription';
 import { NotFoundError, clientTaskId } from '../tenancy';
@@ -60,8 +61,33 @@ const CODE_OF: Partial<Record<ErrorCode, number>> = {
 
 const SERVER_INFO = { name: 'baton', version: '0.1.0' };
 
+/**
+ * The protected resource an AHP client authenticates for (`authenticate { resource, token }`) when
+ * it could not put a token on the upgrade: Baton's gateway, with a Baton client token.
+ */
+export const AUTH_RESOURCE = 'urn:baton:gateway';
+const AUTH_GRACE_MS = 30_000;
+/** What an unauthenticated connection may do besides authenticating. */
+const BEFORE_AUTH = new Set([
+  'ping',
+  'initialize',
+  'reconnect',
+  'authenticate',
+  'subscribe',
+  'unsubscribe',
+]);
+
+const AuthenticateParams = z.object({
+  channel: z.literal(AHP_ROOT).optional(),
+  resource: z.string().min(1).max(1_000),
+  token: z.string().min(1).max(10_000),
+  scopes: z.array(z.string().max(200)).max(50).optional(),
+  _meta: z.record(z.string(), z.unknown()).optional(),
+});
+
 /** AHP 1.0.0 commands Baton does not serve: answered -32601 whatever the state of the connection. */
 const SPEC_METHODS = new Set([
+  'authenticate',
   'ping',
   'initialize',
   'reconnect',
@@ -151,9 +177,23 @@ export class AhpConnection extends Connection {
     socket: Socket,
     principal: Principal,
     private readonly s: Services,
+    private readonly auth: Authenticator,
+    /** Opened without a token: nothing but the handshake and `authenticate` until it authenticates. */
+    private anonymous: boolean,
   ) {
     super(ws, socket, s.hub.writes, principal, 'ahp', s.opts, s.metrics, s.log, s.limits);
+    if (anonymous) {
+      this.authTimer = setTimeout(
+        () => this.close(1008, `authenticate within ${AUTH_GRACE_MS / 1000} s`),
+        AUTH_GRACE_MS,
+      );
+      this.authTimer.unref();
+    }
   }
+
+  private authTimer: NodeJS.Timeout | undefined;
+  /** The root was subscribed before `authenticate`: its notifications start with the tenant. */
+  private rootPending = false;
 
   handleFrame(data: string | Buffer): void {
     if (!this.admit()) {
@@ -198,7 +238,7 @@ export class AhpConnection extends Connection {
     this.s.metrics.messages.inc({ endpoint: 'ahp', type: method.slice(0, 40) });
     if (!hasId) {
       // A notification is never answered (JSON-RPC 2.0), not even with an error.
-      if (!this.version) return;
+      if (!this.version || this.anonymous) return;
       if (method === 'unsubscribe') {
         const p = AhpUnsubscribeParams.safeParse(msg.params);
         if (p.success) void this.serial(async () => this.unsubscribe(p.data.channel));
@@ -265,10 +305,12 @@ export class AhpConnection extends Connection {
         code: 'invalid_message',
       });
     }
+    if (this.anonymous && !BEFORE_AUTH.has(method)) throw this.authRequired();
     if (method === 'ping') {
       params(AhpPingParams, raw);
       return () => ({});
     }
+    if (method === 'authenticate') return this.authenticate(raw);
     if (method === 'initialize') return this.initialize(raw);
     if (method === 'reconnect') return this.reconnect(raw);
     if (!this.version) {
@@ -330,7 +372,8 @@ export class AhpConnection extends Connection {
       const seq = await this.s.ahpLog.current();
       this.seenSeq = Math.max(this.seenSeq, seq);
       this.clientId = p.clientId;
-      await this.s.ahpLog.begin(this.principal.tenant, p.clientId, seq);
+      // An unauthenticated client's window starts when it authenticates (it has no tenant yet).
+      if (!this.anonymous) await this.s.ahpLog.begin(this.principal.tenant, p.clientId, seq);
       const snapshots = await this.subscribeAll(p.initialSubscriptions ?? [], true);
       this.version = n.version;
       return () => ({
@@ -342,7 +385,9 @@ export class AhpConnection extends Connection {
           'x-baton': {
             sessionChannel: 'ahp-session:/<taskId> (percent-encoded)',
             chatChannel: 'ahp-chat:/<taskId>/<sessionId> (each id percent-encoded)',
-            tenant: this.principal.tenant,
+            ...(this.anonymous
+              ? { authenticate: { resource: AUTH_RESOURCE } }
+              : { tenant: this.principal.tenant }),
           },
         },
       });
@@ -369,7 +414,9 @@ export class AhpConnection extends Connection {
     const p = params(AhpReconnectParams, raw);
     this.handshaking = true;
     try {
-      const r = await this.s.ahpLog.recover(this.principal.tenant, p.clientId, p.lastSeenServerSeq);
+      const r = this.anonymous
+        ? ({ kind: 'unknown' } as const)
+        : await this.s.ahpLog.recover(this.principal.tenant, p.clientId, p.lastSeenServerSeq);
       if (r.kind === 'unknown') {
         throw new RpcError(
           AHP_ERRORS.NotFound,
@@ -416,6 +463,68 @@ export class AhpConnection extends Connection {
     }
   }
 
+  private authRequired(): RpcError {
+    return new RpcError(
+      AHP_ERRORS.AuthRequired,
+      `authenticate first: authenticate { resource: "${AUTH_RESOURCE}", token } with a Baton client token`,
+      { code: 'unauthorized', resource: AUTH_RESOURCE },
+    );
+  }
+
+  /**
+   * AHP's in-protocol `authenticate`, for clients that cannot put a token on the upgrade: a Baton
+   * client token for the gateway's resource gives the connection its tenant and scopes (and its
+   * expiry). A connection may authenticate again to renew its token, for the same tenant only.
+   */
+  private async authenticate(raw: unknown): Promise<() => unknown> {
+    const p = params(AuthenticateParams, raw);
+    if (p.resource !== AUTH_RESOURCE) {
+      throw new RpcError(
+        AHP_ERRORS.InvalidParams,
+        `params.resource: this host protects "${AUTH_RESOURCE}" only`,
+        { code: 'invalid_message', path: 'params.resource' },
+      );
+    }
+    let principal: Principal;
+    try {
+      principal = await this.auth.verify(p.token);
+    } catch (err) {
+      if (!(err instanceof AuthError)) throw err;
+      throw new RpcError(AHP_ERRORS.AuthRequired, err.message, {
+        code: 'unauthorized',
+        resource: AUTH_RESOURCE,
+      });
+    }
+    if (!this.anonymous) {
+      if (principal.tenant !== this.principal.tenant) {
+        throw new RpcError(AHP_ERRORS.PermissionDenied, 'a connection keeps its tenant', {
+          code: 'forbidden',
+        });
+      }
+      this.reauthenticate(principal);
+      return () => ({});
+    }
+    // The connection now counts against its tenant's connections on this gateway.
+    const release = this.s.limits.openConnection(principal.tenant);
+    if (!release) {
+      throw new RpcError(
+        AHP_ERRORS.TooManySubscriptions,
+        `the tenant holds ${this.s.limits.maxConnections} connections on this gateway ` +
+          '(GATEWAY_MAX_CONNECTIONS_PER_TENANT); close one first',
+        { code: 'too_many_connections' },
+      );
+    }
+    this.ws.once('close', release);
+    this.anonymous = false;
+    clearTimeout(this.authTimer);
+    this.reauthenticate(principal);
+    if (this.version && this.clientId) {
+      await this.s.ahpLog.begin(principal.tenant, this.clientId, await this.s.ahpLog.current());
+    }
+    if (this.rootPending && allows(principal, 'read')) await this.watchRoot();
+    return () => ({});
+  }
+
   /**
    * Subscribes to each channel; channels that do not exist (or are another tenant's) are left
    * out. Any other failure undoes them all.
@@ -434,6 +543,7 @@ export class AhpConnection extends Connection {
           err instanceof NotFoundError ||
           (err instanceof RpcError &&
             (err.code === AHP_ERRORS.NotFound ||
+              err.code === AHP_ERRORS.AuthRequired ||
               (!strict && err.code === AHP_ERRORS.InvalidParams)));
         if (!absent) throw err;
       }
@@ -491,11 +601,31 @@ export class AhpConnection extends Connection {
     restored?: string,
   ): Promise<() => { resource: string; state: unknown; fromSeq: number }> {
     if (channel === AHP_ROOT) {
+      if (this.anonymous) {
+        // Only the agents, each naming what to authenticate for; the tenant's notifications
+        // start once the client has authenticated.
+        this.rootPending = true;
+        const base = rootState(this.s.opts.profiles);
+        const state = {
+          agents: base.agents.map((a) => ({
+            ...a,
+            protectedResources: [
+              {
+                resource: AUTH_RESOURCE,
+                resource_name: 'Baton',
+                bearer_methods_supported: ['header'],
+              },
+            ],
+          })),
+        };
+        return () => ({ resource: AHP_ROOT, state, fromSeq: this.seenSeq });
+      }
       this.requireRead();
       if (!this.root) await this.watchRoot();
       const state = rootState(this.s.opts.profiles);
       return () => ({ resource: AHP_ROOT, state, fromSeq: this.seenSeq });
     }
+    if (this.anonymous) throw this.authRequired();
     const sessionTask = parseSessionUri(channel);
     if (sessionTask !== null) return this.subscribeSession(channel, sessionTask, restored);
     const ref = parseChatUri(channel);
@@ -594,6 +724,7 @@ export class AhpConnection extends Connection {
 
   private unsubscribe(channel: string): void {
     if (channel === AHP_ROOT) {
+      this.rootPending = false;
       if (this.root) {
         this.root.stop();
         clearTimeout(this.root.timer);
@@ -611,6 +742,7 @@ export class AhpConnection extends Connection {
   }
 
   protected override onDispose(): void {
+    clearTimeout(this.authTimer);
     this.unsubscribe(AHP_ROOT);
     for (const [channel, c] of [...this.chans]) if (c.kind === 'session') this.unsubscribe(channel);
   }

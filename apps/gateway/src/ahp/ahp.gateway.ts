@@ -11,22 +11,32 @@ import { SERVICES } from '../options';
 import type { Services } from '../ws/client-connection';
 import { ConnectionRegistry } from '../ws/connection';
 import { FramedGateway } from '../ws/framed-gateway';
-import { principalOf } from '../ws/ws-adapter';
+import { anonymousOf, principalOf, UNAUTHENTICATED } from '../ws/ws-adapter';
+import { Authenticator, type Principal } from '../auth/auth';
 import { AhpConnection } from './ahp-connection';
 
-/** /ahp: the AHP-compatible chat channel (JSON-RPC 2.0). */
+/** An /ahp connection before `authenticate`: no tenant, no scope. */
+const anonymous = (): Principal => ({ tenant: UNAUTHENTICATED, scopes: new Set() });
+
+/** /ahp: Baton as an AHP host (JSON-RPC 2.0; docs/ahp-channel.md). */
 @WebSocketGateway({ path: '/ahp' })
 export class AhpGateway extends FramedGateway {
   constructor(
     @Inject(SERVICES) s: Services,
     @Inject(ConnectionRegistry) registry: ConnectionRegistry,
+    @Inject(Authenticator) private readonly auth: Authenticator,
   ) {
     super(s, registry);
   }
 
   protected open(ws: WebSocket, req: IncomingMessage) {
     const p = principalOf(req);
-    return p && new AhpConnection(ws, req.socket, p, this.s);
+    if (p) return new AhpConnection(ws, req.socket, p, this.s, this.auth, false);
+    // No token on the upgrade: AHP's `authenticate` gives the connection its principal.
+    if (anonymousOf(req)) {
+      return new AhpConnection(ws, req.socket, anonymous(), this.s, this.auth, true);
+    }
+    return undefined;
   }
 
   @SubscribeMessage('frame')

@@ -56,25 +56,46 @@ export abstract class Connection {
     /** The TCP socket under `ws` (the upgrade request's), corked while a batch is fanned out. */
     private readonly socket: Socket,
     private readonly writes: WriteBatch,
-    readonly principal: Principal,
+    private principal_: Principal,
     readonly endpoint: Endpoint,
     protected readonly opts: ResolvedOptions,
     protected readonly metrics: GatewayMetrics,
     protected readonly log: Logger,
     protected readonly limits?: TenantLimits,
   ) {
-    this.subs = new TenantCountedMap<Subscription>(limits, principal.tenant);
+    this.subs = new TenantCountedMap<Subscription>(limits, principal_.tenant);
     this.limiter = new RateLimiter(opts.maxMessagesPerSecond);
     ws.on('pong', () => (this.lastSeen = Date.now()));
-    if (principal.expiresAt !== undefined) {
-      const ms = principal.expiresAt * 1000 - Date.now();
+    this.armExpiry();
+    metrics.connections.inc({ endpoint });
+  }
+
+  get principal(): Principal {
+    return this.principal_;
+  }
+
+  /**
+   * The connection now acts for `p` (AHP's in-protocol `authenticate`): its tenant may change
+   * only while it holds no subscription; the token's expiry closes it from now on.
+   */
+  protected reauthenticate(p: Principal): void {
+    if (p.tenant !== this.principal_.tenant)
+      (this.subs as TenantCountedMap<Subscription>).retenant(p.tenant);
+    this.principal_ = p;
+    this.armExpiry();
+  }
+
+  private armExpiry(): void {
+    clearTimeout(this.expiryTimer);
+    this.expiryTimer = undefined;
+    if (this.principal_.expiresAt !== undefined) {
+      const ms = this.principal_.expiresAt * 1000 - Date.now();
       // setTimeout holds 2^31-1 ms at most; a token valid for longer is re-checked at the heartbeat.
       if (ms < 2 ** 31 - 1) {
         this.expiryTimer = setTimeout(() => this.close(1008, 'token expired'), Math.max(0, ms));
         this.expiryTimer.unref();
       }
     }
-    metrics.connections.inc({ endpoint });
   }
 
   /** A frame arrived: counts it against the rate limit; false when over. */

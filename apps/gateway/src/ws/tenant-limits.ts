@@ -60,9 +60,15 @@ function dec(m: Map<string, number>, key: string, n = 1): void {
 export class TenantCountedMap<V> extends Map<string, V> {
   constructor(
     private readonly limits: TenantLimits | undefined,
-    private readonly tenant: string,
+    private tenant: string,
   ) {
     super();
+  }
+
+  /** Counts against another tenant from now on (an /ahp connection that authenticated); empty only. */
+  retenant(tenant: string): void {
+    if (this.size > 0) throw new Error('retenant a map that holds subscriptions');
+    this.tenant = tenant;
   }
 
   override set(key: string, value: V): this {

@@ -5,6 +5,27 @@ import { AuthError, Authenticator, type Principal } from '../auth/auth';
 import type { TenantLimits } from './tenant-limits';
 
 const PRINCIPAL = Symbol('baton.principal');
+const ANONYMOUS = Symbol('baton.anonymous');
+
+/**
+ * What an /ahp connection opened without any token counts against (GATEWAY_MAX_CONNECTIONS_PER_TENANT
+ * applies to all of them together) until it authenticates in-protocol. Never a tenant id (those
+ * are slugs).
+ */
+export const UNAUTHENTICATED = '\u0000unauthenticated';
+
+/** True when the upgrade carried no token at all and the endpoint takes in-protocol authentication. */
+export function anonymousOf(req: IncomingMessage): boolean {
+  return (req as IncomingMessage & { [ANONYMOUS]?: boolean })[ANONYMOUS] === true;
+}
+
+/** The paths whose protocol can authenticate after the upgrade (AHP's `authenticate`). */
+const IN_PROTOCOL_AUTH = new Set(['/ahp']);
+
+function hasNoToken(req: IncomingMessage): boolean {
+  if (req.headers.authorization !== undefined) return false;
+  return !new URL(req.url ?? '/', 'http://x').searchParams.has('token');
+}
 
 /** The principal the upgrade authenticated, attached to the request the connection came with. */
 export function principalOf(req: IncomingMessage): Principal | undefined {
@@ -42,6 +63,23 @@ export class BatonWsAdapter extends WsAdapter {
       ...options,
       maxPayload: this.hardMaxMessageBytes,
       verifyClient: (info: { req: IncomingMessage }, cb: VerifyCallback) => {
+        if (options.path && IN_PROTOCOL_AUTH.has(options.path) && hasNoToken(info.req)) {
+          // No token at all: the client authenticates in-protocol; until then it can do nothing
+          // that reads or writes a tenant's state (apps/gateway/src/ahp).
+          const release = this.limits ? this.limits.openConnection(UNAUTHENTICATED) : () => {};
+          if (!release) {
+            this.onRefused('too_many_connections');
+            cb(false, 429, 'too many unauthenticated connections on this gateway', {
+              'Retry-After': '1',
+            });
+            return;
+          }
+          if (info.req.socket.destroyed) release();
+          else info.req.socket.once('close', release);
+          (info.req as IncomingMessage & { [ANONYMOUS]?: boolean })[ANONYMOUS] = true;
+          cb(true);
+          return;
+        }
         this.auth.verify(Authenticator.tokenOf(info.req)).then(
           (principal) => {
             // The tenant's place is held for as long as the TCP socket lives (it is the
