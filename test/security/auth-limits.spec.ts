@@ -101,8 +101,10 @@ describe('authentication', () => {
     ['a bad ?token=', {}, '?token=nope', 'malformed token'],
   ])(
     'refuses %s at the upgrade with 401 and a one-line reason',
-    async (_what, headers, query, reason) => {
-      for (const path of ['/ws', '/ahp']) {
+    async (what, headers, query, reason) => {
+      // /ahp takes an upgrade with no token at all: the client authenticates in-protocol (AHP's
+      // `authenticate`); any token it does send is checked here, as on /ws.
+      for (const path of what === 'no token' ? ['/ws'] : ['/ws', '/ahp']) {
         const r = await upgrade(path, headers as Record<string, string>, query as string);
         expect(r.status).toBe(401);
         expect(r.body).not.toContain('\n');
@@ -111,6 +113,27 @@ describe('authentication', () => {
       }
     },
   );
+
+  it('/ahp without any token: upgraded, but nothing but the handshake and authenticate until it authenticates', async () => {
+    expect((await upgrade('/ahp', {})).status).toBe(101);
+    const c = await Client.connect(gw.wsUrl, undefined, '/ahp');
+    expect(
+      (await c.rpc('initialize', { protocolVersions: ['1.0.0'], clientId: 'anon' })).result,
+    ).toBeDefined();
+    for (const [method, params] of [
+      ['listSessions', {}],
+      ['subscribe', { channel: 'ahp-chat:/t/s' }],
+      ['subscribe', { channel: 'ahp-session:/t' }],
+    ] as const) {
+      expect((await c.rpc(method, params)).error).toMatchObject({ code: -32007 });
+    }
+    const bad = await c.rpc('authenticate', {
+      resource: 'urn:baton:gateway',
+      token: tok('read', { exp: 1 }),
+    });
+    expect(bad.error).toMatchObject({ code: -32007, message: 'token expired' });
+    await c.close();
+  });
 
   it('accepts a token in the header or, for browsers, in ?token=', async () => {
     expect((await upgrade('/ws', bearer(tok('read')))).status).toBe(101);

@@ -213,8 +213,10 @@ async function watchAhp(): Promise<Watch> {
       );
     },
     check: () => {
+      // The host's serverSeq (every connection takes numbers from it): strictly growing.
       const seqs = actions().map((a) => a.serverSeq as number);
-      expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => from + 1 + i));
+      expect(seqs[0]).toBeGreaterThan(from);
+      expect(seqs.every((q, i) => i === 0 || q > seqs[i - 1]!)).toBe(true);
       expect(c.closed).toBeUndefined();
     },
     close: () => c.close(),

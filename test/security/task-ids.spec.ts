@@ -210,7 +210,12 @@ describe('task ids are tenant-scoped', () => {
       id: 2,
       error: { code: -32008, message: `task ${id} not found`, data: { code: 'not_found' } },
     });
-    expect(ahp[2]).toEqual({ jsonrpc: '2.0', id: 3, result: { type: 'snapshot', snapshots: [] } });
+    // The host knows the client (it initialized): a replay, the chat it cannot resume `missing`.
+    expect(ahp[2]).toEqual({
+      jsonrpc: '2.0',
+      id: 3,
+      result: { type: 'replay', actions: [], missing: [`ahp-chat:/${id}/s1`] },
+    });
     const notFound = JSON.stringify({
       error: { code: 'not_found', message: `task ${id} not found` },
     });
@@ -254,7 +259,12 @@ describe('task ids are tenant-scoped', () => {
     // Nothing was written: no stream, no tenant list entry, no key of Y's task.
     expect(await streamLengths(stack.store, stack.prefix)).toEqual(before);
     expect(await stack.store.tenants.tasks('tenant-y')).toEqual([]);
-    expect(await stack.store.redis.keys(`${stack.prefix}:*tenant-y*`)).toEqual([]);
+    // Nothing of Y's but its AHP client's replay window (which expires, and names no task: the
+    // chat it could not subscribe to is not in it).
+    const keys = await stack.store.redis.keys(`${stack.prefix}:*tenant-y*`);
+    expect(keys).toEqual([`${stack.prefix}:ahp:client:{tenant-y:y}:state`]);
+    expect(Object.keys(await stack.store.redis.hgetall(keys[0]!))).toEqual(['#floor']);
+    expect(await stack.store.redis.ttl(keys[0]!)).toBeGreaterThan(0);
 
     // X takes the id as if nobody had looked at it.
     await xCreates(id);

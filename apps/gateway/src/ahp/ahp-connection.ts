@@ -16,7 +16,7 @@ import {
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { z } from 'zod';
-import type { Authenticator} from '../auth/auth';
+import type { Authenticator } from '../auth/auth';
 import { AuthError, allows, type Principal } from '../auth/auth';
 import { toWireError } from '../errors';
 import { Subscription } from '../subscriptions/subscription';
@@ -34,7 +34,16 @@ import {
   sessionSummary,
   sessionUri,
 } from './mapping';
-import { CLIENT_DISPATCHABLE, type ChatAction, type Message } from './reducer';
+import {
+  CLIENT_DISPATCHABLE,
+  chatReducer,
+  sessionReducer,
+  type ChatAction,
+  type ChatState,
+  type Message,
+  type SessionState,
+} from './reducer';
+import { jsonParts } from '../ws/shared-json';
 
 /** A JSON-RPC error, with Baton's wire error code in `data.code`. */
 class RpcError extends Error {
@@ -165,6 +174,7 @@ export class AhpConnection extends Connection {
   private root: RootWatch | undefined;
   private readonly chans = new Map<string, ChatSub | SessionSub>();
   private ops: Promise<unknown> = Promise.resolve();
+  private replies: Promise<unknown> = Promise.resolve();
   /** Envelopes go out in the order their serverSeqs were reserved. */
   private sending: Promise<unknown> = Promise.resolve();
   /** The highest serverSeq this connection has seen the host at. */
@@ -252,21 +262,29 @@ export class AhpConnection extends Connection {
       }
       return;
     }
-    this.request(method, msg.params).then(
-      // The result is built at the moment it is sent: snapshots in it take what arrived until
-      // then, and the actions of their chats start flowing only after it.
-      (result) => this.send({ jsonrpc: '2.0', id, result: result() }),
-      (err: unknown) => {
-        if (err instanceof RpcError) {
-          this.error(id, err.code, { message: err.message, ...err.data });
-        } else if (err instanceof NotFoundError) {
-          this.error(id, AHP_ERRORS.NotFound, { message: err.message, code: 'not_found' });
-        } else {
-          const { error, internal } = toWireError(err);
-          if (internal) this.s.log.error({ err, method }, 'AHP request failed');
-          this.error(id, CODE_OF[error.code] ?? AHP_ERRORS.InternalError, { ...error });
-        }
-      },
+    const result = this.request(method, msg.params);
+    // Handled below, once the answers before it are out: never an unhandled rejection meanwhile.
+    result.catch(() => undefined);
+    // Answers go out in the order the requests came (a quick one does not overtake a slow one).
+    this.replies = this.replies.then(() =>
+      result
+        .then(
+          // The result is built at the moment it is sent: snapshots in it take what arrived until
+          // then, and the actions of their chats start flowing only after it.
+          (build) => this.sendParts(jsonParts({ jsonrpc: '2.0', id, result: build() }, shared)),
+          (err: unknown) => {
+            if (err instanceof RpcError) {
+              this.error(id, err.code, { message: err.message, ...err.data });
+            } else if (err instanceof NotFoundError) {
+              this.error(id, AHP_ERRORS.NotFound, { message: err.message, code: 'not_found' });
+            } else {
+              const { error, internal } = toWireError(err);
+              if (internal) this.s.log.error({ err, method }, 'AHP request failed');
+              this.error(id, CODE_OF[error.code] ?? AHP_ERRORS.InternalError, { ...error });
+            }
+          },
+        )
+        .catch((err: unknown) => this.s.log.error({ err, method }, 'AHP reply failed')),
     );
   }
 
@@ -432,16 +450,24 @@ export class AhpConnection extends Connection {
       this.clientId = p.clientId;
       const wanted = [...new Set(p.subscriptions)];
       if (r.kind === 'replay') {
-        // Each chat continues from what the client has after the replayed actions.
+        // Each channel continues from what the client has: its snapshot with every action it
+        // was sent on it folded in (the window holds both), and what that host knew.
         const missing: string[] = [];
         const ok: string[] = [];
+        const restored: Record<string, Restored> = {};
         for (const c of wanted) {
-          if (c === AHP_ROOT || c in r.states) ok.push(c);
-          else missing.push(c);
+          const st = c === AHP_ROOT ? undefined : rebuild(c, r.states, r.all);
+          if (c === AHP_ROOT) ok.push(c);
+          else if (st) {
+            ok.push(c);
+            restored[c] = st;
+          } else missing.push(c);
         }
-        const subscribed = await this.subscribeAll(ok, false, r.states);
+        const subscribed = await this.subscribeAll(ok, false, restored);
         const keep = new Set(
-          ok.filter((c) => (c === AHP_ROOT ? this.root !== undefined : this.chans.has(c))),
+          ok.filter((c) =>
+            c === AHP_ROOT ? this.root !== undefined || this.rootPending : this.chans.has(c),
+          ),
         );
         const actions = r.envelopes.filter((e) => keep.has(e.channel));
         for (const c of ok) if (!keep.has(c)) missing.push(c);
@@ -532,12 +558,12 @@ export class AhpConnection extends Connection {
   private async subscribeAll(
     channels: readonly string[],
     strict: boolean,
-    states?: Record<string, string>,
+    restored?: Record<string, Restored>,
   ): Promise<(() => { resource: string; state: unknown; fromSeq: number })[]> {
     const out: (() => { resource: string; state: unknown; fromSeq: number })[] = [];
     for (const channel of channels) {
       try {
-        out.push(await this.serial(() => this.subscribe(channel, states?.[channel])));
+        out.push(await this.serial(() => this.subscribe(channel, restored?.[channel])));
       } catch (err) {
         const absent =
           err instanceof NotFoundError ||
@@ -598,7 +624,7 @@ export class AhpConnection extends Connection {
    */
   private async subscribe(
     channel: string,
-    restored?: string,
+    restored?: Restored,
   ): Promise<() => { resource: string; state: unknown; fromSeq: number }> {
     if (channel === AHP_ROOT) {
       if (this.anonymous) {
@@ -627,7 +653,13 @@ export class AhpConnection extends Connection {
     }
     if (this.anonymous) throw this.authRequired();
     const sessionTask = parseSessionUri(channel);
-    if (sessionTask !== null) return this.subscribeSession(channel, sessionTask, restored);
+    if (sessionTask !== null) {
+      return this.subscribeSession(
+        channel,
+        sessionTask,
+        restored?.state as SessionState | undefined,
+      );
+    }
     const ref = parseChatUri(channel);
     if (!ref) throw notFound(channel);
     this.requireRead();
@@ -645,17 +677,17 @@ export class AhpConnection extends Connection {
     // A chat of a task the tenant never wrote to is not found, whoever else has that task id;
     // subscribing never claims nor writes.
     const key = await this.s.tenancy.existing(this.principal.tenant, ref.taskId);
-    const view = await this.s.hub.view(key);
-    if (!view.sessions.some((x) => x.sessionId === ref.sessionId)) throw notFound(channel);
-    this.unsubscribe(channel);
     const over = this.tenantLimitMessage(channel);
     if (over) {
       throw new RpcError(AHP_ERRORS.TooManySubscriptions, over, {
         code: 'too_many_subscriptions',
       });
     }
+    const view = await this.s.hub.view(key);
+    if (!view.sessions.some((x) => x.sessionId === ref.sessionId)) throw notFound(channel);
+    this.unsubscribe(channel);
     const mirror = new ChatMirror(ref.taskId, ref.sessionId, new Date().toISOString());
-    if (restored) mirror.restore(restored);
+    if (restored) mirror.restore(restored.state as ChatState, restored.knowledge);
     let ready = false;
     /** A restored chat's client has the restored state: what moved it since is sent after the reply. */
     const held: ChatAction[] = [];
@@ -709,7 +741,10 @@ export class AhpConnection extends Connection {
         return { resource: channel, state: mirror.state(), fromSeq: this.seenSeq };
       };
     }
-    const bytes = Buffer.byteLength(JSON.stringify(mirror.state()));
+    const bytes = jsonParts(mirror.state(), shared).reduce(
+      (n, p) => n + (typeof p === 'string' ? Buffer.byteLength(p) : p.length),
+      0,
+    );
     if (!this.writable(bytes)) {
       this.unsubscribe(channel);
       throw new RpcError(AHP_ERRORS.Unavailable, this.behindMessage(), { code: 'unavailable' });
@@ -717,8 +752,9 @@ export class AhpConnection extends Connection {
     return () => {
       ready = true;
       // The client's window starts from this state (a reconnect elsewhere continues from it).
-      void this.record([], { [channel]: mirror.serialize() });
-      return { resource: channel, state: mirror.state(), fromSeq: this.seenSeq };
+      const fromSeq = this.seenSeq;
+      void this.record([], 0, { [channel]: snapshotRecord(fromSeq, mirror.ahp) });
+      return { resource: channel, state: mirror.state(), fromSeq };
     };
   }
 
@@ -759,7 +795,7 @@ export class AhpConnection extends Connection {
   private async subscribeSession(
     channel: string,
     taskId: string,
-    restored: string | undefined,
+    restored: SessionState | undefined,
   ): Promise<() => { resource: string; state: unknown; fromSeq: number }> {
     this.requireRead();
     const key = await this.s.tenancy.existing(this.principal.tenant, taskId);
@@ -779,7 +815,7 @@ export class AhpConnection extends Connection {
           if (this.chans.get(channel)?.kind !== 'session') return;
           const v = await this.s.hub.view(key);
           const actions = mirror.sync(v, new Date().toISOString());
-          if (ready && actions.length > 0) this.emitSession(channel, mirror, actions);
+          if (ready && actions.length > 0) this.emitSession(channel, actions);
         })
         .catch((err: unknown) => this.s.log.warn({ err, channel }, 'AHP session refresh failed'));
     };
@@ -790,8 +826,9 @@ export class AhpConnection extends Connection {
     if (restored) refresh(); // what changed while the client was away, after the reply
     return () => {
       ready = true;
-      if (!restored) void this.record([], { [channel]: mirror.serialize() });
-      return { resource: channel, state: mirror.state, fromSeq: this.seenSeq };
+      const fromSeq = this.seenSeq;
+      if (!restored) void this.record([], 0, { [channel]: snapshotRecord(fromSeq, mirror.state) });
+      return { resource: channel, state: mirror.state, fromSeq };
     };
   }
 
@@ -845,21 +882,18 @@ export class AhpConnection extends Connection {
     this.root = w;
   }
 
-  private emitSession(channel: string, mirror: SessionMirror, actions: ChatAction[]): void {
-    const state = mirror.serialize();
-    this.send_(() =>
-      actions.map((action, i) => ({
-        channel,
-        action,
-        ...(i === actions.length - 1 ? { state: [channel, state] as [string, string] } : {}),
-      })),
-    );
+  private emitSession(channel: string, actions: ChatAction[]): void {
+    this.send_(() => actions.map((action) => ({ channel, action })));
   }
 
-  private record(envelopes: Envelope[], states: Record<string, string>): Promise<void> {
+  private record(
+    envelopes: Buffer[],
+    lastSeq: number,
+    states: Record<string, string | Buffer>,
+  ): Promise<void> {
     if (!this.clientId) return Promise.resolve();
     return this.s.ahpLog
-      .record(this.principal.tenant, this.clientId, envelopes, states)
+      .record(this.principal.tenant, this.clientId, envelopes, lastSeq, states)
       .catch((err: unknown) => {
         this.s.log.warn({ err }, 'AHP replay window not recorded');
       });
@@ -891,18 +925,18 @@ export class AhpConnection extends Connection {
       }));
       const states: Record<string, string> = {};
       for (const it of items) if (it.state) states[it.state[0]] = it.state[1];
-      await this.record(envelopes, states);
+      // A large queued message is the same object for every subscriber: serialized once.
+      const bodies = envelopes.map((e) => toBuffer(jsonParts(e, shared)));
+      await this.record(bodies, envelopes.at(-1)!.serverSeq, states);
       this.seenSeq = Math.max(this.seenSeq, first + items.length - 1);
-      const frames = envelopes.map((e) =>
-        JSON.stringify({ jsonrpc: '2.0', method: 'action', params: e }),
-      );
-      const bytes = frames.reduce((n, f) => n + Buffer.byteLength(f), 0);
+      const frames = bodies.map((b) => Buffer.concat([FRAME_HEAD, b, FRAME_TAIL]));
+      const bytes = frames.reduce((n, f) => n + f.length, 0);
       if (!this.writable(bytes)) {
         // What the client has is no longer known here: it reconnects (its window holds the rest).
         this.close(SLOW_CONSUMER_CLOSE, 'slow consumer: no room for its actions');
         return;
       }
-      for (const f of frames) this.sendFrame(f, Buffer.byteLength(f));
+      for (const f of frames) this.sendFrame(f, f.length);
     });
     this.sending = next.catch((err: unknown) => {
       this.s.log.warn({ err }, 'AHP actions not sent');
@@ -913,7 +947,7 @@ export class AhpConnection extends Connection {
   /** Sends a chat's actions (already folded into its mirror); a dispatched turn's start is its echo. */
   private emit(channel: string, mirror: ChatMirror, actions: ChatAction[]): void {
     if (actions.length === 0) return;
-    const state = mirror.serialize();
+    const knowledge = mirror.knowledge();
     this.send_(() =>
       actions.map((action, i) => {
         const k = echoKeyOf(channel, action);
@@ -923,7 +957,9 @@ export class AhpConnection extends Connection {
           channel,
           action,
           ...(origin ? { origin } : {}),
-          ...(i === actions.length - 1 ? { state: [channel, state] as [string, string] } : {}),
+          ...(i === actions.length - 1
+            ? { state: [`${channel}#k`, knowledge] as [string, string] }
+            : {}),
         };
       }),
     );
@@ -1104,9 +1140,70 @@ export class AhpConnection extends Connection {
       return;
     }
     mirror.fold(action);
-    const state = mirror.serialize();
-    this.send_(() => [{ channel, action, origin, state: [channel, state] }]);
+    this.send_(() => [{ channel, action, origin }]);
   }
+}
+
+/** Large values serialized once and shared by every message that carries them (a prompt's text). */
+const shared = (key: string) => key === 'message';
+
+/** What a reconnect continues a channel from. */
+interface Restored {
+  state: ChatState | SessionState;
+  knowledge?: string;
+}
+
+/** Above this, a message's text is left out of the snapshot a replay window keeps. */
+const ELIDE_TEXT = 4_096;
+
+/**
+ * The snapshot a client was given, as its replay window keeps it: large message texts left out
+ * (a window is written per subscription; the texts are Baton's prompts). A reconnect that
+ * rebuilds from it differs from the client only in those texts, and the only thing the host
+ * compares texts for is the queue: it re-sends such a queued message whole (an upsert of what
+ * the client has), never anything the client does not have.
+ */
+function snapshotRecord(fromSeq: number, state: unknown): string {
+  return JSON.stringify({ fromSeq, state }, (key, v: unknown) =>
+    key === 'message' &&
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as Message).text === 'string' &&
+    (v as Message).text.length > ELIDE_TEXT
+      ? { ...(v as Message), text: '' }
+      : v,
+  );
+}
+
+const toBuffer = (parts: (string | Buffer)[]): Buffer =>
+  Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
+const FRAME_HEAD = Buffer.from('{"jsonrpc":"2.0","method":"action","params":');
+const FRAME_TAIL = Buffer.from('}');
+
+/**
+ * The state a client has of `channel`: the snapshot it was given with every action it was sent on
+ * the channel since folded in (rejected ones are not applied), through AHP's reducers.
+ */
+function rebuild(
+  channel: string,
+  states: Record<string, string>,
+  all: readonly Envelope[],
+): Restored | undefined {
+  const raw = states[channel];
+  if (!raw) return undefined;
+  const snap = JSON.parse(raw) as { fromSeq: number; state: ChatState | SessionState };
+  const isSession = parseSessionUri(channel) !== null;
+  let state = snap.state;
+  for (const e of all) {
+    if (e.channel !== channel || e.serverSeq <= snap.fromSeq || e.rejectionReason !== undefined) {
+      continue;
+    }
+    state = isSession
+      ? sessionReducer(state as SessionState, e.action)
+      : chatReducer(state as ChatState, e.action);
+  }
+  const knowledge = states[`${channel}#k`];
+  return { state, ...(knowledge ? { knowledge } : {}) };
 }
 
 /** Which dispatched action an action the host sends answers (its echo), by channel and id. */

@@ -12,8 +12,16 @@ export interface Envelope {
 /** What a reconnecting client can be given. */
 export type Recovery =
   | { kind: 'unknown' }
-  | { kind: 'snapshot'; states: Record<string, string> }
-  | { kind: 'replay'; envelopes: Envelope[]; states: Record<string, string> };
+  | { kind: 'snapshot' }
+  | {
+      kind: 'replay';
+      /** What the client missed: the envelopes after its lastSeenServerSeq. */
+      envelopes: Envelope[];
+      /** Every envelope of the window, to rebuild each channel's state from its snapshot. */
+      all: Envelope[];
+      /** By channel: the snapshot the client was given (`{ fromSeq, state }`); `<channel>#k`: what the host knew. */
+      states: Record<string, string>;
+    };
 
 /**
  * The host's one `serverSeq` and each client's replay window, in Redis so that every gateway
@@ -61,33 +69,36 @@ export class HostLog {
   }
 
   /**
-   * Records envelopes sent to the client and the state of their chats after them (what a
-   * reconnect through any gateway continues from). Past `maxEntries` the window is gone.
+   * Records envelopes sent to the client (serialized, the last one's serverSeq `lastSeq`) and
+   * what a reconnect through any gateway continues from (a channel's snapshot, what the host
+   * knew). Past `maxEntries` the window is gone.
    */
   async record(
     tenant: string,
     clientId: string,
-    envelopes: readonly Envelope[],
-    states: Record<string, string>,
+    envelopes: readonly (string | Buffer)[],
+    lastSeq: number,
+    states: Record<string, string | Buffer>,
   ): Promise<void> {
     const log = this.clientKey(tenant, clientId, 'log');
     const state = this.clientKey(tenant, clientId, 'state');
     const m = this.redis.multi();
-    if (envelopes.length > 0) m.rpush(log, ...envelopes.map((e) => JSON.stringify(e)));
+    if (envelopes.length > 0) m.rpush(log, ...envelopes);
     if (Object.keys(states).length > 0) m.hset(state, states);
     m.expire(log, this.ttlSeconds).expire(state, this.ttlSeconds).llen(log);
     const res = await m.exec();
     const len = Number(res?.at(-1)?.[1] ?? 0);
     if (len > this.maxEntries && envelopes.length > 0) {
-      // The window is full: forget it, nothing before the last envelope can be replayed now.
-      const last = envelopes[envelopes.length - 1]!.serverSeq;
-      await this.redis.multi().del(log).hset(state, '#floor', String(last)).exec();
+      // The window is full: forget it (the states it rebuilds from too): nothing before the last
+      // envelope can be replayed now.
+      const last = lastSeq;
+      await this.redis
+        .multi()
+        .del(log, state)
+        .hset(state, '#floor', String(last))
+        .expire(state, this.ttlSeconds)
+        .exec();
     }
-  }
-
-  /** Forgets a chat of the client (unsubscribed). */
-  async forget(tenant: string, clientId: string, channel: string): Promise<void> {
-    await this.redis.hdel(this.clientKey(tenant, clientId, 'state'), channel);
   }
 
   /** What a client that saw everything up to `lastSeen` can get back. */
@@ -102,10 +113,11 @@ export class HostLog {
     const { '#floor': _, ...chats } = states;
     const envelopes = raw.map((r) => JSON.parse(r) as Envelope);
     const top = envelopes.at(-1)?.serverSeq ?? floor;
-    if (lastSeen < floor || lastSeen > top) return { kind: 'snapshot', states: chats };
+    if (lastSeen < floor || lastSeen > top) return { kind: 'snapshot' };
     return {
       kind: 'replay',
       envelopes: envelopes.filter((e) => e.serverSeq > lastSeen),
+      all: envelopes,
       states: chats,
     };
   }

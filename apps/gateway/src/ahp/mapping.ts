@@ -65,12 +65,37 @@ export const message = (text: string, origin?: PromptOrigin): Message => ({
   origin: { kind: messageKind(origin) },
 });
 
-/** Baton's queue as AHP queued messages: each keyed by the prompt's idempotency key. */
+const pendingOf = new WeakMap<QueueView, PendingMessage[]>();
+const queueMetaOf = new WeakMap<QueueView, unknown>();
+
+/**
+ * Baton's queue as AHP queued messages: each keyed by the prompt's idempotency key. One array per
+ * queue object: every mirror of a view's version holds (and sends) the same message objects, so a
+ * large prompt is serialized once per version, not once per subscriber (ws/shared-json.ts).
+ */
 export function queuedMessages(queue: QueueView | undefined): PendingMessage[] {
-  return (queue?.entries ?? []).map((e) => ({
-    id: e.idempotencyKey,
-    message: message(e.text, e.origin),
-  }));
+  if (!queue) return [];
+  let out = pendingOf.get(queue);
+  if (!out) {
+    out = queue.entries.map((e) => ({ id: e.idempotencyKey, message: message(e.text, e.origin) }));
+    pendingOf.set(queue, out);
+  }
+  return out;
+}
+
+/** Baton's queue under `_meta['x-baton']`: without the prompts' text (queuedMessages has it). */
+export function queueMeta(queue: QueueView): unknown {
+  let out = queueMetaOf.get(queue);
+  if (!out) {
+    out = {
+      autoRun: queue.autoRun,
+      capacity: queue.capacity,
+      blockedBy: queue.blockedBy,
+      entries: queue.entries.map(({ text: _, ...e }) => e),
+    };
+    queueMetaOf.set(queue, out);
+  }
+  return out;
 }
 
 /** What the chat should show, from Baton's view of the session (and what the host learnt of its turns). */
@@ -135,7 +160,7 @@ export function chatActions(state: ChatState, target: ChatTarget, now: string): 
   }
   for (const m of target.queued) {
     const had = s.queuedMessages?.find((x) => x.id === m.id);
-    if (!had || !same(had, m)) {
+    if (!had || (had.message !== m.message && !same(had.message, m.message))) {
       emit({ type: 'chat/pendingMessageSet', kind: 'queued', id: m.id, message: m.message });
     }
   }
@@ -206,7 +231,7 @@ export class ChatMirror {
           taskId: this.taskId,
           sessionId: this.sessionId,
           ...(this.activity ? { activity: this.activity } : {}),
-          ...(this.queue ? { queue: this.queue } : {}),
+          ...(this.queue ? { queue: queueMeta(this.queue) } : {}),
         },
       },
     };
@@ -217,30 +242,35 @@ export class ChatMirror {
     return this.chat;
   }
 
-  /** What a reconnect through another gateway continues from. */
-  serialize(): string {
+  /** What the host learnt of Baton's turns (small): kept with the client's replay window. */
+  knowledge(): string {
     return JSON.stringify({
-      chat: this.chat,
       turnOfGen: [...this.turnOfGen],
       keyOfGen: [...this.keyOfGen],
-      texts: [...this.texts],
       endings: [...this.endings],
     });
   }
 
-  /** Continues from what another connection of the client had (ChatMirror.serialize). */
-  restore(raw: string): void {
-    const r = JSON.parse(raw) as {
-      chat: ChatState;
+  /**
+   * Continues from what another connection of the client had: the client's chat state (its
+   * snapshot with the actions it was sent folded in) and what that host knew.
+   */
+  restore(state: ChatState, knowledge: string | undefined): void {
+    this.chat = state;
+    for (const m of [
+      ...(state.queuedMessages ?? []),
+      ...(state.activeTurn ? [{ id: state.activeTurn.id, message: state.activeTurn.message }] : []),
+    ]) {
+      this.texts.set(m.id, m.message);
+    }
+    if (!knowledge) return;
+    const r = JSON.parse(knowledge) as {
       turnOfGen: [number, string][];
       keyOfGen: [number, string][];
-      texts: [string, Message][];
       endings: [string, { state: Turn['state']; error?: unknown }][];
     };
-    this.chat = r.chat;
     for (const [k, v] of r.turnOfGen) this.turnOfGen.set(k, v);
     for (const [k, v] of r.keyOfGen) this.keyOfGen.set(k, v);
-    for (const [k, v] of r.texts) this.texts.set(k, v);
     for (const [k, v] of r.endings) this.endings.set(k, v);
   }
 
@@ -306,8 +336,9 @@ export class ChatMirror {
           break;
         }
         case 'session.queue': {
-          const { sessionId: _, ...queue } = u.data;
-          if (!this.queue || !same(queue, this.queue)) extra.push({ type: 'x-baton/queue', queue });
+          // The update's own object (shared by every subscriber): its messages are built once.
+          const queue: QueueView = u.data;
+          extra.push({ type: 'x-baton/queue', queue: queueMeta(queue) });
           this.queue = queue;
           for (const e of queue.entries) {
             this.texts.set(e.idempotencyKey, message(e.text, e.origin));
@@ -501,12 +532,10 @@ export class SessionMirror {
     readonly taskId: string,
     view: TaskView,
     now: string,
-    restored?: string,
+    restored?: SessionState,
   ) {
     this.resource = sessionUri(taskId);
-    this.state_ = restored
-      ? (JSON.parse(restored) as SessionState)
-      : (sessionState(taskId, view, now) as SessionState);
+    this.state_ = restored ?? (sessionState(taskId, view, now) as SessionState);
   }
 
   get state(): SessionState {
@@ -517,9 +546,5 @@ export class SessionMirror {
     const actions = sessionActions(this.state_, this.taskId, view, now);
     for (const a of actions) this.state_ = sessionReducer(this.state_, a);
     return actions;
-  }
-
-  serialize(): string {
-    return JSON.stringify(this.state_);
   }
 }
