@@ -927,7 +927,17 @@ export class AhpConnection extends Connection {
       for (const it of items) if (it.state) states[it.state[0]] = it.state[1];
       // A large queued message is the same object for every subscriber: serialized once.
       const bodies = envelopes.map((e) => toBuffer(jsonParts(e, shared)));
-      await this.record(bodies, envelopes.at(-1)!.serverSeq, states);
+      // Recorded before sent: what a client has is always in its window. A failure (Redis) closes
+      // the connection instead: the client reconnects, and gets what it missed from the view.
+      if (this.clientId) {
+        await this.s.ahpLog.record(
+          this.principal.tenant,
+          this.clientId,
+          bodies,
+          envelopes.at(-1)!.serverSeq,
+          states,
+        );
+      }
       this.seenSeq = Math.max(this.seenSeq, first + items.length - 1);
       const frames = bodies.map((b) => Buffer.concat([FRAME_HEAD, b, FRAME_TAIL]));
       const bytes = frames.reduce((n, f) => n + f.length, 0);
