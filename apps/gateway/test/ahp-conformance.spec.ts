@@ -507,4 +507,74 @@ describe('AHP host conformance', () => {
     for (const q of after) expect(q).toBeGreaterThan(lastSeen);
     await b.close();
   });
+
+  it('reconnect replays exactly what the client missed, queued prompts whole, and falls back to snapshots when the window is gone', async () => {
+    const taskId = 'replay';
+    const chat = 'ahp-chat:/replay/s1';
+    const w = new FakeWorker(stack.store, K(taskId), 's1');
+    await w.start();
+    await sessionExists(taskId);
+    const a = await Client.connect(A, tok, '/ahp');
+    const snap = (((await init(a, 'replayer', [chat])).result as Json).snapshots as Json[])[0]!;
+    const big = 'x'.repeat(20_000);
+    const ws = await Client.connect(A, tok, '/ws');
+    const prompt = (key: string, text: string) =>
+      ws.request({ op: 'prompt', taskId, sessionId: 's1', text, idempotencyKey: key });
+    await prompt('busy', 'busy'); // takes the turn: what follows queues
+    await prompt('big', big);
+    await prompt('small', 'small');
+    await waitFor(
+      () =>
+        envelopes(a, chat).filter((e) => (e.action as Json).type === 'chat/pendingMessageSet')
+          .length === 2,
+      'both queued',
+    );
+    const seen = envelopes(a, chat);
+    // The client saw only up to the turn's start; it missed the queue.
+    const cut = seen.findIndex((e) => (e.action as Json).type === 'chat/turnStarted');
+    const lastSeen = seen[cut]!.serverSeq as number;
+    let s = snap.state as Json;
+    for (const e of seen.slice(0, cut + 1)) s = reduce(s, e.action as Json);
+    await a.close();
+    const b = await Client.connect(B, tok, '/ahp');
+    const res = (
+      await b.rpc('reconnect', {
+        clientId: 'replayer',
+        lastSeenServerSeq: lastSeen,
+        subscriptions: [chat],
+      })
+    ).result as Json;
+    expect(res.type).toBe('replay');
+    // Exactly the envelopes it was sent after lastSeenServerSeq, as they were sent.
+    expect(res.actions).toEqual(seen.slice(cut + 1));
+    for (const e of res.actions as Json[]) s = reduce(s, e.action as Json);
+    // Whatever follows through B (a queued prompt re-sent whole is an upsert of what it has)
+    // leaves the client with Baton's queue, the big prompt's text entire.
+    await new Promise((r) => setTimeout(r, 300));
+    for (const e of envelopes(b, chat)) s = reduce(s, e.action as Json);
+    expect(
+      (s.queuedMessages as Json[]).map((m) => [m.id, ((m.message as Json).text as string).length]),
+    ).toEqual([
+      ['big', 20_000],
+      ['small', 5],
+    ]);
+    expect((s.activeTurn as Json).id).toBe('busy');
+    // A client that saw less than its window holds (it starts at its initialize) gets snapshots.
+    const c = await Client.connect(B, tok, '/ahp');
+    const floor = ((await init(c, 'late-replayer', [chat])).result as Json).serverSeq as number;
+    expect(floor).toBeGreaterThan(0);
+    await c.close();
+    const c2 = await Client.connect(A, tok, '/ahp');
+    const old = (
+      await c2.rpc('reconnect', {
+        clientId: 'late-replayer',
+        lastSeenServerSeq: floor - 1,
+        subscriptions: [chat],
+      })
+    ).result as Json;
+    expect(old.type).toBe('snapshot');
+    const st = (old.snapshots as Json[])[0]!.state as Json;
+    expect((st.queuedMessages as Json[]).map((m) => m.id)).toEqual(['big', 'small']);
+    await Promise.all([b.close(), c2.close(), ws.close()]);
+  });
 });
