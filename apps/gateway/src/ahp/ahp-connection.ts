@@ -1049,7 +1049,24 @@ export class AhpConnection extends Connection {
           const echoKey = `${p.channel}\nturn:${id}`;
           if (isTurn) this.echoes.set(echoKey, origin);
           await this.s.tenancy.write(this.principal.tenant, mirror.taskId);
-          const decide = (d: { outcome: string; message?: string; reason?: string }) => {
+          const decide = (d: {
+            outcome: string;
+            message?: string;
+            reason?: string;
+            mode?: string;
+          }) => {
+            if (d.outcome === 'admitted' && d.mode === 'steer') {
+              // Steered into the turn that runs: no turn of its own starts.
+              this.echoes.delete(echoKey);
+              const running = mirror.ahp.activeTurn?.id;
+              this.reject(
+                p.channel,
+                action,
+                origin,
+                `steered into the running turn${running ? ` ${running}` : ''}`,
+              );
+              return;
+            }
             if (d.outcome === 'admitted') {
               if (!isTurn) this.echoQueued(p.channel, mirror, action, origin, id);
               return;
