@@ -5,6 +5,7 @@ import type { QueueView, SessionActivityView, SessionView, Update } from '@baton
 import { reduce as clientReduce } from '../../test/ahp-client-reducer';
 import {
   ChatMirror,
+  SessionMirror,
   chatActions,
   emptyChat,
   parseSessionUri,
@@ -278,5 +279,84 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
         { provider: 'b', displayName: 'b', description: 'B', models: [] },
       ],
     });
+  });
+});
+
+describe('Baton task → AHP session (pure mapping)', () => {
+  /** The session catalog's reducer as a client has it, from the spec alone. */
+  const clientSession = (s: Record<string, unknown>, a: Record<string, unknown>) => {
+    const chats = s.chats as { resource: string }[];
+    switch (a.type) {
+      case 'session/chatAdded': {
+        const sum = a.summary as { resource: string };
+        const i = chats.findIndex((c) => c.resource === sum.resource);
+        return { ...s, chats: i < 0 ? [...chats, sum] : chats.map((c, j) => (j === i ? sum : c)) };
+      }
+      case 'session/chatRemoved':
+        return { ...s, chats: chats.filter((c) => c.resource !== a.chat) };
+      case 'session/chatUpdated':
+        return {
+          ...s,
+          chats: chats.map((c) =>
+            c.resource === a.chat ? { ...c, ...(a.changes as object), resource: c.resource } : c,
+          ),
+        };
+      case 'session/defaultChatChanged': {
+        const { defaultChat: _, ...rest } = s;
+        return a.defaultChat === undefined ? rest : { ...rest, defaultChat: a.defaultChat };
+      }
+      default:
+        return s;
+    }
+  };
+  it('a client folding the session actions has the host’s catalog: one chat per Baton session, its status', () => {
+    const sess = fc.record({
+      id: fc.constantFrom('a', 'b', 'c'),
+      gen: fc.option(fc.constant(1), { nil: null }),
+      failed: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(fc.uniqueArray(sess, { selector: (x) => x.id, maxLength: 3 }), {
+          minLength: 1,
+          maxLength: 12,
+        }),
+        (steps) => {
+          const view = (ss: (typeof steps)[number]) => ({
+            taskId: 't',
+            status: 'active' as const,
+            seq: 1,
+            activity: { foregroundActivity: null, activeSubagentCount: 0 },
+            sessions: ss.map((x) => ({
+              sessionId: x.id,
+              activity: activity({ runningGeneration: x.gen, state: x.failed ? 'failed' : 'idle' }),
+              queue: queue([]),
+              backgroundWork: [],
+            })),
+          });
+          const m = new SessionMirror('t', view(steps[0]!), '2026-12-01T00:00:00.000Z');
+          let client = JSON.parse(JSON.stringify(m.state)) as Record<string, unknown>;
+          for (const ss of steps.slice(1)) {
+            for (const a of m.sync(view(ss), '2026-12-01T00:00:01.000Z'))
+              client = clientSession(client, a);
+            expect(norm(client)).toEqual(norm(m.state));
+            expect(m.state.chats.map((c) => c.resource).sort()).toEqual(
+              ss.map((x) => `ahp-chat:/t/${x.id}`).sort(),
+            );
+            // The default chat is one of the chats (none without chats).
+            const d = m.state.defaultChat as string | undefined;
+            if (ss.length === 0) expect(d).toBeUndefined();
+            else expect(m.state.chats.map((c) => c.resource)).toContain(d);
+            for (const x of ss) {
+              const c = m.state.chats.find((y) => y.resource === `ahp-chat:/t/${x.id}`)!;
+              expect(c.status).toBe(
+                x.gen !== null ? Status.InProgress : x.failed ? Status.Error : Status.Idle,
+              );
+            }
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });

@@ -517,8 +517,11 @@ export function sessionActions(
       });
     }
   }
-  if (have.defaultChat === undefined && want[0]) {
-    out.push({ type: 'session/defaultChatChanged', defaultChat: want[0].resource });
+  // The default chat is the first one, while it exists; none when there is none.
+  if (have.defaultChat === undefined || !keep.has(have.defaultChat as string)) {
+    const next = want[0]?.resource;
+    if (next !== have.defaultChat)
+      out.push({ type: 'session/defaultChatChanged', defaultChat: next });
   }
   return out;
 }
