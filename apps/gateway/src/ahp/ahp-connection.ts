@@ -958,21 +958,21 @@ export class AhpConnection extends Connection {
   private emit(channel: string, mirror: ChatMirror, actions: ChatAction[]): void {
     if (actions.length === 0) return;
     const knowledge = mirror.knowledge();
-    this.send_(() =>
-      actions.map((action, i) => {
-        const k = echoKeyOf(channel, action);
-        const origin = k === undefined ? undefined : this.echoes.get(k);
-        if (k !== undefined) this.echoes.delete(k);
-        return {
-          channel,
-          action,
-          ...(origin ? { origin } : {}),
-          ...(i === actions.length - 1
-            ? { state: [`${channel}#k`, knowledge] as [string, string] }
-            : {}),
-        };
-      }),
-    );
+    // Which dispatched action each answers, decided now (as the mirror moves), not when sent.
+    const items = actions.map((action, i) => {
+      const k = echoKeyOf(channel, action);
+      const origin = k === undefined ? undefined : this.echoes.get(k);
+      if (k !== undefined) this.echoes.delete(k);
+      return {
+        channel,
+        action,
+        ...(origin ? { origin } : {}),
+        ...(i === actions.length - 1
+          ? { state: [`${channel}#k`, knowledge] as [string, string] }
+          : {}),
+      };
+    });
+    this.send_(() => items);
   }
 
   private reject(
@@ -1068,7 +1068,18 @@ export class AhpConnection extends Connection {
               return;
             }
             if (d.outcome === 'admitted') {
-              if (!isTurn) this.echoQueued(p.channel, mirror, action, origin, id);
+              if (!isTurn) {
+                this.echoQueued(p.channel, mirror, action, origin, id);
+                return;
+              }
+              // A turn this client already has (a pending action re-sent after a reconnect: the
+              // idempotency key made no second prompt): answered now, its start is not sent again.
+              const s0 = mirror.ahp;
+              const had = s0.activeTurn?.id === id || s0.turns.some((t) => t.id === id);
+              if (had && this.echoes.get(echoKey) === origin) {
+                this.echoes.delete(echoKey);
+                this.reject(p.channel, action, origin, `already started as turn ${id}`);
+              }
               return;
             }
             if (d.outcome === 'queued') {
