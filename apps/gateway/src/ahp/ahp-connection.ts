@@ -146,7 +146,8 @@ interface SessionSub {
 interface RootWatch {
   stop: () => void;
   known: Map<string, number | undefined>;
-  pending: Set<string>;
+  /** Tasks to look at again, with the update seq their view must have reached. */
+  pending: Map<string, number>;
   timer: NodeJS.Timeout | undefined;
 }
 
@@ -806,7 +807,9 @@ export class AhpConnection extends Connection {
     let ready = false;
     let chain: Promise<unknown> = Promise.resolve();
     let queued = false;
-    const refresh = () => {
+    /** The task's updates seen so far: a view older than that is read again. */
+    let wantSeq = 0;
+    const refresh = (attempt = 0) => {
       if (queued) return;
       queued = true;
       chain = chain
@@ -816,18 +819,25 @@ export class AhpConnection extends Connection {
           const v = await this.s.hub.view(key);
           const actions = mirror.sync(v, new Date().toISOString());
           if (ready && actions.length > 0) this.emitSession(channel, actions);
+          // The update can come before the view that has it is stored: look again shortly.
+          if (v.seq < wantSeq && attempt < 100) {
+            setTimeout(() => refresh(attempt + 1), 20).unref();
+          }
         })
         .catch((err: unknown) => this.s.log.warn({ err, channel }, 'AHP session refresh failed'));
     };
     const stop = this.s.hub.listen(key, (frame) => {
+      wantSeq = Math.max(wantSeq, frame.update.seq);
       if (endsGroup(frame.update)) refresh();
     });
     this.chans.set(channel, { kind: 'session', mirror, stop });
-    if (restored) refresh(); // what changed while the client was away, after the reply
     return () => {
       ready = true;
       const fromSeq = this.seenSeq;
       if (!restored) void this.record([], 0, { [channel]: snapshotRecord(fromSeq, mirror.state) });
+      // Whatever changed since the view was read (before the listener, or while the client was
+      // away) follows the reply as actions: the view is read again once it is out.
+      refresh();
       return { resource: channel, state: mirror.state, fromSeq };
     };
   }
@@ -838,26 +848,36 @@ export class AhpConnection extends Connection {
    * root/sessionSummaryChanged when its status changes.
    */
   private async watchRoot(): Promise<void> {
-    const tasks = await this.s.tenancy.tasks(this.principal.tenant);
     const w: RootWatch = {
       stop: () => undefined,
-      known: new Map(tasks.map((t) => [t, undefined])),
-      pending: new Set(),
+      known: new Map(),
+      pending: new Map(),
       timer: undefined,
     };
+    let loaded = false;
+    let flushing: Promise<void> = Promise.resolve();
+    const retries = new Map<string, number>();
     const notify = (method: string, params: Record<string, unknown>) =>
       this.send({ jsonrpc: '2.0', method, params: { channel: AHP_ROOT, ...params } });
     const flush = async () => {
-      w.timer = undefined;
       const ids = [...w.pending];
       w.pending.clear();
-      for (const taskId of ids) {
+      let again = false;
+      for (const [taskId, seq] of ids) {
         if (this.root !== w) return;
         const view = await this.s.hub.view(this.s.tenancy.key(this.principal.tenant, taskId));
+        // The update can come before the view that has it is stored: look again shortly.
+        const tries = (retries.get(taskId) ?? 0) + 1;
+        if (view.seq < seq && tries <= 100) {
+          retries.set(taskId, tries);
+          w.pending.set(taskId, Math.max(seq, w.pending.get(taskId) ?? 0));
+          again = true;
+        } else retries.delete(taskId);
         const now = new Date().toISOString();
         if (view.status === 'deleted') {
-          if (w.known.delete(taskId))
+          if (w.known.delete(taskId)) {
             notify('root/sessionRemoved', { session: sessionUri(taskId) });
+          }
           continue;
         }
         const summary = sessionSummary(taskId, view, now);
@@ -870,16 +890,35 @@ export class AhpConnection extends Connection {
         }
         w.known.set(taskId, summary.status);
       }
+      if (again) schedule();
     };
+    // One flush at a time, in order; a few ms of updates go together.
+    const schedule = () => {
+      if (!loaded || w.timer) return;
+      w.timer = setTimeout(() => {
+        w.timer = undefined;
+        flushing = flushing
+          .then(flush)
+          .catch((err: unknown) => this.s.log.warn({ err }, 'AHP root notification failed'));
+      }, 20);
+    };
+    // Listening before the tenant's list is read: a task that appears meanwhile is not missed.
     w.stop = this.s.hub.listenTenant(this.principal.tenant, (frame) => {
       const u = frame.update;
       if (!endsGroup(u) && u.type !== 'task.status') return;
-      w.pending.add(clientTaskId(u.taskId));
-      w.timer ??= setTimeout(() => {
-        flush().catch((err: unknown) => this.s.log.warn({ err }, 'AHP root notification failed'));
-      }, 20);
+      const t = clientTaskId(u.taskId);
+      w.pending.set(t, Math.max(u.seq, w.pending.get(t) ?? 0));
+      schedule();
     });
     this.root = w;
+    try {
+      for (const t of await this.s.tenancy.tasks(this.principal.tenant)) w.known.set(t, undefined);
+    } catch (err) {
+      this.unsubscribe(AHP_ROOT);
+      throw err;
+    }
+    loaded = true;
+    if (w.pending.size > 0) schedule();
   }
 
   private emitSession(channel: string, actions: ChatAction[]): void {
