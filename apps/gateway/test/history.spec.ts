@@ -1,5 +1,6 @@
 import { taskKey, TaskHistory, type StreamEntry } from '@baton/protocol';
 import { cli } from '../../../test/support';
+import { History } from '../src/history/history';
 import { Client, FakeWorker, readAll, startStack, tokenFor, waitFor, type Stack } from './support';
 
 /**
@@ -124,6 +125,24 @@ it('answers what happened: turns, background work, a queued prompt’s wait, the
   expect(TaskHistory.parse(JSON.parse(json.stdout)).sessions[0]!.turns).toHaveLength(2);
   const bad = await cli(['history', TASK, '--since', 'soon'], env);
   expect(bad).toMatchObject({ code: 2, stderr: expect.stringMatching(/not a time: "soon"/) });
+});
+
+it('pages a range that holds more entries than one answer folds', async () => {
+  const small = new History(stack.store, { maxEntries: 7, maxItems: 1_000 });
+  const all = (await stack.store.readTask(KEY)).items.length;
+  const pages: TaskHistory[] = [];
+  let since = Date.now() - 3_600_000;
+  for (;;) {
+    const page = await small.query(KEY, TASK, { since, until: Date.now() });
+    pages.push(page);
+    if (page.next === undefined) break;
+    expect(page.truncated).toBe(true);
+    expect(page.to).toBe(page.next - 1);
+    since = page.next;
+  }
+  expect(pages.length).toBeGreaterThan(1);
+  // Every entry is folded in exactly one page.
+  expect(pages.reduce((n, p) => n + p.entries, 0)).toBe(all);
 });
 
 it('answers only the task’s tenant, and says what is wrong with a bad range', async () => {

@@ -93,6 +93,12 @@ export const TaskHistory = z.object({
   entries: z.number().int().nonnegative(),
   /** A list or the range reached its bound: later items are left out. */
   truncated: z.boolean(),
+  /**
+   * When the range held more entries than one answer folds: the time of the first one left out.
+   * Ask again with `since` = `next` for the rest (pages meet there: an interval open at the end
+   * of one page is where the next one starts).
+   */
+  next: Ms.optional(),
   /** The stream was trimmed behind the range's start: what happened before is gone. */
   trimmed: z.boolean().optional(),
 });

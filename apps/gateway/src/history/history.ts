@@ -97,6 +97,7 @@ export class History {
     const entries: { id: string; entry: StreamEntry }[] = [];
     let inRange = 0;
     let truncated = false;
+    let next: number | undefined;
     for (;;) {
       const page = await this.store.readTask(key, after, 1_000);
       let done = page.items.length === 0;
@@ -112,7 +113,12 @@ export class History {
           continue;
         }
         if (++inRange > this.limits.maxEntries) {
+          // Pages meet at a millisecond: what shares this one goes to the next page.
+          while (entries.length > 0 && entryTime(entries[entries.length - 1]!.id) === at) {
+            entries.pop();
+          }
           truncated = true;
+          next = at;
           done = true;
           break;
         }
@@ -126,7 +132,7 @@ export class History {
       entries,
       {
         from,
-        to: until,
+        to: next !== undefined ? next - 1 : until,
         maxItems: this.limits.maxItems,
         ...(q.sessionId !== undefined ? { sessionId: q.sessionId } : {}),
       },
@@ -136,6 +142,7 @@ export class History {
       ...h,
       taskId: clientTaskId,
       truncated: h.truncated || truncated,
+      ...(next !== undefined ? { next } : {}),
       ...(trimmed ? { trimmed: true } : {}),
     };
   }
