@@ -18,6 +18,7 @@ import { GatewayMetrics } from './metrics/metrics';
 import { LOGGER, OPTIONS, SERVICES, STORE, type ResolvedOptions } from './options';
 import { PageModule } from './page/page.module';
 import { Executions } from './rest/executions';
+import { BoardController } from './rest/board.controller';
 import { TasksController } from './rest/tasks.controller';
 import { Tenancy } from './tenancy';
 import { HostLog } from './ahp/host-log';
@@ -197,7 +198,7 @@ class AhpModule {}
 /** REST read models and commands. */
 @Module({
   imports: [CommandsModule],
-  controllers: [TasksController],
+  controllers: [TasksController, BoardController],
   providers: [{ provide: History, inject: [STORE], useFactory: (s: EventStore) => new History(s) }],
 })
 class RestModule {}

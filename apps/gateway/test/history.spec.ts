@@ -1,4 +1,4 @@
-import { taskKey, TaskHistory, type StreamEntry } from '@baton/protocol';
+import { Board, taskKey, TaskHistory, type StreamEntry } from '@baton/protocol';
 import { cli } from '../../../test/support';
 import { History } from '../src/history/history';
 import { Client, FakeWorker, readAll, startStack, tokenFor, waitFor, type Stack } from './support';
@@ -143,6 +143,18 @@ it('pages a range that holds more entries than one answer folds', async () => {
   expect(pages.length).toBeGreaterThan(1);
   // Every entry is folded in exactly one page.
   expect(pages.reduce((n, p) => n + p.entries, 0)).toBe(all);
+});
+
+it('puts every task of the tenant on the board, and only the tenant’s', async () => {
+  const b = Board.parse((await get('/v1/board')).body);
+  expect(b.tasks).toBe(1);
+  // b's turn is running: generating.
+  expect(b.groups.find((g) => g.group === 'generating')).toEqual({
+    group: 'generating',
+    count: 1,
+    taskIds: [TASK],
+  });
+  expect(Board.parse((await get('/v1/board', 'other')).body)).toMatchObject({ tasks: 0 });
 });
 
 it('answers only the task’s tenant, and says what is wrong with a bad range', async () => {

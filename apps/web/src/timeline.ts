@@ -1,4 +1,4 @@
-import type { ActivityLane, SessionHistory, TaskView } from '@baton/protocol';
+import type { ActivityLane, SessionHistory } from '@baton/protocol';
 
 /**
  * The timeline of one session, as lanes over time: the foreground (what the session showed),
@@ -184,42 +184,4 @@ export function timelineOf(h: SessionHistory, now: number, from?: number): Timel
     ],
     ticks,
   };
-}
-
-/** A task's place on the board: the first that holds over its sessions. */
-export type BoardGroup = 'needs_person' | 'failed' | 'generating' | 'background' | 'idle';
-
-export const BOARD_GROUPS: readonly { group: BoardGroup; title: string }[] = [
-  { group: 'needs_person', title: 'Needs a person' },
-  { group: 'failed', title: 'Failed' },
-  { group: 'generating', title: 'Generating' },
-  { group: 'background', title: 'Background' },
-  { group: 'idle', title: 'Idle' },
-];
-
-export function boardGroupOf(t: TaskView): BoardGroup {
-  const kinds = t.sessions.map((s) => s.activity.attention?.kind as string | undefined);
-  if (kinds.includes('needs_person')) return 'needs_person';
-  if (kinds.includes('failed') || kinds.includes('needs_operator')) return 'failed';
-  if (t.activity.foregroundActivity === 'generating') return 'generating';
-  if (
-    t.activity.foregroundActivity === 'background' ||
-    t.sessions.some((s) => s.backgroundWork.length > 0)
-  ) {
-    return 'background';
-  }
-  return 'idle';
-}
-
-/** Every task in its group, groups in the board's order, each with its count. */
-export function board(
-  tasks: readonly { taskId: string; view: TaskView | null }[],
-): { group: BoardGroup; title: string; taskIds: string[] }[] {
-  return BOARD_GROUPS.map(({ group, title }) => ({
-    group,
-    title,
-    taskIds: tasks
-      .filter((t) => t.view !== null && boardGroupOf(t.view) === group)
-      .map((t) => t.taskId),
-  }));
 }

@@ -1,6 +1,6 @@
-import type { SessionHistory, TaskView } from '@baton/protocol';
+import type { SessionHistory } from '@baton/protocol';
 import fc from 'fast-check';
-import { board, boardGroupOf, timelineOf } from '../src/timeline';
+import { timelineOf } from '../src/timeline';
 
 const T = Date.UTC(2026, 11, 2, 10, 42, 0);
 const s = (n: number) => T + n * 1_000;
@@ -131,53 +131,5 @@ describe('the timeline of a session', () => {
         },
       ),
     );
-  });
-});
-
-describe('the board', () => {
-  const view = (
-    over: Partial<TaskView['activity']>,
-    sessions: Partial<TaskView['sessions'][0]>[] = [],
-  ) =>
-    ({
-      taskId: 't',
-      status: 'active',
-      seq: 1,
-      activity: { foregroundActivity: null, activeSubagentCount: 0, ...over },
-      sessions: sessions.map((x) => ({
-        sessionId: 's',
-        activity: { attention: null },
-        queue: {},
-        backgroundWork: [],
-        ...x,
-      })),
-    }) as unknown as TaskView;
-
-  it('groups every task by what needs looking at first', () => {
-    const failed = view({}, [
-      {
-        activity: {
-          attention: { kind: 'failed' },
-        } as unknown as TaskView['sessions'][0]['activity'],
-      },
-    ]);
-    expect(boardGroupOf(failed)).toBe('failed');
-    expect(boardGroupOf(view({ foregroundActivity: 'generating' }))).toBe('generating');
-    expect(boardGroupOf(view({ foregroundActivity: 'background' }))).toBe('background');
-    expect(boardGroupOf(view({}))).toBe('idle');
-    const b = board([
-      { taskId: 'a', view: view({ foregroundActivity: 'generating' }) },
-      { taskId: 'b', view: failed },
-      { taskId: 'c', view: view({}) },
-      { taskId: 'd', view: null },
-      { taskId: 'e', view: view({ foregroundActivity: 'generating' }) },
-    ]);
-    expect(b.map((g) => [g.group, g.taskIds])).toEqual([
-      ['needs_person', []],
-      ['failed', ['b']],
-      ['generating', ['a', 'e']],
-      ['background', []],
-      ['idle', ['c']],
-    ]);
   });
 });

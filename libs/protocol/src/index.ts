@@ -9,3 +9,4 @@ export * from './execution';
 export * from './json-schema';
 export * from './ahp';
 export * from './history';
+export * from './board';

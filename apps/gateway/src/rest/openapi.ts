@@ -3,6 +3,7 @@ import {
   PromptResult,
   QueueListResult,
   SessionView,
+  Board,
   TaskHistory,
   TaskView,
 } from '@baton/protocol';
@@ -127,6 +128,7 @@ export function openApiDocument(): Record<string, unknown> {
       schemas: {
         TaskView: schema(TaskView, 'output'),
         TaskHistory: schema(TaskHistory, 'output'),
+        Board: schema(Board, 'output'),
         SessionView: schema(SessionView, 'output'),
         QueueListResult: schema(QueueListResult, 'output'),
         PromptResult: schema(PromptResult, 'output'),
@@ -191,6 +193,18 @@ export function openApiDocument(): Record<string, unknown> {
           ...secured,
           parameters: [taskId],
           responses: commandResponses,
+        },
+      },
+      '/v1/board': {
+        get: {
+          summary:
+            'Every task of the tenant grouped by what needs looking at first — needs a person, ' +
+            'failed, generating, background, idle — with counts',
+          ...secured,
+          responses: {
+            '200': { description: 'the board', ...json('Board') },
+            ...errors(401, 403, 503),
+          },
         },
       },
       '/v1/tasks/{taskId}/history': {

@@ -5,6 +5,8 @@
  */
 import { BatonClient, type BatonError, type Subscription } from '@baton/client';
 import {
+  BOARD_GROUP_TITLES,
+  Board,
   Id,
   TaskHistory,
   type SessionHistory,
@@ -29,7 +31,7 @@ import {
   type Indicator,
   type WorkLine,
 } from '../model';
-import { board, timelineOf, type Bar, type Lane } from '../timeline';
+import { timelineOf, type Bar, type Lane } from '../timeline';
 import { byId, h, setAttrs, setText, syncList } from './dom';
 import './styles.css';
 
@@ -275,6 +277,7 @@ class App {
   /** The last prompt sent from the composer: its later decisions (queued → admitted) show too. */
   private lastPrompt: { taskId: string; promptId: string } | null = null;
   private readonly listeners: Array<[EventTarget, string, EventListener]> = [];
+  private boardData: Board | null = null;
   /** The selected session's history (REST), asked again when its view moves on. */
   private history: {
     key: string;
@@ -328,6 +331,7 @@ class App {
       if (!this.stopped && e.code !== 'closed') showSignIn(`Cannot connect: ${e.message}`);
     });
     for (const id of taskIds) this.addTask(id);
+    void this.refreshBoard().then(() => this.schedule());
     this.timers.push(
       setInterval(() => this.checkLive(), 200),
       setInterval(() => void this.refreshTasks(), TASK_LIST_REFRESH_MS),
@@ -412,7 +416,22 @@ class App {
     }
     this.notShown = 0;
     for (const id of check.tasks) this.addTask(id);
+    await this.refreshBoard();
     this.schedule();
+  }
+
+  /** The board counts every task of the tenant, watched here or not (GET /v1/board). */
+  private async refreshBoard(): Promise<void> {
+    try {
+      const res = await fetch('/v1/board', {
+        headers: { authorization: `Bearer ${this.token}` },
+        cache: 'no-store',
+      });
+      const parsed = Board.safeParse(await res.json().catch(() => null));
+      if (parsed.success && !this.stopped) this.boardData = parsed.data;
+    } catch {
+      // The next refresh tries again; the board keeps what it showed.
+    }
   }
 
   /**
@@ -454,7 +473,11 @@ class App {
   }
 
   private renderBoard(): void {
-    const groups = board(this.sortedTasks());
+    const data = this.boardData;
+    const groups = (data?.groups ?? []).map((g) => ({
+      ...g,
+      title: BOARD_GROUP_TITLES[g.group],
+    }));
     syncList(
       byId('board'),
       groups,
@@ -473,8 +496,8 @@ class App {
           h('ul', { 'aria-label': g.title }),
         ),
       (el, g) => {
-        setAttrs(el, { 'data-count': g.taskIds.length });
-        setText(el.querySelector('.board-count')!, `(${g.taskIds.length})`);
+        setAttrs(el, { 'data-count': g.count });
+        setText(el.querySelector('.board-count')!, `(${g.count})`);
         syncList(
           el.querySelector('ul')!,
           g.taskIds,
@@ -487,7 +510,14 @@ class App {
             });
             return h('li', {}, b);
           },
-          () => undefined,
+          (li, id) => {
+            // A task this page does not watch (past its limit) is counted, not selectable.
+            const watched = !!this.tasks.get(id)?.view?.sessions[0];
+            setAttrs(li.querySelector('button')!, {
+              disabled: !watched,
+              title: watched ? `Show task ${id}` : 'Not watched on this page',
+            });
+          },
         );
       },
     );
