@@ -152,6 +152,14 @@ export class AgentHost {
     const r = reduceFrame(this.state, frame);
     this.state = r.state;
     r.facts.forEach((f) => this.emit(f));
+    if (r.state.refused !== undefined) this.refuse(r.state.refused);
+  }
+
+  /** An agent in a protocol version Baton does not speak: the execution fails, saying so. */
+  private refuse(reason: string): void {
+    if (this.failure !== undefined || this.ended) return;
+    this.failure = reason;
+    void this.close();
   }
 
   /**

@@ -46,7 +46,15 @@ export interface AcpState {
   /** Updates sent while a `session/load` is answered are history, not activity. */
   loading: boolean;
   negotiated: boolean;
+  /**
+   * Set when the agent answered `initialize` in a protocol version Baton does not speak: nothing
+   * the agent says after that is read (no dialect guesses at it) and the host ends the execution.
+   */
+  refused?: string;
 }
+
+/** The ACP protocol versions a dialect here is written for. */
+export const SPOKEN_PROTOCOL_VERSIONS: readonly number[] = [1];
 
 export const initialAcpState = (): AcpState => ({
   pending: {},
@@ -76,6 +84,19 @@ export const agentIdentity = (result: unknown): AgentIdentity => {
     ...(version !== undefined ? { version } : {}),
     ...(capabilitiesMeta !== undefined ? { capabilitiesMeta } : {}),
   };
+};
+
+/**
+ * Why an `initialize` result cannot be read, or undefined when it is in a version Baton speaks.
+ * The agent answers with the version it will speak (ours if it supports it, else its latest):
+ * an answer in another version, or with none, is refused, never read by the nearest dialect.
+ */
+export const unspokenProtocol = (result: unknown): string | undefined => {
+  const v = path(result, 'protocolVersion');
+  if (typeof v === 'number' && SPOKEN_PROTOCOL_VERSIONS.includes(v)) return undefined;
+  const said =
+    v === undefined ? 'no protocolVersion' : `protocolVersion ${JSON.stringify(v).slice(0, 40)}`;
+  return `the agent answered initialize with ${said}; Baton speaks ACP protocol version ${SPOKEN_PROTOCOL_VERSIONS.join(', ')} only`;
 };
 
 /** Capabilities of an agent as a pure function of its `initialize` result and session setup. */
@@ -144,7 +165,13 @@ const onAgentResponse = (state: AcpState, message: JsonRecord): Reduction => {
   const facts: FactBody[] = [];
 
   if (request.method === 'initialize' && ok) {
-    next = { ...next, agent: agentIdentity(message.result) };
+    const refused = unspokenProtocol(message.result);
+    next =
+      refused === undefined
+        ? { ...next, agent: agentIdentity(message.result) }
+        : { ...next, refused };
+  } else if (next.refused !== undefined) {
+    // An agent in a protocol we do not speak: its session and turns mean nothing we can read.
   } else if (request.setup !== undefined) {
     if (request.method === 'session/load') next = { ...next, loading: false };
     if (ok && !next.negotiated) {
@@ -167,7 +194,7 @@ const onAgentResponse = (state: AcpState, message: JsonRecord): Reduction => {
 };
 
 const runDialect = (state: AcpState, message: JsonRecord, at: string): Reduction => {
-  if (state.loading) return { state, facts: [] };
+  if (state.loading || state.refused !== undefined) return { state, facts: [] };
   const active = state.dialect ?? startDialect(state.agent ?? { name: 'unknown' }, state.setup);
   let dialect: ActiveDialect;
   let facts: FactBody[];
@@ -210,7 +237,9 @@ export const reduceFrame = (state: AcpState, frame: Frame): Reduction => {
   if (kind === 'invalid') return { state, facts: [] };
   const m = message as JsonRecord;
   if (frame.direction === 'client->agent') {
-    return kind === 'request' ? onClientRequest(state, m) : { state, facts: [] };
+    return kind === 'request' && state.refused === undefined
+      ? onClientRequest(state, m)
+      : { state, facts: [] };
   }
   if (kind === 'response') return onAgentResponse(state, m);
   return runDialect(state, m, frame.at);

@@ -78,6 +78,10 @@ const CASES: [rule: string, fixture: string][] = [
     'generic: tools without lineage are foreground; plan, thought and message are output; unknown updates are ignored',
     'generic-turn',
   ],
+  [
+    'an agent that answers initialize in ACP v2 is refused: no dialect reads its session, prompt or updates',
+    'claude-v2-initialize',
+  ],
   ['generic: a cancelled prompt ends its turn with stopReason cancelled', 'generic-cancelled'],
 ];
 
@@ -139,6 +143,41 @@ describe('rules stated directly', () => {
         expect(f.data.workId ?? f.data.toolCallId).toBeDefined();
       }
     }
+  });
+});
+
+describe('protocol version', () => {
+  /** The real v1 shell session, its initialize answer saying `protocolVersion` instead of 1. */
+  const answer = (protocolVersion: unknown) => {
+    const frames = loadFixture('claude-real-shell');
+    const init = frames[1]!.message as { result: Record<string, unknown> };
+    const result: Record<string, unknown> = { ...init.result, protocolVersion };
+    if (protocolVersion === undefined) delete result.protocolVersion;
+    return [frames[0]!, { ...frames[1]!, message: { ...init, result } }, ...frames.slice(2)];
+  };
+
+  it('a v2 answer is refused, named, and never read by the nearest dialect', () => {
+    const r = reduceFrames(loadFixture('claude-v2-initialize'));
+    expect(r.state.refused).toBe(
+      'the agent answered initialize with protocolVersion 2; Baton speaks ACP protocol version 1 only',
+    );
+    expect(r.state.dialect).toBeUndefined();
+    expect(r.facts).toEqual([]);
+  });
+
+  it.each([[2], [0], ['1'], [undefined], [1.5]])(
+    'protocolVersion %p in an otherwise real v1 session: refused, no facts at all',
+    (v) => {
+      const r = reduceFrames(answer(v));
+      expect(r.state.refused).toMatch(/Baton speaks ACP protocol version 1 only$/);
+      expect(r.facts).toEqual([]);
+    },
+  );
+
+  it('the same session answered in v1 is read', () => {
+    const r = reduceFrames(answer(1));
+    expect(r.state.refused).toBeUndefined();
+    expect(r.facts).toEqual(run('claude-real-shell'));
   });
 });
 

@@ -503,6 +503,8 @@ export const EXPECTED: Record<string, FactBody[]> = {
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
+  // The agent answered initialize in ACP v2: nothing it says is read; the host fails the execution.
+  'claude-v2-initialize': [],
   'claude-session-load-history': [
     {
       type: 'capabilities.negotiated',

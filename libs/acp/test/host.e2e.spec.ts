@@ -94,7 +94,9 @@ const until = async (cond: () => boolean): Promise<void> => {
   while (!cond()) await new Promise((r) => setTimeout(r, 10));
 };
 
-const E2E = Object.keys(EXPECTED).filter((n) => n !== 'claude-session-load-history');
+const E2E = Object.keys(EXPECTED).filter(
+  (n) => n !== 'claude-session-load-history' && n !== 'claude-v2-initialize',
+);
 
 describe('AgentHost with the replay agent (real child processes, stdio ACP)', () => {
   it.each(E2E)('%s: the host emits the fixture facts', async (fixture) => {
@@ -128,6 +130,29 @@ describe('AgentHost with the replay agent (real child processes, stdio ACP)', ()
     expect(ended).toMatchObject({ type: 'execution.ended', data: { reason: 'completed' } });
     expect(rest).toEqual((EXPECTED[fixture] as FactBody[]).map(atNow));
     run.facts.forEach(assertValidFact);
+  });
+
+  it('an agent that answers initialize in ACP v2 fails the execution, naming the version; no session is read', async () => {
+    const facts: FactBody[] = [];
+    const { command, args } = replayAgentCommand(fixturePath('claude-v2-initialize'), { pace: 0 });
+    await expect(
+      AgentHost.start({
+        command,
+        args,
+        sessionCwd: '/tmp',
+        clock: () => NOW,
+        onFact: (f) => facts.push(f),
+      }),
+    ).rejects.toThrow();
+    expect(facts.map((f) => f.type)).toEqual(['execution.started', 'execution.ended']);
+    expect(facts[1]).toMatchObject({
+      type: 'execution.ended',
+      data: {
+        reason: 'failed',
+        error:
+          'the agent answered initialize with protocolVersion 2; Baton speaks ACP protocol version 1 only',
+      },
+    });
   });
 
   it('taps every raw line in both directions, including extension messages the SDK would drop', async () => {
