@@ -104,10 +104,18 @@ export interface WorkLine {
   /** The shell's command, or the subagent's chat; unknown kinds have none. */
   readonly detail: string | null;
   readonly startedAt: string;
+  /** The agent said some work finished without saying which, and this could be it. */
+  readonly possiblyFinished: boolean;
 }
 
 export function workLine(w: BackgroundWork): WorkLine {
-  const base = { id: w.id, kind: w.kind, label: w.label, startedAt: w.startedAt };
+  const base = {
+    id: w.id,
+    kind: w.kind,
+    label: w.label,
+    startedAt: w.startedAt,
+    possiblyFinished: w.possiblyFinished === true,
+  };
   switch (w.kind) {
     case 'shell':
       return { ...base, kindText: 'Shell', detail: String((w as { command: unknown }).command) };

@@ -75,7 +75,12 @@ describe('the tri-state indicator', () => {
 
 describe('background work lines', () => {
   it('names shells with their command, subagents and Monitor watches, and unknown kinds as they come', () => {
-    expect(workLine(shell)).toMatchObject({ kindText: 'Shell', detail: 'npm test' });
+    expect(workLine(shell)).toMatchObject({
+      kindText: 'Shell',
+      detail: 'npm test',
+      possiblyFinished: false,
+    });
+    expect(workLine({ ...shell, possiblyFinished: true }).possiblyFinished).toBe(true);
     expect(
       workLine({ ...shell, kind: 'subagent', chat: 'ahp-chat:/x', id: 'a' } as BackgroundWork),
     ).toMatchObject({ kindText: 'Subagent', label: 'Run the tests' });

@@ -80,7 +80,13 @@ const update = fc.oneof(
         fc.record(
           {
             '_claude/origin': fc.oneof(
-              fc.record({ kind: fc.oneof(fc.constantFrom('human', 'task-notification'), noise) }),
+              fc.record(
+                {
+                  kind: fc.oneof(fc.constantFrom('human', 'task-notification'), noise),
+                  subkind: fc.oneof(fc.constant('peer-send-message'), noise),
+                },
+                { requiredKeys: ['kind'] },
+              ),
               noise,
             ),
             claudeCode: fc.record({ parentToolUseId: fc.oneof(ids, noise) }, { requiredKeys: [] }),
@@ -158,6 +164,8 @@ const frame: fc.Arbitrary<Frame> = fc.record({
 
 const HANDSHAKES = [
   'claude-subagent-background-raw',
+  'claude-shell-background-plain',
+  'claude-monitor-plain',
   'claude-legacy-no-lineage',
   'codex-subagent-1x',
   'generic-turn',
@@ -213,21 +221,37 @@ describe('dialect properties', () => {
     );
   });
 
-  it('a background.ended always names work the same dialect registered, at most once', () => {
+  it('a background.ended names work the same dialect registered (identified at most once), or only live unattested candidates', () => {
     fc.assert(
       fc.property(scenario, ([p, random, real, picks]) => {
         const facts = fold([...(prefixes[p] as Frame[]), ...interleave(random, real, picks)]);
-        const registered = new Set<string>();
+        const registered = new Map<string, boolean>();
         const ended = new Set<string>();
+        /** Sole candidates of an unidentified end: retired for display, never offered again. */
+        const presumed = new Set<string>();
         for (const f of facts) {
-          if (f.type === 'background.started') registered.add(f.data.work.id);
-          if (f.type === 'background.ended') {
-            expect(f.data.workId).toBeDefined();
-            const id = f.data.workId as string;
-            expect(registered.has(id)).toBe(true);
-            expect(ended.has(id)).toBe(false);
-            ended.add(id);
+          if (f.type === 'background.started') registered.set(f.data.work.id, f.data.attested);
+          if (f.type !== 'background.ended') continue;
+          if (f.data.candidates !== undefined) {
+            expect(f.data.workId).toBeUndefined();
+            expect(f.data.toolCallId).toBeUndefined();
+            expect(f.data.status).toBe('unknown');
+            expect(f.data.candidates.length).toBeGreaterThan(0);
+            for (const id of f.data.candidates) {
+              // Attested work ends by its own identity: never a guess's candidate.
+              expect(registered.get(id)).toBe(false);
+              expect(ended.has(id)).toBe(false);
+              expect(presumed.has(id)).toBe(false);
+            }
+            if (f.data.candidates.length === 1 && f.data.mayBeNone !== true)
+              presumed.add(f.data.candidates[0]!);
+            continue;
           }
+          expect(f.data.workId).toBeDefined();
+          const id = f.data.workId as string;
+          expect(registered.has(id)).toBe(true);
+          expect(ended.has(id)).toBe(false);
+          ended.add(id);
         }
       }),
       { numRuns: 400 },

@@ -123,8 +123,16 @@ export const EXPECTED: Record<string, FactBody[]> = {
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    {
+      type: 'background.ended',
+      data: { status: 'unknown', candidates: ['toolu_M'], mayBeNone: true },
+    },
     { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    {
+      type: 'background.ended',
+      data: { status: 'unknown', candidates: ['toolu_M'], mayBeNone: true },
+    },
   ],
   'claude-monitor-raw': [
     {
@@ -568,6 +576,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 32 } },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    { type: 'background.ended', data: { status: 'unknown', candidates: ['toolu_B'] } },
   ],
   'claude-shell-background-raw': [
     {
@@ -738,6 +747,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 42 } },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    { type: 'background.ended', data: { status: 'unknown', candidates: ['toolu_A'] } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'claude-subagent-background-raw': [

@@ -40,6 +40,13 @@ export function ahpStatus(a: SessionActivityView): number {
  * client has, and — after a gap (updates no longer retained, a slow client) — the difference
  * between what it has and the session's current view, as AHP asks hosts to reconcile.
  */
+/** Baton's `possiblyFinished` is not AHP's: AHP clients get it as the `x-` extension. */
+export const ahpWork = (work: BackgroundWork): BackgroundWork => {
+  if (work.possiblyFinished === undefined) return work;
+  const { possiblyFinished, ...rest } = work;
+  return { ...rest, 'x-possiblyFinished': possiblyFinished } as BackgroundWork;
+};
+
 export class ChatMirror {
   /** Absent until an inventory was published (AHP: missing = none yet, `[]` = no active work). */
   private work: BackgroundWork[] | undefined;
@@ -78,7 +85,7 @@ export class ChatMirror {
         },
       },
     };
-    if (this.work) state.backgroundWork = [...this.work];
+    if (this.work) state.backgroundWork = this.work.map(ahpWork);
     return state;
   }
 
@@ -128,7 +135,7 @@ export class ChatMirror {
     const list = this.work ?? [];
     const i = list.findIndex((w) => w.id === work.id);
     this.work = i === -1 ? [...list, work] : list.map((w, j) => (j === i ? work : w));
-    return { type: 'chat/backgroundWorkSet', work };
+    return { type: 'chat/backgroundWorkSet', work: ahpWork(work) };
   }
 
   /** Never a Removed for an id the client was not told about. */

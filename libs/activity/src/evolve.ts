@@ -915,6 +915,7 @@ function backgroundAfterEnd(
     );
     return background.length === s.background.length ? s.background : background;
   }
+  if (e.data.candidates !== undefined) return unidentifiedEnd(s.background, e.data);
   // No identity: hide one registration from counts only when the adapter says the pairing is
   // unambiguous and exactly one candidate exists; it stays registered, so admission never relies on it.
   const caps = s.execution!.capabilities;
@@ -924,6 +925,33 @@ function backgroundAfterEnd(
   if (candidates.length !== 1) return s.background;
   const target = candidates[0]!;
   return s.background.map((r) => (r === target ? { ...r, presumedEnded: true } : r));
+}
+
+/**
+ * "Some work finished" without saying which: exactly one live unattested candidate (and the report
+ * cannot be of none) is retired for display; otherwise each such candidate is marked possibly
+ * finished.
+ * Both stay registered, so admission never relaxes on it; an identified end or the execution's
+ * end removes them.
+ */
+function unidentifiedEnd(
+  background: readonly Registration[],
+  { candidates, mayBeNone }: EntryOf<'background.ended'>['data'],
+): readonly Registration[] {
+  const named = new Set(candidates);
+  // Attested work ends by its own identity: it is never a guess's candidate.
+  const candidate = (r: Registration) => named.has(r.work.id) && !r.attested && !r.presumedEnded;
+  let live = 0;
+  for (const r of background) if (candidate(r)) live++;
+  if (live === 0) return background;
+  if (live === 1 && mayBeNone !== true)
+    return background.map((r) => (candidate(r) ? { ...r, presumedEnded: true } : r));
+  if (!background.some((r) => candidate(r) && !r.work.possiblyFinished)) return background;
+  return background.map((r) =>
+    candidate(r) && !r.work.possiblyFinished
+      ? { ...r, work: { ...r.work, possiblyFinished: true as const } }
+      : r,
+  );
 }
 
 /** Everything the execution owned goes with it; a claim that never reached the agent is requeued. */

@@ -103,7 +103,12 @@ const action = fc.oneof(
     arbitrary: fc.record({
       t: fc.constant('bgEnd' as const),
       n: fc.nat(3),
-      how: fc.constantFrom('work', 'tool', 'kind'),
+      how: fc.constantFrom('work', 'tool', 'kind', 'candidates'),
+      candidates: fc.uniqueArray(
+        fc.tuple(fc.constantFrom('subagent', 'shell', 'monitor'), fc.nat(3)),
+        { minLength: 1, maxLength: 4, selector: ([k, n]) => `${k}${n}` },
+      ),
+      mayBeNone: fc.boolean(),
     }),
   },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('yield' as const), n: fc.nat(3) }) },
@@ -319,7 +324,13 @@ function play(steps: readonly Step[]): readonly StreamEntry[] {
             ? { workId: `subagent:${sid}-e${gen}:${a.n}`, status: 'completed' }
             : a.how === 'tool'
               ? { toolCallId: `tool-${a.n}`, status: 'completed' }
-              : { kind: 'subagent', status: 'completed' },
+              : a.how === 'candidates'
+                ? {
+                    status: 'unknown',
+                    candidates: a.candidates.map(([k, n]) => `${k}:${sid}-e${gen}:${n}`),
+                    ...(a.mayBeNone ? { mayBeNone: true } : {}),
+                  }
+                : { kind: 'subagent', status: 'completed' },
         );
         break;
       case 'yield':

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { groupOf, type StreamEntry } from '@baton/protocol';
 import {
   activeSubagentCount,
+  admissionGate,
   attention,
   backgroundWork,
   coarseState,
@@ -10,6 +11,7 @@ import {
   evolve,
   fold,
   initialTaskState,
+  liveRegistrations,
   type TaskState,
 } from '../src';
 import type { Timer } from '../src';
@@ -859,6 +861,67 @@ describe('properties of the domain core over generated interleavings', () => {
         });
       }),
       RUNS,
+    );
+  });
+
+  it('8. an unidentified completion ("one of these finished") never relaxes admission and never drops a registration', () => {
+    const guess = fc.record({
+      picks: fc.array(fc.nat(), { minLength: 1, maxLength: 4 }),
+      stranger: fc.boolean(),
+      mayBeNone: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(scenario, fc.array(guess, { minLength: 1, maxLength: 30 }), (steps, guesses) => {
+        let g = 0;
+        run(steps, (r) => {
+          const { picks, stranger, mayBeNone } = guesses[g++ % guesses.length]!;
+          for (const s of Object.values(r.owner.state.sessions)) {
+            const x = s.execution;
+            if (!x || x.phase === 'ended' || s.background.length === 0) continue;
+            const candidates = [
+              ...new Set(picks.map((i) => s.background[i % s.background.length]!.work.id)),
+              ...(stranger ? ['never-registered'] : []),
+            ];
+            const entry = {
+              v: 1,
+              taskId: 't1',
+              sessionId: s.id,
+              executionId: x.id,
+              generation: x.generation,
+              writer: { role: 'worker', instance: 'w1', seq: 1_000_000 },
+              type: 'background.ended',
+              data: { status: 'unknown', candidates, ...(mayBeNone ? { mayBeNone } : {}) },
+            } as StreamEntry;
+            const after = evolve(r.owner.state, entry).sessions[s.id]!;
+            for (const origin of ['human', 'agent'] as const)
+              expect(admissionGate(after, origin)).toEqual(admissionGate(s, origin));
+            expect(after.background.map((b) => b.work.id)).toEqual(
+              s.background.map((b) => b.work.id),
+            );
+            const named = after.background.filter(
+              (b) =>
+                candidates.includes(b.work.id) &&
+                !b.attested &&
+                !s.background.find((o) => o.work.id === b.work.id)!.presumedEnded,
+            );
+            const hidden = named.filter((b) => b.presumedEnded);
+            // One candidate for sure: retired for display. Otherwise each is marked, none hidden.
+            if (named.length === 1 && !mayBeNone) expect(hidden).toHaveLength(1);
+            else {
+              expect(hidden).toHaveLength(0);
+              for (const b of named) expect(b.work.possiblyFinished).toBe(true);
+            }
+            // Whatever was not named, and attested work, is untouched.
+            for (const b of after.background)
+              if (!candidates.includes(b.work.id) || b.attested)
+                expect(b).toBe(s.background.find((o) => o.work.id === b.work.id));
+            expect(liveRegistrations(after).length).toBeLessThanOrEqual(
+              liveRegistrations(s).length,
+            );
+          }
+        });
+      }),
+      { numRuns: 100 },
     );
   });
 

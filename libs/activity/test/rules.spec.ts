@@ -1,4 +1,4 @@
-import { sessionActivity, sessionView, taskView } from '../src';
+import { ChatMirror, sessionActivity, sessionView, taskView } from '../src';
 import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from './owner';
 
 const activity = (o: Owner, s = 's1') => sessionActivity(o.session(s));
@@ -150,6 +150,102 @@ describe('background work', () => {
     x.fact('background.ended', { kind: 'subagent', status: 'completed' });
     expect(activity(o).activeSubagentCount).toBe(1);
     expect(o.session().background).toHaveLength(1);
+  });
+
+  describe('"one of these finished" (a completion naming candidates, not its work)', () => {
+    const plain = () => {
+      const o = new Owner();
+      o.command('s1', 'session.configure', { admission: 'handoff' });
+      const x = o.execution('s1', 'e1', 1);
+      x.start({ ...CLAUDE_CAPS, handoff: false, attestedKinds: [] });
+      return { o, x };
+    };
+    const guess = (candidates: string[], mayBeNone?: boolean) =>
+      ({ status: 'unknown', candidates, ...(mayBeNone ? { mayBeNone } : {}) }) as const;
+
+    it('one candidate: retired for display and counts, still registered; an identified end removes it', () => {
+      const { o, x } = plain();
+      x.subagent('subagent:a', false, 'ta');
+      x.fact('background.ended', guess(['subagent:a']));
+      expect(sessionView(o.session()).backgroundWork).toEqual([]);
+      expect(activity(o)).toMatchObject({ foregroundActivity: null, activeSubagentCount: 0 });
+      expect(o.session().background).toHaveLength(1);
+      expect(o.updates.filter((u) => u.type === 'chat/backgroundWorkRemoved')).toHaveLength(1);
+      x.finished('subagent:a');
+      expect(o.session().background).toEqual([]);
+    });
+
+    it('several candidates: each shown possibly finished until its identified end or the execution end', () => {
+      const { o, x } = plain();
+      x.shell('shell:1', false, 't1');
+      x.shell('shell:2', false, 't2');
+      x.shell('shell:3', false, 't3');
+      const seen = o.updates.length;
+      x.fact('background.ended', guess(['shell:1', 'shell:2']));
+      const view = sessionView(o.session()).backgroundWork;
+      expect(view.map((w) => [w.id, w.possiblyFinished])).toEqual([
+        ['shell:1', true],
+        ['shell:2', true],
+        ['shell:3', undefined],
+      ]);
+      expect(
+        o.updates
+          .slice(seen)
+          .filter((u) => u.type === 'chat/backgroundWorkSet')
+          .map((u) => u.data.work),
+      ).toEqual([
+        expect.objectContaining({ id: 'shell:1', possiblyFinished: true }),
+        expect.objectContaining({ id: 'shell:2', possiblyFinished: true }),
+      ]);
+      x.finished('shell:1');
+      expect(sessionView(o.session()).backgroundWork.map((w) => w.id)).toEqual([
+        'shell:2',
+        'shell:3',
+      ]);
+      x.end();
+      expect(o.session().background).toEqual([]);
+    });
+
+    it('a report that may be of none (a Monitor event) never retires its only candidate', () => {
+      const { o, x } = plain();
+      x.fact('background.started', {
+        attested: false,
+        toolCallId: 'tm',
+        work: { kind: 'monitor', id: 'm', label: 'watch', startedAt: '2026-11-30T00:00:01Z' },
+      });
+      x.fact('background.ended', guess(['m'], true));
+      expect(sessionView(o.session()).backgroundWork).toEqual([
+        expect.objectContaining({ id: 'm', possiblyFinished: true }),
+      ]);
+      expect(activity(o).foregroundActivity).toBe('background');
+    });
+
+    it('attested work is never a candidate, so the handoff yield (admission) does not move', () => {
+      const { o, x, p1 } = handoffSession();
+      x.subagent('subagent:a', true, 'ta');
+      x.idle('human', 1);
+      const before = activity(o);
+      x.fact('background.ended', guess(['subagent:a']));
+      expect(activity(o)).toEqual(before);
+      expect(o.session().background[0]).toMatchObject({ presumedEnded: false });
+      expect(p1).toBeDefined();
+    });
+
+    it('AHP clients get possiblyFinished as the x- extension', () => {
+      const { o, x } = plain();
+      x.shell('shell:1', false, 't1');
+      x.shell('shell:2', false, 't2');
+      x.fact('background.ended', guess(['shell:1', 'shell:2']));
+      const mirror = new ChatMirror('t1', 's1');
+      mirror.reset(sessionView(o.session()));
+      expect(mirror.state('2026-11-30T00:00:02Z').backgroundWork).toEqual([
+        expect.objectContaining({ id: 'shell:1', 'x-possiblyFinished': true }),
+        expect.objectContaining({ id: 'shell:2', 'x-possiblyFinished': true }),
+      ]);
+      expect(
+        mirror.state('2026-11-30T00:00:02Z').backgroundWork?.some((w) => 'possiblyFinished' in w),
+      ).toBe(false);
+    });
   });
 
   it('completion without identity updates counts only where the adapter says the pairing is unambiguous', () => {

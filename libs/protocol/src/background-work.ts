@@ -11,6 +11,12 @@ const base = {
   label: z.string().max(2_000),
   startedAt: IsoTime,
   _meta: Meta.optional(),
+  /**
+   * Baton's view only (never a dialect's): the agent said some work finished without saying
+   * which, and this item could be it. Shown until an identified end or the execution's end; AHP
+   * clients get it as `x-possiblyFinished`.
+   */
+  possiblyFinished: z.literal(true).optional(),
 };
 
 export const BackgroundShellWork = z.looseObject({

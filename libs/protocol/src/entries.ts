@@ -180,6 +180,14 @@ export const BackgroundEnded = fact(
     toolCallId: Id.optional(),
     kind: z.string().max(100).optional(),
     status: z.enum(['completed', 'failed', 'stopped', 'unknown']),
+    /**
+     * Unidentified only: the registrations (work ids) one of which the agent says finished
+     * without saying which. One live candidate is retired for display; several are each marked
+     * `possiblyFinished`. Admission never relaxes on it: the registrations stay.
+     */
+    candidates: z.array(Id).max(100).optional(),
+    /** With `candidates`: the report may also be of none of them (a Monitor event, say). */
+    mayBeNone: z.boolean().optional(),
   }),
 );
 

@@ -1189,6 +1189,7 @@ function createWork(w: WorkLine): HTMLLIElement {
     h('span', { class: 'work-kind' }),
     h('span', { class: 'work-label' }),
     h('time', { class: 'work-since' }),
+    h('span', { class: 'work-possibly-finished' }),
     h('code', { class: 'work-detail' }),
   );
 }
@@ -1203,6 +1204,9 @@ function updateWork(li: HTMLElement, w: WorkLine): void {
   const started = new Date(w.startedAt);
   setAttrs(since, { datetime: w.startedAt, title: started.toString() });
   setText(since, `since ${started.toLocaleTimeString()}`);
+  const maybe = li.querySelector<HTMLElement>('.work-possibly-finished')!;
+  setText(maybe, w.possiblyFinished ? 'may have finished (the agent did not say which)' : '');
+  maybe.hidden = !w.possiblyFinished;
 }
 
 boot();

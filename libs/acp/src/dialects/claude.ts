@@ -47,6 +47,8 @@ interface WorkState {
   kind: ClaudeWorkKind;
   toolCallId?: string;
   ended: boolean;
+  /** The only candidate of an unidentified completion: retired for display, not for admission. */
+  presumed?: boolean;
 }
 
 type EndStatus = FactBodyOf<'background.ended'>['data']['status'];
@@ -410,6 +412,41 @@ const finishTask = (
   }
 };
 
+/**
+ * A task-notification cycle ended (no `subkind`: not a delivered prompt): Claude Code told the
+ * model that some task finished, and a plain client is not told which. The work that could be it
+ * is every registration whose end would not be identified; with a Monitor among them the cycle
+ * may be one of its events, so it may be of none. Attested work ends by its own task id and is
+ * never a candidate.
+ */
+const unidentifiedCompletion = (acc: Acc): void => {
+  if (acc.state.attested) return;
+  const candidates: string[] = [];
+  let mayBeNone = false;
+  for (const id in acc.state.works) {
+    const w = acc.state.works[id]!;
+    if (w.ended || w.presumed) continue;
+    candidates.push(id);
+    if (w.kind === 'monitor') mayBeNone = true;
+  }
+  if (candidates.length === 0) return;
+  if (candidates.length === 1 && !mayBeNone) {
+    const id = candidates[0]!;
+    acc.state = {
+      ...acc.state,
+      works: { ...acc.state.works, [id]: { ...acc.state.works[id]!, presumed: true } },
+    };
+  }
+  acc.facts.push({
+    type: 'background.ended',
+    data: {
+      status: 'unknown',
+      candidates: candidates.slice(0, 100),
+      ...(mayBeNone ? { mayBeNone } : {}),
+    },
+  });
+};
+
 const step = (state: ClaudeState, { message, at }: StepContext): Step<ClaudeState> => {
   const acc: Acc = { state, facts: [] };
   if (message.method === '_claude/sdkMessage') {
@@ -433,6 +470,11 @@ const step = (state: ClaudeState, { message, at }: StepContext): Step<ClaudeStat
     const origin = text(str(path(update, '_meta', '_claude/origin', 'kind')), 100);
     if (origin !== undefined && parent === undefined) {
       acc.facts.push({ type: 'foreground.idle', data: { origin } });
+      if (
+        origin === 'task-notification' &&
+        path(update, '_meta', '_claude/origin', 'subkind') === undefined
+      )
+        unidentifiedCompletion(acc);
     }
     return acc;
   }

@@ -606,6 +606,30 @@ function onBackgroundEnded(s: SessionState, e: EntryOf<'background.ended'>): Ses
     );
     return background.length === s.background.length ? s : { ...s, background };
   }
+  // "One of these finished": one live candidate (the report being of one for sure) is hidden;
+  // several are each marked possibly finished. All stay registered: admission never relaxes.
+  if (e.data.candidates !== undefined) {
+    const named = e.data.candidates;
+    const live = s.background.filter(
+      (r) => named.includes(r.work.id) && !r.attested && !r.presumedEnded,
+    );
+    if (live.length === 0) return s;
+    if (live.length === 1 && e.data.mayBeNone !== true) {
+      return {
+        ...s,
+        background: s.background.map((r) => (r === live[0] ? { ...r, presumedEnded: true } : r)),
+      };
+    }
+    if (live.every((r) => r.work.possiblyFinished === true)) return s;
+    return {
+      ...s,
+      background: s.background.map((r) =>
+        live.includes(r) && r.work.possiblyFinished !== true
+          ? { ...r, work: { ...r.work, possiblyFinished: true as const } }
+          : r,
+      ),
+    };
+  }
   // No identity: hide one registration from counts only when the adapter says the pairing is
   // unambiguous and exactly one candidate exists; it stays registered, so admission never relies on it.
   const caps = s.execution!.capabilities;
