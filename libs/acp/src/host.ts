@@ -29,6 +29,71 @@ export const CLAUDE_RAW_TASK_FILTERS = [
   { type: 'system', subtype: 'task_notification' },
 ];
 
+/**
+ * What Baton tells the agent about itself: `initialize`'s `clientCapabilities` and the `_meta`
+ * of `session/new`. A profile chooses it (see `clientAdvertisement`); a replay takes the
+ * recording's own (`recordedAdvertisement`), so it is played to the client it was recorded for.
+ */
+export interface ClientAdvertisement {
+  clientCapabilities: Record<string, unknown>;
+  sessionMeta?: Record<string, unknown>;
+}
+
+/** The client profiles a Claude adapter tells apart (each optional, all combinable). */
+export interface ClientProfileOptions {
+  /** `session/new` `_meta.claudeCode.emitRawSDKMessages`: identified background completion. */
+  rawSdkMessages?: boolean;
+  /** `clientCapabilities._meta.terminal_output`: terminal info, output and exit on shell tools. */
+  terminalOutput?: boolean;
+  /** `clientCapabilities.subagents: {}` (subagents RFD): each subagent is a child session. */
+  subagents?: boolean;
+}
+
+const BASE_CLIENT_CAPABILITIES = {
+  fs: { readTextFile: false, writeTextFile: false },
+  terminal: false,
+};
+
+export const clientAdvertisement = (o: ClientProfileOptions = {}): ClientAdvertisement => ({
+  clientCapabilities: {
+    ...BASE_CLIENT_CAPABILITIES,
+    ...(o.subagents ? { subagents: {} } : {}),
+    ...(o.terminalOutput ? { _meta: { terminal_output: true } } : {}),
+  },
+  ...(o.rawSdkMessages
+    ? { sessionMeta: { claudeCode: { emitRawSDKMessages: CLAUDE_RAW_TASK_FILTERS } } }
+    : {}),
+});
+
+const recordOf = (v: unknown): Record<string, unknown> | undefined =>
+  typeof v === 'object' && v !== null && !Array.isArray(v)
+    ? (v as Record<string, unknown>)
+    : undefined;
+
+/**
+ * What the recorded client advertised: its first `initialize`'s `clientCapabilities` and its
+ * first session setup's `_meta`. Undefined when the recording has no `initialize` request.
+ */
+export const recordedAdvertisement = (
+  frames: readonly { direction: string; message: unknown }[],
+): ClientAdvertisement | undefined => {
+  const request = (methods: string[]) =>
+    frames.find((f) => {
+      const m = recordOf(f.message);
+      return f.direction === 'client->agent' && methods.includes(String(m?.method));
+    });
+  const init = recordOf(recordOf(request(['initialize'])?.message)?.params);
+  if (init === undefined) return undefined;
+  const setup = recordOf(
+    recordOf(request(['session/new', 'session/load', 'session/resume'])?.message)?.params,
+  );
+  const sessionMeta = recordOf(setup?._meta);
+  return {
+    clientCapabilities: recordOf(init.clientCapabilities) ?? {},
+    ...(sessionMeta !== undefined ? { sessionMeta } : {}),
+  };
+};
+
 export interface AgentHostOptions {
   command: string;
   args?: string[];
@@ -38,6 +103,11 @@ export interface AgentHostOptions {
   sessionCwd: string;
   /** Ask a Claude adapter for raw SDK task messages (ignored by other agents as unknown `_meta`). */
   rawSdkMessages?: boolean;
+  /**
+   * What to advertise, whole; when absent, `clientAdvertisement({ rawSdkMessages })`. A replay
+   * passes its recording's own.
+   */
+  advertise?: ClientAdvertisement;
   /** ACP session mode set right after `session/new` (`session/set_mode`); setup fails if refused. */
   mode?: string;
   permissionPolicy?: PermissionPolicy;
@@ -259,17 +329,18 @@ export class AgentHost {
 
   private async setup(): Promise<void> {
     const agent = this.connection.agent;
+    const advertise =
+      this.options.advertise ??
+      clientAdvertisement({ rawSdkMessages: this.options.rawSdkMessages === true });
     await agent.request('initialize', {
       protocolVersion: 1,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientCapabilities: advertise.clientCapabilities,
       clientInfo: { name: 'baton', version: '0.1.0' },
     });
     const session = await agent.request('session/new', {
       cwd: this.options.sessionCwd,
       mcpServers: [],
-      ...(this.options.rawSdkMessages
-        ? { _meta: { claudeCode: { emitRawSDKMessages: CLAUDE_RAW_TASK_FILTERS } } }
-        : {}),
+      ...(advertise.sessionMeta !== undefined ? { _meta: advertise.sessionMeta } : {}),
     });
     this.sessionIdValue = session.sessionId;
     if (this.options.mode !== undefined) {

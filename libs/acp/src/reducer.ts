@@ -34,6 +34,12 @@ interface PendingRequest {
 
 export interface AcpState {
   agent?: AgentIdentity;
+  /** `clientCapabilities` of the client's `initialize` request: what the client advertised. */
+  clientCapabilities?: JsonRecord;
+  /** The protocol version the client's `initialize` asked for. */
+  askedVersion?: unknown;
+  /** What the agent's `initialize` result answered. */
+  answered?: NonNullable<Capabilities['answered']>;
   setup?: SessionSetup;
   dialect?: ActiveDialect;
   /** Client-originated requests still waiting for an answer, by JSON-RPC id. */
@@ -115,6 +121,16 @@ const promptIdentity = (params: unknown): PromptIdentity | undefined => {
   return { promptId, admissionGeneration: gen };
 };
 
+/** What an agent or client said, kept in a fact only when small: else a note that it was not. */
+const MAX_RECORDED_CHARS = 8_000;
+function bounded(v: JsonRecord): JsonRecord;
+function bounded(v: JsonRecord | undefined): JsonRecord | undefined;
+function bounded(v: JsonRecord | undefined): JsonRecord | undefined {
+  if (v === undefined) return undefined;
+  const size = JSON.stringify(v).length;
+  return size <= MAX_RECORDED_CHARS ? v : { 'x-baton-omitted': `${size} characters` };
+}
+
 const SETUP_METHODS = new Set(['session/new', 'session/load', 'session/resume']);
 
 export interface Reduction {
@@ -134,9 +150,19 @@ const onClientRequest = (state: AcpState, message: JsonRecord): Reduction => {
       facts.push({ type: 'prompt.dispatched', data: prompt });
       next = { ...next, awaitingYield: [...next.awaitingYield, prompt.admissionGeneration] };
     }
+  } else if (method === 'initialize') {
+    const clientCapabilities = bounded(rec(path(message.params, 'clientCapabilities')));
+    next = { ...next, askedVersion: path(message.params, 'protocolVersion') };
+    if (clientCapabilities !== undefined) next = { ...next, clientCapabilities };
   } else if (SETUP_METHODS.has(method)) {
     const meta = rec(path(message.params, '_meta'));
-    entry.setup = meta !== undefined ? { method, meta } : { method };
+    entry.setup = {
+      method,
+      ...(meta !== undefined ? { meta } : {}),
+      ...(next.clientCapabilities !== undefined
+        ? { clientCapabilities: next.clientCapabilities }
+        : {}),
+    };
     if (method === 'session/load') next = { ...next, loading: true };
   }
   return { state: { ...next, pending: { ...next.pending, [idKey(message)]: entry } }, facts };
@@ -166,9 +192,14 @@ const onAgentResponse = (state: AcpState, message: JsonRecord): Reduction => {
 
   if (request.method === 'initialize' && ok) {
     const refused = unspokenProtocol(message.result);
+    const agentCapabilities = bounded(rec(path(message.result, 'agentCapabilities')));
+    const answered = {
+      protocolVersion: path(message.result, 'protocolVersion'),
+      ...(agentCapabilities !== undefined ? { agentCapabilities } : {}),
+    };
     next =
       refused === undefined
-        ? { ...next, agent: agentIdentity(message.result) }
+        ? { ...next, agent: agentIdentity(message.result), answered }
         : { ...next, refused };
   } else if (next.refused !== undefined) {
     // An agent in a protocol we do not speak: its session and turns mean nothing we can read.
@@ -178,9 +209,20 @@ const onAgentResponse = (state: AcpState, message: JsonRecord): Reduction => {
       const agent = next.agent ?? { name: 'unknown' };
       const dialect = startDialect(agent, request.setup);
       next = { ...next, setup: request.setup, dialect, negotiated: true };
+      const asked = {
+        ...(next.askedVersion !== undefined ? { protocolVersion: next.askedVersion } : {}),
+        ...(next.clientCapabilities !== undefined
+          ? { clientCapabilities: next.clientCapabilities }
+          : {}),
+        ...(request.setup.meta !== undefined ? { sessionMeta: bounded(request.setup.meta) } : {}),
+      };
       facts.push({
         type: 'capabilities.negotiated',
-        data: DIALECTS[dialect.name].capabilities(agent, request.setup),
+        data: {
+          ...DIALECTS[dialect.name].capabilities(agent, request.setup),
+          asked,
+          ...(next.answered !== undefined ? { answered: next.answered } : {}),
+        },
       });
     }
   } else if (request.method === 'session/prompt' && request.prompt !== undefined) {

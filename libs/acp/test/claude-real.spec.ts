@@ -9,7 +9,15 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Owner } from '../../activity/test/owner';
-import { AgentHost, toFact, toRecordingLine, type FactBody, type Frame } from '../src';
+import {
+  AgentHost,
+  clientAdvertisement,
+  toFact,
+  toRecordingLine,
+  type ClientProfileOptions,
+  type FactBody,
+  type Frame,
+} from '../src';
 import { assertValidFact, FIXTURES } from './helpers';
 import { findClaudeInstall, offlineClaudeEnv, type ClaudeInstall } from './support/claude-cli';
 import {
@@ -172,7 +180,36 @@ const SCRIPTS = {
     secondPrompt,
     notifications,
   ],
+  twoShells: [
+    {
+      name: 'launch two shells',
+      when: { last: 'RUN-TWO' },
+      reply: [
+        bash('toolu_shell_a', `${waitFor('release-a')}; echo a`, 'First shell', true),
+        bash('toolu_shell_b', `${waitFor('release-b')}; echo b`, 'Second shell', true),
+      ],
+    },
+    {
+      name: 'shells launched',
+      when: { afterTool: 'Bash' },
+      reply: say('Both run in the background.'),
+    },
+    notifications,
+  ],
 } satisfies Record<string, ScriptTurn[]>;
+
+/** The client profiles the adapter tells apart; `raw` is what a Baton worker asks for. */
+const CLIENT_PROFILES = {
+  raw: { rawSdkMessages: true },
+  plain: {},
+  terminal: { terminalOutput: true },
+  subagents: { subagents: true },
+} satisfies Record<string, ClientProfileOptions>;
+type ClientProfile = keyof typeof CLIENT_PROFILES;
+
+/** `claude-real-<scenario>` for the raw profile (the first recordings), else with the profile. */
+const fixtureName = (profile: ClientProfile, scenario: string) =>
+  profile === 'raw' ? `claude-real-${scenario}` : `claude-real-${profile}-${scenario}`;
 
 // ------------------------------------------------------------------------------------------------
 // A real session: adapter + CLI under AgentHost, its facts folded by the owner's loop.
@@ -204,12 +241,14 @@ class RealSession {
     readonly home: string,
     readonly work: string,
     readonly server: ScriptedModelServer,
+    readonly profile: ClientProfile = 'raw',
   ) {}
 
   static async start(
     name: keyof typeof SCRIPTS,
     policy: 'handoff' | 'coarse',
     claude: ClaudeInstall,
+    profile: ClientProfile = 'raw',
   ): Promise<RealSession> {
     const home = mkdtempSync(join(tmpdir(), 'baton-claude-'));
     const work = join(home, 'work');
@@ -224,7 +263,7 @@ class RealSession {
         ),
       dumpTo: process.env.BATON_SCRIPTED_MODEL_DUMP,
     });
-    const s = new RealSession(name, home, work, server);
+    const s = new RealSession(name, home, work, server, profile);
     late.session = s;
     const other = policy === 'handoff' ? 'coarse' : 'handoff';
     s.owner.command(SESSION, 'session.configure', { admission: policy });
@@ -235,7 +274,7 @@ class RealSession {
         args: [claude.adapter],
         env: offlineClaudeEnv(home, server.url),
         sessionCwd: work,
-        rawSdkMessages: true,
+        advertise: clientAdvertisement(CLIENT_PROFILES[profile]),
         mode: 'default',
         permissionPolicy: 'allow-once',
         setupTimeoutMs: PROBE_MS,
@@ -371,7 +410,7 @@ class RealSession {
         sessionId: this.host.sessionId!,
       });
       writeFileSync(
-        join(FIXTURES, `claude-real-${this.name}.jsonl`),
+        join(FIXTURES, fixtureName(this.profile, this.name) + '.jsonl'),
         frames.map(toRecordingLine).join('\n') + '\n',
       );
     }
@@ -509,7 +548,7 @@ describeReal(
       s = await RealSession.start('shell', 'handoff', claude);
       // What a worker hosting the adapter gets: identified completion for all three kinds, and the
       // session in Manual mode (no permission classifier requests to the model).
-      expect(s.facts[1]).toEqual({
+      expect(s.facts[1]).toMatchObject({
         type: 'capabilities.negotiated',
         data: {
           agent: { name: '@agentclientprotocol/claude-agent-acp', version: '0.101.0' },
@@ -519,6 +558,12 @@ describeReal(
           attestedKinds: ['shell', 'subagent', 'monitor'],
           unambiguousCompletionKinds: [],
           _meta: { claudeCode: { rawTaskEvents: true, lineage: true } },
+          // What was asked and answered, as the wire had it.
+          asked: {
+            protocolVersion: 1,
+            sessionMeta: { claudeCode: { emitRawSDKMessages: expect.any(Array) } },
+          },
+          answered: { protocolVersion: 1, agentCapabilities: { loadSession: true } },
         },
       });
       const setMode = s.frames.find(
@@ -797,3 +842,125 @@ describeReal(
     });
   },
 );
+
+// ------------------------------------------------------------------------------------------------
+// Every client profile × every scenario, driven the same way; what each must show is checked on the
+// recordings (claude-profiles.spec.ts), these runs make them and check that the agent got through.
+
+interface Drive {
+  prompt: string;
+  /** The scripted turn that answers the launch's tool results: the launch is over. */
+  launched: string;
+  /** Background tasks whose end the model must be told of before the session is settled. */
+  tasks: number;
+  then: (s: RealSession) => Promise<void>;
+}
+
+const terminalTold = (s: RealSession): Set<string> =>
+  new Set(
+    s.server.requests.flatMap((r) =>
+      r.kind === 'conversation' ? terminalNotifications(r.lastReminders ?? '') : [],
+    ),
+  );
+
+/** Waits for `n` task-notification cycles to have been answered and ended. */
+const cyclesEnded = (s: RealSession, n: number) =>
+  s.until(`${n} task-notification cycle(s) to end`, () => {
+    const used = s.server.used.filter((x) => x === notifications.name).length;
+    return used >= n && s.facts.filter(idleOf('task-notification')).length >= n;
+  });
+
+const DRIVES: Record<keyof typeof SCRIPTS, Drive> = {
+  shell: {
+    prompt: 'RUN-SHELL',
+    launched: 'shell launched',
+    tasks: 1,
+    then: async (s) => s.release('release-shell'),
+  },
+  subagent: {
+    prompt: 'RUN-AGENT',
+    launched: 'agent launched',
+    tasks: 1,
+    then: async (s) => {
+      s.submit('SECOND');
+      s.release('release-agent');
+    },
+  },
+  monitor: {
+    prompt: 'RUN-MONITOR',
+    launched: 'monitor started',
+    tasks: 1,
+    then: async (s) => {
+      s.release('arm-monitor');
+      await cyclesEnded(s, 1);
+      s.release('release-monitor');
+    },
+  },
+  all: {
+    prompt: 'RUN-ALL',
+    launched: 'all launched',
+    tasks: 3,
+    then: async (s) => {
+      s.submit('SECOND');
+      for (const f of ['release-shell', 'release-monitor', 'release-agent']) s.release(f);
+    },
+  },
+  twoShells: {
+    prompt: 'RUN-TWO',
+    launched: 'shells launched',
+    tasks: 2,
+    then: async (s) => {
+      // One at a time: the first completion is reported while both could be the one.
+      s.release('release-a');
+      await s.until('the first shell to be reported', () => terminalTold(s).size >= 1);
+      await cyclesEnded(s, 1);
+      s.release('release-b');
+    },
+  },
+};
+
+describeReal('claude-agent-acp 0.101.0 in every client profile (recordings)', () => {
+  const claude = install as ClaudeInstall;
+  let s: RealSession | undefined;
+
+  afterEach(async () => {
+    await s?.dispose();
+    s = undefined;
+  });
+
+  const cases = (['plain', 'terminal', 'subagents', 'raw'] as const).flatMap((profile) =>
+    (Object.keys(DRIVES) as (keyof typeof SCRIPTS)[])
+      // The raw profile's other scenarios are the detailed tests above.
+      .filter((scenario) => profile !== 'raw' || scenario === 'twoShells')
+      .map((scenario) => [profile, scenario] as const),
+  );
+
+  it.each(cases)(
+    '%s profile, %s: the agent gets through, every task reported',
+    async (profile, scenario) => {
+      const drive = DRIVES[scenario];
+      s = await RealSession.start(scenario, 'handoff', claude, profile);
+      s.detachShadow();
+      const session = s;
+      s.submit(drive.prompt);
+      await s.until(
+        'the launch to be answered and the human cycle to end',
+        () =>
+          session.server.used.includes(drive.launched) &&
+          (session.has(idleOf('human', 1)) || session.has(turnEnded(1))),
+      );
+      await drive.then(s);
+      await s.until(
+        'every task reported and every cycle ended',
+        () =>
+          terminalTold(session).size >= drive.tasks &&
+          session.facts.filter(idleOf('task-notification')).length >=
+            session.server.used.filter((x) => x === notifications.name).length &&
+          session.session().turn === null &&
+          session.session().queue.length === 0,
+      );
+      await s.finish();
+      expect(s.server.unmatched()).toEqual([]);
+    },
+  );
+});

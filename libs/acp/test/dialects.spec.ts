@@ -58,6 +58,67 @@ const CASES: [rule: string, fixture: string][] = [
     'claude-real-all',
   ],
   [
+    'claude (real 0.101.0, plain v1 client): shell — see docs/recordings.md',
+    'claude-real-plain-shell',
+  ],
+  [
+    'claude (real 0.101.0, plain v1 client): subagent — see docs/recordings.md',
+    'claude-real-plain-subagent',
+  ],
+  [
+    'claude (real 0.101.0, plain v1 client): monitor — see docs/recordings.md',
+    'claude-real-plain-monitor',
+  ],
+  ['claude (real 0.101.0, plain v1 client): all — see docs/recordings.md', 'claude-real-plain-all'],
+  [
+    'claude (real 0.101.0, plain v1 client): twoShells — see docs/recordings.md',
+    'claude-real-plain-twoShells',
+  ],
+  [
+    'claude (real 0.101.0, terminal_output client): shell — see docs/recordings.md',
+    'claude-real-terminal-shell',
+  ],
+  [
+    'claude (real 0.101.0, terminal_output client): subagent — see docs/recordings.md',
+    'claude-real-terminal-subagent',
+  ],
+  [
+    'claude (real 0.101.0, terminal_output client): monitor — see docs/recordings.md',
+    'claude-real-terminal-monitor',
+  ],
+  [
+    'claude (real 0.101.0, terminal_output client): all — see docs/recordings.md',
+    'claude-real-terminal-all',
+  ],
+  [
+    'claude (real 0.101.0, terminal_output client): twoShells — see docs/recordings.md',
+    'claude-real-terminal-twoShells',
+  ],
+  [
+    'claude (real 0.101.0, subagents: {} client): shell — see docs/recordings.md',
+    'claude-real-subagents-shell',
+  ],
+  [
+    'claude (real 0.101.0, subagents: {} client): subagent — see docs/recordings.md',
+    'claude-real-subagents-subagent',
+  ],
+  [
+    'claude (real 0.101.0, subagents: {} client): monitor — see docs/recordings.md',
+    'claude-real-subagents-monitor',
+  ],
+  [
+    'claude (real 0.101.0, subagents: {} client): all — see docs/recordings.md',
+    'claude-real-subagents-all',
+  ],
+  [
+    'claude (real 0.101.0, subagents: {} client): twoShells — see docs/recordings.md',
+    'claude-real-subagents-twoShells',
+  ],
+  [
+    'claude (real 0.101.0, raw SDK task messages): two background shells, each ended by its own task id',
+    'claude-real-twoShells',
+  ],
+  [
     'claude: updates replayed by session/load are history and produce no facts',
     'claude-session-load-history',
   ],

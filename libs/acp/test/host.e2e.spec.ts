@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   AgentHost,
+  recordedAdvertisement,
   replayAgentCommand,
+  type ClientAdvertisement,
   type FactBody,
   type Frame,
   type ReplayCommandOptions,
@@ -34,6 +36,7 @@ const startHost = async (
   fixture: string,
   opts: ReplayCommandOptions & {
     rawSdkMessages?: boolean;
+    advertise?: ClientAdvertisement;
     setupTimeoutMs?: number;
     mode?: string;
   } = {},
@@ -50,6 +53,7 @@ const startHost = async (
     onFact: (f) => facts.push(f),
     onRawFrame: (f) => frames.push(f),
     ...(opts.rawSdkMessages !== undefined ? { rawSdkMessages: opts.rawSdkMessages } : {}),
+    ...(opts.advertise !== undefined ? { advertise: opts.advertise } : {}),
     ...(opts.setupTimeoutMs !== undefined ? { setupTimeoutMs: opts.setupTimeoutMs } : {}),
     ...(opts.mode !== undefined ? { mode: opts.mode } : {}),
   });
@@ -71,12 +75,6 @@ const recordedPrompts = (frames: Frame[]) => {
       : [];
   });
 };
-
-const optsInto = (frames: Frame[]) =>
-  frames.some((f) => {
-    const m = f.message as { method?: string; params?: { _meta?: { claudeCode?: unknown } } };
-    return m.method === 'session/new' && m.params?._meta?.claudeCode !== undefined;
-  });
 
 /** The session mode the recorded client set, if it set one: the live host must set it too. */
 const modeIn = (frames: Frame[]): string | undefined => {
@@ -102,8 +100,9 @@ describe('AgentHost with the replay agent (real child processes, stdio ACP)', ()
   it.each(E2E)('%s: the host emits the fixture facts', async (fixture) => {
     const recording = loadFixture(fixture);
     const mode = modeIn(recording);
+    // As the worker replays: advertising what the recording's own client advertised.
     const run = await startHost(fixture, {
-      rawSdkMessages: optsInto(recording),
+      advertise: recordedAdvertisement(recording)!,
       ...(mode !== undefined ? { mode } : {}),
     });
     try {

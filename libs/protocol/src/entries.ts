@@ -91,6 +91,22 @@ export const Capabilities = z.object({
   attestedKinds: z.array(z.string().max(100)).max(20),
   /** Kinds whose completions without identity pair unambiguously (counts only, never admission). */
   unambiguousCompletionKinds: z.array(z.string().max(100)).max(20).default([]),
+  /**
+   * What Baton asked for: the `initialize` request's protocol version and `clientCapabilities`,
+   * and the session setup's `_meta` (e.g. raw SDK task messages). A replay asks what its
+   * recording's client asked.
+   */
+  asked: z
+    .object({
+      protocolVersion: z.unknown().optional(),
+      clientCapabilities: Meta.optional(),
+      sessionMeta: Meta.optional(),
+    })
+    .optional(),
+  /** What the agent answered at `initialize`: its protocol version and `agentCapabilities`. */
+  answered: z
+    .object({ protocolVersion: z.unknown().optional(), agentCapabilities: Meta.optional() })
+    .optional(),
   _meta: Meta.optional(),
 });
 export type Capabilities = z.infer<typeof Capabilities>;

@@ -26,6 +26,12 @@ const LINEAGE_SINCE = '0.25.0';
 /** `_claude/sdkMessage` (raw SDK task messages) exists from this version on. */
 const RAW_SDK_SINCE = '0.60.0';
 
+/**
+ * Subagents as child sessions (`clientCapabilities.subagents`), with `subagent_update` idle as the
+ * identified end: recorded from this version on.
+ */
+const SUBAGENT_SESSIONS_SINCE = '0.101.0';
+
 const SUBAGENT_TOOLS = new Set(['Agent', 'Task']);
 const STOP_TOOLS = new Set(['TaskStop', 'KillShell']);
 
@@ -41,12 +47,24 @@ interface ToolState {
   stopsTask?: string;
   /** Id of the work this tool call launched, once registered. */
   workId?: string;
+  /** Its card completed (or failed). */
+  completed?: boolean;
+  /** Terminal profile: the launch opened a display terminal (`_meta.terminal_info`)… */
+  terminal?: boolean;
+  /** …and closed it (`_meta.terminal_exit`). */
+  exited?: boolean;
 }
 
 interface WorkState {
   kind: ClaudeWorkKind;
   toolCallId?: string;
   ended: boolean;
+  /**
+   * Its end will be identified: raw task messages, a child session's idle, or a shell whose
+   * display terminal stayed open past its launch (terminal profile). Never an unidentified
+   * completion's candidate.
+   */
+  identified: boolean;
   /** The only candidate of an unidentified completion: retired for display, not for admission. */
   presumed?: boolean;
 }
@@ -65,6 +83,12 @@ export interface ClaudeState {
   taskTools: Record<string, string>;
   /** Terminal statuses reported before the work was registered (reordered frames). */
   earlyEnds: Record<string, EndStatus>;
+  /** The client advertised `subagents` to an adapter that makes each subagent a child session. */
+  subagentSessions: boolean;
+  /** Child session id -> the subagent work it is. */
+  children: Record<string, string>;
+  /** Some work ended by its identity since the last task-notification cycle (which may be its). */
+  endedSinceCycle: boolean;
 }
 
 const claudeMeta = (v: unknown): JsonRecord | undefined => rec(path(v, '_meta', 'claudeCode'));
@@ -103,20 +127,33 @@ export const rawTaskEventsEnabled = (agent: AgentIdentity, setup: SessionSetup |
 
 const ATTESTED_KINDS: ClaudeWorkKind[] = ['shell', 'subagent', 'monitor'];
 
+/** The client asked for subagents as child sessions, from an adapter recorded doing so. */
+export const subagentSessionsEnabled = (
+  agent: AgentIdentity,
+  setup: SessionSetup | undefined,
+): boolean =>
+  versionAtLeast(agent.version, SUBAGENT_SESSIONS_SINCE) &&
+  isRecord(setup?.clientCapabilities?.subagents);
+
 const claudeCapabilities = (
   agent: AgentIdentity,
   setup: SessionSetup | undefined,
 ): Capabilities => {
   const attested = rawTaskEventsEnabled(agent, setup);
+  const subagentSessions = subagentSessionsEnabled(agent, setup);
   return {
     ...baseCapabilities('claude', agent),
     promptQueueing: path(agent.capabilitiesMeta, 'claudeCode', 'promptQueueing') === true,
+    // Handoff is fixture-tested with raw task messages only; a subagent session's idle
+    // identifies its end (attested), but the held-prompt successor is not proven there.
     handoff: attested,
-    attestedKinds: attested ? [...ATTESTED_KINDS] : [],
+    attestedKinds: attested ? [...ATTESTED_KINDS] : subagentSessions ? ['subagent'] : [],
     _meta: {
       claudeCode: {
         rawTaskEvents: attested,
         lineage: versionAtLeast(agent.version, LINEAGE_SINCE),
+        subagentSessions,
+        terminalOutput: path(setup?.clientCapabilities, '_meta', 'terminal_output') === true,
       },
     },
   };
@@ -216,7 +253,10 @@ const register = (
   setTool(acc, toolCallId, { workId });
   acc.state = {
     ...acc.state,
-    works: { ...acc.state.works, [workId]: { kind, toolCallId, ended: false } },
+    works: {
+      ...acc.state.works,
+      [workId]: { kind, toolCallId, ended: false, identified: acc.state.attested },
+    },
     tasks: knownTask !== undefined ? { ...acc.state.tasks, [knownTask]: workId } : acc.state.tasks,
   };
   acc.facts.push({
@@ -234,7 +274,11 @@ const register = (
 const end = (acc: Acc, workId: string, status: EndStatus): void => {
   const work = acc.state.works[workId];
   if (work === undefined || work.ended) return;
-  acc.state = { ...acc.state, works: { ...acc.state.works, [workId]: { ...work, ended: true } } };
+  acc.state = {
+    ...acc.state,
+    works: { ...acc.state.works, [workId]: { ...work, ended: true } },
+    endedSinceCycle: true,
+  };
   const data: FactBodyOf<'background.ended'>['data'] = { workId, kind: work.kind, status };
   if (work.toolCallId !== undefined) data.toolCallId = work.toolCallId;
   acc.facts.push({ type: 'background.ended', data });
@@ -263,12 +307,19 @@ const readInput = (update: JsonRecord): Partial<ToolState> => {
   return patch;
 };
 
-const onTool = (acc: Acc, update: JsonRecord, frame: ToolFrame, at: string): void => {
+const onTool = (
+  acc: Acc,
+  update: JsonRecord,
+  frame: ToolFrame,
+  at: string,
+  /** For a child session's frames: the parent when the frame carries no stamp. */
+  childOf?: string,
+): void => {
   const meta = claudeMeta(update);
   const id = frame.toolCallId;
   const known = acc.state.tools[id];
   const toolName = text(meta?.toolName, 200) ?? text(update.name, 200);
-  const parent = asId(meta?.parentToolUseId);
+  const parent = asId(meta?.parentToolUseId) ?? childOf;
 
   // Ownership is fixed by the first frame that carries evidence of it: a lineage stamp, or a
   // `tool_call` without one from an adapter that stamps lineage (a top-level call). An update
@@ -291,6 +342,9 @@ const onTool = (acc: Acc, update: JsonRecord, frame: ToolFrame, at: string): voi
     ...(toolName !== undefined && known?.toolName === undefined ? { toolName } : {}),
     ...(newParent !== undefined ? { parent: newParent } : {}),
     ...(ownership !== undefined ? { ownership } : {}),
+    ...(frame.status === 'completed' || frame.status === 'failed' ? { completed: true } : {}),
+    ...(rec(path(update, '_meta', 'terminal_info')) !== undefined ? { terminal: true } : {}),
+    ...(rec(path(update, '_meta', 'terminal_exit')) !== undefined ? { exited: true } : {}),
     ...readInput(update),
   });
 
@@ -420,12 +474,13 @@ const finishTask = (
  * never a candidate.
  */
 const unidentifiedCompletion = (acc: Acc): void => {
-  if (acc.state.attested) return;
+  // A work that just ended by its identity may be what this cycle reports.
+  let mayBeNone = acc.state.endedSinceCycle;
+  if (mayBeNone) acc.state = { ...acc.state, endedSinceCycle: false };
   const candidates: string[] = [];
-  let mayBeNone = false;
   for (const id in acc.state.works) {
     const w = acc.state.works[id]!;
-    if (w.ended || w.presumed) continue;
+    if (w.ended || w.presumed || w.identified) continue;
     candidates.push(id);
     if (w.kind === 'monitor') mayBeNone = true;
   }
@@ -447,6 +502,118 @@ const unidentifiedCompletion = (acc: Acc): void => {
   });
 };
 
+const subagentEnd = (stopReason: unknown): EndStatus => {
+  switch (stopReason) {
+    case 'end_turn':
+      return 'completed';
+    case 'cancelled':
+      return 'stopped';
+    case 'refusal':
+    case 'max_tokens':
+    case 'max_turn_requests':
+      return 'failed';
+    default:
+      return 'unknown';
+  }
+};
+
+/**
+ * `subagent_update` (subagents profile): each subagent is a child session, named by its
+ * sessionId, running then idle. The parent has no tool call for the Agent tool, so the work is
+ * registered by the child session id (the SDK's agent id, so raw task messages resolve to it too)
+ * and ends when the child goes idle.
+ */
+const onSubagentUpdate = (acc: Acc, update: JsonRecord, at: string): void => {
+  const child = asId(update.sessionId);
+  if (child === undefined) return;
+  const state = path(update, 'state', 'state');
+  const known = acc.state.children[child];
+  const work = known === undefined ? undefined : acc.state.works[known];
+  if (state === 'running' && (work === undefined || work.ended)) {
+    const label = text(update.title, 2_000) ?? text(update.description, 2_000) ?? 'Subagent';
+    acc.state = {
+      ...acc.state,
+      children: { ...acc.state.children, [child]: child },
+      works: {
+        ...acc.state.works,
+        [child]: { kind: 'subagent', ended: false, identified: acc.state.subagentSessions },
+      },
+      tasks: { ...acc.state.tasks, [child]: child },
+      // Unstamped child frames hang under the child session itself.
+      tools: { ...acc.state.tools, [child]: { workId: child, runInBackground: true } },
+    };
+    acc.facts.push({
+      type: 'background.started',
+      data: {
+        work: {
+          kind: 'subagent',
+          id: child,
+          label,
+          startedAt: at,
+          chat: child,
+          _meta: { claudeCode: { sessionId: child } },
+        },
+        attested: acc.state.subagentSessions,
+      },
+    });
+    const early = acc.state.earlyEnds[child];
+    if (early !== undefined) end(acc, child, early);
+  } else if (state === 'idle' && known !== undefined) {
+    end(acc, known, subagentEnd(path(update, 'state', 'stopReason')));
+  }
+};
+
+/** A frame of a subagent's child session: its work, never the parent's foreground. */
+const onChildFrame = (acc: Acc, update: JsonRecord, workId: string, at: string): void => {
+  const frame = toolFrame(update);
+  if (frame === undefined) return;
+  const stamped = asId(claudeMeta(update)?.parentToolUseId);
+  // The launch the child's frames name is the Agent call the parent never showed: link it.
+  if (stamped !== undefined && acc.state.tools[stamped] === undefined)
+    setTool(acc, stamped, { toolName: 'Agent', workId, runInBackground: true });
+  onTool(acc, update, frame, at, stamped ?? workId);
+};
+
+/**
+ * Terminal profile: a later `tool_call_update` with `_meta.terminal_exit` on a registered shell's
+ * launch, after its card completed, is the shell's real end (0.101.0 keeps the display terminal
+ * open until the task ends). An exit on or before the launch's completion is the launch's own.
+ */
+const onTerminalExit = (acc: Acc, update: JsonRecord, frame: ToolFrame, before?: ToolState) => {
+  const tool = acc.state.tools[frame.toolCallId];
+  const launched = tool?.workId === undefined ? undefined : acc.state.works[tool.workId];
+  // A shell launch that completes with its display terminal still open will report its end.
+  if (
+    before?.completed !== true &&
+    tool?.completed === true &&
+    tool.terminal === true &&
+    tool.exited !== true &&
+    launched?.kind === 'shell' &&
+    !launched.identified
+  ) {
+    acc.state = {
+      ...acc.state,
+      works: { ...acc.state.works, [tool.workId!]: { ...launched, identified: true } },
+    };
+  }
+  const exit = rec(path(update, '_meta', 'terminal_exit'));
+  if (exit === undefined || before?.completed !== true || frame.status !== undefined) return;
+  const workId = before.workId;
+  if (workId === undefined || acc.state.works[workId]?.kind !== 'shell') return;
+  const code = exit.exit_code;
+  end(
+    acc,
+    workId,
+    typeof exit.signal === 'string'
+      ? 'stopped'
+      : code === 0
+        ? 'completed'
+        : typeof code === 'number'
+          ? 'failed'
+          : 'unknown',
+  );
+};
+
 const step = (state: ClaudeState, { message, at }: StepContext): Step<ClaudeState> => {
   const acc: Acc = { state, facts: [] };
   if (message.method === '_claude/sdkMessage') {
@@ -456,6 +623,16 @@ const step = (state: ClaudeState, { message, at }: StepContext): Step<ClaudeStat
   }
   const update = sessionUpdate(message);
   if (update === undefined) return acc;
+  const sessionId = asId(rec(message.params)?.sessionId);
+  const childWork = sessionId === undefined ? undefined : state.children[sessionId];
+  if (childWork !== undefined) {
+    onChildFrame(acc, update, childWork, at);
+    return acc;
+  }
+  if (update.sessionUpdate === 'subagent_update') {
+    onSubagentUpdate(acc, update, at);
+    return acc;
+  }
 
   const parent = asId(claudeMeta(update)?.parentToolUseId);
   const output = outputFact(update);
@@ -479,7 +656,11 @@ const step = (state: ClaudeState, { message, at }: StepContext): Step<ClaudeStat
     return acc;
   }
   const frame = toolFrame(update);
-  if (frame !== undefined) onTool(acc, update, frame, at);
+  if (frame !== undefined) {
+    const before = acc.state.tools[frame.toolCallId];
+    onTool(acc, update, frame, at);
+    onTerminalExit(acc, update, frame, before);
+  }
   return acc;
 };
 
@@ -494,6 +675,9 @@ export const claudeDialect: Dialect<ClaudeState> = {
     tasks: {},
     taskTools: {},
     earlyEnds: {},
+    subagentSessions: subagentSessionsEnabled(agent, setup),
+    children: {},
+    endedSinceCycle: false,
   }),
   step,
 };

@@ -16,6 +16,8 @@ export interface AgentIdentity {
 export interface SessionSetup {
   method: string;
   meta?: JsonRecord;
+  /** What the client advertised at `initialize` (`clientCapabilities`). */
+  clientCapabilities?: JsonRecord;
 }
 
 /** Context a dialect step gets from the composite reducer. */

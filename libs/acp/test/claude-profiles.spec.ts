@@ -1,0 +1,175 @@
+import { activeSubagentCount, admissionGate, sessionView } from '@baton/activity';
+import type { BackgroundWork, StreamEntry } from '@baton/protocol';
+import { Owner } from '../../activity/test/owner';
+import { reduceFrames, toFact, type FactBody } from '../src';
+import { loadFixture } from './helpers';
+
+/**
+ * The real claude-agent-acp 0.101.0 recordings of every client profile × scenario
+ * (claude-real.spec.ts, "every client profile"), through the dialects and then fold/decide under
+ * both admission policies: what Baton shows at each step. docs/recordings.md has the same table.
+ *
+ * Every recording ends with all its background work finished (the model was told of each end):
+ * so at its end nothing may be shown as running — shown items must be marked possibly finished.
+ */
+
+type Profile = 'raw' | 'plain' | 'terminal' | 'subagents';
+type Scenario = 'shell' | 'subagent' | 'monitor' | 'all' | 'twoShells';
+
+const fixture = (p: Profile, s: Scenario) =>
+  p === 'raw' ? `claude-real-${s}` : `claude-real-${p}-${s}`;
+
+interface Expect {
+  /** Ends identified by their own id (background.ended naming the work). */
+  identified: number;
+  /** What the page still shows at the recording's end (all of it possibly finished). */
+  shownAtEnd: string[];
+  /** Kinds attested by the negotiated capabilities. */
+  attested: string[];
+}
+
+const E = (identified: number, shownAtEnd: string[], attested: string[] = []): Expect => ({
+  identified,
+  shownAtEnd,
+  attested,
+});
+const RAW = ['shell', 'subagent', 'monitor'];
+
+/** profile × scenario → what Baton must show. */
+const TABLE: Record<Profile, Record<Scenario, Expect>> = {
+  raw: {
+    shell: E(1, [], RAW),
+    subagent: E(1, [], RAW),
+    monitor: E(1, [], RAW),
+    all: E(3, [], RAW),
+    twoShells: E(2, [], RAW),
+  },
+  plain: {
+    // One candidate: retired for display at its task-notification cycle.
+    shell: E(0, []),
+    subagent: E(0, []),
+    // A Monitor makes every cycle possibly one of its events: possibly finished, never retired.
+    monitor: E(0, ['monitor']),
+    all: E(0, ['monitor', 'shell', 'subagent']),
+    // Two shells, one reported at a time: neither can be told apart, both possibly finished.
+    twoShells: E(0, ['shell', 'shell']),
+  },
+  terminal: {
+    // The display terminal stays open until the shell really ends: `terminal_exit` names it.
+    shell: E(1, []),
+    subagent: E(0, []),
+    monitor: E(0, ['monitor']),
+    all: E(1, ['monitor', 'subagent']),
+    twoShells: E(2, []),
+  },
+  subagents: {
+    shell: E(0, [], ['subagent']),
+    // Child sessions: registered at subagent_update running, ended at its idle.
+    subagent: E(1, [], ['subagent']),
+    monitor: E(0, ['monitor'], ['subagent']),
+    all: E(1, ['monitor', 'shell'], ['subagent']),
+    twoShells: E(0, ['shell', 'shell'], ['subagent']),
+  },
+};
+
+const SESSION = 's1';
+
+/** Folds a recording's facts as the owner does, submitting each prompt just before its dispatch. */
+const play = (facts: FactBody[], policy: 'handoff' | 'coarse') => {
+  const o = new Owner();
+  o.command(SESSION, 'session.configure', { admission: policy });
+  let seq = 0;
+  const shown: BackgroundWork[][] = [];
+  let subagentsShown = 0;
+  const admitted: string[] = [];
+  const all: FactBody[] = [
+    { type: 'execution.started', data: { startedAt: '2026-11-10T10:00:00.000Z' } },
+    ...facts,
+  ];
+  for (const f of all) {
+    if (f.type === 'prompt.dispatched') {
+      o.submit(SESSION, f.data.promptId, 'human', f.data.promptId);
+      admitted.push(...o.decisionsFor(f.data.promptId).map((d) => d?.outcome ?? 'none'));
+    }
+    const entry = toFact(
+      {
+        v: 1,
+        taskId: o.taskId,
+        sessionId: SESSION,
+        executionId: 'e1',
+        generation: 1,
+        writer: { role: 'worker', instance: 'w', seq: ++seq },
+      },
+      f,
+    ) as StreamEntry;
+    o.append(entry);
+    o.decideNow();
+    const s = o.session(SESSION);
+    shown.push(sessionView(s).backgroundWork);
+    subagentsShown = Math.max(subagentsShown, activeSubagentCount(s));
+  }
+  return { o, shown, subagentsShown, admitted };
+};
+
+const CASES = (Object.keys(TABLE) as Profile[]).flatMap((p) =>
+  (Object.keys(TABLE[p]) as Scenario[]).map((s) => [p, s] as const),
+);
+
+describe('claude-agent-acp 0.101.0, every client profile × scenario (real recordings)', () => {
+  it.each(CASES)('%s profile, %s', (profile, scenario) => {
+    const want = TABLE[profile][scenario];
+    const { facts } = reduceFrames(loadFixture(fixture(profile, scenario)));
+    const caps = facts.find((f) => f.type === 'capabilities.negotiated');
+    expect(caps?.type === 'capabilities.negotiated' && caps.data.attestedKinds).toEqual(
+      want.attested,
+    );
+    const ends = facts.filter((f) => f.type === 'background.ended');
+    expect(ends.filter((f) => f.type === 'background.ended' && f.data.workId).length).toBe(
+      want.identified,
+    );
+
+    for (const policy of ['handoff', 'coarse'] as const) {
+      const run = play(facts, policy);
+      const last = run.shown.at(-1)!;
+      // Finished work is never shown as running: whatever is still listed is marked.
+      expect(last.map((w) => w.kind).sort()).toEqual([...want.shownAtEnd].sort());
+      for (const w of last) expect(w.possiblyFinished).toBe(true);
+      // Subagents are shown in every profile while they run.
+      if (scenario === 'subagent' || scenario === 'all') {
+        expect(run.subagentsShown).toBe(1);
+        expect(run.shown.some((l) => l.some((w) => w.kind === 'subagent'))).toBe(true);
+      }
+      // Every recorded prompt is admitted when the recording dispatched it — except the raw
+      // profile's successors taken by handoff, which coarse queues.
+      if (policy === 'handoff' || profile !== 'raw')
+        expect(run.admitted.every((o) => o === 'admitted')).toBe(true);
+      // Outside the raw profile nothing is handed off: the session stays busy until turns end.
+      if (profile !== 'raw')
+        expect(
+          run.o.entries.filter((e) => e.type === 'prompt.admitted' && e.data.mode === 'handoff'),
+        ).toEqual([]);
+      // A session whose turn ended is promptable, whatever work is (possibly) still shown.
+      const s = run.o.session(SESSION);
+      if (s.turn === null) expect(admissionGate(s, 'human')).toEqual({ open: true, mode: 'turn' });
+    }
+  });
+
+  it('unidentified completions never relax admission: the gate is the same with them left out', () => {
+    for (const [profile, scenario] of CASES) {
+      const { facts } = reduceFrames(loadFixture(fixture(profile, scenario)));
+      const without = facts.filter((f) => !(f.type === 'background.ended' && f.data.candidates));
+      for (const policy of ['handoff', 'coarse'] as const) {
+        const a = play(facts, policy).o;
+        const b = play(without, policy).o;
+        const gates = (o: Owner) =>
+          o.entries
+            .filter((e) => e.type === 'prompt.admitted' || e.type === 'prompt.queued')
+            .map((e) => [e.type, 'promptId' in e.data ? e.data.promptId : '']);
+        expect(gates(a)).toEqual(gates(b));
+        expect(admissionGate(a.session(SESSION), 'human')).toEqual(
+          admissionGate(b.session(SESSION), 'human'),
+        );
+      }
+    }
+  });
+});
