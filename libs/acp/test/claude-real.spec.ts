@@ -204,6 +204,7 @@ const CLIENT_PROFILES = {
   plain: {},
   terminal: { terminalOutput: true },
   subagents: { subagents: true },
+  subagentsRaw: { subagents: true, rawSdkMessages: true },
 } satisfies Record<string, ClientProfileOptions>;
 type ClientProfile = keyof typeof CLIENT_PROFILES;
 
@@ -928,11 +929,16 @@ describeReal('claude-agent-acp 0.101.0 in every client profile (recordings)', ()
     s = undefined;
   });
 
-  const cases = (['plain', 'terminal', 'subagents', 'raw'] as const).flatMap((profile) =>
-    (Object.keys(DRIVES) as (keyof typeof SCRIPTS)[])
-      // The raw profile's other scenarios are the detailed tests above.
-      .filter((scenario) => profile !== 'raw' || scenario === 'twoShells')
-      .map((scenario) => [profile, scenario] as const),
+  const cases = (['plain', 'terminal', 'subagents', 'subagentsRaw', 'raw'] as const).flatMap(
+    (profile) =>
+      (Object.keys(DRIVES) as (keyof typeof SCRIPTS)[])
+        // The raw profile's other scenarios are the detailed tests above; with subagents as
+        // child sessions, raw task messages change only the subagent's ways.
+        .filter((scenario) => profile !== 'raw' || scenario === 'twoShells')
+        .filter(
+          (scenario) => profile !== 'subagentsRaw' || scenario === 'subagent' || scenario === 'all',
+        )
+        .map((scenario) => [profile, scenario] as const),
   );
 
   it.each(cases)(

@@ -115,6 +115,14 @@ const CASES: [rule: string, fixture: string][] = [
     'claude-real-subagents-twoShells',
   ],
   [
+    'claude (real 0.101.0, subagents + raw): task_started names an Agent tool_use_id the parent never shows; the child session registers by its id and ends by its task',
+    'claude-real-subagentsRaw-subagent',
+  ],
+  [
+    'claude (real 0.101.0, subagents + raw): all three, each ended by its own id',
+    'claude-real-subagentsRaw-all',
+  ],
+  [
     'claude (real 0.101.0, raw SDK task messages): two background shells, each ended by its own task id',
     'claude-real-twoShells',
   ],
