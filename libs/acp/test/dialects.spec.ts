@@ -142,6 +142,10 @@ const CASES: [rule: string, fixture: string][] = [
     'codex: a 2.x spawnAgent without _meta registers by title and thread id and does not end at turn end',
     'codex-subagent-2x-no-end',
   ],
+  [
+    'codex: a child ends when it ends — an activity card of its thread saying completed retires it (reconstructed 1.x shapes)',
+    'codex-subagent-activity-end',
+  ],
   ['codex: exec commands are foreground tools, never background work', 'codex-exec-command'],
   [
     'generic: tools without lineage are foreground; plan, thought and message are output; unknown updates are ignored',

@@ -3678,4 +3678,89 @@ export const EXPECTED: Record<string, FactBody[]> = {
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
+  'codex-subagent-activity-end': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: '@agentclientprotocol/codex-acp', version: '1.6.2' },
+        dialect: 'codex',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, embeddedContext: true },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p1', admissionGeneration: 1 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call-spawn',
+        ownership: 'foreground',
+        status: 'in_progress',
+        title: 'spawnAgent',
+        toolKind: 'other',
+      },
+    },
+    {
+      type: 'background.started',
+      data: {
+        work: {
+          kind: 'subagent',
+          id: 'thread-paris',
+          label: 'Find the current weather in Paris.',
+          startedAt: '2026-11-10T10:00:00.120Z',
+          chat: 'thread-paris',
+          _meta: { codex: { threadId: 'thread-paris', toolCallId: 'call-spawn' } },
+        },
+        toolCallId: 'call-spawn',
+        attested: false,
+      },
+    },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call-act',
+        ownership: 'foreground',
+        status: 'completed',
+        title: 'Start subagent weather_research',
+        toolKind: 'other',
+      },
+    },
+    { type: 'tool.updated', data: { toolCallId: 'call-spawn', status: 'completed' } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 28 } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call-act-2',
+        ownership: 'foreground',
+        status: 'completed',
+        title: 'Subagent weather_research completed',
+        toolKind: 'other',
+      },
+    },
+    {
+      type: 'background.ended',
+      data: {
+        workId: 'thread-paris',
+        toolCallId: 'call-spawn',
+        kind: 'subagent',
+        status: 'completed',
+      },
+    },
+  ],
 };

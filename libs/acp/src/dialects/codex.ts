@@ -105,6 +105,24 @@ const step = (
     }
   }
 
+  // An activity card (1.x `_meta.codex.subagent`, 2.x `rawInput.agentThreadId`) says what one
+  // thread did, whichever card carries it: a child's own end retires it.
+  const activity = rec(path(update, '_meta', 'codex', 'subagent'));
+  const actThread = asId(activity?.threadId) ?? asId(input?.agentThreadId);
+  const actKind = text(activity?.activity, 100) ?? text(input?.activityKind, 100);
+  if (actThread !== undefined && actKind !== undefined) {
+    const reg = next.threads[actThread];
+    const status =
+      actKind === 'completed' ? 'completed' : actKind === 'interrupted' ? 'stopped' : undefined;
+    if (reg !== undefined && !reg.ended && status !== undefined) {
+      next = { ...next, threads: { ...next.threads, [actThread]: { ...reg, ended: true } } };
+      facts.push({
+        type: 'background.ended',
+        data: { workId: actThread, toolCallId: reg.toolCallId, kind: 'subagent', status },
+      });
+    }
+  }
+
   // `wait` / `closeAgent` (and any collaboration card) report each child's state by thread id.
   const states = rec(input?.agentsStates);
   if (collab !== undefined && states !== undefined) {
