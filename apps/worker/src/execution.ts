@@ -1,11 +1,15 @@
 import {
   AgentHost,
+  clientAdvertisement,
   coalesce,
   flushAll,
   flushDue,
   initialCoalesceState,
   nextFlushAt,
+  parseRecording,
+  recordedAdvertisement,
   replayAgentCommand,
+  type ClientAdvertisement,
   toFact,
   type CoalesceState,
   type FactBody,
@@ -22,7 +26,7 @@ import {
   type StreamTail,
 } from '@baton/store';
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import type { Logger } from './logger';
 import { Pump } from './pump';
 import { resolveRecording } from './recordings';
@@ -72,7 +76,23 @@ interface AgentLaunch {
   cwd: string;
   /** The working directory of the ACP session. */
   sessionCwd: string;
+  /** What to tell the agent about the client: a replay's is its recording's own. */
+  advertise: ClientAdvertisement;
 }
+
+/**
+ * What the recorded client advertised, so a replay is played to the client it was recorded for
+ * (a plain recording replayed asking for raw task messages would attest work whose completion
+ * never comes). A recording that cannot be read this way falls back to the profile; the replay
+ * agent reports what is wrong with it.
+ */
+const advertisementOf = (file: string): ClientAdvertisement | undefined => {
+  try {
+    return recordedAdvertisement(parseRecording(readFileSync(file, 'utf8')));
+  } catch {
+    return undefined;
+  }
+};
 
 class StoppedBeforeStart extends Error {
   constructor() {
@@ -219,7 +239,7 @@ export class Execution {
         env: launch.env,
         cwd: launch.cwd,
         sessionCwd: launch.sessionCwd,
-        rawSdkMessages: this.profile.capabilities.rawSdkMessages,
+        advertise: launch.advertise,
         permissionPolicy: this.profile.permissionPolicy,
         ...(this.profile.mode !== undefined ? { mode: this.profile.mode } : {}),
         setupTimeoutMs: settings.setupTimeoutMs,
@@ -292,10 +312,11 @@ export class Execution {
   private launch(): AgentLaunch {
     const p = this.profile;
     const env = agentEnv(p);
+    const advertise = clientAdvertisement(p.capabilities);
     if (p.kind === 'command') {
       const ws = prepareWorkspace(this.settings.workspaceRoot, this.job.tenant, this.job.workspace);
       if (ws.temporary) this.tempDir = ws.dir;
-      return { command: p.command, args: p.args, env, cwd: ws.dir, sessionCwd: ws.dir };
+      return { command: p.command, args: p.args, env, cwd: ws.dir, sessionCwd: ws.dir, advertise };
     }
     // Checked before any folder is made, so a refused recording leaves nothing behind.
     const file = resolveRecording(this.recording(), this.settings.recordingsDir);
@@ -303,7 +324,14 @@ export class Execution {
     if (ws.temporary) this.tempDir = ws.dir;
     const speed = this.job.speed ?? p.speed;
     const { command, args } = replayAgentCommand(file, { pace: speed === 0 ? 0 : 1 / speed });
-    return { command, args, env, cwd: ws.dir, sessionCwd: ws.dir };
+    return {
+      command,
+      args,
+      env,
+      cwd: ws.dir,
+      sessionCwd: ws.dir,
+      advertise: advertisementOf(file) ?? advertise,
+    };
   }
 
   private onFact(body: FactBody): void {

@@ -76,6 +76,8 @@ type Ref = ReturnType<typeof newRef>;
 const PROFILES: Record<string, AgentProfileInput> = {
   replay: { kind: 'replay' },
   'replay-raw': { kind: 'replay', capabilities: { rawSdkMessages: true } },
+  // The real recordings set the session mode; the host must set it too.
+  'replay-raw-mode': { kind: 'replay', mode: 'default', capabilities: { rawSdkMessages: true } },
   crash: {
     kind: 'command',
     ...replayAgentCommand(join(FIXTURES, 'generic-turn.jsonl'), { pace: 0, crashAfterFrames: 5 }),
@@ -164,12 +166,19 @@ describe('one worker process', () => {
     'claude-handoff-held-prompt',
     'codex-exec-command',
     'codex-subagent-1x',
+    'claude-real-plain-shell',
+    'claude-real-subagents-subagent',
   ])('replays %s: the facts land in the task stream in wire order', async (fixture) => {
     const recording = parseRecording(readFileSync(join(FIXTURES, `${fixture}.jsonl`), 'utf8'));
-    const optsIn = recording.some((f) =>
-      JSON.stringify(f.message).includes('"emitRawSDKMessages"'),
+    // A profile that asks for raw task messages: a replay advertises what its recording's client
+    // advertised instead, so plain recordings negotiate (and attest) as they were recorded.
+    const setsMode = recording.some((f) =>
+      JSON.stringify(f.message).includes('"session/set_mode"'),
     );
-    const ref = await start(optsIn ? 'replay-raw' : 'replay', { recording: fixture, speed: 0 });
+    const ref = await start(setsMode ? 'replay-raw-mode' : 'replay-raw', {
+      recording: fixture,
+      speed: 0,
+    });
     const agentFrames = async () =>
       (await store.rawFrames.read(ref.taskId, ref.executionId)).items.filter(
         (f) => f.direction === 'in',

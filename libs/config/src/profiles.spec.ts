@@ -32,7 +32,7 @@ describe('agent profiles', () => {
       env: {},
       inheritEnv: [],
       permissionPolicy: 'deny',
-      capabilities: { rawSdkMessages: false },
+      capabilities: { rawSdkMessages: false, terminalOutput: false, subagents: false },
     });
     const r = parseProfiles(file({ r: { kind: 'replay' } }), 'x');
     expect(r.r).toMatchObject({ kind: 'replay', speed: 1, permissionPolicy: 'deny' });

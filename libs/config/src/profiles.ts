@@ -40,8 +40,12 @@ export const ProfileCapabilities = z
   .strictObject({
     /** Ask claude-agent-acp for raw SDK task messages (identified background completion). */
     rawSdkMessages: z.boolean().default(false),
+    /** Advertise `clientCapabilities._meta.terminal_output` (a shell's end by `terminal_exit`). */
+    terminalOutput: z.boolean().default(false),
+    /** Advertise `clientCapabilities.subagents: {}` (each subagent a child session). */
+    subagents: z.boolean().default(false),
   })
-  .default({ rawSdkMessages: false });
+  .default({ rawSdkMessages: false, terminalOutput: false, subagents: false });
 
 const common = {
   /** Shown to operators; not used by Baton. */
@@ -113,7 +117,8 @@ export function builtinProfiles(claudePath: string | null = claudeAdapterPath() 
     replay: AgentProfile.parse({
       kind: 'replay',
       description: 'Baton’s replay agent playing a recording of the recordings folder',
-      // As a Claude host asks: Claude recordings then play with their raw task messages.
+      // A recording is replayed advertising what its own client advertised; this applies only
+      // to one without an initialize request.
       capabilities: { rawSdkMessages: true },
     }),
   };
