@@ -5,6 +5,7 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { formatResults, resultsOf, type SuiteOutput } from './lib';
 import { runFoldBench } from './fold.bench';
+import { runDialectBench } from './dialect.bench';
 import { runStoreBench } from './store.bench';
 import { runWorkerBench } from './worker.bench';
 import { runProjectorBench } from './projector.bench';
@@ -30,6 +31,14 @@ const SUITES: Suite[] = [
       'Replays a recorded stream (executions, prompts with their decisions, coalesced output, tools, subagents) through `fold` = `evolve` + sequenced updates. ' +
       'Baseline: `JSON.parse` of the same entries, the cost a projector pays anyway to read them.',
     run: runFoldBench,
+  },
+  {
+    key: 'dialect',
+    title: 'Dialects (libs/acp)',
+    note:
+      'The whole frame-to-fact reducer (`reduceFrame`: JSON-RPC bookkeeping + the dialect the agent’s `initialize` selects) over one session of 5,000 distinct tool calls (start, input, result frames each, and a message chunk), frames already parsed. ' +
+      'Baseline: `JSON.parse` of the same frames’ messages, the cost the host pays anyway to read them off the wire; interleaved, best of 3.',
+    run: runDialectBench,
   },
   {
     key: 'store',

@@ -10,8 +10,9 @@ import { asId, path, rec, text, type JsonRecord } from './json';
 /**
  * The whole frame-to-fact function for one execution: shared JSON-RPC bookkeeping (which request
  * a response answers, prompt dispatch and turn end, `session/load` history) plus the dialect the
- * agent's own `initialize` answer selects. It is pure and its state is plain data, so the raw
- * frame log alone reproduces every fact.
+ * agent's own `initialize` answer selects. Its facts depend on the frames alone and its state is
+ * plain data, so the raw frame log alone reproduces every fact (the state is updated in place:
+ * see `reduceFrame`).
  */
 
 /** Where a prompt's Baton identity rides on the wire: `session/prompt` `_meta.baton`. */
@@ -262,17 +263,25 @@ const runDialect = (state: AcpState, message: JsonRecord, at: string): Reduction
     }
   }
   let awaitingYield = state.awaitingYield;
-  facts = facts.map((f) => {
-    if (f.type !== 'foreground.idle' || f.data.origin !== 'human') return f;
+  for (let i = 0; i < facts.length; i++) {
+    const f = facts[i]!;
+    if (f.type !== 'foreground.idle' || f.data.origin !== 'human') continue;
     const [gen, ...rest] = awaitingYield;
-    if (gen === undefined) return f;
+    if (gen === undefined) continue;
     awaitingYield = rest;
-    return { type: 'foreground.idle', data: { ...f.data, admissionGeneration: gen } };
-  });
-  return { state: { ...state, dialect, awaitingYield }, facts };
+    facts[i] = { type: 'foreground.idle', data: { ...f.data, admissionGeneration: gen } };
+  }
+  // Owned (see reduceFrame): no copy of the whole state per frame.
+  state.dialect = dialect;
+  state.awaitingYield = awaitingYield;
+  return { state, facts };
 };
 
-/** One frame in, the facts it proves out. Never throws, whatever the frame holds. */
+/**
+ * One frame in, the facts it proves out. Never throws, whatever the frame holds. It takes the
+ * state by ownership (the dialect's maps are updated in place): fold forward, never from an old
+ * state twice.
+ */
 export const reduceFrame = (state: AcpState, frame: Frame): Reduction => {
   const message = frame.message;
   const kind = classify(message);

@@ -164,10 +164,8 @@ const claudeCapabilities = (
 type Acc = { state: ClaudeState; facts: FactBody[] };
 
 const setTool = (acc: Acc, id: string, patch: Partial<ToolState>): void => {
-  acc.state = {
-    ...acc.state,
-    tools: { ...acc.state.tools, [id]: { ...acc.state.tools[id], ...patch } },
-  };
+  // The entry is replaced (callers keep the one they read), the map is updated in place.
+  acc.state.tools[id] = { ...acc.state.tools[id], ...patch };
 };
 
 /**
@@ -243,22 +241,15 @@ const register = (
 ): void => {
   const tool = acc.state.tools[toolCallId] ?? {};
   if (tool.workId !== undefined) {
-    if (taskId !== undefined)
-      acc.state = { ...acc.state, tasks: { ...acc.state.tasks, [taskId]: tool.workId } };
+    if (taskId !== undefined) acc.state.tasks[taskId] = tool.workId;
     return;
   }
   const knownTask =
     taskId ?? Object.keys(acc.state.taskTools).find((t) => acc.state.taskTools[t] === toolCallId);
   const workId = knownTask ?? toolCallId;
   setTool(acc, toolCallId, { workId });
-  acc.state = {
-    ...acc.state,
-    works: {
-      ...acc.state.works,
-      [workId]: { kind, toolCallId, ended: false, identified: acc.state.attested },
-    },
-    tasks: knownTask !== undefined ? { ...acc.state.tasks, [knownTask]: workId } : acc.state.tasks,
-  };
+  acc.state.works[workId] = { kind, toolCallId, ended: false, identified: acc.state.attested };
+  if (knownTask !== undefined) acc.state.tasks[knownTask] = workId;
   acc.facts.push({
     type: 'background.started',
     data: {
@@ -274,11 +265,8 @@ const register = (
 const end = (acc: Acc, workId: string, status: EndStatus): void => {
   const work = acc.state.works[workId];
   if (work === undefined || work.ended) return;
-  acc.state = {
-    ...acc.state,
-    works: { ...acc.state.works, [workId]: { ...work, ended: true } },
-    endedSinceCycle: true,
-  };
+  acc.state.works[workId] = { ...work, ended: true };
+  acc.state.endedSinceCycle = true;
   const data: FactBodyOf<'background.ended'>['data'] = { workId, kind: work.kind, status };
   if (work.toolCallId !== undefined) data.toolCallId = work.toolCallId;
   acc.facts.push({ type: 'background.ended', data });
@@ -293,10 +281,9 @@ const workOfTask = (state: ClaudeState, taskId: string | undefined, toolUseId?: 
 
 // ------------------------------------------------------------------------------------------------
 
-const readInput = (update: JsonRecord): Partial<ToolState> => {
+const readInput = (update: JsonRecord, patch: ToolState): void => {
   const input = rec(update.rawInput);
-  if (input === undefined) return {};
-  const patch: Partial<ToolState> = {};
+  if (input === undefined) return;
   if (input.run_in_background === true) patch.runInBackground = true;
   const command = text(input.command, 20_000);
   if (command !== undefined) patch.command = command;
@@ -304,7 +291,6 @@ const readInput = (update: JsonRecord): Partial<ToolState> => {
   if (description !== undefined) patch.description = description;
   const stops = asId(input.task_id) ?? asId(input.shell_id);
   if (stops !== undefined) patch.stopsTask = stops;
-  return patch;
 };
 
 const onTool = (
@@ -338,17 +324,21 @@ const onTool = (
     ownership = ownershipUnder(acc.state, known.parent);
   }
 
-  setTool(acc, id, {
-    ...(toolName !== undefined && known?.toolName === undefined ? { toolName } : {}),
-    ...(newParent !== undefined ? { parent: newParent } : {}),
-    ...(ownership !== undefined ? { ownership } : {}),
-    ...(frame.status === 'completed' || frame.status === 'failed' ? { completed: true } : {}),
-    ...(rec(path(update, '_meta', 'terminal_info')) !== undefined ? { terminal: true } : {}),
-    ...(rec(path(update, '_meta', 'terminal_exit')) !== undefined ? { exited: true } : {}),
-    ...readInput(update),
-  });
+  // A fresh entry (callers keep the one they read), built without intermediate objects: this
+  // runs for every tool frame.
+  const tool: ToolState = known === undefined ? {} : { ...known };
+  if (toolName !== undefined && tool.toolName === undefined) tool.toolName = toolName;
+  if (newParent !== undefined) tool.parent = newParent;
+  if (ownership !== undefined) tool.ownership = ownership;
+  if (frame.status === 'completed' || frame.status === 'failed') tool.completed = true;
+  const updateMeta = rec(update._meta);
+  if (updateMeta !== undefined) {
+    if (rec(updateMeta.terminal_info) !== undefined) tool.terminal = true;
+    if (rec(updateMeta.terminal_exit) !== undefined) tool.exited = true;
+  }
+  readInput(update, tool);
+  acc.state.tools[id] = tool;
 
-  const tool = acc.state.tools[id] ?? {};
   const kind = launchKind(tool);
   const response = rec(meta?.toolResponse);
 
@@ -370,11 +360,7 @@ const onTool = (
   const carriesEvidence = ownership !== undefined || newParent !== undefined;
   if (isNew || frame.status !== undefined || carriesEvidence) {
     acc.facts.push(
-      toolFact(frame, {
-        started: isNew && frame.first,
-        ...(ownership !== undefined ? { ownership } : {}),
-        ...(newParent !== undefined ? { parentToolCallId: newParent } : {}),
-      }),
+      toolFact(frame, { started: isNew && frame.first, ownership, parentToolCallId: newParent }),
     );
   }
 
@@ -413,11 +399,11 @@ const onSdkMessage = (acc: Acc, message: JsonRecord, at: string): void => {
     case 'task_started': {
       if (taskId === undefined) return;
       if (toolUseId !== undefined) {
-        acc.state = { ...acc.state, taskTools: { ...acc.state.taskTools, [taskId]: toolUseId } };
+        acc.state.taskTools[taskId] = toolUseId;
         const tool = acc.state.tools[toolUseId];
         const kind = tool === undefined ? undefined : launchKind(tool);
         if (tool?.workId !== undefined) {
-          acc.state = { ...acc.state, tasks: { ...acc.state.tasks, [taskId]: tool.workId } };
+          acc.state.tasks[taskId] = tool.workId;
         } else if (
           tool !== undefined &&
           kind !== undefined &&
@@ -462,7 +448,7 @@ const finishTask = (
   const workId = workOfTask(acc.state, taskId, toolUseId);
   if (workId !== undefined) return end(acc, workId, status);
   if (taskId !== undefined && acc.state.earlyEnds[taskId] === undefined) {
-    acc.state = { ...acc.state, earlyEnds: { ...acc.state.earlyEnds, [taskId]: status } };
+    acc.state.earlyEnds[taskId] = status;
   }
 };
 
@@ -476,7 +462,7 @@ const finishTask = (
 const unidentifiedCompletion = (acc: Acc): void => {
   // A work that just ended by its identity may be what this cycle reports.
   let mayBeNone = acc.state.endedSinceCycle;
-  if (mayBeNone) acc.state = { ...acc.state, endedSinceCycle: false };
+  acc.state.endedSinceCycle = false;
   const candidates: string[] = [];
   for (const id in acc.state.works) {
     const w = acc.state.works[id]!;
@@ -487,10 +473,7 @@ const unidentifiedCompletion = (acc: Acc): void => {
   if (candidates.length === 0) return;
   if (candidates.length === 1 && !mayBeNone) {
     const id = candidates[0]!;
-    acc.state = {
-      ...acc.state,
-      works: { ...acc.state.works, [id]: { ...acc.state.works[id]!, presumed: true } },
-    };
+    acc.state.works[id] = { ...acc.state.works[id]!, presumed: true };
   }
   acc.facts.push({
     type: 'background.ended',
@@ -531,17 +514,15 @@ const onSubagentUpdate = (acc: Acc, update: JsonRecord, at: string): void => {
   const work = known === undefined ? undefined : acc.state.works[known];
   if (state === 'running' && (work === undefined || work.ended)) {
     const label = text(update.title, 2_000) ?? text(update.description, 2_000) ?? 'Subagent';
-    acc.state = {
-      ...acc.state,
-      children: { ...acc.state.children, [child]: child },
-      works: {
-        ...acc.state.works,
-        [child]: { kind: 'subagent', ended: false, identified: acc.state.subagentSessions },
-      },
-      tasks: { ...acc.state.tasks, [child]: child },
-      // Unstamped child frames hang under the child session itself.
-      tools: { ...acc.state.tools, [child]: { workId: child, runInBackground: true } },
+    acc.state.children[child] = child;
+    acc.state.works[child] = {
+      kind: 'subagent',
+      ended: false,
+      identified: acc.state.subagentSessions,
     };
+    acc.state.tasks[child] = child;
+    // Unstamped child frames hang under the child session itself.
+    acc.state.tools[child] = { workId: child, runInBackground: true };
     acc.facts.push({
       type: 'background.started',
       data: {
@@ -591,10 +572,7 @@ const onTerminalExit = (acc: Acc, update: JsonRecord, frame: ToolFrame, before?:
     launched?.kind === 'shell' &&
     !launched.identified
   ) {
-    acc.state = {
-      ...acc.state,
-      works: { ...acc.state.works, [tool.workId!]: { ...launched, identified: true } },
-    };
+    acc.state.works[tool.workId!] = { ...launched, identified: true };
   }
   const exit = rec(path(update, '_meta', 'terminal_exit'));
   if (exit === undefined || before?.completed !== true || frame.status !== undefined) return;

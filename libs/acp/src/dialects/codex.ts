@@ -67,12 +67,12 @@ const step = (
   if (frame === undefined) return { state, facts: [] };
 
   const facts: FactBody[] = [];
-  let next = state;
+  const next = state;
   const id = frame.toolCallId;
   const known = state.tools[id];
   const collab = known?.collab ?? collabTool(update);
   if (known === undefined) {
-    next = { ...next, tools: { ...next.tools, [id]: collab !== undefined ? { collab } : {} } };
+    next.tools[id] = collab !== undefined ? { collab } : {};
   }
   const input = rec(update.rawInput);
 
@@ -86,7 +86,7 @@ const step = (
       firstThread(input?.receiverThreadIds) ??
       firstThread(path(update, '_meta', 'codex', 'collaboration', 'receiverThreadIds'));
     if (thread !== undefined && next.threads[thread] === undefined) {
-      next = { ...next, threads: { ...next.threads, [thread]: { toolCallId: id, ended: false } } };
+      next.threads[thread] = { toolCallId: id, ended: false };
       facts.push({
         type: 'background.started',
         data: {
@@ -115,7 +115,7 @@ const step = (
     const status =
       actKind === 'completed' ? 'completed' : actKind === 'interrupted' ? 'stopped' : undefined;
     if (reg !== undefined && !reg.ended && status !== undefined) {
-      next = { ...next, threads: { ...next.threads, [actThread]: { ...reg, ended: true } } };
+      next.threads[actThread] = { ...reg, ended: true };
       facts.push({
         type: 'background.ended',
         data: { workId: actThread, toolCallId: reg.toolCallId, kind: 'subagent', status },
@@ -130,7 +130,7 @@ const step = (
       const reg = next.threads[thread];
       const status = isRecord(s) ? childEnd(s.status) : undefined;
       if (reg === undefined || reg.ended || status === undefined) continue;
-      next = { ...next, threads: { ...next.threads, [thread]: { ...reg, ended: true } } };
+      next.threads[thread] = { ...reg, ended: true };
       facts.push({
         type: 'background.ended',
         data: { workId: thread, toolCallId: reg.toolCallId, kind: 'subagent', status },

@@ -84,15 +84,18 @@ export type Ownership = 'foreground' | 'background';
 /** Builds a tool fact, leaving out every field the frame did not carry. */
 export const toolFact = (
   frame: ToolFrame,
-  opts: { started: boolean; ownership?: Ownership; parentToolCallId?: string },
+  opts: {
+    started: boolean;
+    ownership?: Ownership | undefined;
+    parentToolCallId?: string | undefined;
+  },
 ): FactBody => {
-  const data: FactBodyOf<'tool.updated'>['data'] = { toolCallId: frame.toolCallId };
+  const data: FactBodyOf<'tool.started'>['data'] = { toolCallId: frame.toolCallId };
   if (opts.ownership !== undefined) data.ownership = opts.ownership;
   if (opts.parentToolCallId !== undefined) data.parentToolCallId = opts.parentToolCallId;
   if (frame.status !== undefined) data.status = frame.status;
   if (!opts.started) return { type: 'tool.updated', data };
-  const started: FactBodyOf<'tool.started'>['data'] = { ...data };
-  if (frame.title !== undefined) started.title = frame.title;
-  if (frame.toolKind !== undefined) started.toolKind = frame.toolKind;
-  return { type: 'tool.started', data: started };
+  if (frame.title !== undefined) data.title = frame.title;
+  if (frame.toolKind !== undefined) data.toolKind = frame.toolKind;
+  return { type: 'tool.started', data };
 };

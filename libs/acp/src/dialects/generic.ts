@@ -36,8 +36,9 @@ export const genericDialect: Dialect<GenericState> = {
     const frame = toolFrame(update);
     if (frame === undefined) return { state, facts: [] };
     if (state.tools[frame.toolCallId] === undefined) {
+      state.tools[frame.toolCallId] = true;
       return {
-        state: { tools: { ...state.tools, [frame.toolCallId]: true } },
+        state,
         facts: [toolFact(frame, { started: frame.first, ownership: 'foreground' })],
       };
     }

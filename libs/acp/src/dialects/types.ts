@@ -34,8 +34,11 @@ export interface Step<S> {
 }
 
 /**
- * A dialect is a pure reducer over the agent->client messages of one session, plus the
- * capabilities it attests for the agent that answered `initialize`. Turn bookkeeping (prompt
+ * A dialect is a reducer over the agent->client messages of one session, plus the capabilities
+ * it attests for the agent that answered `initialize`. Its state is plain data and the facts
+ * depend on the frames alone, but `step` owns the state it is given: its maps (tool calls, work)
+ * are updated in place, since copying them on every frame made a session with thousands of tool
+ * calls quadratic. Never step an old state twice. Turn bookkeeping (prompt
  * dispatch, turn end, `session/load` history) is shared and lives in the composite reducer.
  */
 export interface Dialect<S> {
