@@ -155,6 +155,10 @@ const CASES: [rule: string, fixture: string][] = [
     'an agent that answers initialize in ACP v2 is refused: no dialect reads its session, prompt or updates',
     'claude-v2-initialize',
   ],
+  [
+    'a whole real v2 session (prompt answered with a messageId, state_update with its background list) is refused, nothing read',
+    'claude-v2-shell',
+  ],
   ['generic: a cancelled prompt ends its turn with stopReason cancelled', 'generic-cancelled'],
 ];
 

@@ -789,6 +789,8 @@ export const EXPECTED: Record<string, FactBody[]> = {
   ],
   // The agent answered initialize in ACP v2: nothing it says is read; the host fails the execution.
   'claude-v2-initialize': [],
+  // A whole v2 session of the real adapter (a background shell): refused all the same.
+  'claude-v2-shell': [],
   'claude-session-load-history': [
     {
       type: 'capabilities.negotiated',
