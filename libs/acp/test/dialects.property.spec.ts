@@ -61,7 +61,54 @@ const update = fc.oneof(
         ),
         noise,
       ),
-      _meta: fc.oneof(fc.record({ claudeCode }, { requiredKeys: [] }), noise),
+      _meta: fc.oneof(
+        fc.record(
+          {
+            claudeCode,
+            terminal_info: fc.oneof(fc.record({ terminal_id: ids }), noise),
+            terminal_exit: fc.oneof(
+              fc.record(
+                { exit_code: fc.oneof(fc.constant(null), fc.integer()), signal: noise },
+                { requiredKeys: [] },
+              ),
+              noise,
+            ),
+            codex: fc.oneof(
+              fc.record({
+                subagent: fc.record(
+                  {
+                    threadId: ids,
+                    activity: fc.constantFrom('started', 'completed', 'interrupted'),
+                  },
+                  { requiredKeys: [] },
+                ),
+              }),
+              noise,
+            ),
+          },
+          { requiredKeys: [] },
+        ),
+        noise,
+      ),
+    },
+    { requiredKeys: ['sessionUpdate'] },
+  ),
+  // Subagents profile: a child session announced, running or idle.
+  fc.record(
+    {
+      sessionUpdate: fc.constant('subagent_update'),
+      sessionId: fc.oneof(ids, noise),
+      title: fc.oneof(fc.string(), noise),
+      state: fc.oneof(
+        fc.record(
+          {
+            state: fc.constantFrom('running', 'idle'),
+            stopReason: fc.constantFrom('end_turn', 'cancelled', 'refusal', 'weird'),
+          },
+          { requiredKeys: [] },
+        ),
+        noise,
+      ),
     },
     { requiredKeys: ['sessionUpdate'] },
   ),
@@ -125,7 +172,11 @@ const message = fc.oneof(
     arbitrary: fc.record({
       jsonrpc: fc.constant('2.0'),
       method: fc.constant('session/update'),
-      params: fc.record({ sessionId: fc.constant('sess-1'), update }),
+      // Updates of the session, or of a child session (ids also name subagents' sessions).
+      params: fc.record({
+        sessionId: fc.oneof(fc.constant('sess-1'), fc.constant('sess-real'), ids),
+        update,
+      }),
     }),
   },
   {
@@ -166,6 +217,9 @@ const HANDSHAKES = [
   'claude-subagent-background-raw',
   'claude-shell-background-plain',
   'claude-monitor-plain',
+  'claude-real-subagents-all',
+  'claude-real-terminal-twoShells',
+  'codex-subagent-activity-end',
   'claude-legacy-no-lineage',
   'codex-subagent-1x',
   'generic-turn',
@@ -230,7 +284,11 @@ describe('dialect properties', () => {
         /** Sole candidates of an unidentified end: retired for display, never offered again. */
         const presumed = new Set<string>();
         for (const f of facts) {
-          if (f.type === 'background.started') registered.set(f.data.work.id, f.data.attested);
+          if (f.type === 'background.started') {
+            // A child session that runs again after its idle (a resumed subagent) registers again.
+            registered.set(f.data.work.id, f.data.attested);
+            ended.delete(f.data.work.id);
+          }
           if (f.type !== 'background.ended') continue;
           if (f.data.candidates !== undefined) {
             expect(f.data.workId).toBeUndefined();
