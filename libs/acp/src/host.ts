@@ -37,6 +37,12 @@ export const CLAUDE_RAW_TASK_FILTERS = [
 export interface ClientAdvertisement {
   clientCapabilities: Record<string, unknown>;
   sessionMeta?: Record<string, unknown>;
+  /**
+   * The ACP protocol version asked for (default 1). With 2 (the draft v2), `initialize` sends
+   * `info` and `capabilities` (this `clientCapabilities`), a prompt is answered with its
+   * `messageId` and its turn ends at a `state_update`.
+   */
+  protocolVersion?: 1 | 2;
 }
 
 /** The client profiles a Claude adapter tells apart (each optional, all combinable). */
@@ -47,6 +53,8 @@ export interface ClientProfileOptions {
   terminalOutput?: boolean;
   /** `clientCapabilities.subagents: {}` (subagents RFD): each subagent is a child session. */
   subagents?: boolean;
+  /** Ask for the draft ACP v2 (its `state_update` background list names every item). */
+  protocolVersion?: 1 | 2;
 }
 
 const BASE_CLIENT_CAPABILITIES = {
@@ -63,6 +71,7 @@ export const clientAdvertisement = (o: ClientProfileOptions = {}): ClientAdverti
   ...(o.rawSdkMessages
     ? { sessionMeta: { claudeCode: { emitRawSDKMessages: CLAUDE_RAW_TASK_FILTERS } } }
     : {}),
+  ...(o.protocolVersion === 2 ? { protocolVersion: 2 as const } : {}),
 });
 
 const recordOf = (v: unknown): Record<string, unknown> | undefined =>
@@ -88,9 +97,12 @@ export const recordedAdvertisement = (
     recordOf(request(['session/new', 'session/load', 'session/resume'])?.message)?.params,
   );
   const sessionMeta = recordOf(setup?._meta);
+  const v2 = init.protocolVersion === 2;
   return {
-    clientCapabilities: recordOf(init.clientCapabilities) ?? {},
+    // v2 names them `capabilities`.
+    clientCapabilities: recordOf(v2 ? init.capabilities : init.clientCapabilities) ?? {},
     ...(sessionMeta !== undefined ? { sessionMeta } : {}),
+    ...(v2 ? { protocolVersion: 2 as const } : {}),
   };
 };
 
@@ -332,18 +344,35 @@ export class AgentHost {
     const advertise =
       this.options.advertise ??
       clientAdvertisement({ rawSdkMessages: this.options.rawSdkMessages === true });
-    await agent.request('initialize', {
-      protocolVersion: 1,
-      clientCapabilities: advertise.clientCapabilities,
-      clientInfo: { name: 'baton', version: '0.1.0' },
-    });
+    if (advertise.protocolVersion === 2) {
+      // The draft v2 handshake, sent as it is on the wire (the SDK's client is v1's).
+      await agent.request('initialize', {
+        protocolVersion: 2,
+        info: { name: 'baton', version: '0.1.0' },
+        capabilities: advertise.clientCapabilities,
+      } as never);
+    } else {
+      await agent.request('initialize', {
+        protocolVersion: 1,
+        clientCapabilities: advertise.clientCapabilities,
+        clientInfo: { name: 'baton', version: '0.1.0' },
+      });
+    }
     const session = await agent.request('session/new', {
       cwd: this.options.sessionCwd,
       mcpServers: [],
       ...(advertise.sessionMeta !== undefined ? { _meta: advertise.sessionMeta } : {}),
     });
     this.sessionIdValue = session.sessionId;
-    if (this.options.mode !== undefined) {
+    if (this.options.mode !== undefined && advertise.protocolVersion === 2) {
+      // v2 has no session/set_mode: the mode is the `mode` config option.
+      await agent.request('session/set_config_option', {
+        sessionId: session.sessionId,
+        configId: 'mode',
+        type: 'id',
+        value: this.options.mode,
+      } as never);
+    } else if (this.options.mode !== undefined) {
       await agent.request('session/set_mode', {
         sessionId: session.sessionId,
         modeId: this.options.mode,

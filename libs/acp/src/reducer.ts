@@ -58,13 +58,21 @@ export interface AcpState {
    * the agent says after that is read (no dialect guesses at it) and the host ends the execution.
    */
   refused?: string;
+  /** The protocol version both sides speak in this session, once `initialize` is answered. */
+  version?: number;
+  /**
+   * v2: prompts the agent took in (answered with a `messageId`) whose turn has not ended, oldest
+   * first. A v2 turn ends at a `state_update` `idle` with a `stopReason`, not at the answer.
+   */
+  openTurns: number[];
 }
 
 /** The ACP protocol versions a dialect here is written for. */
-export const SPOKEN_PROTOCOL_VERSIONS: readonly number[] = [1];
+export const SPOKEN_PROTOCOL_VERSIONS: readonly number[] = [1, 2];
 
 export const initialAcpState = (): AcpState => ({
   pending: {},
+  openTurns: [],
   awaitingYield: [],
   loading: false,
   negotiated: false,
@@ -82,10 +90,12 @@ export const selectDialect = (agent: AgentIdentity): DialectName =>
 
 /** Reads the agent's identity from an `initialize` result. */
 export const agentIdentity = (result: unknown): AgentIdentity => {
-  const info = rec(path(result, 'agentInfo'));
+  // v1 says `agentInfo` / `agentCapabilities`, v2 `info` / `capabilities`.
+  const info = rec(path(result, 'agentInfo')) ?? rec(path(result, 'info'));
   const name = text(info?.name, 200) ?? 'unknown';
   const version = text(info?.version, 100);
-  const capabilitiesMeta = rec(path(result, 'agentCapabilities', '_meta'));
+  const capabilitiesMeta =
+    rec(path(result, 'agentCapabilities', '_meta')) ?? rec(path(result, 'capabilities', '_meta'));
   return {
     name,
     ...(version !== undefined ? { version } : {}),
@@ -98,12 +108,14 @@ export const agentIdentity = (result: unknown): AgentIdentity => {
  * The agent answers with the version it will speak (ours if it supports it, else its latest):
  * an answer in another version, or with none, is refused, never read by the nearest dialect.
  */
-export const unspokenProtocol = (result: unknown): string | undefined => {
+export const unspokenProtocol = (result: unknown, asked: unknown = 1): string | undefined => {
   const v = path(result, 'protocolVersion');
-  if (typeof v === 'number' && SPOKEN_PROTOCOL_VERSIONS.includes(v)) return undefined;
+  // Baton speaks the version it asked for in this session, and no other.
+  if (typeof v === 'number' && SPOKEN_PROTOCOL_VERSIONS.includes(v) && v === asked)
+    return undefined;
   const said =
     v === undefined ? 'no protocolVersion' : `protocolVersion ${JSON.stringify(v).slice(0, 40)}`;
-  return `the agent answered initialize with ${said}; Baton speaks ACP protocol version ${SPOKEN_PROTOCOL_VERSIONS.join(', ')} only`;
+  return `the agent answered initialize with ${said}; Baton asked for ACP protocol version ${JSON.stringify(asked).slice(0, 40)} and speaks no other in this session`;
 };
 
 /** Capabilities of an agent as a pure function of its `initialize` result and session setup. */
@@ -163,6 +175,7 @@ const onClientRequest = (state: AcpState, message: JsonRecord): Reduction => {
       ...(next.clientCapabilities !== undefined
         ? { clientCapabilities: next.clientCapabilities }
         : {}),
+      ...(next.version === 2 ? { protocolVersion: 2 } : {}),
     };
     if (method === 'session/load') next = { ...next, loading: true };
   }
@@ -192,15 +205,22 @@ const onAgentResponse = (state: AcpState, message: JsonRecord): Reduction => {
   const facts: FactBody[] = [];
 
   if (request.method === 'initialize' && ok) {
-    const refused = unspokenProtocol(message.result);
-    const agentCapabilities = bounded(rec(path(message.result, 'agentCapabilities')));
+    const refused = unspokenProtocol(message.result, next.askedVersion ?? 1);
+    const agentCapabilities = bounded(
+      rec(path(message.result, 'agentCapabilities')) ?? rec(path(message.result, 'capabilities')),
+    );
     const answered = {
       protocolVersion: path(message.result, 'protocolVersion'),
       ...(agentCapabilities !== undefined ? { agentCapabilities } : {}),
     };
     next =
       refused === undefined
-        ? { ...next, agent: agentIdentity(message.result), answered }
+        ? {
+            ...next,
+            agent: agentIdentity(message.result),
+            answered,
+            version: path(message.result, 'protocolVersion') as number,
+          }
         : { ...next, refused };
   } else if (next.refused !== undefined) {
     // An agent in a protocol we do not speak: its session and turns mean nothing we can read.
@@ -226,6 +246,14 @@ const onAgentResponse = (state: AcpState, message: JsonRecord): Reduction => {
         },
       });
     }
+  } else if (
+    request.method === 'session/prompt' &&
+    request.prompt !== undefined &&
+    next.version === 2 &&
+    ok
+  ) {
+    // v2 answers when the agent takes the prompt in: its turn runs until a state_update ends it.
+    next = { ...next, openTurns: [...next.openTurns, request.prompt.admissionGeneration] };
   } else if (request.method === 'session/prompt' && request.prompt !== undefined) {
     const gen = request.prompt.admissionGeneration;
     // An error answer still ends the turn: the agent is no longer working on that prompt.
@@ -270,6 +298,23 @@ const runDialect = (state: AcpState, message: JsonRecord, at: string): Reduction
     if (gen === undefined) continue;
     awaitingYield = rest;
     facts[i] = { type: 'foreground.idle', data: { ...f.data, admissionGeneration: gen } };
+  }
+  // v2: a state_update idle with a stop reason ends the oldest open turn (an autonomous cycle's
+  // end has no turn open), after what the same frame's background list registered.
+  if (state.version === 2 && state.openTurns.length > 0) {
+    const update = rec(path(message, 'params', 'update'));
+    if (
+      message.method === 'session/update' &&
+      update?.sessionUpdate === 'state_update' &&
+      update.state === 'idle' &&
+      update.stopReason !== undefined
+    ) {
+      const [gen, ...rest] = state.openTurns;
+      state.openTurns = rest;
+      awaitingYield = awaitingYield.filter((g) => g !== gen);
+      const stopReason = text(update.stopReason, 100) ?? 'unknown';
+      facts.push({ type: 'turn.ended', data: { admissionGeneration: gen!, stopReason } });
+    }
   }
   // Owned (see reduceFrame): no copy of the whole state per frame.
   state.dialect = dialect;

@@ -13,11 +13,11 @@ import { loadFixture } from './helpers';
  * so at its end nothing may be shown as running — shown items must be marked possibly finished.
  */
 
-type Profile = 'raw' | 'plain' | 'terminal' | 'subagents' | 'subagentsRaw';
+type Profile = 'raw' | 'plain' | 'terminal' | 'subagents' | 'subagentsRaw' | 'v2';
 type Scenario = 'shell' | 'subagent' | 'monitor' | 'all' | 'twoShells';
 
 const fixture = (p: Profile, s: Scenario) =>
-  p === 'raw' ? `claude-real-${s}` : `claude-real-${p}-${s}`;
+  p === 'raw' ? `claude-real-${s}` : p === 'v2' ? `claude-v2-${s}` : `claude-real-${p}-${s}`;
 
 interface Expect {
   /** Ends identified by their own id (background.ended naming the work). */
@@ -34,6 +34,7 @@ const E = (identified: number, shownAtEnd: string[], attested: string[] = []): E
   attested,
 });
 const RAW = ['shell', 'subagent', 'monitor'];
+const V2 = ['shell', 'subagent'];
 
 /** profile × scenario → what Baton must show. */
 const TABLE: Record<Profile, Partial<Record<Scenario, Expect>>> = {
@@ -69,6 +70,15 @@ const TABLE: Record<Profile, Partial<Record<Scenario, Expect>>> = {
     monitor: E(0, ['monitor'], ['subagent']),
     all: E(1, ['monitor', 'shell'], ['subagent']),
     twoShells: E(0, ['shell', 'shell'], ['subagent']),
+  },
+  v2: {
+    // The background list registers each item by its id and retires it when it leaves the list.
+    shell: E(1, [], V2),
+    subagent: E(1, [], V2),
+    // 0.101.0 never lists a Monitor: nothing is registered, nothing shown.
+    monitor: E(0, [], V2),
+    all: E(2, [], V2),
+    twoShells: E(2, [], V2),
   },
   subagentsRaw: {
     // task_started names the Agent call the parent never shows; the child session is the work.

@@ -205,12 +205,17 @@ const CLIENT_PROFILES = {
   terminal: { terminalOutput: true },
   subagents: { subagents: true },
   subagentsRaw: { subagents: true, rawSdkMessages: true },
+  v2: { protocolVersion: 2 },
 } satisfies Record<string, ClientProfileOptions>;
 type ClientProfile = keyof typeof CLIENT_PROFILES;
 
 /** `claude-real-<scenario>` for the raw profile (the first recordings), else with the profile. */
 const fixtureName = (profile: ClientProfile, scenario: string) =>
-  profile === 'raw' ? `claude-real-${scenario}` : `claude-real-${profile}-${scenario}`;
+  profile === 'raw'
+    ? `claude-real-${scenario}`
+    : profile === 'v2'
+      ? `claude-v2-${scenario}`
+      : `claude-real-${profile}-${scenario}`;
 
 // ------------------------------------------------------------------------------------------------
 // A real session: adapter + CLI under AgentHost, its facts folded by the owner's loop.
@@ -929,7 +934,7 @@ describeReal('claude-agent-acp 0.101.0 in every client profile (recordings)', ()
     s = undefined;
   });
 
-  const cases = (['plain', 'terminal', 'subagents', 'subagentsRaw', 'raw'] as const).flatMap(
+  const cases = (['plain', 'terminal', 'subagents', 'subagentsRaw', 'v2', 'raw'] as const).flatMap(
     (profile) =>
       (Object.keys(DRIVES) as (keyof typeof SCRIPTS)[])
         // The raw profile's other scenarios are the detailed tests above; with subagents as

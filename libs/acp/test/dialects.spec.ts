@@ -152,13 +152,23 @@ const CASES: [rule: string, fixture: string][] = [
     'generic-turn',
   ],
   [
-    'an agent that answers initialize in ACP v2 is refused: no dialect reads its session, prompt or updates',
+    'ACP v2 asked and answered: info/capabilities identify the agent; the prompt answered with its messageId is no turn end',
     'claude-v2-initialize',
   ],
   [
-    'a whole real v2 session (prompt answered with a messageId, state_update with its background list) is refused, nothing read',
+    'ACP v2 (real 0.101.0): the shell registers when state_update background lists its terminal and ends when the list drops it; the turn ends at state_update idle with its stopReason',
     'claude-v2-shell',
   ],
+  [
+    'ACP v2 (real 0.101.0): a subagent registers when the list names its session and ends when the list drops it',
+    'claude-v2-subagent',
+  ],
+  [
+    'ACP v2 (real 0.101.0): a Monitor is never listed, so never registered; its event cycles are idles',
+    'claude-v2-monitor',
+  ],
+  ['ACP v2 (real 0.101.0): shell, subagent and Monitor — the list names two', 'claude-v2-all'],
+  ['ACP v2 (real 0.101.0): two shells, each retired by the list', 'claude-v2-twoShells'],
   ['generic: a cancelled prompt ends its turn with stopReason cancelled', 'generic-cancelled'],
 ];
 
@@ -243,12 +253,25 @@ describe('protocol version', () => {
     return [frames[0]!, { ...frames[1]!, message: { ...init, result } }, ...frames.slice(2)];
   };
 
-  it('a v2 answer is refused, named, and never read by the nearest dialect', () => {
-    const r = reduceFrames(loadFixture('claude-v2-initialize'));
+  it('a v2 answer to a v1 request is refused, named, and never read by the nearest dialect', () => {
+    const r = reduceFrames(answer(2));
     expect(r.state.refused).toBe(
-      'the agent answered initialize with protocolVersion 2; Baton speaks ACP protocol version 1 only',
+      'the agent answered initialize with protocolVersion 2; Baton asked for ACP protocol version 1 and speaks no other in this session',
     );
     expect(r.state.dialect).toBeUndefined();
+    expect(r.facts).toEqual([]);
+  });
+
+  it('a v1 answer to a v2 request is refused too: Baton speaks the version it asked for', () => {
+    const frames = loadFixture('claude-v2-shell');
+    const init = frames[1]!.message as { result: Record<string, unknown> };
+    const v1 = [
+      frames[0]!,
+      { ...frames[1]!, message: { ...init, result: { ...init.result, protocolVersion: 1 } } },
+      ...frames.slice(2),
+    ];
+    const r = reduceFrames(v1);
+    expect(r.state.refused).toMatch(/Baton asked for ACP protocol version 2 and speaks no other/);
     expect(r.facts).toEqual([]);
   });
 
@@ -256,7 +279,7 @@ describe('protocol version', () => {
     'protocolVersion %p in an otherwise real v1 session: refused, no facts at all',
     (v) => {
       const r = reduceFrames(answer(v));
-      expect(r.state.refused).toMatch(/Baton speaks ACP protocol version 1 only$/);
+      expect(r.state.refused).toMatch(/Baton asked for ACP protocol version 1 and speaks no other/);
       expect(r.facts).toEqual([]);
     },
   );

@@ -32,7 +32,12 @@ describe('agent profiles', () => {
       env: {},
       inheritEnv: [],
       permissionPolicy: 'deny',
-      capabilities: { rawSdkMessages: false, terminalOutput: false, subagents: false },
+      capabilities: {
+        rawSdkMessages: false,
+        terminalOutput: false,
+        subagents: false,
+        protocolVersion: 1,
+      },
     });
     const r = parseProfiles(file({ r: { kind: 'replay' } }), 'x');
     expect(r.r).toMatchObject({ kind: 'replay', speed: 1, permissionPolicy: 'deny' });

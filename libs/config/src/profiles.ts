@@ -44,8 +44,13 @@ export const ProfileCapabilities = z
     terminalOutput: z.boolean().default(false),
     /** Advertise `clientCapabilities.subagents: {}` (each subagent a child session). */
     subagents: z.boolean().default(false),
+    /**
+     * The ACP protocol version to ask for: 2 is the draft v2 (its `state_update` background
+     * list names every item; no session mode can be set over it yet).
+     */
+    protocolVersion: z.union([z.literal(1), z.literal(2)]).default(1),
   })
-  .default({ rawSdkMessages: false, terminalOutput: false, subagents: false });
+  .default({ rawSdkMessages: false, terminalOutput: false, subagents: false, protocolVersion: 1 });
 
 const common = {
   /** Shown to operators; not used by Baton. */

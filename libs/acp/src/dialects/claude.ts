@@ -89,6 +89,13 @@ export interface ClaudeState {
   children: Record<string, string>;
   /** Some work ended by its identity since the last task-notification cycle (which may be its). */
   endedSinceCycle: boolean;
+  /**
+   * ACP v2: `state_update`'s `background` list is the truth — work is registered and retired by
+   * its ids only, and tools start with a `tool_call_update`.
+   */
+  v2: boolean;
+  /** v2: what `terminal_update`s said of each terminal. */
+  terminals: Record<string, { command?: string; exited?: boolean }>;
 }
 
 const claudeMeta = (v: unknown): JsonRecord | undefined => rec(path(v, '_meta', 'claudeCode'));
@@ -139,8 +146,20 @@ const claudeCapabilities = (
   agent: AgentIdentity,
   setup: SessionSetup | undefined,
 ): Capabilities => {
+  const v2 = setup?.protocolVersion === 2;
   const attested = rawTaskEventsEnabled(agent, setup);
   const subagentSessions = subagentSessionsEnabled(agent, setup);
+  if (v2) {
+    return {
+      ...baseCapabilities('claude', agent),
+      promptQueueing: path(agent.capabilitiesMeta, 'claudeCode', 'promptQueueing') === true,
+      // The list names its items, so their ends are identified; handoff is not proven here.
+      // 0.101.0 never lists a Monitor (its call completes at launch): no monitor is attested.
+      handoff: false,
+      attestedKinds: ['shell', 'subagent'],
+      _meta: { claudeCode: { protocolVersion: 2, backgroundList: true } },
+    };
+  }
   return {
     ...baseCapabilities('claude', agent),
     promptQueueing: path(agent.capabilitiesMeta, 'claudeCode', 'promptQueueing') === true,
@@ -316,7 +335,11 @@ const onTool = (
     if (parent !== undefined) {
       newParent = parent;
       ownership = ownershipUnder(acc.state, parent);
-    } else if (frame.first && acc.state.lineage && meta !== undefined) {
+    } else if (
+      (frame.first || (acc.state.v2 && known === undefined)) &&
+      acc.state.lineage &&
+      (meta !== undefined || acc.state.v2)
+    ) {
       ownership = 'foreground';
     }
   } else if (known.ownership === undefined && known.parent !== undefined) {
@@ -342,6 +365,13 @@ const onTool = (
   const kind = launchKind(tool);
   const response = rec(meta?.toolResponse);
 
+  // v2: the background list alone registers work.
+  if (acc.state.v2) {
+    const isNew = known === undefined;
+    if (isNew || frame.status !== undefined || ownership !== undefined || newParent !== undefined)
+      acc.facts.push(toolFact(frame, { started: isNew, ownership, parentToolCallId: newParent }));
+    return;
+  }
   // Register before the launch card's completion, so no fact order shows the session idle
   // between the card ending and its work appearing.
   if (kind !== undefined && frame.status === 'completed') {
@@ -592,6 +622,118 @@ const onTerminalExit = (acc: Acc, update: JsonRecord, frame: ToolFrame, before?:
   );
 };
 
+/** A v2 background item: its id and what it is. */
+const listItem = (
+  state: ClaudeState,
+  item: unknown,
+): { id: string; work: (at: string) => BackgroundWork } | undefined => {
+  const it = rec(item);
+  switch (it?.type) {
+    case 'terminal': {
+      const id = asId(it.terminalId);
+      if (id === undefined) return undefined;
+      const tool = state.tools[id];
+      const command = state.terminals[id]?.command ?? tool?.command ?? '';
+      return {
+        id,
+        work: (at) => ({
+          kind: 'shell',
+          id,
+          label: tool?.description ?? (command || 'Background shell'),
+          startedAt: at,
+          command,
+          terminal: id,
+        }),
+      };
+    }
+    case 'subagent': {
+      const id = asId(it.sessionId);
+      if (id === undefined) return undefined;
+      return {
+        id,
+        work: (at) => ({ kind: 'subagent', id, label: 'Subagent', startedAt: at, chat: id }),
+      };
+    }
+    case 'tool_call': {
+      const id = asId(it.toolCallId);
+      if (id === undefined) return undefined;
+      const tool = state.tools[id];
+      const kind = tool === undefined ? undefined : launchKind(tool);
+      return {
+        id,
+        work: (at) =>
+          kind === 'shell'
+            ? {
+                kind,
+                id,
+                label: tool?.description ?? 'Background shell',
+                startedAt: at,
+                command: tool?.command ?? '',
+              }
+            : kind === 'subagent'
+              ? { kind, id, label: tool?.description ?? 'Subagent', startedAt: at, chat: id }
+              : {
+                  kind: kind ?? 'tool',
+                  id,
+                  label: tool?.description ?? tool?.command ?? tool?.toolName ?? 'Background tool',
+                  startedAt: at,
+                  ...(tool?.command !== undefined ? { command: tool.command } : {}),
+                },
+      };
+    }
+    case '_claude/task': {
+      const id = asId(it.taskId);
+      if (id === undefined) return undefined;
+      return {
+        id,
+        work: (at) => ({
+          kind: 'task',
+          id,
+          label: text(it.description, 2_000) ?? 'Background task',
+          startedAt: at,
+        }),
+      };
+    }
+    default:
+      return undefined;
+  }
+};
+
+/**
+ * v2: the session's `background` list is the whole truth. Items it adds are registered by their
+ * ids (attested: the list names their end); registered items it no longer holds ended.
+ */
+const onBackgroundList = (acc: Acc, list: unknown[], at: string): void => {
+  const present = new Set<string>();
+  for (const raw of list) {
+    const item = listItem(acc.state, raw);
+    if (item === undefined) continue;
+    present.add(item.id);
+    const known = acc.state.works[item.id];
+    if (known !== undefined && !known.ended) continue;
+    const work = item.work(at);
+    acc.state.works[item.id] = {
+      kind: work.kind as ClaudeWorkKind,
+      ...(acc.state.tools[item.id] !== undefined ? { toolCallId: item.id } : {}),
+      ended: false,
+      identified: true,
+    };
+    acc.facts.push({
+      type: 'background.started',
+      data: {
+        work,
+        ...(acc.state.tools[item.id] !== undefined ? { toolCallId: item.id } : {}),
+        attested: true,
+      },
+    });
+  }
+  for (const id in acc.state.works) {
+    const w = acc.state.works[id]!;
+    if (w.ended || present.has(id)) continue;
+    end(acc, id, acc.state.terminals[id]?.exited === true ? 'completed' : 'unknown');
+  }
+};
+
 const step = (state: ClaudeState, { message, at }: StepContext): Step<ClaudeState> => {
   const acc: Acc = { state, facts: [] };
   if (message.method === '_claude/sdkMessage') {
@@ -608,7 +750,26 @@ const step = (state: ClaudeState, { message, at }: StepContext): Step<ClaudeStat
     return acc;
   }
   if (update.sessionUpdate === 'subagent_update') {
-    onSubagentUpdate(acc, update, at);
+    if (!state.v2) onSubagentUpdate(acc, update, at);
+    else {
+      // v2 lists the subagent itself; its session's frames are its work.
+      const child = asId(update.sessionId);
+      if (child !== undefined) acc.state.children[child] = child;
+    }
+    return acc;
+  }
+  if (state.v2 && update.sessionUpdate === 'terminal_update') {
+    const id = asId(update.terminalId);
+    if (id !== undefined) {
+      const t = (acc.state.terminals[id] ??= {});
+      const command = text(update.command, 20_000);
+      if (command !== undefined) t.command = command;
+      if (update.exitStatus !== undefined) t.exited = true;
+    }
+    return acc;
+  }
+  if (state.v2 && update.sessionUpdate === 'state_update') {
+    if (Array.isArray(update.background)) onBackgroundList(acc, update.background, at);
     return acc;
   }
 
@@ -656,6 +817,8 @@ export const claudeDialect: Dialect<ClaudeState> = {
     subagentSessions: subagentSessionsEnabled(agent, setup),
     children: {},
     endedSinceCycle: false,
+    v2: setup?.protocolVersion === 2,
+    terminals: {},
   }),
   step,
 };

@@ -18,6 +18,8 @@ export interface SessionSetup {
   meta?: JsonRecord;
   /** What the client advertised at `initialize` (`clientCapabilities`). */
   clientCapabilities?: JsonRecord;
+  /** The protocol version of the session, when not 1. */
+  protocolVersion?: 2;
 }
 
 /** Context a dialect step gets from the composite reducer. */

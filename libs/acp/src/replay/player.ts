@@ -53,8 +53,12 @@ const ANSWERED = [
   'session/load',
   'session/resume',
   'session/set_mode',
+  'session/set_config_option',
   'session/prompt',
 ] as const;
+
+/** Setup requests a recording may lack: a live one is then answered `{}`. */
+const OPTIONAL = new Set<string>(['session/set_mode', 'session/set_config_option']);
 
 export class ReplayAgent {
   private readonly live = new Map<string, Waiter<LiveRequest>>();
@@ -63,18 +67,21 @@ export class ReplayAgent {
   private readonly openPrompts = new Set<LiveRequest>();
   private connection?: AgentConnection;
   /** A recording made without a session mode plays the same whatever mode the client sets. */
-  private readonly recordsSetMode: boolean;
+  private readonly recorded: Set<string>;
 
   constructor(
     private readonly frames: Frame[],
     private readonly options: ReplayOptions = {},
   ) {
     for (const m of ANSWERED) this.live.set(m, new Waiter());
-    this.recordsSetMode = frames.some(
-      (f) =>
+    this.recorded = new Set(
+      frames.flatMap((f) =>
         f.direction === 'client->agent' &&
         isRecord(f.message) &&
-        f.message.method === 'session/set_mode',
+        typeof f.message.method === 'string'
+          ? [f.message.method]
+          : [],
+      ),
     );
   }
 
@@ -107,7 +114,7 @@ export class ReplayAgent {
             };
             if (method === 'initialize' && this.options.hangOnInitialize) return;
             if (method === 'session/prompt' && this.options.hangOnPrompt) return;
-            if (method === 'session/set_mode' && !this.recordsSetMode) return resolve({});
+            if (OPTIONAL.has(method) && !this.recorded.has(method)) return resolve({});
             if (method === 'session/prompt') this.openPrompts.add(req);
             this.live.get(method)?.push(req);
           })) as never,
