@@ -121,8 +121,32 @@ const update = fc.oneof(
         'usage_update',
         'subagent_update',
         'async_task_spawned',
+        'state_update',
+        'terminal_update',
       ),
       content: fc.oneof(fc.record({ type: fc.constant('text'), text: fc.string() }), noise),
+      // v2: state_update's list and state, terminal_update's fields.
+      state: fc.oneof(fc.constantFrom('running', 'idle'), noise),
+      stopReason: fc.oneof(fc.constantFrom('end_turn', 'cancelled'), noise),
+      background: fc.oneof(
+        fc.array(
+          fc.record(
+            {
+              type: fc.constantFrom('terminal', 'subagent', 'tool_call', '_claude/task', 'x'),
+              terminalId: ids,
+              sessionId: ids,
+              toolCallId: ids,
+              taskId: ids,
+            },
+            { requiredKeys: ['type'] },
+          ),
+          { maxLength: 3 },
+        ),
+        noise,
+      ),
+      terminalId: fc.oneof(ids, noise),
+      command: fc.oneof(fc.string(), noise),
+      exitStatus: fc.oneof(fc.constant({}), noise),
       _meta: fc.oneof(
         fc.record(
           {
@@ -220,6 +244,7 @@ const HANDSHAKES = [
   'claude-real-subagents-all',
   'claude-real-terminal-twoShells',
   'codex-subagent-activity-end',
+  'claude-v2-all',
   'claude-legacy-no-lineage',
   'codex-subagent-1x',
   'generic-turn',
