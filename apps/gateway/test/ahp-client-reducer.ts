@@ -22,6 +22,9 @@ export function reduce(s: Json, a: Json): Json {
       };
       n.status = status(n, 8) & ~32;
       if (a.queuedMessageId) {
+        if ((n.steeringMessage as Json | undefined)?.id === a.queuedMessageId) {
+          n = { ...n, steeringMessage: undefined };
+        }
         const q = ((n.queuedMessages as Json[] | undefined) ?? []).filter(
           (m) => m.id !== a.queuedMessageId,
         );
@@ -52,12 +55,17 @@ export function reduce(s: Json, a: Json): Json {
       return n;
     }
     case 'chat/pendingMessageSet': {
+      if (a.kind === 'steering') return { ...s, steeringMessage: { id: a.id, message: a.message } };
       const q = (s.queuedMessages as Json[] | undefined) ?? [];
       const e = { id: a.id, message: a.message };
       const i = q.findIndex((m) => m.id === a.id);
       return { ...s, queuedMessages: i < 0 ? [...q, e] : q.map((m, j) => (j === i ? e : m)) };
     }
     case 'chat/pendingMessageRemoved': {
+      if (a.kind === 'steering') {
+        const m = s.steeringMessage as Json | undefined;
+        return m?.id === a.id ? { ...s, steeringMessage: undefined } : s;
+      }
       const q = s.queuedMessages as Json[] | undefined;
       if (!q?.some((m) => m.id === a.id)) return s;
       const r = q.filter((m) => m.id !== a.id);

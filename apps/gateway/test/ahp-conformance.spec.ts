@@ -1,8 +1,8 @@
 // AHP 1.0.0 conformance, written from the specification (not from Baton's docs): a client that
 // knows AHP and nothing of Baton, doing what VS Code's agent-host client does.
-import { taskKey } from '@baton/protocol';
+import { SCHEMA_VERSION, taskKey, type StreamEntry } from '@baton/protocol';
 import { reduce } from './ahp-client-reducer';
-import { Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from './support';
+import { CAPS, Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from './support';
 
 jest.setTimeout(90_000);
 
@@ -372,9 +372,14 @@ describe('AHP host conformance', () => {
     const removed = (await answer(3)).params as Json;
     expect(removed).toMatchObject({ action: { type: 'chat/pendingMessageRemoved', id: 'q-1' } });
     expect(removed.rejectionReason).toBeUndefined();
-    // Steering is not supported; removing what is not queued is refused.
+    // A steering message the agent cannot take (no steering here): queued, and said so.
     send(4, { type: 'chat/pendingMessageSet', kind: 'steering', id: 's-1', message: msg('steer') });
-    expect(((await answer(4)).params as Json).rejectionReason).toMatch(/steering/);
+    expect(((await answer(4)).params as Json).rejectionReason).toMatch(
+      /^queued \(busy\): .*steering.* queuedMessages as s-1$/,
+    );
+    send(40, { type: 'chat/pendingMessageRemoved', kind: 'queued', id: 's-1' });
+    expect(((await answer(40)).params as Json).rejectionReason).toBeUndefined();
+    // Removing what is not queued is refused.
     send(5, { type: 'chat/pendingMessageRemoved', kind: 'queued', id: 'nope' });
     expect(((await answer(5)).params as Json).rejectionReason).toMatch(/no such queued message/);
     // Cancelling the running turn (the agent has it): the echo is its end, when the agent ends it.
@@ -408,6 +413,95 @@ describe('AHP host conformance', () => {
     expect(s.queuedMessages).toBeUndefined();
     expect((s.turns as Json[]).map((t) => t.id)).toEqual(['run-1']);
     await c.close();
+  });
+
+  it('a steering message is a steer of the running turn: echoed, the chat’s steeringMessage, and the next turn when that turn ends', async () => {
+    const taskId = 'steer';
+    const chat = 'ahp-chat:/steer/s1';
+    const w = new FakeWorker(stack.store, K(taskId), 's1');
+    await w.start({ ...CAPS, promptQueueing: true });
+    await stack.store.append(K(taskId), [
+      {
+        v: SCHEMA_VERSION,
+        taskId: K(taskId),
+        sessionId: 's1',
+        writer: { role: 'gateway', instance: 'steer-config', seq: 1 },
+        type: 'session.configure',
+        data: { commandId: 'cfg-steer', steering: true },
+      } as StreamEntry,
+    ]);
+    await sessionExists(taskId);
+    const c = await Client.connect(A, tok, '/ahp');
+    const snap = (((await init(c, 'steerer', [chat])).result as Json).snapshots as Json[])[0]!;
+    const send = (clientSeq: number, action: Json) =>
+      c.send({
+        jsonrpc: '2.0',
+        method: 'dispatchAction',
+        params: { channel: chat, clientSeq, action },
+      });
+    const answer = (clientSeq: number) =>
+      c.next(
+        (m) =>
+          m.method === 'action' &&
+          ((m.params as Json).origin as Json | undefined)?.clientSeq === clientSeq,
+        `the answer to clientSeq ${clientSeq}`,
+      );
+    const msg = (text: string) => ({ text, origin: { kind: 'user' } });
+    send(1, {
+      type: 'chat/turnStarted',
+      turnId: 'run-1',
+      startedAt: new Date().toISOString(),
+      message: msg('run'),
+    });
+    expect(((await answer(1)).params as Json).rejectionReason).toBeUndefined();
+    const entries = (await stack.store.readTask(K(taskId), '0-0')).items;
+    const p = entries.find(
+      (i) => i.entry.type === 'prompt.submit' && (i.entry.data as Json).idempotencyKey === 'run-1',
+    )!.entry.data as Json;
+    await w.fact('prompt.dispatched', { promptId: p.promptId, admissionGeneration: 1 });
+    await waitFor(
+      async () => (await readTypes(K(taskId))).includes('prompt.dispatched'),
+      'dispatch',
+    );
+    send(2, {
+      type: 'chat/pendingMessageSet',
+      kind: 'steering',
+      id: 'st-1',
+      message: msg('tests'),
+    });
+    const echo = (await answer(2)).params as Json;
+    expect(echo.rejectionReason).toBeUndefined();
+    expect(echo.action).toMatchObject({
+      type: 'chat/pendingMessageSet',
+      kind: 'steering',
+      id: 'st-1',
+    });
+    // Withdrawing it is refused: Baton has delivered it.
+    send(3, { type: 'chat/pendingMessageRemoved', kind: 'steering', id: 'st-1' });
+    expect(((await answer(3)).params as Json).rejectionReason).toMatch(/cannot be withdrawn/);
+    // The steered turn ends: the steer carries on as the next turn, out of steeringMessage.
+    await w.fact('turn.ended', { admissionGeneration: 1, stopReason: 'end_turn' });
+    await c.next(
+      (m) =>
+        m.method === 'action' &&
+        ((m.params as Json).action as Json).type === 'chat/turnStarted' &&
+        ((m.params as Json).action as Json).turnId === 'st-1',
+      'the steer’s turn',
+    );
+    let s = snap.state as Json;
+    for (const e of envelopes(c, chat))
+      if (e.rejectionReason === undefined) s = reduce(s, e.action as Json);
+    expect(s.steeringMessage).toBeUndefined();
+    expect((s.activeTurn as Json).id).toBe('st-1');
+    expect((s.turns as Json[]).map((t) => t.id)).toEqual(['run-1']);
+    // The host agrees: a new subscriber's snapshot has a turn running and no steering message
+    // (joining mid-turn, it knows the turn by its generation: `s1#2`).
+    const late = await Client.connect(A, tok, '/ahp');
+    const ls = ((await init(late, 'late-steer', [chat])).result as Json).snapshots as Json[];
+    const fresh = ls[0]!.state as Json;
+    expect(fresh.activeTurn).toBeDefined();
+    expect(fresh.steeringMessage).toBeUndefined();
+    await Promise.all([c.close(), late.close()]);
   });
 
   it('root notifications and the session channel follow the tenant’s sessions and their chats', async () => {

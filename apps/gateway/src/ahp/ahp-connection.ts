@@ -1074,13 +1074,9 @@ export class AhpConnection extends Connection {
             );
             return;
           }
-          if (!isTurn && action.kind !== 'queued') {
-            this.reject(
-              p.channel,
-              action,
-              origin,
-              'steering messages are not supported by this host',
-            );
+          const steering = !isTurn && action.kind === 'steering';
+          if (!isTurn && !steering && action.kind !== 'queued') {
+            this.reject(p.channel, action, origin, 'kind: must be "steering" or "queued"');
             return;
           }
           const m: Message = { ...message(msg.data.text), ...(msg.data as object) } as Message;
@@ -1088,12 +1084,11 @@ export class AhpConnection extends Connection {
           const echoKey = `${p.channel}\nturn:${id}`;
           if (isTurn) this.echoes.set(echoKey, origin);
           await this.s.tenancy.write(this.principal.tenant, mirror.taskId);
-          const decide = (d: {
-            outcome: string;
-            message?: string;
-            reason?: string;
-            mode?: string;
-          }) => {
+          const decide = (d: Decision) => {
+            if (steering) {
+              this.answerSteering(p.channel, mirror, action, origin, id, d);
+              return;
+            }
             if (d.outcome === 'admitted' && d.mode === 'steer') {
               // Steered into the turn that runs: no turn of its own starts.
               this.echoes.delete(echoKey);
@@ -1149,9 +1144,9 @@ export class AhpConnection extends Connection {
               idempotencyKey: id,
               origin: 'human',
             },
-            (late) => decide(late.data.decision as { outcome: string }),
+            (late) => decide(late.data.decision as Decision),
           );
-          if (r.status === 'decided') decide(r.decision as { outcome: string });
+          if (r.status === 'decided') decide(r.decision as Decision);
           return;
         }
         case 'chat/turnCancelled': {
@@ -1174,6 +1169,17 @@ export class AhpConnection extends Connection {
           return;
         }
         case 'chat/pendingMessageRemoved': {
+          if (action.kind === 'steering') {
+            this.reject(
+              p.channel,
+              action,
+              origin,
+              mirror.ahp.steeringMessage?.id === action.id
+                ? 'Baton has delivered this steering message into the running turn: it cannot be withdrawn (cancel the turn instead)'
+                : 'no such steering message',
+            );
+            return;
+          }
           const promptId =
             action.kind === 'queued' && typeof action.id === 'string'
               ? mirror.promptIdOf(action.id)
@@ -1203,6 +1209,47 @@ export class AhpConnection extends Connection {
     }
   }
 
+  /**
+   * A dispatched steering message, by Baton's decision on its prompt: admitted as a steer → the
+   * echo (it is the chat's steeringMessage until the turn it steers ends); admitted as a turn of
+   * its own (nothing was running) → rejected, the turn starts; queued → rejected, it is in
+   * queuedMessages; refused → rejected with the refusal.
+   */
+  private answerSteering(
+    channel: string,
+    mirror: ChatMirror,
+    action: ChatAction,
+    origin: NonNullable<Envelope['origin']>,
+    id: string,
+    d: Decision,
+  ): void {
+    if (d.outcome === 'admitted' && d.mode === 'steer' && d.admissionGeneration !== undefined) {
+      const s = mirror.ahp;
+      if (s.activeTurn?.id === id || s.turns.some((t) => t.id === id)) {
+        this.reject(channel, action, origin, `delivered, and carried on as turn ${id}`);
+        return;
+      }
+      mirror.noteSteer(id, d.admissionGeneration);
+      mirror.fold(action);
+      this.send_(() => [{ channel, action, origin }]);
+      return;
+    }
+    if (d.outcome === 'admitted') {
+      this.reject(channel, action, origin, `nothing to steer: started as turn ${id}`);
+      return;
+    }
+    if (d.outcome === 'queued') {
+      this.reject(
+        channel,
+        action,
+        origin,
+        `queued (${d.reason ?? 'busy'}): the agent takes no steering now; it is in queuedMessages as ${id}`,
+      );
+      return;
+    }
+    this.reject(channel, action, origin, `${d.outcome}: ${d.message ?? d.reason ?? ''}`.trim());
+  }
+
   /** A queued message Baton took: echoed and folded, unless its turn already started. */
   private echoQueued(
     channel: string,
@@ -1219,6 +1266,15 @@ export class AhpConnection extends Connection {
     mirror.fold(action);
     this.send_(() => [{ channel, action, origin }]);
   }
+}
+
+/** Baton's decision on a dispatched prompt (PromptOutcome, read loosely). */
+interface Decision {
+  outcome: string;
+  message?: string;
+  reason?: string;
+  mode?: string;
+  admissionGeneration?: number;
 }
 
 /** Large values serialized once and shared by every message that carries them (a prompt's text). */

@@ -43,7 +43,11 @@ const fixtures = [
 
 describe('AHP chat reducer (from the spec) against the upstream fixtures', () => {
   it('has the turn, pending-message and background-work fixtures', () => {
-    expect(fixtures.length).toBeGreaterThanOrEqual(30);
+    expect(fixtures.length).toBeGreaterThanOrEqual(35);
+    // Every upstream steering fixture (039–044, 052, 008).
+    for (const n of ['008', '039', '040', '041', '042', '043', '044', '052']) {
+      expect(fixtures.some((f) => f.file.startsWith(`${n}-`))).toBe(true);
+    }
   });
   it.each(fixtures.map((f) => [f.file, f] as const))('%s', (_f, f) => {
     expect(f.reducer).toBe('chat');
@@ -55,14 +59,7 @@ describe('AHP chat reducer (from the spec) against the upstream fixtures', () =>
       (s, a) => clientReduce(s, a),
       initial as Record<string, unknown>,
     );
-    if (
-      !f.actions.some(
-        (a) => a.type.includes('steering') || (a as { kind?: string }).kind === 'steering',
-      ) &&
-      !JSON.stringify(f.initial).includes('steeringMessage')
-    ) {
-      expect(norm(viaClient)).toEqual(norm(f.expected));
-    }
+    expect(norm(viaClient)).toEqual(norm(f.expected));
   });
   it('a removal that matches nothing returns the very same state', () => {
     const s = emptyChat('ahp-chat:/t/s', 's', '2026-01-01T00:00:00.000Z');
@@ -109,6 +106,8 @@ const step = fc.record({
   queued: fc.uniqueArray(fc.constantFrom('k1', 'k2', 'k3', 'k4'), { maxLength: 4 }),
   work: fc.uniqueArray(fc.constantFrom('w1', 'w2', 'w3'), { maxLength: 3 }),
   relabel: fc.boolean(),
+  /** Baton admits a steer of this generation (a prompt delivered into the running turn). */
+  steer: fc.option(fc.integer({ min: 1, max: 5 }), { nil: null }),
 });
 
 describe('Baton view → AHP chat actions (pure mapping)', () => {
@@ -128,13 +127,34 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
         });
         mirror.sync(view(steps[0]!), '2026-12-01T00:00:00.000Z');
         let client = norm(mirror.ahp) as Record<string, unknown>;
+        let steer: number | null = null;
         steps.slice(1).forEach((x, i) => {
           const now = new Date(
             Date.parse('2026-12-01T00:00:00.000Z') + (i + 1) * 1000,
           ).toISOString();
+          if (x.steer !== null) {
+            const decided = {
+              v: 1,
+              taskId: 't',
+              seq: i + 1,
+              type: 'prompt.decided',
+              data: {
+                sessionId: 's',
+                promptId: `ps${x.steer}`,
+                idempotencyKey: `steer-${x.steer}`,
+                decision: { outcome: 'admitted', mode: 'steer', admissionGeneration: x.steer },
+              },
+            } as unknown as Update;
+            for (const a of mirror.applyGroup([decided], now)) client = clientReduce(client, a);
+            expect(norm(client)).toEqual(norm(mirror.ahp));
+            if (steer === null || x.steer >= steer) steer = x.steer;
+          }
           const actions = mirror.sync(view(x), now);
           for (const a of actions) client = clientReduce(client, a);
           expect(norm(client)).toEqual(norm(mirror.ahp));
+          // The steering message is Baton's steer while a turn of an earlier generation runs.
+          const steering = steer !== null && x.gen !== null && x.gen < steer;
+          expect(mirror.ahp.steeringMessage?.id).toBe(steering ? `steer-${steer}` : undefined);
           const s = mirror.ahp;
           // Status bits as the spec derives them: busy iff a turn is active, never from background work.
           if (s.activeTurn) expect(s.status & Status.InProgress).toBe(Status.InProgress);
@@ -233,6 +253,62 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
     );
     expect(out[0]).toMatchObject({ type: 'chat/turnCancelled', turnId: 'turn-b' });
     expect(m.ahp.status).toBe(Status.Idle);
+  });
+
+  it('a steer is the steering message while the turn it steers runs, and carries on as the next turn (turnStarted removes it by queuedMessageId)', () => {
+    const m = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
+    const u = (type: string, data: object): Update =>
+      ({ v: 1, taskId: 't', seq: 1, type, data: { sessionId: 's', ...data } }) as unknown as Update;
+    const decided = (key: string, gen: number, mode: string) =>
+      u('prompt.decided', {
+        promptId: `p-${key}`,
+        idempotencyKey: key,
+        decision: { outcome: 'admitted', mode, admissionGeneration: gen },
+      });
+    m.sync(
+      { sessionId: 's', activity: activity(), queue: queue([]), backgroundWork: [] },
+      '2026-12-01T00:00:00.000Z',
+    );
+    m.remember('steer-b', { text: 'focus on tests', origin: { kind: 'user' } });
+    m.applyGroup(
+      [decided('turn-a', 1, 'turn'), u('session.activity', activity({ runningGeneration: 1 }))],
+      '2026-12-01T00:00:01.000Z',
+    );
+    let out = m.applyGroup([decided('steer-b', 2, 'steer')], '2026-12-01T00:00:02.000Z');
+    expect(out).toEqual([
+      {
+        type: 'chat/pendingMessageSet',
+        kind: 'steering',
+        id: 'steer-b',
+        message: { text: 'focus on tests', origin: { kind: 'user' } },
+      },
+    ]);
+    expect(m.ahp.steeringMessage?.id).toBe('steer-b');
+    expect(m.ahp.activeTurn?.id).toBe('turn-a');
+    out = m.applyGroup(
+      [u('session.activity', activity({ runningGeneration: 2 }))],
+      '2026-12-01T00:00:03.000Z',
+    );
+    expect(out.map((a) => [a.type, a.turnId, a.queuedMessageId])).toEqual([
+      ['chat/turnComplete', 'turn-a', undefined],
+      ['chat/turnStarted', 'steer-b', 'steer-b'],
+      ['x-baton/sessionActivity', undefined, undefined],
+    ]);
+    expect(m.ahp.steeringMessage).toBeUndefined();
+    // A steer that goes back to the queue is no longer the steering message.
+    m.applyGroup([decided('steer-c', 3, 'steer')], '2026-12-01T00:00:04.000Z');
+    expect(m.ahp.steeringMessage?.id).toBe('steer-c');
+    out = m.applyGroup(
+      [
+        u('prompt.decided', {
+          promptId: 'p-steer-c',
+          idempotencyKey: 'steer-c',
+          decision: { outcome: 'queued', position: 1, reason: 'released' },
+        }),
+      ],
+      '2026-12-01T00:00:05.000Z',
+    );
+    expect(out).toEqual([{ type: 'chat/pendingMessageRemoved', kind: 'steering', id: 'steer-c' }]);
   });
 
   it('a queued prompt that runs starts its turn with queuedMessageId (the spec removes it from the queue)', () => {

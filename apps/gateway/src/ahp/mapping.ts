@@ -105,6 +105,8 @@ export interface ChatTarget {
   /** How a turn that no longer runs ended. */
   ended: (turnId: string) => { state: Turn['state']; error?: unknown };
   queued: PendingMessage[];
+  /** Baton's steer in flight (a prompt delivered into the running turn), if any. */
+  steering?: PendingMessage | null;
   /** Absent while the session has published no inventory. */
   work: BackgroundWork[] | undefined;
 }
@@ -144,13 +146,35 @@ export function chatActions(state: ChatState, target: ChatTarget, now: string): 
   }
   const t = target.activeTurn;
   if (t && s.activeTurn?.id !== t.id) {
-    const fromQueue = s.queuedMessages?.some((m) => m.id === t.id);
+    // A queued message, or the steering message, that becomes the turn: the spec's reducer
+    // removes it from there by queuedMessageId.
+    const fromQueue =
+      s.queuedMessages?.some((m) => m.id === t.id) || s.steeringMessage?.id === t.id;
     emit({
       type: 'chat/turnStarted',
       turnId: t.id,
       startedAt: now,
       message: t.message,
       ...(fromQueue ? { queuedMessageId: t.id } : {}),
+    });
+  }
+  // The steering message: removed when Baton's steer is gone, set when it comes (or changes).
+  const steer = target.steering ?? null;
+  const hadSteer = s.steeringMessage;
+  if (hadSteer && hadSteer.id !== steer?.id) {
+    emit({ type: 'chat/pendingMessageRemoved', kind: 'steering', id: hadSteer.id });
+  }
+  if (
+    steer &&
+    (s.steeringMessage?.id !== steer.id ||
+      (s.steeringMessage.message !== steer.message &&
+        !same(s.steeringMessage.message, steer.message)))
+  ) {
+    emit({
+      type: 'chat/pendingMessageSet',
+      kind: 'steering',
+      id: steer.id,
+      message: steer.message,
     });
   }
   // The queue: what left it, what came or changed, then its order.
@@ -211,6 +235,8 @@ export class ChatMirror {
   private readonly keyOfGen = new Map<number, string>();
   private readonly texts = new Map<string, Message>();
   private readonly endings = new Map<string, { state: Turn['state']; error?: unknown }>();
+  /** Baton's steer, as its decision said: the prompt's idempotency key and admission generation. */
+  private steer: { key: string; gen: number } | null = null;
   readonly resource: string;
 
   constructor(
@@ -248,6 +274,7 @@ export class ChatMirror {
       turnOfGen: [...this.turnOfGen],
       keyOfGen: [...this.keyOfGen],
       endings: [...this.endings],
+      ...(this.steer ? { steer: this.steer } : {}),
     });
   }
 
@@ -260,6 +287,7 @@ export class ChatMirror {
     for (const m of [
       ...(state.queuedMessages ?? []),
       ...(state.activeTurn ? [{ id: state.activeTurn.id, message: state.activeTurn.message }] : []),
+      ...(state.steeringMessage ? [state.steeringMessage] : []),
     ]) {
       this.texts.set(m.id, m.message);
     }
@@ -268,7 +296,9 @@ export class ChatMirror {
       turnOfGen: [number, string][];
       keyOfGen: [number, string][];
       endings: [string, { state: Turn['state']; error?: unknown }][];
+      steer?: { key: string; gen: number };
     };
+    this.steer = r.steer ?? null;
     for (const [k, v] of r.turnOfGen) this.turnOfGen.set(k, v);
     for (const [k, v] of r.keyOfGen) this.keyOfGen.set(k, v);
     for (const [k, v] of r.endings) this.endings.set(k, v);
@@ -286,6 +316,17 @@ export class ChatMirror {
   /** Folds an action the host sent on its own (a dispatched action's echo). */
   fold(a: ChatAction): void {
     this.chat = chatReducer(this.chat, a);
+  }
+
+  /**
+   * Baton admitted the prompt under `key` as a steer of generation `gen` (a dispatched steering
+   * message's decision, which may come before the update that says so).
+   */
+  noteSteer(key: string, gen: number): void {
+    if (!this.steer || this.steer.gen <= gen) {
+      this.steer = { key, gen };
+      this.keyOfGen.set(gen, key);
+    }
   }
 
   /** Remembers a message this host was given for an idempotency key (a dispatched turn). */
@@ -347,8 +388,13 @@ export class ChatMirror {
         }
         case 'prompt.decided': {
           const d = u.data.decision;
+          if (d.outcome !== 'admitted' && this.steer?.key === u.data.idempotencyKey) {
+            // Queued again, cancelled, failed: no longer a steer.
+            this.steer = null;
+          }
           if (d.outcome === 'admitted') {
             this.keyOfGen.set(d.admissionGeneration, u.data.idempotencyKey);
+            if (d.mode === 'steer') this.noteSteer(u.data.idempotencyKey, d.admissionGeneration);
           } else if (d.outcome === 'failed') {
             this.endings.set(u.data.idempotencyKey, {
               state: 'error',
@@ -376,6 +422,17 @@ export class ChatMirror {
     const actions = chatActions(this.chat, this.target(), now);
     for (const a of actions) this.chat = chatReducer(this.chat, a);
     return actions;
+  }
+
+  /**
+   * The steering message: Baton's steer while it is delivered into a running turn of an earlier
+   * generation. When that turn ends the steer carries on as the turn (its turnStarted removes the
+   * steering message by queuedMessageId); with no turn running it is gone.
+   */
+  private steering(running: number | null): PendingMessage | null {
+    const st = this.steer;
+    if (!st || running === null || running >= st.gen) return null;
+    return { id: st.key, message: this.texts.get(st.key) ?? message('') };
   }
 
   private target(): ChatTarget {
@@ -411,6 +468,7 @@ export class ChatMirror {
         return { state: 'complete' };
       },
       queued: this.deleted ? [] : queuedMessages(this.queue),
+      steering: this.steering(gen),
       work: this.deleted ? (this.work ? [] : undefined) : this.work,
     };
   }
