@@ -73,6 +73,36 @@ describe('AHP host conformance', () => {
     const agents = (root!.state as Json).agents as Json[];
     expect(agents.length).toBeGreaterThan(0);
     for (const a of agents) expect(a).toMatchObject({ provider: expect.any(String), models: [] });
+    // VS Code pushes its config as it connects: root/configChanged is echoed (no rejection); the
+    // root has no config, so the spec's reducer changes nothing. Other root actions are rejected.
+    const config = { telemetryLevel: 'off', workspaceTrust: { enabled: true, trustedUris: [] } };
+    const dispatchRoot = (clientSeq: number, action: Json) =>
+      c.send({
+        jsonrpc: '2.0',
+        method: 'dispatchAction',
+        params: { channel: 'ahp-root://', clientSeq, action },
+      });
+    const rootAnswer = async (clientSeq: number) =>
+      (
+        await c.next(
+          (m) =>
+            m.method === 'action' &&
+            ((m.params as Json).origin as Json | undefined)?.clientSeq === clientSeq,
+          `the answer to root clientSeq ${clientSeq}`,
+        )
+      ).params as Json;
+    dispatchRoot(1, { type: 'root/configChanged', config });
+    const echoed = await rootAnswer(1);
+    expect(echoed).toMatchObject({
+      channel: 'ahp-root://',
+      action: { type: 'root/configChanged', config },
+      origin: { clientId: 'vscode-1', clientSeq: 1 },
+      serverSeq: expect.any(Number),
+    });
+    expect(echoed.rejectionReason).toBeUndefined();
+    expect(echoed.serverSeq as number).toBeGreaterThan(res.serverSeq as number);
+    dispatchRoot(2, { type: 'root/agentsChanged', agents: [] });
+    expect((await rootAnswer(2)).rejectionReason).toMatch(/not a client-dispatchable root action/);
     // Spec commands Baton does not serve, and unknown ones: -32601.
     expect((await c.rpc('createSession', { channel: 'ahp-root://' })).error).toMatchObject({
       code: -32601,
@@ -89,6 +119,21 @@ describe('AHP host conformance', () => {
     const agents = ((r.snapshots as Json[])[0]!.state as Json).agents as Json[];
     const resource = (agents[0]!.protectedResources as Json[])[0]!.resource;
     expect(resource).toBe('urn:baton:gateway');
+    // Its config push is answered before it authenticates, too.
+    c.send({
+      jsonrpc: '2.0',
+      method: 'dispatchAction',
+      params: {
+        channel: 'ahp-root://',
+        clientSeq: 1,
+        action: { type: 'root/configChanged', config: { telemetryLevel: 'off' } },
+      },
+    });
+    const cfg = await c.next(
+      (m) => m.method === 'action' && ((m.params as Json).origin as Json)?.clientSeq === 1,
+      'the echo of root/configChanged',
+    );
+    expect((cfg.params as Json).rejectionReason).toBeUndefined();
     expect((await c.rpc('listSessions', {})).error).toMatchObject({ code: -32007 });
     expect((await c.rpc('subscribe', { channel: 'ahp-session:/x' })).error).toMatchObject({
       code: -32007,
@@ -534,6 +579,24 @@ describe('AHP host conformance', () => {
       action: { summary: { resource: 'ahp-chat:/notify/s2', title: 's2', status: 1 } },
     });
     expect((chatAdded.params as Json).serverSeq as number).toBeGreaterThan(snap.fromSeq as number);
+    // VS Code names itself the session's active client as it opens one: refused, with the reason.
+    c.send({
+      jsonrpc: '2.0',
+      method: 'dispatchAction',
+      params: {
+        channel: 'ahp-session:/notify',
+        clientSeq: 7,
+        action: {
+          type: 'session/activeClientSet',
+          activeClient: { clientId: 'watcher', tools: [], customizations: [] },
+        },
+      },
+    });
+    const active = await c.next(
+      (m) => m.method === 'action' && ((m.params as Json).origin as Json)?.clientSeq === 7,
+      'the answer to session/activeClientSet',
+    );
+    expect((active.params as Json).rejectionReason).toMatch(/client tools/);
     // A prompt makes the session busy: its summary changes at the root.
     const ws = await Client.connect(A, tok, '/ws');
     await ws.request({

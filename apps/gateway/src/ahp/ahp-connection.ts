@@ -249,7 +249,9 @@ export class AhpConnection extends Connection {
     this.s.metrics.messages.inc({ endpoint: 'ahp', type: method.slice(0, 40) });
     if (!hasId) {
       // A notification is never answered (JSON-RPC 2.0), not even with an error.
-      if (!this.version || this.anonymous) return;
+      if (!this.version) return;
+      // Unauthenticated, only root/configChanged is answered (VS Code sends it as it connects).
+      if (this.anonymous && !isRootConfig(msg.params)) return;
       if (method === 'unsubscribe') {
         const p = AhpUnsubscribeParams.safeParse(msg.params);
         if (p.success) void this.serial(async () => this.unsubscribe(p.data.channel));
@@ -930,7 +932,7 @@ export class AhpConnection extends Connection {
     lastSeq: number,
     states: Record<string, string | Buffer>,
   ): Promise<void> {
-    if (!this.clientId) return Promise.resolve();
+    if (!this.clientId || this.anonymous) return Promise.resolve();
     return this.s.ahpLog
       .record(this.principal.tenant, this.clientId, envelopes, lastSeq, states)
       .catch((err: unknown) => {
@@ -968,7 +970,7 @@ export class AhpConnection extends Connection {
       const bodies = envelopes.map((e) => toBuffer(jsonParts(e, shared)));
       // Recorded before sent: what a client has is always in its window. A failure (Redis) closes
       // the connection instead: the client reconnects, and gets what it missed from the view.
-      if (this.clientId) {
+      if (this.clientId && !this.anonymous) {
         await this.s.ahpLog.record(
           this.principal.tenant,
           this.clientId,
@@ -1033,14 +1035,28 @@ export class AhpConnection extends Connection {
     const clientId = this.clientId ?? 'unknown';
     const origin = { clientId, clientSeq: p.clientSeq };
     const action = p.action as ChatAction;
+    if (p.channel === AHP_ROOT) {
+      // The spec's root reducer ignores a config change for a host that publishes no config
+      // schema (Baton's RootState has no `config`): accepted — echoed — and changes nothing.
+      if (action.type === 'root/configChanged')
+        this.send_(() => [{ channel: AHP_ROOT, action, origin }]);
+      else {
+        this.reject(
+          p.channel,
+          action,
+          origin,
+          `${action.type.slice(0, 200)} is not a client-dispatchable root action`,
+        );
+      }
+      return;
+    }
     const c = this.chans.get(p.channel);
-    if (!c || c.kind !== 'chat') {
-      this.reject(
-        p.channel,
-        action,
-        origin,
-        'not subscribed to this channel (or it takes no actions)',
-      );
+    if (c?.kind === 'session') {
+      this.reject(p.channel, action, origin, sessionActionRefusal(action.type));
+      return;
+    }
+    if (!c) {
+      this.reject(p.channel, action, origin, 'not subscribed to this channel');
       return;
     }
     if (!CLIENT_DISPATCHABLE.has(action.type)) {
@@ -1265,6 +1281,29 @@ export class AhpConnection extends Connection {
     }
     mirror.fold(action);
     this.send_(() => [{ channel, action, origin }]);
+  }
+}
+
+/** A dispatchAction's params carry root/configChanged on the root channel. */
+function isRootConfig(params: unknown): boolean {
+  const p = params as { channel?: unknown; action?: { type?: unknown } } | null | undefined;
+  return p?.channel === AHP_ROOT && p.action?.type === 'root/configChanged';
+}
+
+/**
+ * Why a client-dispatchable session action is refused: Baton's session (a task) has no client
+ * tools, customizations, read or archive flags a client could set.
+ */
+function sessionActionRefusal(type: string): string {
+  switch (type) {
+    case 'session/activeClientSet':
+    case 'session/activeClientRemoved':
+      return 'Baton runs agents with their own tools: client tools and customizations are not offered to them (activeClients stays empty)';
+    case 'session/isReadChanged':
+    case 'session/isArchivedChanged':
+      return `${type} is not supported by this host (archive a task with Baton's own API)`;
+    default:
+      return `${type.slice(0, 200)} is not supported on a session channel by this host`;
   }
 }
 
