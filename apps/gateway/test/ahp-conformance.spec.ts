@@ -412,6 +412,15 @@ describe('AHP host conformance', () => {
     const set = (await answer(2)).params as Json;
     expect(set.rejectionReason).toBeUndefined();
     expect(set.action).toMatchObject({ type: 'chat/pendingMessageSet', id: 'q-1' });
+    // Baton's queue has no reorder: a new order is rejected, the order it has is echoed.
+    send(21, { type: 'chat/pendingMessageSet', kind: 'queued', id: 'q-2', message: msg('last') });
+    expect(((await answer(21)).params as Json).rejectionReason).toBeUndefined();
+    send(22, { type: 'chat/queuedMessagesReordered', order: ['q-2', 'q-1'] });
+    expect(((await answer(22)).params as Json).rejectionReason).toMatch(/cannot be reordered/);
+    send(23, { type: 'chat/queuedMessagesReordered', order: ['q-1', 'q-2'] });
+    expect(((await answer(23)).params as Json).rejectionReason).toBeUndefined();
+    send(24, { type: 'chat/pendingMessageRemoved', kind: 'queued', id: 'q-2' });
+    expect(((await answer(24)).params as Json).rejectionReason).toBeUndefined();
     // Removing it: the echo is the removal.
     send(3, { type: 'chat/pendingMessageRemoved', kind: 'queued', id: 'q-1' });
     const removed = (await answer(3)).params as Json;

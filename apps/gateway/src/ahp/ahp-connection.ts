@@ -1216,6 +1216,24 @@ export class AhpConnection extends Connection {
             this.reject(p.channel, action, origin, `${r.reason}: ${r.message}`);
           return;
         }
+        case 'chat/queuedMessagesReordered': {
+          // Baton's queue runs in the order prompts came: it has no reorder (queue.send_now runs
+          // one prompt now, cancelling the turn; not a reorder). An order that is already Baton's
+          // changes nothing, and is echoed; any other is rejected.
+          const have = mirror.ahp;
+          const ids = (q: ChatState) => (q.queuedMessages ?? []).map((m) => m.id);
+          if (JSON.stringify(ids(chatReducer(have, action))) === JSON.stringify(ids(have))) {
+            this.send_(() => [{ channel: p.channel, action, origin }]);
+          } else {
+            this.reject(
+              p.channel,
+              action,
+              origin,
+              "Baton's queue keeps the order prompts were submitted in: it cannot be reordered (remove a queued message and send it again to move it last)",
+            );
+          }
+          return;
+        }
         default:
           this.reject(p.channel, action, origin, `${action.type} is not supported by this host`);
       }
