@@ -295,6 +295,7 @@ const ATTENTION_HEADLINE: Record<Attention['kind'], string> = {
   failed: 'Failed',
   waiting: 'Waiting',
   needs_operator: 'Needs an operator',
+  needs_person: 'Needs you',
 };
 
 export function attentionLine(s: SessionView): AttentionLine | null {

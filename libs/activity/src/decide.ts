@@ -6,7 +6,7 @@ import * as viewsModule from './views';
 
 // Bound once at load (tsx's CommonJS output makes each use of an imported binding a getter call).
 const { evolve } = evolveModule;
-const { promptOf } = stateModule;
+const { promptOf, waitsForPerson } = stateModule;
 const { admissionGate, supportsSteering } = viewsModule;
 
 /** A decision before the owner stamps it with its writer envelope. */
@@ -38,7 +38,9 @@ export type Timer =
   /** Output outside any turn has been quiet for the quiet period. */
   | { readonly type: 'quiet'; readonly sessionId: string; readonly foregroundEpoch: number }
   /** A requested execution has waited for a worker for the start bound. */
-  | { readonly type: 'execution_start'; readonly sessionId: string; readonly executionId: string };
+  | { readonly type: 'execution_start'; readonly sessionId: string; readonly executionId: string }
+  /** A permission request has waited for a person for the permission timeout: it is denied. */
+  | { readonly type: 'permission_timeout'; readonly sessionId: string; readonly requestId: string };
 
 const DECIDER_WRITER = { role: 'projector', instance: 'decide', seq: 0 } as const;
 
@@ -132,6 +134,27 @@ function onTimer(s: SessionState, timer: Timer): DecisionDraft[] {
       { type: 'execution.request_expired', sessionId, data: { executionId: timer.executionId } },
     ];
   }
+  if (timer.type === 'permission_timeout') {
+    const p = s.permissions.find((r) => r.requestId === timer.requestId);
+    if (!p || p.answer !== null || s.deleted) return [];
+    // Denied: the first reject option the agent offered, else the request is cancelled.
+    const reject =
+      p.options.find((o) => o.kind === 'reject_once') ??
+      p.options.find((o) => o.kind === 'reject_always');
+    return [
+      {
+        type: 'permission.answered',
+        sessionId,
+        data: {
+          requestId: p.requestId,
+          ...(reject
+            ? { outcome: 'selected', optionId: reject.optionId }
+            : { outcome: 'cancelled' }),
+          by: 'timeout',
+        },
+      },
+    ];
+  }
   if (timer.type === 'execution_lease_expired') {
     const x = s.execution;
     if (!x || x.id !== timer.executionId || x.phase === 'ended') return [];
@@ -145,6 +168,8 @@ function onTimer(s: SessionState, timer: Timer): DecisionDraft[] {
   }
   const t = s.turn;
   if (!t || t.generation !== timer.admissionGeneration || t.phase !== 'dispatched') return [];
+  // An agent waiting for a person's answer is silent because of us: not a stall.
+  if (waitsForPerson(s)) return [];
   const ref = { promptId: t.promptId, admissionGeneration: t.generation };
   if (!t.heardFromAgent) {
     return [{ type: 'turn.abandoned', sessionId, data: { ...ref, then: s.config.abandonedTurn } }];
@@ -307,6 +332,8 @@ function answer(s: SessionState, c: PendingCommand, task: TaskStatus): DecisionD
       }
       return out;
     }
+    case 'permission.respond':
+      return answerPermission(s, c.data, commandId);
     case 'session.reset':
       return [{ type: 'session.was_reset', sessionId, data: { commandId } }];
     case 'session.delete':
@@ -328,6 +355,65 @@ function answer(s: SessionState, c: PendingCommand, task: TaskStatus): DecisionD
       ];
     }
   }
+}
+
+const BY_WORDS: Record<string, string> = {
+  person: 'by a person',
+  policy: 'by the profile’s policy',
+  timeout: 'by the timeout (nobody answered in time)',
+  turn_cancelled: 'as cancelled (the turn was cancelled)',
+  execution_ended: 'as cancelled (the execution ended)',
+};
+
+/**
+ * A person's answer to a permission request: carried out once. Any later answer to the same
+ * request (from anyone, through any gateway) is refused and told how the request was settled.
+ */
+function answerPermission(
+  s: SessionState,
+  c: { requestId: string; optionId: string; subject?: string | undefined },
+  commandId: string,
+): DecisionDraft[] {
+  const open = s.permissions.find((p) => p.requestId === c.requestId);
+  const settled = open?.answer ?? s.resolvedPermissions.find((p) => p.requestId === c.requestId);
+  if (settled) {
+    const how =
+      settled.outcome === 'selected' ? `with option ${settled.optionId}` : 'without an option';
+    return rejectCommand(
+      s,
+      commandId,
+      'permission_answered',
+      `permission request ${c.requestId} was already answered ${BY_WORDS[settled.by] ?? settled.by}, ${how}; this answer changes nothing`,
+    );
+  }
+  if (!open)
+    return rejectCommand(
+      s,
+      commandId,
+      'unknown_permission',
+      `no permission request ${c.requestId} on this session's execution`,
+    );
+  if (!open.options.some((o) => o.optionId === c.optionId))
+    return rejectCommand(
+      s,
+      commandId,
+      'unknown_option',
+      `the agent offered no option ${c.optionId}; offered: ${open.options.map((o) => o.optionId).join(', ')}`,
+    );
+  return [
+    {
+      type: 'permission.answered',
+      sessionId: s.id,
+      data: {
+        commandId,
+        requestId: c.requestId,
+        outcome: 'selected',
+        optionId: c.optionId,
+        by: 'person',
+        ...(c.subject !== undefined ? { subject: c.subject } : {}),
+      },
+    },
+  ];
 }
 
 function notQueued(s: SessionState, promptId: string, commandId: string): DecisionDraft[] | null {

@@ -2,6 +2,7 @@ import {
   type Capabilities,
   type EntryOf,
   type ExecutionStopReason,
+  type PermissionResolver,
   type SessionEntry,
   type StreamEntry,
   type TaskEntry,
@@ -13,7 +14,10 @@ import type {
   ExecutionState,
   PendingCommand,
   PendingTaskCommand,
+  PermissionAnswer,
+  PermissionRequest,
   PromptRecord,
+  ResolvedPermission,
   PromptStatus,
   Registration,
   SessionState,
@@ -30,6 +34,7 @@ const {
   MAX_DISPATCH_ATTEMPTS,
   NO_ENTRIES,
   NO_IDS,
+  RESOLVED_PERMISSIONS_KEPT,
   SETTLED_PROMPTS_KEPT,
   initialSessionState,
   promptIdOfKey,
@@ -213,6 +218,8 @@ function copySession(s: SessionState): Draft {
     stallAdvised: s.stallAdvised,
     requested: s.requested,
     failure: s.failure,
+    permissions: s.permissions,
+    resolvedPermissions: s.resolvedPermissions,
   };
 }
 
@@ -346,6 +353,49 @@ function step(s: SessionState, e: SessionEntry, task: TaskStatus): Draft | null 
       return d;
     }
 
+    case 'permission.requested': {
+      if (!isLive(s, e)) return null;
+      const r = e.data;
+      const known =
+        s.permissions.some((p) => p.requestId === r.requestId) ||
+        s.resolvedPermissions.some((p) => p.requestId === r.requestId);
+      // Only `ask` requests wait for anyone: the worker answers the others at once.
+      if ((known || r.policy !== 'ask') && !countsAsEvent(s)) return null;
+      const d = copySession(s);
+      heard(d);
+      if (known || r.policy !== 'ask') return d;
+      const request: PermissionRequest = {
+        requestId: r.requestId,
+        toolCallId: r.toolCallId ?? null,
+        title: r.title ?? null,
+        toolKind: r.toolKind ?? null,
+        options: r.options,
+        answer: null,
+      };
+      // A request waits for a person, who may well be away: not a stall of the turn.
+      d.permissions = appended(s.permissions, request);
+      return d;
+    }
+    case 'permission.resolved': {
+      if (!isLive(s, e)) return null;
+      const r = e.data;
+      const open = s.permissions.some((p) => p.requestId === r.requestId);
+      const remembered = s.resolvedPermissions.some((p) => p.requestId === r.requestId);
+      if (!open && remembered && !countsAsEvent(s)) return null;
+      const d = copySession(s);
+      heard(d);
+      if (open) d.permissions = s.permissions.filter((p) => p.requestId !== r.requestId);
+      if (d.permissions.length === 0) d.permissions = NO_IDS;
+      if (!remembered)
+        d.resolvedPermissions = rememberPermission(d.resolvedPermissions, {
+          requestId: r.requestId,
+          outcome: r.outcome,
+          optionId: r.optionId ?? null,
+          by: r.by,
+        });
+      return d;
+    }
+
     // ----- commands: recorded until the owner decides them ------------------------------------
     case 'prompt.submit': {
       const c = e.data;
@@ -372,6 +422,7 @@ function step(s: SessionState, e: SessionEntry, task: TaskStatus): Draft | null 
     case 'session.delete':
     case 'session.configure':
     case 'session.force_release':
+    case 'permission.respond':
     case 'execution.request': {
       for (const p of s.pending) if (p.data.commandId === e.data.commandId) return null;
       const d = copySession(s);
@@ -462,7 +513,23 @@ function step(s: SessionState, e: SessionEntry, task: TaskStatus): Draft | null 
         const t = copyTurn(d.turn);
         t.cancel = e.data.reason;
         d.turn = t;
+        // ACP: a cancelled turn's pending permission requests are answered `cancelled`.
+        answerOpenPermissions(d, 'turn_cancelled');
       }
+      return d;
+    }
+    case 'permission.answered': {
+      const d = copySession(s);
+      answered(d, e.data.commandId);
+      const at = s.permissions.findIndex((p) => p.requestId === e.data.requestId);
+      if (at === -1 || s.permissions[at]!.answer !== null) return d;
+      const answer: PermissionAnswer = {
+        outcome: e.data.outcome,
+        optionId: e.data.optionId ?? null,
+        by: e.data.by,
+        subject: e.data.subject ?? null,
+      };
+      d.permissions = s.permissions.map((p, i) => (i === at ? withAnswer(p, answer) : p));
       return d;
     }
     case 'command.rejected': {
@@ -619,9 +686,40 @@ function step(s: SessionState, e: SessionEntry, task: TaskStatus): Draft | null 
 function stop(d: Draft, reason: ExecutionStopReason): void {
   const x = d.execution;
   if (!x || x.phase === 'ended' || x.stopping !== null) return;
+  answerOpenPermissions(d, 'execution_ended');
   const stopping = copyExecution(x);
   stopping.stopping = reason;
   d.execution = stopping;
+}
+
+/** Every request nobody answered yet is settled as cancelled (a cancel, a stop). */
+function answerOpenPermissions(d: Draft, by: PermissionResolver): void {
+  if (!d.permissions.some((p) => p.answer === null)) return;
+  const answer: PermissionAnswer = { outcome: 'cancelled', optionId: null, by, subject: null };
+  d.permissions = d.permissions.map((p) => (p.answer === null ? withAnswer(p, answer) : p));
+}
+
+function withAnswer(p: PermissionRequest, answer: PermissionAnswer): PermissionRequest {
+  return {
+    requestId: p.requestId,
+    toolCallId: p.toolCallId,
+    title: p.title,
+    toolKind: p.toolKind,
+    options: p.options,
+    answer,
+  };
+}
+
+function rememberPermission(
+  resolved: readonly ResolvedPermission[],
+  r: ResolvedPermission,
+): readonly ResolvedPermission[] {
+  return appended(
+    resolved.length < RESOLVED_PERMISSIONS_KEPT
+      ? resolved
+      : resolved.slice(resolved.length - RESOLVED_PERMISSIONS_KEPT + 1),
+    r,
+  );
 }
 
 function markHadTurn(d: Draft): void {
@@ -957,6 +1055,21 @@ function unidentifiedEnd(
 /** Everything the execution owned goes with it; a claim that never reached the agent is requeued. */
 function retireExecution(d: Draft): void {
   const claims = [d.steer, d.turn];
+  // The agent that asked is gone: its requests end with it, unanswered.
+  if (d.permissions.length > 0) {
+    let resolved = d.resolvedPermissions;
+    for (const p of d.permissions) {
+      if (!resolved.some((r) => r.requestId === p.requestId))
+        resolved = rememberPermission(resolved, {
+          requestId: p.requestId,
+          outcome: 'cancelled',
+          optionId: null,
+          by: 'execution_ended',
+        });
+    }
+    d.resolvedPermissions = resolved;
+    d.permissions = NO_IDS;
+  }
   d.tools = NO_ENTRIES;
   d.foregroundTools = NO_IDS;
   d.childTools = NO_IDS;

@@ -19,12 +19,13 @@ import * as viewsModule from './views';
 // function into a getter call on the module object; on the per-entry path those getters cost
 // more than the small functions they return (see the fold notes in BENCHMARKS.md).
 const { evolve, evolveSession, sessionOf, withSessions } = evolveModule;
-const { promptIdOfKey, promptOf } = stateModule;
+const { promptIdOfKey, promptOf, waitsForPerson } = stateModule;
 const {
   activeSubagentCount,
   foregroundActivity,
   liveRegistrations,
   moreActive,
+  permissionsView,
   queueBlockedBy,
   queueEntries,
   sameAttention,
@@ -65,13 +66,14 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
   const a0 = moved && before ? sessionActivity(before) : undefined;
   const a1 = moved ? sessionActivity(after) : undefined;
   const drafts = sessionChanges(before, after, a0, a1, entry);
-  // The aggregate can move only when this session's own tier or count moved.
+  // The aggregate can move only when this session's own tier, count or need of a person moved.
   if (
     a1 !== undefined &&
     (!a0 ||
       before!.deleted !== after.deleted ||
       a0.foregroundActivity !== a1.foregroundActivity ||
-      a0.activeSubagentCount !== a1.activeSubagentCount)
+      a0.activeSubagentCount !== a1.activeSubagentCount ||
+      waitsForPerson(before!) !== waitsForPerson(after))
   ) {
     const task = taskActivityChange(state, sessionId, before, a0, after, a1);
     if (task) drafts.push({ type: 'task.activity', data: task });
@@ -127,7 +129,8 @@ function foldTask(state: TaskState, entry: TaskEntry): Folded {
   const t1 = taskActivity(next);
   if (
     t0.foregroundActivity !== t1.foregroundActivity ||
-    t0.activeSubagentCount !== t1.activeSubagentCount
+    t0.activeSubagentCount !== t1.activeSubagentCount ||
+    t0.sessionsNeedingPerson !== t1.sessionsNeedingPerson
   )
     drafts.push({ type: 'task.activity', data: t1 });
   const updates = sequenced(state, drafts);
@@ -148,7 +151,8 @@ function activityInputsMoved(before: SessionState, after: SessionState): boolean
     before.execution !== after.execution ||
     before.background !== after.background ||
     before.config !== after.config ||
-    before.queue !== after.queue
+    before.queue !== after.queue ||
+    before.permissions !== after.permissions
   );
 }
 
@@ -166,22 +170,28 @@ function taskActivityChange(
 ): TaskActivityView | null {
   let others: ForegroundActivity = null;
   let count = 0;
+  let needing = 0;
   for (const id in state.sessions) {
     const s = state.sessions[id]!;
     if (id === sessionId || s.deleted) continue;
     count += activeSubagentCount(s);
     others = moreActive(others, foregroundActivity(s));
+    if (waitsForPerson(s)) needing++;
   }
   const wasVisible = before !== undefined && !before.deleted;
   const wasForeground = wasVisible ? moreActive(others, a0!.foregroundActivity) : others;
   const wasCount = wasVisible ? count + a0!.activeSubagentCount : count;
+  const wasNeeding = wasVisible && waitsForPerson(before) ? needing + 1 : needing;
   const now: TaskActivityView = after.deleted
-    ? { foregroundActivity: others, activeSubagentCount: count }
+    ? { foregroundActivity: others, activeSubagentCount: count, sessionsNeedingPerson: needing }
     : {
         foregroundActivity: moreActive(others, a1.foregroundActivity),
         activeSubagentCount: count + a1.activeSubagentCount,
+        sessionsNeedingPerson: waitsForPerson(after) ? needing + 1 : needing,
       };
-  return wasForeground === now.foregroundActivity && wasCount === now.activeSubagentCount
+  return wasForeground === now.foregroundActivity &&
+    wasCount === now.activeSubagentCount &&
+    wasNeeding === now.sessionsNeedingPerson
     ? null
     : now;
 }
@@ -280,6 +290,15 @@ function sessionChanges(
   }
   if (!before || before.background !== after.background)
     out.push(...backgroundChanges(before, after));
+  if (before && before.permissions !== after.permissions) {
+    const was = permissionsView(before);
+    const now = permissionsView(after);
+    if (
+      was.length !== now.length ||
+      was.some((p, i) => p.requestId !== now[i]!.requestId || p.executionId !== now[i]!.executionId)
+    )
+      out.push({ type: 'session.permissions', data: { sessionId, requests: now } });
+  }
   promptChanges(before, after, entry, out);
   if (entry.type === 'command.rejected') out.push(commandFailed(entry));
   if (

@@ -6,6 +6,8 @@ import type {
   Capabilities,
   Command,
   ExecutionStopReason,
+  PermissionOption,
+  PermissionResolver,
   PromptOrigin,
   TaskEntry,
   TaskStatus,
@@ -159,6 +161,38 @@ export interface SettledPrompt {
   readonly status: SettledStatus;
 }
 
+/** How the owner settled a permission request (a person, the timeout, a cancel, a stop). */
+export interface PermissionAnswer {
+  readonly outcome: 'selected' | 'cancelled';
+  readonly optionId: string | null;
+  readonly by: PermissionResolver;
+  readonly subject: string | null;
+}
+
+/**
+ * An `ask` permission request of the live execution that the worker has not reported resolved:
+ * open (no answer: the session waits for a person), or answered and owed to the worker.
+ */
+export interface PermissionRequest {
+  readonly requestId: string;
+  readonly toolCallId: string | null;
+  readonly title: string | null;
+  readonly toolKind: string | null;
+  readonly options: readonly PermissionOption[];
+  readonly answer: PermissionAnswer | null;
+}
+
+/** What a session remembers of a resolved permission request: enough to answer a late reply. */
+export interface ResolvedPermission {
+  readonly requestId: string;
+  readonly outcome: 'selected' | 'cancelled';
+  readonly optionId: string | null;
+  readonly by: PermissionResolver;
+}
+
+/** Resolved permission requests remembered per session (a late answer is told how it ended). */
+export const RESOLVED_PERMISSIONS_KEPT = 32;
+
 export interface SessionState {
   readonly id: string;
   readonly deleted: boolean;
@@ -219,6 +253,10 @@ export interface SessionState {
   /** An execution requested for this session that no worker has started yet. */
   readonly requested: { readonly executionId: string } | null;
   readonly failure: Failure | null;
+  /** Permission requests of the live execution not yet reported resolved, oldest first. */
+  readonly permissions: readonly PermissionRequest[];
+  /** The RESOLVED_PERMISSIONS_KEPT most recently resolved requests, oldest first. */
+  readonly resolvedPermissions: readonly ResolvedPermission[];
 }
 
 /** A command as the state keeps it until answered: its type and data (distributed over the union). */
@@ -266,7 +304,16 @@ export function initialSessionState(id: string): SessionState {
     stallAdvised: 0,
     requested: null,
     failure: null,
+    permissions: NO_IDS,
+    resolvedPermissions: NO_IDS,
   };
+}
+
+/** The session waits for a person: a permission request nobody has answered yet. */
+export function waitsForPerson(s: SessionState): boolean {
+  if (s.deleted) return false;
+  for (const p of s.permissions) if (p.answer === null) return true;
+  return false;
 }
 
 /** A prompt the session knows: its open record, else what it remembers of it settled. */

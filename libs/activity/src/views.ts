@@ -1,6 +1,7 @@
 import type {
   Attention,
   BackgroundWork,
+  PermissionRequestView,
   PromptOrigin,
   QueueReason,
   QueueView,
@@ -13,6 +14,7 @@ import type {
   TaskView,
 } from '@baton/protocol';
 import type { Registration, SessionState, TaskState } from './state';
+import { waitsForPerson } from './state';
 
 /** Registrations that count: a presumed-ended one is hidden from every view. */
 export function liveRegistrations(s: SessionState): readonly Registration[] {
@@ -149,6 +151,22 @@ export function attention(s: SessionState): Attention | null {
       executionId: x.id,
     };
   }
+  // The agent asked permission and waits: nothing moves until a person answers (or the timeout).
+  if (waitsForPerson(s)) {
+    const open = s.permissions.filter((p) => p.answer === null);
+    const first = open[0]!;
+    const what = first.title ?? first.toolKind ?? 'a tool call';
+    return {
+      kind: 'needs_person',
+      reason: 'permission_requested',
+      message:
+        open.length === 1
+          ? `the agent asks permission: ${what}`
+          : `the agent asks permission (${open.length} requests): ${what}, …`,
+      ...(s.turn ? { promptId: s.turn.promptId } : {}),
+      ...(x ? { executionId: x.id } : {}),
+    };
+  }
   const t = s.turn;
   if (t && t.stalled) {
     return {
@@ -238,28 +256,61 @@ export function backgroundWork(s: SessionState): BackgroundWork[] {
   return liveRegistrations(s).map((r) => r.work);
 }
 
+/** The permission requests waiting for a person, oldest first. */
+export function permissionsView(s: SessionState): PermissionRequestView[] {
+  const x = s.execution;
+  if (s.deleted || !x) return [];
+  const out: PermissionRequestView[] = [];
+  for (const p of s.permissions) {
+    if (p.answer !== null) continue;
+    out.push({
+      requestId: p.requestId,
+      ...(p.toolCallId !== null ? { toolCallId: p.toolCallId } : {}),
+      ...(p.title !== null ? { title: p.title } : {}),
+      ...(p.toolKind !== null ? { toolKind: p.toolKind } : {}),
+      options: p.options.map((o) => ({ optionId: o.optionId, name: o.name, kind: o.kind })),
+      executionId: x.id,
+    });
+  }
+  return out;
+}
+
 export function sessionView(s: SessionState): SessionView {
   return {
     sessionId: s.id,
     activity: sessionActivity(s),
     queue: queueView(s),
     backgroundWork: backgroundWork(s),
+    permissions: permissionsView(s),
   };
 }
 
 const RANK = { generating: 2, background: 1 } as const;
 
-/** Most active wins (generating > background > null); subagent counts are summed. */
+/**
+ * Most active wins (generating > background > null); subagent counts are summed, and so are the
+ * sessions waiting for a person.
+ */
 export function aggregate(
-  activities: Iterable<Pick<TaskActivityView, 'foregroundActivity' | 'activeSubagentCount'>>,
+  activities: Iterable<
+    Pick<TaskActivityView, 'foregroundActivity' | 'activeSubagentCount'> & {
+      readonly needsPerson?: boolean;
+    }
+  >,
 ): TaskActivityView {
   let foreground: ForegroundActivity = null;
   let count = 0;
+  let needing = 0;
   for (const a of activities) {
     count += a.activeSubagentCount;
     foreground = moreActive(foreground, a.foregroundActivity);
+    if (a.needsPerson) needing++;
   }
-  return { foregroundActivity: foreground, activeSubagentCount: count };
+  return {
+    foregroundActivity: foreground,
+    activeSubagentCount: count,
+    sessionsNeedingPerson: needing,
+  };
 }
 
 /** The more active of two tiers (generating > background > null). */
@@ -276,6 +327,7 @@ export function taskActivity(t: TaskState): TaskActivityView {
     visibleSessions(t).map((s) => ({
       foregroundActivity: foregroundActivity(s),
       activeSubagentCount: activeSubagentCount(s),
+      needsPerson: waitsForPerson(s),
     })),
   );
 }

@@ -48,6 +48,12 @@ export const GENERIC_CAPS: Capabilities = {
   unambiguousCompletionKinds: [],
 };
 
+/** What an agent typically offers in a permission request. */
+export const PERMISSION_OPTIONS = [
+  { optionId: 'allow', name: 'Allow', kind: 'allow_once' },
+  { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
+];
+
 export class Owner {
   state: TaskState;
   readonly entries: StreamEntry[] = [];

@@ -15,7 +15,7 @@ import {
   type TaskState,
 } from '../src';
 import type { Timer } from '../src';
-import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from './owner';
+import { CLAUDE_CAPS, GENERIC_CAPS, Owner, PERMISSION_OPTIONS } from './owner';
 
 /**
  * Generated interleavings of facts and commands from several executions of several sessions.
@@ -164,20 +164,74 @@ const action = fc.oneof(
   { weight: 1, arbitrary: fc.record({ t: fc.constant('startExpiry' as const) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('honorStop' as const) }) },
 );
+/**
+ * Issue 18's actions, mixed into the others in a scenario of their own (`permissionScenario`), so
+ * that the distribution the earlier properties were tuned on stays as it was.
+ */
+const permissionAction = fc.oneof(
+  // Issue 18: the agent asks permission (under `ask`, or a policy the worker answers at once); a
+  // person answers (sometimes a request already answered, or an option never offered); the
+  // owner's timeout denies; the worker hands the owner's answer to the agent.
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('permAsk' as const),
+      n: fc.nat(3),
+      policy: fc.constantFrom('ask', 'ask', 'ask', 'allow-once', 'deny') as fc.Arbitrary<'ask'>,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('permAnswer' as const),
+      n: fc.nat(3),
+      option: fc.constantFrom('allow', 'reject', 'bogus'),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('permTimeout' as const), n: fc.nat(3) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('permDeliver' as const) }) },
+);
+
+/** The worker answers the agent with what the owner settled, and reports it resolved. */
+export function deliverPermissionAnswers(owner: Owner, sid: string): boolean {
+  const s = owner.state.sessions[sid];
+  const x = s?.execution;
+  if (!s || !x || x.phase === 'ended') return false;
+  let acted = false;
+  for (const p of s.permissions) {
+    if (p.answer === null) continue;
+    owner.execution(sid, x.id, x.generation).fact('permission.resolved', {
+      requestId: p.requestId,
+      outcome: p.answer.outcome,
+      ...(p.answer.optionId !== null ? { optionId: p.answer.optionId } : {}),
+      by: p.answer.by,
+    });
+    acted = true;
+  }
+  return acted;
+}
 type Action =
-  fc.Arbitrary<unknown> extends never
-    ? never
-    : typeof action extends fc.Arbitrary<infer A>
-      ? A
-      : never;
-const step = fc.record({
-  session: fc.constantFrom('s1', 's1', 's2'),
-  action,
-  deleteRarely: fc.nat(1000),
-  /** 0: delete the task, 1: archive it, 2: unarchive it (rare: most histories stay active). */
-  taskRarely: fc.nat(600),
-});
+  | (typeof action extends fc.Arbitrary<infer A> ? A : never)
+  | (typeof permissionAction extends fc.Arbitrary<infer B> ? B : never);
+const stepOf = (actions: fc.Arbitrary<Action>) =>
+  fc.record({
+    session: fc.constantFrom('s1', 's1', 's2'),
+    action: actions,
+    deleteRarely: fc.nat(1000),
+    /** 0: delete the task, 1: archive it, 2: unarchive it (rare: most histories stay active). */
+    taskRarely: fc.nat(600),
+  });
+const step = stepOf(action as fc.Arbitrary<Action>);
 export const scenario = fc.array(step, { minLength: 1, maxLength: 80, size: 'max' });
+export const permissionScenario = fc.array(
+  stepOf(
+    fc.oneof(
+      { weight: 4, arbitrary: action as fc.Arbitrary<Action> },
+      { weight: 1, arbitrary: permissionAction as fc.Arbitrary<Action> },
+    ),
+  ),
+  { minLength: 1, maxLength: 80, size: 'max' },
+);
 
 interface Runner {
   owner: Owner;
@@ -396,6 +450,47 @@ export function run(
         if (s?.execution && s.execution.phase !== 'ended' && s.execution.stopping)
           owner.execution(sid, s.execution.id, s.execution.generation).end('cancelled');
         break;
+      case 'permAsk': {
+        if (gen === 0) break;
+        // Request ids are unique per execution (the worker's); only `ask` ones are answered by id.
+        const requestId =
+          a.policy === 'ask'
+            ? `${sid}-e${gen}-perm-${a.n}`
+            : `${sid}-e${gen}-auto-${owner.entries.length}`;
+        live.fact('permission.requested', {
+          requestId,
+          toolCallId: `tool-${a.n}`,
+          title: `run ${a.n}`,
+          options: PERMISSION_OPTIONS,
+          policy: a.policy,
+        });
+        // A policy other than ask: the worker answers at once.
+        if (a.policy !== 'ask')
+          live.fact('permission.resolved', {
+            requestId,
+            outcome: 'selected',
+            optionId: a.policy === 'deny' ? 'reject' : 'allow',
+            by: 'policy',
+          });
+        break;
+      }
+      case 'permAnswer':
+        owner.command(sid, 'permission.respond', {
+          requestId: `${sid}-e${gen}-perm-${a.n}`,
+          optionId: a.option,
+          subject: 'alice',
+        });
+        break;
+      case 'permTimeout':
+        owner.decideNow({
+          type: 'permission_timeout',
+          sessionId: sid,
+          requestId: `${sid}-e${gen}-perm-${a.n}`,
+        });
+        break;
+      case 'permDeliver':
+        deliverPermissionAnswers(owner, sid);
+        break;
     }
     onStep?.(r, before);
   }
@@ -430,8 +525,12 @@ export function quiesce(owner: Owner): void {
           acted = true;
         }
       }
+      if (deliverPermissionAnswers(owner, id)) acted = true;
       const s = now();
       const timers: Timer[] = [];
+      for (const p of s.permissions)
+        if (p.answer === null)
+          timers.push({ type: 'permission_timeout', sessionId: id, requestId: p.requestId });
       if (s.turn)
         timers.push(
           { type: 'watchdog', sessionId: id, admissionGeneration: s.turn.generation },
@@ -462,6 +561,7 @@ describe('properties of the domain core over generated interleavings', () => {
       fc.property(scenario, (steps) => {
         for (const e of run(steps).owner.entries) {
           seen.add(e.type === 'prompt.admitted' ? `admitted:${e.data.mode}` : e.type);
+          if (e.type === 'command.rejected') seen.add(`command.rejected ${e.data.reason}`);
         }
       }),
       { numRuns: 500, seed: 42 },
@@ -939,6 +1039,143 @@ describe('properties of the domain core over generated interleavings', () => {
           }
           st = evolve(st, e);
         }
+      }),
+      RUNS,
+    );
+  });
+
+  it('the permission generator reaches every permission entry and refusal, and the stops that settle requests', () => {
+    const seen = new Set<string>();
+    fc.assert(
+      fc.property(permissionScenario, (steps) => {
+        const { owner } = run(steps);
+        quiesce(owner);
+        for (const e of owner.entries) {
+          seen.add(e.type);
+          if (e.type === 'command.rejected') seen.add(`command.rejected ${e.data.reason}`);
+          if (e.type === 'permission.answered' || e.type === 'permission.resolved')
+            seen.add(`${e.type} by ${e.data.by}`);
+        }
+      }),
+      { numRuns: 500, seed: 42 },
+    );
+    for (const t of [
+      'permission.requested',
+      'permission.answered by person',
+      'permission.answered by timeout',
+      'permission.resolved by person',
+      'permission.resolved by timeout',
+      'permission.resolved by policy',
+      'permission.resolved by turn_cancelled',
+      'permission.resolved by execution_ended',
+      'command.rejected permission_answered',
+      'command.rejected unknown_option',
+      'command.rejected unknown_permission',
+    ]) {
+      expect([t, seen.has(t)]).toEqual([t, true]);
+    }
+  });
+
+  it('7b. liveness, as 7, with permission requests in the mix', () => {
+    fc.assert(
+      fc.property(permissionScenario, (steps) => {
+        const { owner } = run(steps);
+        quiesce(owner);
+        for (const s of Object.values(owner.state.sessions)) {
+          if (s.deleted) continue;
+          const why = attention(s);
+          if (s.turn || s.steer) expect(why).toMatchObject({ kind: 'needs_operator' });
+          expect(s.turn?.cancel ?? null).toBeNull();
+          expect(s.requested).toBeNull();
+          expect(s.execution?.stopping && s.execution.phase !== 'ended').toBeFalsy();
+          if (s.queue.length > 0) expect(queueBlockedBy(s)).not.toBeNull();
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('8. permissions, liveness: every request is eventually resolved, and the last word published says nobody is needed', () => {
+    fc.assert(
+      fc.property(permissionScenario, (steps) => {
+        const { owner } = run(steps);
+        quiesce(owner);
+        const opened = new Set<string>();
+        let st = initialTaskState('t1');
+        for (const e of owner.entries) {
+          st = evolve(st, e);
+          for (const s of Object.values(st.sessions))
+            for (const p of s.permissions) opened.add(`${s.id}/${p.requestId}`);
+        }
+        for (const s of Object.values(owner.state.sessions)) {
+          expect(s.permissions).toEqual([]);
+          expect(attention(s)?.kind).not.toBe('needs_person');
+        }
+        // Each request that was ever open is now remembered as resolved (or its session is gone,
+        // or it fell out of the bounded memory behind newer ones).
+        for (const key of opened) {
+          const [sid, requestId] = key.split('/') as [string, string];
+          const s = owner.state.sessions[sid]!;
+          if (s.deleted || s.resolvedPermissions.length >= 32) continue;
+          expect(s.resolvedPermissions.map((r) => r.requestId)).toContain(requestId);
+        }
+        let lastAggregate: number | undefined;
+        for (const u of owner.updates)
+          if (u.type === 'task.activity') lastAggregate = u.data.sessionsNeedingPerson;
+        if (lastAggregate !== undefined) expect(lastAggregate).toBe(0);
+      }),
+      RUNS,
+    );
+  });
+
+  it('9. permissions, at most once: a second answer is refused and changes nothing; what the worker resolves is the first answer', () => {
+    fc.assert(
+      fc.property(permissionScenario, (steps) => {
+        const { owner } = run(steps);
+        quiesce(owner);
+        let st = initialTaskState('t1');
+        const answers = new Map<string, number>();
+        const respondedWhenSettled = new Set<string>();
+        for (const e of owner.entries) {
+          const s = 'sessionId' in e ? st.sessions[e.sessionId] : undefined;
+          if (e.type === 'permission.respond' && s) {
+            const open = s.permissions.find((p) => p.requestId === e.data.requestId);
+            const settled =
+              open?.answer ?? s.resolvedPermissions.find((r) => r.requestId === e.data.requestId);
+            if (settled) respondedWhenSettled.add(e.data.commandId);
+          }
+          if (e.type === 'permission.answered') {
+            const k = `${e.sessionId}/${e.data.requestId}`;
+            answers.set(k, (answers.get(k) ?? 0) + 1);
+            // Only an open request is answered.
+            expect(s!.permissions.find((p) => p.requestId === e.data.requestId)?.answer).toBeNull();
+          }
+          if (e.type === 'command.rejected' && respondedWhenSettled.has(e.data.commandId)) {
+            // (A deleted task or session refuses every command first.)
+            expect(['permission_answered', 'task_deleted', 'session_deleted']).toContain(
+              e.data.reason,
+            );
+            const after = evolve(st, e).sessions[e.sessionId]!;
+            expect(after.permissions).toBe(s!.permissions);
+            expect(after.resolvedPermissions).toBe(s!.resolvedPermissions);
+          }
+          if (e.type === 'permission.resolved' && s) {
+            const p = s.permissions.find((r) => r.requestId === e.data.requestId);
+            if (p?.answer) {
+              expect(e.data.outcome).toBe(p.answer.outcome);
+              expect(e.data.optionId ?? null).toBe(p.answer.optionId);
+            }
+          }
+          st = evolve(st, e);
+        }
+        for (const n of answers.values()) expect(n).toBe(1);
+        // Every refused second answer was refused, not carried out.
+        const decidedCommands = new Set(
+          owner.entries.flatMap((e) =>
+            e.type === 'permission.answered' && e.data.commandId ? [e.data.commandId] : [],
+          ),
+        );
+        for (const c of respondedWhenSettled) expect(decidedCommands.has(c)).toBe(false);
       }),
       RUNS,
     );

@@ -807,15 +807,18 @@ describe('publication', () => {
     expect(taskView(o.state).activity).toEqual({
       foregroundActivity: 'background',
       activeSubagentCount: 2,
+      sessionsNeedingPerson: 0,
     });
     b.output();
     expect(taskView(o.state).activity).toEqual({
       foregroundActivity: 'generating',
       activeSubagentCount: 2,
+      sessionsNeedingPerson: 0,
     });
     expect(o.updates.filter((u) => u.type === 'task.activity').at(-1)?.data).toEqual({
       foregroundActivity: 'generating',
       activeSubagentCount: 2,
+      sessionsNeedingPerson: 0,
     });
   });
 

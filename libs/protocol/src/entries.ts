@@ -207,6 +207,67 @@ export const BackgroundEnded = fact(
   }),
 );
 
+/** One choice an agent offers in a permission request (ACP PermissionOption). */
+export const PermissionOption = z.object({
+  optionId: Id,
+  name: z.string().max(500),
+  /** ACP's kind: `allow_once`, `allow_always`, `reject_once`, `reject_always` (or another). */
+  kind: z.string().min(1).max(50),
+});
+export type PermissionOption = z.infer<typeof PermissionOption>;
+
+/**
+ * How an execution's permission requests are answered (the profile's `permissionPolicy`):
+ * `ask` waits for a person (denied after the owner's timeout), the others answer at once.
+ */
+export const PermissionPolicyName = z.enum(['ask', 'allow-once', 'deny', 'first-option']);
+export type PermissionPolicyName = z.infer<typeof PermissionPolicyName>;
+
+/**
+ * The agent asked permission (`session/request_permission`). `requestId` is chosen by the worker,
+ * unique within the execution. Under `ask` it stays open until a person answers, the owner's
+ * timeout denies it, a cancel or the execution's end resolves it; under any other policy the
+ * worker answers it at once and reports `permission.resolved` right after.
+ */
+export const PermissionRequested = fact(
+  'permission.requested',
+  z.object({
+    requestId: Id,
+    toolCallId: Id.optional(),
+    title: z.string().max(2_000).optional(),
+    toolKind: z.string().max(100).optional(),
+    options: z.array(PermissionOption).max(20),
+    policy: PermissionPolicyName,
+  }),
+);
+
+/** Who or what settled a permission request. */
+export const PermissionResolver = z.enum([
+  /** A person's answer (`subject`: the token's subject, when it has one). */
+  'person',
+  /** The profile's policy answered at once (`allow-once`, `deny`, `first-option`). */
+  'policy',
+  /** Nobody answered an `ask` request within the owner's timeout: denied. */
+  'timeout',
+  /** The turn was cancelled (ACP: pending requests are answered `cancelled`). */
+  'turn_cancelled',
+  /** The execution is stopped or ended. */
+  'execution_ended',
+]);
+export type PermissionResolver = z.infer<typeof PermissionResolver>;
+
+/** The worker answered the agent's permission request. */
+export const PermissionResolved = fact(
+  'permission.resolved',
+  z.object({
+    requestId: Id,
+    outcome: z.enum(['selected', 'cancelled']),
+    optionId: Id.optional(),
+    by: PermissionResolver,
+    subject: z.string().max(200).optional(),
+  }),
+);
+
 // ---------------------------------------------------------------------------------------------
 // Commands
 // ---------------------------------------------------------------------------------------------
@@ -259,6 +320,14 @@ export const SessionForceRelease = command(
 );
 /** An execution was put on the execution queue for this session and waits for a worker. */
 export const ExecutionRequest = command('execution.request', commandData({ executionId: Id }));
+/**
+ * A person answers an open permission request (scope `prompt`) with one of the options the agent
+ * offered. A second answer to the same request is refused (`permission_answered`), never applied.
+ */
+export const PermissionRespond = command(
+  'permission.respond',
+  commandData({ requestId: Id, optionId: Id, subject: z.string().max(200).optional() }),
+);
 export const TaskArchive = taskEntry('task.archive', commandData({}));
 export const TaskUnarchive = taskEntry('task.unarchive', commandData({}));
 export const TaskDelete = taskEntry('task.delete', commandData({}));
@@ -347,6 +416,12 @@ export const CommandRejected = decision(
       'nothing_running',
       'task_archived',
       'task_deleted',
+      /** permission.respond: no such request on the session's live execution. */
+      'unknown_permission',
+      /** permission.respond: the request was already answered (by a person, a timeout, a cancel). */
+      'permission_answered',
+      /** permission.respond: the agent offered no option with that id. */
+      'unknown_option',
     ]),
     message: z.string().max(1_000),
   }),
@@ -414,6 +489,23 @@ export const ExecutionRequestExpired = decision(
   'execution.request_expired',
   z.object({ executionId: Id }),
 );
+/**
+ * The owner settled an open `ask` permission request: a person's answer (`person`, in reply to
+ * `permission.respond`) or its timeout (`timeout`, the first reject option the agent offered, else
+ * `cancelled`). The owner hands it to the worker through the execution's inbox until the worker
+ * reports `permission.resolved`.
+ */
+export const PermissionAnswered = decision(
+  'permission.answered',
+  z.object({
+    ...InReplyTo,
+    requestId: Id,
+    outcome: z.enum(['selected', 'cancelled']),
+    optionId: Id.optional(),
+    by: z.enum(['person', 'timeout']),
+    subject: z.string().max(200).optional(),
+  }),
+);
 export const TaskArchived = taskEntry('task.archived', z.object({ ...InReplyTo }));
 export const TaskUnarchived = taskEntry('task.unarchived', z.object({ ...InReplyTo }));
 export const TaskDeleted = taskEntry('task.deleted', z.object({ ...InReplyTo }));
@@ -435,6 +527,8 @@ export const FACT_SCHEMAS = [
   ToolUpdated,
   BackgroundStarted,
   BackgroundEnded,
+  PermissionRequested,
+  PermissionResolved,
 ] as const;
 export const COMMAND_SCHEMAS = [
   PromptSubmit,
@@ -447,6 +541,7 @@ export const COMMAND_SCHEMAS = [
   SessionConfigure,
   SessionForceRelease,
   ExecutionRequest,
+  PermissionRespond,
   TaskArchive,
   TaskUnarchive,
   TaskDelete,
@@ -472,6 +567,7 @@ export const DECISION_SCHEMAS = [
   ForegroundQuiesced,
   ExecutionRequested,
   ExecutionRequestExpired,
+  PermissionAnswered,
   TaskArchived,
   TaskUnarchived,
   TaskDeleted,

@@ -8,6 +8,7 @@ import {
   PromptOrigin,
   SchemaVersion,
 } from './common';
+import { PermissionResolver } from './entries';
 
 /**
  * What flows between the owner of a task and the worker hosting one of its executions, outside
@@ -65,10 +66,30 @@ export const ExecutionStopDelivery = z.object({
 });
 export type ExecutionStopDelivery = z.infer<typeof ExecutionStopDelivery>;
 
+/**
+ * The owner settled an open permission request (a person's answer, its timeout, a cancel): the
+ * worker answers the agent's `session/request_permission` with it and reports
+ * `permission.resolved`. Delivered at least once: an answer to a request no longer pending is
+ * ignored.
+ */
+export const PermissionAnswerDelivery = z.object({
+  ...inboxEnvelope,
+  type: z.literal('permission.answer'),
+  data: z.object({
+    requestId: Id,
+    outcome: z.enum(['selected', 'cancelled']),
+    optionId: Id.optional(),
+    by: PermissionResolver,
+    subject: z.string().max(200).optional(),
+  }),
+});
+export type PermissionAnswerDelivery = z.infer<typeof PermissionAnswerDelivery>;
+
 export const InboxMessage = z.discriminatedUnion('type', [
   PromptDelivery,
   TurnCancelDelivery,
   ExecutionStopDelivery,
+  PermissionAnswerDelivery,
 ]);
 export type InboxMessage = z.infer<typeof InboxMessage>;
 

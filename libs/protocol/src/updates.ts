@@ -3,7 +3,7 @@ import { TaskKey } from './task-key';
 import { AdmissionMode, Id, SchemaVersion, StreamId, TaskStatus } from './common';
 import { BackgroundWork } from './background-work';
 import { QueueReason, RejectReason, RemoveReason } from './entries';
-import { QueueView, SessionActivityView, TaskActivityView } from './views';
+import { PermissionRequestView, QueueView, SessionActivityView, TaskActivityView } from './views';
 
 /**
  * Updates published to clients, one per visible change, in a per-task sequence with no gaps.
@@ -46,6 +46,11 @@ export const BackgroundWorkRemoved = update(
   z.object({ sessionId: Id, id: Id }),
 );
 export const TaskActivityChanged = update('task.activity', TaskActivityView);
+/** The permission requests waiting for a person changed: the complete list, oldest first. */
+export const SessionPermissionsChanged = update(
+  'session.permissions',
+  z.object({ sessionId: Id, requests: z.array(PermissionRequestView) }),
+);
 
 export const PromptOutcome = z.discriminatedUnion('outcome', [
   z.object({
@@ -96,6 +101,7 @@ export const UPDATE_SCHEMAS = [
   BackgroundWorkSet,
   BackgroundWorkRemoved,
   TaskActivityChanged,
+  SessionPermissionsChanged,
   PromptDecided,
   CommandFailed,
   TurnStalledUpdate,

@@ -9,7 +9,7 @@ import {
   TaskStatus,
 } from './common';
 import { BackgroundWork } from './background-work';
-import { QueueReason } from './entries';
+import { PermissionOption, QueueReason } from './entries';
 
 export const QueueEntryView = z.object({
   promptId: Id,
@@ -43,10 +43,16 @@ export const AttentionReason = z.enum([
   'execution_stopping',
   'waiting_for_worker',
   'no_execution',
+  /** The agent asked permission and waits for a person's answer (`permissions` lists it). */
+  'permission_requested',
 ]);
 export type AttentionReason = z.infer<typeof AttentionReason>;
 export const Attention = z.object({
-  kind: z.enum(['failed', 'waiting', 'needs_operator']),
+  /**
+   * `needs_person`: the session waits for a person — the agent asked permission (reason
+   * `permission_requested`) and nothing moves until someone answers or the timeout denies it.
+   */
+  kind: z.enum(['failed', 'waiting', 'needs_operator', 'needs_person']),
   reason: AttentionReason,
   message: z.string(),
   promptId: Id.optional(),
@@ -67,12 +73,32 @@ export const SessionActivityView = z.object({
 });
 export type SessionActivityView = z.infer<typeof SessionActivityView>;
 
+/**
+ * A permission request of the agent that waits for a person: answer it with one of `options`
+ * (`permission.respond`). Only open `ask` requests are listed; one answered (by a person, the
+ * timeout, a cancel) leaves the list.
+ */
+export const PermissionRequestView = z.object({
+  requestId: Id,
+  toolCallId: Id.optional(),
+  title: z.string().optional(),
+  toolKind: z.string().optional(),
+  options: z.array(PermissionOption),
+  executionId: Id,
+});
+export type PermissionRequestView = z.infer<typeof PermissionRequestView>;
+
 export const SessionView = z.object({
   sessionId: Id,
   activity: SessionActivityView,
   queue: QueueView,
   /** AHP ChatState.backgroundWork: active work only; `[]` once the last entry is removed. */
   backgroundWork: z.array(BackgroundWork),
+  /**
+   * Permission requests waiting for a person, oldest first. Baton always sets it; absent (views
+   * written before it existed) means none.
+   */
+  permissions: z.array(PermissionRequestView).optional(),
 });
 export type SessionView = z.infer<typeof SessionView>;
 
@@ -80,6 +106,9 @@ export type SessionView = z.infer<typeof SessionView>;
 export const TaskActivityView = z.object({
   foregroundActivity: ForegroundActivity,
   activeSubagentCount: z.number().int().min(0),
+  /** Sessions waiting for a person (an open permission request): "2 sessions need you". */
+  /** Baton always sets it; absent (views written before it existed) means 0. */
+  sessionsNeedingPerson: z.number().int().min(0).optional(),
 });
 export type TaskActivityView = z.infer<typeof TaskActivityView>;
 

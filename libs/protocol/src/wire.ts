@@ -58,6 +58,16 @@ export const SessionForceReleaseRequest = request('session.force_release', {
   ...sessionRef,
   reason: z.string().max(500).optional(),
 });
+/**
+ * Scope `prompt`: answers a permission request the agent is waiting on (the session's
+ * `permissions`) with one of the options it offered. A second answer is `failed` with reason
+ * `permission_answered` and changes nothing.
+ */
+export const PermissionRespondRequest = request('permission.respond', {
+  ...sessionRef,
+  requestId: Id,
+  optionId: Id,
+});
 /** Archived: no prompts, no executions, queues discarded; unarchive takes prompts again. */
 export const TaskArchiveRequest = request('task.archive', { taskId: Id });
 export const TaskUnarchiveRequest = request('task.unarchive', { taskId: Id });
@@ -77,6 +87,7 @@ export const ClientMessage = z.discriminatedUnion('op', [
   SessionResetRequest,
   SessionDeleteRequest,
   SessionForceReleaseRequest,
+  PermissionRespondRequest,
   TaskArchiveRequest,
   TaskUnarchiveRequest,
   TaskDeleteRequest,
@@ -181,7 +192,7 @@ export type PromptResult = z.infer<typeof PromptResult>;
 
 /**
  * queue.cancel, queue.send_now, queue.auto_run, session.cancel, session.reset, session.delete,
- * session.force_release, task.archive, task.unarchive, task.delete: `done` once the owner of the
+ * session.force_release, permission.respond, task.archive, task.unarchive, task.delete: `done` once the owner of the
  * task carried the command out (a delete of what is already deleted is done too), `failed` when it
  * refused it (`command.rejected` / `task.command_rejected`, with its reason), `pending` when it
  * had not answered within the gateway's admission wait.

@@ -28,7 +28,8 @@ export type QueueCommand =
   | { type: 'session.cancel'; observedGeneration?: number }
   | { type: 'session.reset' }
   | { type: 'session.delete' }
-  | { type: 'session.force_release'; reason?: string };
+  | { type: 'session.force_release'; reason?: string }
+  | { type: 'permission.respond'; requestId: string; optionId: string; subject?: string };
 
 /** Task-wide commands: their entries name no session. */
 export type TaskCommand = 'task.archive' | 'task.unarchive' | 'task.delete';

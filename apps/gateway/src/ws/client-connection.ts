@@ -191,6 +191,20 @@ export class ClientConnection extends Connection {
         this.reply(msg.id, result);
         return;
       }
+      case 'permission.respond': {
+        requireScope(this.principal, 'prompt');
+        const key = await this.s.tenancy.existing(tenant, msg.taskId);
+        const result: CommandResult = await this.s.commands.command(key, msg.sessionId, {
+          type: 'permission.respond',
+          requestId: msg.requestId,
+          optionId: msg.optionId,
+          ...(this.principal.subject !== undefined
+            ? { subject: this.principal.subject.slice(0, 200) }
+            : {}),
+        });
+        this.reply(msg.id, result);
+        return;
+      }
       case 'session.reset':
       case 'session.delete':
       case 'session.force_release': {

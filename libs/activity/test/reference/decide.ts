@@ -33,7 +33,9 @@ export type Timer =
   /** Output outside any turn has been quiet for the quiet period. */
   | { readonly type: 'quiet'; readonly sessionId: string; readonly foregroundEpoch: number }
   /** A requested execution has waited for a worker for the start bound. */
-  | { readonly type: 'execution_start'; readonly sessionId: string; readonly executionId: string };
+  | { readonly type: 'execution_start'; readonly sessionId: string; readonly executionId: string }
+  /** Not modelled here (see evolve.ts). */
+  | { readonly type: 'permission_timeout'; readonly sessionId: string; readonly requestId: string };
 
 const DECIDER_WRITER = { role: 'projector', instance: 'decide', seq: 0 } as const;
 
@@ -103,6 +105,7 @@ function answerTask(t: TaskState, c: TaskState['pending'][number]): DecisionDraf
 
 function onTimer(s: SessionState, timer: Timer): DecisionDraft[] {
   const sessionId = s.id;
+  if (timer.type === 'permission_timeout') return [];
   if (timer.type === 'cancel_grace') {
     // A cancel of the running turn, decided and never answered.
     const t = s.turn;
@@ -211,6 +214,7 @@ function answer(s: SessionState, c: PendingCommand, task: TaskStatus): DecisionD
   const sessionId = s.id;
   const commandId = c.data.commandId;
   if (c.type === 'prompt.submit') return answerPrompt(s, c.data.promptId, commandId, task);
+  if (c.type === 'permission.respond') return []; // not modelled (see evolve.ts)
   if (task === 'deleted')
     return rejectCommand(s, commandId, 'task_deleted', 'the task was deleted');
   if (s.deleted)

@@ -226,6 +226,7 @@ export function sessionView(s: SessionState): SessionView {
     activity: sessionActivity(s),
     queue: queueView(s),
     backgroundWork: backgroundWork(s),
+    permissions: [],
   };
 }
 
@@ -243,7 +244,8 @@ export function aggregate(
       foreground = a.foregroundActivity;
     }
   }
-  return { foregroundActivity: foreground, activeSubagentCount: count };
+  // Permission requests are not modelled here: no session ever waits for a person.
+  return { foregroundActivity: foreground, activeSubagentCount: count, sessionsNeedingPerson: 0 };
 }
 
 export function visibleSessions(t: TaskState): SessionState[] {
