@@ -289,7 +289,13 @@ describe('task ids are tenant-scoped', () => {
     });
 
     it('both prompt and run without seeing each other’s prompts or updates', async () => {
-      worker = await spawnWorker(stack.env);
+      // The replay asks one permission per turn: denied at once here (this test is about tenancy).
+      worker = await spawnWorker({
+        ...stack.env,
+        BATON_PROFILES: JSON.stringify({
+          profiles: { replay: { kind: 'replay', permissionPolicy: 'deny' } },
+        }),
+      });
       const id = 'shared';
       const tenants = [
         { name: 'tenant-x', tok: X, secret: 'x-secret-prompt' },

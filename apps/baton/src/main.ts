@@ -91,6 +91,7 @@ async function main(argv: string[]): Promise<void> {
     stallMs: config.PROJECTOR_STALL_MS,
     cancelGraceMs: config.PROJECTOR_CANCEL_GRACE_MS,
     quietMs: config.PROJECTOR_QUIET_MS,
+    permissionTimeoutMs: config.PROJECTOR_PERMISSION_TIMEOUT_MS,
     executionStartMs: config.EXECUTION_START_TIMEOUT_MS,
     metricsPort: null,
   });

@@ -29,6 +29,10 @@ client commands (through the gateway; BATON_GATEWAY_URL, BATON_TOKEN):
   queue <task> <session> send-now <promptId>    run a queued prompt next
   queue <task> <session> auto-run on|off        let the queue drain by itself, or not
   cancel <task> <session>                       cancel the running turn
+  permissions <task> <session>                  list the permission requests waiting for a person
+  permissions <task> <session> answer <requestId> <optionId>
+                                                answer one with an option the agent offered (a
+                                                request already answered is refused, unchanged)
   session <task> <session> reset                clear the session's activity, stop its execution
                                                 (the queue stays)
   session <task> <session> delete               delete the session: its queue is discarded (each
@@ -284,6 +288,31 @@ export async function run(
       out(
         commandOutcome(
           await withClient((c) => c.cancel({ taskId: taskId!, sessionId: sessionId! })),
+        ),
+      );
+      return;
+    }
+    case 'permissions': {
+      const [taskId, sessionId, action, requestId, optionId] = positionals(
+        parse(rest).positionals,
+        ['task', 'session'],
+        'permissions',
+      );
+      const ref = { taskId: taskId!, sessionId: sessionId! };
+      if (action === undefined) {
+        const view = (await restCall(
+          'GET',
+          `/v1/tasks/${encodeURIComponent(ref.taskId)}/sessions/${encodeURIComponent(ref.sessionId)}`,
+          undefined,
+        )) as { permissions?: unknown[] };
+        for (const p of view.permissions ?? []) out(JSON.stringify(p));
+        return;
+      }
+      if (action !== 'answer' || !requestId || !optionId)
+        throw new UsageError('permissions actions: answer <requestId> <optionId>');
+      out(
+        commandOutcome(
+          await withClient((c) => c.answerPermission({ ...ref, requestId, optionId })),
         ),
       );
       return;

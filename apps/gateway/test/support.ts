@@ -141,6 +141,7 @@ export async function startStack(
     projectors?: number;
     shards?: number;
     gatewayEnv?: Record<string, string>;
+    projectorEnv?: Record<string, string>;
   } = {},
 ): Promise<Stack> {
   const redis = await startRedis();
@@ -149,7 +150,11 @@ export async function startStack(
   const env = { REDIS_URL: redis.url, BATON_PREFIX: prefix, BATON_SHARDS: String(shards) };
   const store = EventStore.connect({ url: redis.url }, { shards, prefix });
   const [projectors, gateways] = await Promise.all([
-    Promise.all(Array.from({ length: o.projectors ?? 1 }, () => spawnProjector(env))),
+    Promise.all(
+      Array.from({ length: o.projectors ?? 1 }, () =>
+        spawnProjector({ ...env, ...o.projectorEnv }),
+      ),
+    ),
     Promise.all(
       Array.from({ length: o.gateways ?? 2 }, () => spawnGateway({ ...env, ...o.gatewayEnv })),
     ),

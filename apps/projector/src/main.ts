@@ -27,6 +27,7 @@ async function main(): Promise<void> {
     stallMs: config.PROJECTOR_STALL_MS,
     cancelGraceMs: config.PROJECTOR_CANCEL_GRACE_MS,
     quietMs: config.PROJECTOR_QUIET_MS,
+    permissionTimeoutMs: config.PROJECTOR_PERMISSION_TIMEOUT_MS,
     executionStartMs: config.EXECUTION_START_TIMEOUT_MS,
     metricsPort: config.PROJECTOR_METRICS_PORT,
     logLevel: config.LOG_LEVEL,

@@ -46,6 +46,7 @@ class Projector implements ShardHost {
   readonly stallMs: number;
   readonly cancelGraceMs: number;
   readonly quietMs: number;
+  readonly permissionTimeoutMs: number;
   readonly executionStartMs: number;
   private readonly runners = new Map<number, ShardRunner>();
   private readonly cursors = new Map<number, string>();
@@ -77,6 +78,7 @@ class Projector implements ShardHost {
     this.stallMs = opts.stallMs;
     this.cancelGraceMs = opts.cancelGraceMs;
     this.quietMs = opts.quietMs;
+    this.permissionTimeoutMs = opts.permissionTimeoutMs;
     this.executionStartMs = opts.executionStartMs;
     this.log = createLogger(opts.instanceId, opts.logLevel);
     this.store = EventStore.connect(

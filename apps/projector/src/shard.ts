@@ -16,6 +16,7 @@ export interface ShardHost {
   readonly retentionMs: number;
   readonly stallMs: number;
   readonly cancelGraceMs: number;
+  readonly permissionTimeoutMs: number;
   readonly quietMs: number;
   readonly executionStartMs: number;
   /**
@@ -94,6 +95,9 @@ export class ShardRunner implements TaskContext {
   }
   get quietMs() {
     return this.host.quietMs;
+  }
+  get permissionTimeoutMs() {
+    return this.host.permissionTimeoutMs;
   }
   get executionStartMs() {
     return this.host.executionStartMs;

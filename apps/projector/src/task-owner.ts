@@ -36,6 +36,7 @@ export interface TaskContext {
   readonly retentionMs: number;
   readonly stallMs: number;
   readonly cancelGraceMs: number;
+  readonly permissionTimeoutMs: number;
   readonly quietMs: number;
   readonly executionStartMs: number;
   /** The shard lease (its epoch fences every write). */
@@ -141,7 +142,7 @@ export class TaskOwner {
   /**
    * Clock-driven work, called every renew tick: time-based snapshots and the timers that bound
    * every wait — the stall watchdog, the cancel grace, the quiet period of output outside a turn,
-   * and the start bound of a requested execution. decide turns each into a decision, or nothing.
+   * the permission timeout of an `ask` request, and the start bound of a requested execution. decide turns each into a decision, or nothing.
    */
   tick(now: number): void {
     if (!this.loaded) return;
@@ -173,6 +174,13 @@ export class TaskOwner {
       }
       if (s.generating && !t && !s.steer && now - lastAgent >= this.ctx.quietMs) {
         this.request({ type: 'quiet', sessionId: s.id, foregroundEpoch: s.foregroundEpoch });
+      }
+      // An `ask` permission request nobody answered: denied after the permission timeout.
+      for (const p of s.permissions) {
+        if (p.answer !== null) continue;
+        if (waited(`a/${s.id}/${p.requestId}`, this.ctx.permissionTimeoutMs)) {
+          this.request({ type: 'permission_timeout', sessionId: s.id, requestId: p.requestId });
+        }
       }
       if (s.requested) {
         const key = `x/${s.id}/${s.requested.executionId}`;
@@ -306,7 +314,9 @@ export class TaskOwner {
       const u = f.updates[i]!;
       if (u.seq > this.publishedSeq) this.unpublished.push({ ...u, entry: id, last: i === n - 1 });
     }
-    if ('executionId' in entry) this.lastAgentAt.set(entry.sessionId, performance.now());
+    // An answer to a permission request wakes the agent: its silence until then was ours.
+    if ('executionId' in entry || entry.type === 'permission.answered')
+      this.lastAgentAt.set(entry.sessionId, performance.now());
     this.lastId = id;
     this.entriesSinceSnapshot += 1;
   }
@@ -470,6 +480,23 @@ export class TaskOwner {
           ...envelope(s.id, x.id),
           type: 'turn.cancel',
           data: { admissionGeneration: t.generation, reason: t.cancel },
+        });
+      }
+      // Settled permission requests the worker has not reported resolved: a person's answer,
+      // the timeout's denial, a cancel's `cancelled` (after the cancel itself, as ACP orders them).
+      for (const p of s.permissions) {
+        const a = p.answer;
+        if (a === null) continue;
+        send(x.id, `a/${s.id}/${p.requestId}`, {
+          ...envelope(s.id, x.id),
+          type: 'permission.answer',
+          data: {
+            requestId: p.requestId,
+            outcome: a.outcome,
+            ...(a.optionId !== null ? { optionId: a.optionId } : {}),
+            by: a.by,
+            ...(a.subject !== null ? { subject: a.subject } : {}),
+          },
         });
       }
     }

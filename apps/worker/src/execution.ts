@@ -1,5 +1,7 @@
+import type { RequestPermissionRequest, RequestPermissionResponse } from '@agentclientprotocol/sdk';
 import {
   AgentHost,
+  choosePermission,
   clientAdvertisement,
   coalesce,
   flushAll,
@@ -16,7 +18,7 @@ import {
   type Frame,
 } from '@baton/acp';
 import type { AgentProfile } from '@baton/config';
-import type { ExecutionJob, Fact, InboxMessage } from '@baton/protocol';
+import type { ExecutionJob, Fact, InboxMessage, PermissionAnswerDelivery } from '@baton/protocol';
 import {
   InvalidEntryError,
   type EventStore,
@@ -125,6 +127,12 @@ export class Execution {
   private readonly sent = new Set<string>();
   /** Admission generations dispatched here whose turn has not ended. */
   private readonly openTurns = new Set<number>();
+  /** `ask` permission requests the agent waits on, by request id: how to answer each. */
+  private readonly pendingPermissions = new Map<
+    string,
+    (response: RequestPermissionResponse) => void
+  >();
+  private permissionSeq = 0;
   private readonly facts: Pump<Fact>;
   private readonly rawFrames: Pump<RawFrame>;
   private readonly log: Logger;
@@ -240,7 +248,10 @@ export class Execution {
         cwd: launch.cwd,
         sessionCwd: launch.sessionCwd,
         advertise: launch.advertise,
-        permissionPolicy: this.profile.permissionPolicy,
+        ...(this.profile.permissionPolicy === 'ask'
+          ? {}
+          : { permissionPolicy: this.profile.permissionPolicy }),
+        onPermissionRequest: (req) => this.onPermissionRequest(req),
         ...(this.profile.mode !== undefined ? { mode: this.profile.mode } : {}),
         setupTimeoutMs: settings.setupTimeoutMs,
         killGraceMs: settings.killGraceMs,
@@ -271,6 +282,8 @@ export class Execution {
       settle(undefined);
     }
 
+    // The agent is gone: nobody waits on its requests any more (its end settles them).
+    this.pendingPermissions.clear();
     // Teardown: the end must be in the stream before the lease goes, or a worker dying here
     // would leave an execution nobody declares lost.
     clearTimeout(this.flushTimer);
@@ -332,6 +345,90 @@ export class Execution {
       sessionCwd: ws.dir,
       advertise: advertisementOf(file) ?? advertise,
     };
+  }
+
+  /**
+   * The agent asks permission (`session/request_permission`). The request is a fact either way;
+   * under `ask` the agent waits for the owner's answer (a person's, the timeout's, a cancel's),
+   * which comes through the inbox; any other policy answers at once and says so.
+   */
+  private onPermissionRequest(req: RequestPermissionRequest): Promise<RequestPermissionResponse> {
+    const policy = this.profile.permissionPolicy;
+    // Unique within the session: generations only grow.
+    const requestId = `perm-g${this.generation}-${++this.permissionSeq}`;
+    const tool = req.toolCall;
+    const text = (v: unknown, max: number) =>
+      typeof v === 'string' && v.length > 0 ? v.slice(0, max) : undefined;
+    const toolCallId = text(tool?.toolCallId, 200);
+    const title = text(tool?.title, 2_000);
+    const toolKind = text(tool?.kind, 100);
+    const options = (req.options ?? []).slice(0, 20).flatMap((o) => {
+      const optionId = text(o.optionId, 200);
+      return optionId === undefined
+        ? []
+        : [
+            {
+              optionId,
+              name: String(o.name ?? '').slice(0, 500),
+              kind: text(o.kind, 50) ?? 'other',
+            },
+          ];
+    });
+    this.onFact({
+      type: 'permission.requested',
+      data: {
+        requestId,
+        ...(toolCallId !== undefined ? { toolCallId } : {}),
+        ...(title !== undefined ? { title } : {}),
+        ...(toolKind !== undefined ? { toolKind } : {}),
+        options,
+        policy,
+      },
+    });
+    if (policy !== 'ask') {
+      const response = choosePermission(policy, req);
+      const o = response.outcome;
+      this.onFact({
+        type: 'permission.resolved',
+        data: {
+          requestId,
+          ...(o.outcome === 'selected'
+            ? { outcome: 'selected', optionId: o.optionId }
+            : { outcome: 'cancelled' }),
+          by: 'policy',
+        },
+      });
+      return Promise.resolve(response);
+    }
+    this.log.info({ requestId, title }, 'permission requested: waiting for a person');
+    return new Promise((resolve) => this.pendingPermissions.set(requestId, resolve));
+  }
+
+  /** The owner's answer to an `ask` request: to the agent, then reported resolved. */
+  private onPermissionAnswer(a: PermissionAnswerDelivery['data'], log: Logger): void {
+    const answer = this.pendingPermissions.get(a.requestId);
+    // Delivered at least once: a request already answered (or of an agent gone) is left alone.
+    if (!answer) {
+      log.debug({ requestId: a.requestId }, 'answer to no pending permission request');
+      return;
+    }
+    this.pendingPermissions.delete(a.requestId);
+    answer(
+      a.outcome === 'selected' && a.optionId !== undefined
+        ? { outcome: { outcome: 'selected', optionId: a.optionId } }
+        : { outcome: { outcome: 'cancelled' } },
+    );
+    log.info({ requestId: a.requestId, outcome: a.outcome, by: a.by }, 'permission answered');
+    this.onFact({
+      type: 'permission.resolved',
+      data: {
+        requestId: a.requestId,
+        outcome: a.outcome === 'selected' && a.optionId !== undefined ? 'selected' : 'cancelled',
+        ...(a.outcome === 'selected' && a.optionId !== undefined ? { optionId: a.optionId } : {}),
+        by: a.by,
+        ...(a.subject !== undefined ? { subject: a.subject } : {}),
+      },
+    });
   }
 
   private onFact(body: FactBody): void {
@@ -416,6 +513,9 @@ export class Execution {
       case 'execution.stop':
         log.info({ reason: message.data.reason }, 'stop requested');
         this.requestStop();
+        return;
+      case 'permission.answer':
+        this.onPermissionAnswer(message.data, log);
         return;
       case 'turn.cancel': {
         // session/cancel stops whatever runs: a cancel re-delivered for a turn that is over must

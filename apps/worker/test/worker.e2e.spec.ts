@@ -74,10 +74,21 @@ type Ref = ReturnType<typeof newRef>;
 
 /** The profiles these workers run: replays, and commands that misbehave on purpose. */
 const PROFILES: Record<string, AgentProfileInput> = {
-  replay: { kind: 'replay' },
-  'replay-raw': { kind: 'replay', capabilities: { rawSdkMessages: true } },
+  // The default `ask` would wait for a person at generic-turn's permission request; these tests
+  // are about hosting (issue 18's e2e, test/permissions.spec.ts, answers it).
+  replay: { kind: 'replay', permissionPolicy: 'deny' },
+  'replay-raw': {
+    kind: 'replay',
+    permissionPolicy: 'deny',
+    capabilities: { rawSdkMessages: true },
+  },
   // The real recordings set the session mode; the host must set it too.
-  'replay-raw-mode': { kind: 'replay', mode: 'default', capabilities: { rawSdkMessages: true } },
+  'replay-raw-mode': {
+    kind: 'replay',
+    mode: 'default',
+    permissionPolicy: 'deny',
+    capabilities: { rawSdkMessages: true },
+  },
   crash: {
     kind: 'command',
     ...replayAgentCommand(join(FIXTURES, 'generic-turn.jsonl'), { pace: 0, crashAfterFrames: 5 }),

@@ -20,6 +20,10 @@ import { tappedNdJsonStream } from './tap';
  * what the SDK chose to keep. Facts are delivered synchronously in wire order.
  */
 
+/**
+ * How the host answers `session/request_permission` by itself. `ask` is not one of these: an
+ * execution that asks people passes `onPermissionRequest` instead.
+ */
 export type PermissionPolicy = 'allow-once' | 'deny' | 'first-option';
 
 /** The Claude raw SDK task messages that give identified background completion. */
@@ -123,6 +127,11 @@ export interface AgentHostOptions {
   /** ACP session mode set right after `session/new` (`session/set_mode`); setup fails if refused. */
   mode?: string;
   permissionPolicy?: PermissionPolicy;
+  /**
+   * Answers `session/request_permission` in place of `permissionPolicy`: whoever hosts the agent
+   * decides (Baton's worker reports the request as a fact and waits for the owner's answer).
+   */
+  onPermissionRequest?: (req: RequestPermissionRequest) => Promise<RequestPermissionResponse>;
   onFact: (fact: FactBody) => void;
   /** Every raw line with the frame it parsed to, in wire order: the raw-frame log. */
   onRawFrame?: (frame: Frame, line: string) => void;
@@ -145,7 +154,8 @@ export interface PromptInput {
   text: string;
 }
 
-const choosePermission = (
+/** The answer a policy gives: the first option of the kinds it picks, else `cancelled`. */
+export const choosePermission = (
   policy: PermissionPolicy,
   req: RequestPermissionRequest,
 ): RequestPermissionResponse => {
@@ -306,8 +316,11 @@ export class AgentHost {
       options.onStderr?.(chunk);
     });
     const policy = options.permissionPolicy ?? 'deny';
+    const ask = options.onPermissionRequest;
     const app = client({ name: 'baton' })
-      .onRequest('session/request_permission', ({ params }) => choosePermission(policy, params))
+      .onRequest('session/request_permission', ({ params }) =>
+        ask ? ask(params) : choosePermission(policy, params),
+      )
       // Facts come from the tap; the SDK's typed handlers would drop variants it does not know.
       .onNotification('*', () => undefined);
     this.connection = app.connect(

@@ -371,6 +371,17 @@ export class BatonClient extends Emitter<ClientEvents> {
     return [...this.prompts.values()].map((p) => pendingOf(p));
   }
 
+  /**
+   * Answers a permission request the agent waits on (the session view's `permissions`) with one
+   * of the options it offered. A request already answered (by anyone, or by its timeout or a
+   * cancel) comes back `failed` with reason `permission_answered`, and nothing changes.
+   */
+  answerPermission(
+    ref: SessionRef & { requestId: string; optionId: string },
+  ): Promise<CommandResult> {
+    return this.command({ op: 'permission.respond', ...ref });
+  }
+
   /** Cancels the session's running turn (only the one at `observedGeneration`, when given). */
   cancel(ref: SessionRef & { observedGeneration?: number }): Promise<CommandResult> {
     return this.command({ op: 'session.cancel', ...ref });

@@ -74,6 +74,7 @@ export function stepUpdate(view: TaskView, update: Update): StepResult {
       return applied({ ...view, seq, sessions: putSession(view.sessions, session) });
     }
     case 'session.queue':
+    case 'session.permissions':
     case 'chat/backgroundWorkSet':
     case 'chat/backgroundWorkRemoved': {
       const sessionId = update.data.sessionId;
@@ -165,6 +166,8 @@ export function applySessionUpdate(session: SessionView, update: Update): Sessio
       const { sessionId: _sessionId, ...queue } = update.data;
       return { ...session, queue: mergeDefined(session.queue, queue) as QueueView };
     }
+    case 'session.permissions':
+      return { ...session, permissions: update.data.requests };
     case 'chat/backgroundWorkSet':
     case 'chat/backgroundWorkRemoved': {
       const action =
@@ -246,6 +249,7 @@ function newSession(sessionId: string, activity: Partial<SessionActivityView>): 
     activity: mergeDefined(NEW_ACTIVITY, activity),
     queue: NEW_QUEUE,
     backgroundWork: [],
+    permissions: [],
   };
 }
 
@@ -263,15 +267,20 @@ function putSession(sessions: readonly SessionView[], session: SessionView): Ses
   return Object.values(byId);
 }
 
-/** The task aggregate computed from session views: most active wins, subagent counts summed. */
+/**
+ * The task aggregate computed from session views: most active wins, subagent counts summed, and
+ * the sessions that wait for a person counted.
+ */
 export function aggregateActivity(sessions: readonly SessionView[]): TaskActivityView {
   let foregroundActivity: TaskActivityView['foregroundActivity'] = null;
   let activeSubagentCount = 0;
+  let sessionsNeedingPerson = 0;
   for (const s of sessions) {
     activeSubagentCount += s.activity.activeSubagentCount;
+    if (s.activity.attention?.kind === 'needs_person') sessionsNeedingPerson++;
     const f = s.activity.foregroundActivity;
     if (f === 'generating' || (f === 'background' && foregroundActivity === null))
       foregroundActivity = f;
   }
-  return { foregroundActivity, activeSubagentCount };
+  return { foregroundActivity, activeSubagentCount, sessionsNeedingPerson };
 }

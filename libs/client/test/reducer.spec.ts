@@ -210,11 +210,29 @@ describe('applyUpdate rules', () => {
     expect(aggregateActivity([idle, v.sessions[0]!])).toEqual({
       foregroundActivity: 'generating',
       activeSubagentCount: 3,
+      sessionsNeedingPerson: 0,
     });
     expect(aggregateActivity([idle])).toEqual({
       foregroundActivity: 'background',
       activeSubagentCount: 1,
+      sessionsNeedingPerson: 0,
     });
-    expect(aggregateActivity([])).toEqual({ foregroundActivity: null, activeSubagentCount: 0 });
+    expect(aggregateActivity([])).toEqual({
+      foregroundActivity: null,
+      activeSubagentCount: 0,
+      sessionsNeedingPerson: 0,
+    });
+    const asking = {
+      ...idle,
+      activity: {
+        ...idle.activity,
+        attention: {
+          kind: 'needs_person' as const,
+          reason: 'permission_requested' as const,
+          message: 'the agent asks permission: ls',
+        },
+      },
+    };
+    expect(aggregateActivity([asking, idle]).sessionsNeedingPerson).toBe(1);
   });
 });

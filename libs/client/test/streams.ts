@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import type { TaskView, Update } from '@baton/protocol';
 import { taskView, type TaskState } from '@baton/activity';
-import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from '../../activity/test/owner';
+import { CLAUDE_CAPS, GENERIC_CAPS, Owner, PERMISSION_OPTIONS } from '../../activity/test/owner';
 
 const KEYS = ['k1', 'k2', 'k3', 'k4', 'k5'];
 // An integer-like id on purpose: it sorts first among a JS object's keys, which fixes view order.
@@ -88,6 +88,16 @@ const step = fc.record({
           'unarchive',
           'deleteTask',
         ),
+      }),
+    },
+    // Issue 18: the agent asks permission; a person answers, the timeout denies, the worker
+    // hands the answer over.
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        t: fc.constant('permission' as const),
+        n: fc.nat(2),
+        op: fc.constantFrom('ask', 'ask', 'answer', 'timeout', 'resolve'),
       }),
     },
   ),
@@ -198,6 +208,29 @@ export function play(steps: readonly Step[]): { owner: Owner; checkpoints: Check
       case 'autoRun':
         owner.command(sid, 'queue.set_auto_run', { enabled: a.enabled });
         break;
+      case 'permission': {
+        const requestId = `${sid}-e${gen}-r${a.n}`;
+        if (a.op === 'ask' && gen > 0)
+          live.fact('permission.requested', {
+            requestId,
+            title: `tool ${a.n}`,
+            options: PERMISSION_OPTIONS,
+            policy: 'ask',
+          });
+        if (a.op === 'answer')
+          owner.command(sid, 'permission.respond', { requestId, optionId: 'allow' });
+        if (a.op === 'timeout')
+          owner.decideNow({ type: 'permission_timeout', sessionId: sid, requestId });
+        const p = s?.permissions.find((r) => r.requestId === requestId);
+        if (a.op === 'resolve' && gen > 0 && p?.answer)
+          live.fact('permission.resolved', {
+            requestId,
+            outcome: p.answer.outcome,
+            ...(p.answer.optionId !== null ? { optionId: p.answer.optionId } : {}),
+            by: p.answer.by,
+          });
+        break;
+      }
       case 'cancel':
         owner.command(sid, 'session.cancel', {});
         break;

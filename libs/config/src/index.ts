@@ -110,6 +110,11 @@ export const PROJECTOR = {
     '30000',
     'A cancel the agent has not answered after this long ends the turn (cancel_timeout) and stops the execution',
   ),
+  PROJECTOR_PERMISSION_TIMEOUT_MS: setting(
+    int(100, 7 * 86_400_000),
+    '600000',
+    'A permission request under the `ask` policy that nobody answered after this long is denied',
+  ),
   PROJECTOR_QUIET_MS: setting(
     int(100, 86_400_000),
     '30000',

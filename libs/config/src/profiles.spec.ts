@@ -23,7 +23,7 @@ const problem = (fn: () => unknown): string => {
 };
 
 describe('agent profiles', () => {
-  it('applies safe defaults: permissions denied, no raw messages, no env', () => {
+  it('applies safe defaults: permissions asked of a person, no raw messages, no env', () => {
     const p = parseProfiles(file({ a: { kind: 'command', command: '/usr/bin/agent' } }), 'x');
     expect(p.a).toEqual({
       kind: 'command',
@@ -31,7 +31,7 @@ describe('agent profiles', () => {
       args: [],
       env: {},
       inheritEnv: [],
-      permissionPolicy: 'deny',
+      permissionPolicy: 'ask',
       capabilities: {
         rawSdkMessages: false,
         terminalOutput: false,
@@ -40,7 +40,7 @@ describe('agent profiles', () => {
       },
     });
     const r = parseProfiles(file({ r: { kind: 'replay' } }), 'x');
-    expect(r.r).toMatchObject({ kind: 'replay', speed: 1, permissionPolicy: 'deny' });
+    expect(r.r).toMatchObject({ kind: 'replay', speed: 1, permissionPolicy: 'ask' });
   });
 
   it('refuses unknown keys, at every level, naming them', () => {
@@ -116,7 +116,7 @@ describe('agent profiles', () => {
       kind: 'command',
       args: ['/opt/claude-agent-acp/dist/index.js'],
       env: {},
-      permissionPolicy: 'deny',
+      permissionPolicy: 'ask',
       capabilities: { rawSdkMessages: true },
     });
     expect(Object.keys(loadProfiles({}))).toContain('replay');

@@ -31,8 +31,13 @@ const envName = z
     'Baton settings (BATON_*, REDIS_*, WORKER_*, GATEWAY_*, PROJECTOR_*, LOG_LEVEL) are never given to agents',
   );
 
-/** How permission requests of the agent are answered. `deny` unless the operator chose. */
-export const PermissionPolicy = z.enum(['allow-once', 'deny', 'first-option']);
+/**
+ * How permission requests of the agent are answered: `ask` (the default) shows each request to
+ * the session's people and waits for an answer (denied after PROJECTOR_PERMISSION_TIMEOUT_MS);
+ * `allow-once`, `deny` and `first-option` answer at once (each request and its answer are still
+ * recorded as facts). Nothing is approved unless the operator chose it.
+ */
+export const PermissionPolicy = z.enum(['ask', 'allow-once', 'deny', 'first-option']);
 export type PermissionPolicy = z.infer<typeof PermissionPolicy>;
 
 /** What Baton's ACP host may vary in what it asks of, or advertises to, the agent. */
@@ -64,7 +69,7 @@ const common = {
   inheritEnv: z.array(envName).max(100).default([]),
   /** ACP session mode set after session/new (session/set_mode), e.g. `default`. */
   mode: z.string().min(1).max(200).optional(),
-  permissionPolicy: PermissionPolicy.default('deny'),
+  permissionPolicy: PermissionPolicy.default('ask'),
   capabilities: ProfileCapabilities,
 };
 
@@ -115,7 +120,7 @@ export function claudeAdapterPath(): string | undefined {
 
 /**
  * The built-in set: `replay` (Baton's replay agent over the recordings folder) and, when the
- * adapter is installed, `claude` (claude-agent-acp with raw task messages, permissions denied).
+ * adapter is installed, `claude` (claude-agent-acp with raw task messages, permissions asked).
  */
 export function builtinProfiles(claudePath: string | null = claudeAdapterPath() ?? null): Profiles {
   const out: Record<string, AgentProfile> = {

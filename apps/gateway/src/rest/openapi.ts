@@ -16,6 +16,7 @@ import {
   ExecutionStatus,
   ForceReleaseBody,
   ObservedGenerationBody,
+  PermissionAnswerBody,
   PromptBody,
   TaskList,
 } from './schemas';
@@ -50,6 +51,7 @@ const ERROR_TEXT: Record<number, string> = {
 const taskId = { name: 'taskId', in: 'path', required: true, schema: { type: 'string' } };
 const sessionId = { name: 'sessionId', in: 'path', required: true, schema: { type: 'string' } };
 const promptId = { name: 'promptId', in: 'path', required: true, schema: { type: 'string' } };
+const requestId = { name: 'requestId', in: 'path', required: true, schema: { type: 'string' } };
 const executionId = {
   name: 'executionId',
   in: 'path',
@@ -140,6 +142,7 @@ export function openApiDocument(): Record<string, unknown> {
         ObservedGenerationBody: schema(ObservedGenerationBody, 'input'),
         AutoRunBody: schema(AutoRunBody, 'input'),
         ForceReleaseBody: schema(ForceReleaseBody, 'input'),
+        PermissionAnswerBody: schema(PermissionAnswerBody, 'input'),
         ExecutionBody: schema(ExecutionBody, 'input'),
         Error: schema(ErrorBody, 'output'),
       },
@@ -329,6 +332,21 @@ export function openApiDocument(): Record<string, unknown> {
           ...secured,
           parameters: session,
           ...body('ObservedGenerationBody', false),
+          responses: commandResponses,
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/permissions/{requestId}': {
+        post: {
+          summary:
+            'Answer a permission request the agent waits on (the session’s `permissions`) — ' +
+            'prompt scope: `optionId` is one of the options it offered. `done` once the owner ' +
+            'took the answer (the worker then hands it to the agent); a request already answered ' +
+            '(by a person, its timeout, a cancel) is a 409 `failed` with reason ' +
+            '`permission_answered` and changes nothing; `unknown_permission`, `unknown_option` ' +
+            'likewise',
+          ...secured,
+          parameters: [...session, requestId],
+          ...body('PermissionAnswerBody'),
           responses: commandResponses,
         },
       },

@@ -18,6 +18,8 @@ export const PromptBody = z.object({
 });
 export const ObservedGenerationBody = z.object({ observedGeneration: Generation.optional() });
 export const AutoRunBody = z.object({ enabled: z.boolean() });
+/** A person's answer to a permission request: one of the options the agent offered. */
+export const PermissionAnswerBody = z.object({ optionId: Id });
 /** Why the operator force-releases the session (kept in the stream with the decision). */
 export const ForceReleaseBody = z.object({ reason: z.string().max(500).optional() });
 /**

@@ -38,6 +38,7 @@ import {
   ExecutionBody,
   ForceReleaseBody,
   ObservedGenerationBody,
+  PermissionAnswerBody,
   PromptBody,
   type ExecutionStarted,
   type ExecutionStatus,
@@ -234,6 +235,29 @@ export class TasksController {
   ): Promise<CommandResult> {
     const b = parse(ObservedGenerationBody, body ?? {});
     return this.command(req, res, taskId, sessionId, { type: 'session.cancel', ...b });
+  }
+
+  @Post(`${SESSION}/permissions/:requestId`)
+  @RequiresScope('prompt')
+  @HttpCode(200)
+  async answerPermission(
+    @Req() req: AuthedRequest,
+    @Res({ passthrough: true }) res: HttpResponse,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+    @Param('requestId') requestId: string,
+    @Body() body: unknown,
+  ): Promise<CommandResult> {
+    parse(Id, requestId, 'requestId');
+    const b = parse(PermissionAnswerBody, body);
+    const subject = req.principal.subject;
+    // Never creates the task: a request can only be answered on a task the tenant has.
+    return this.lifecycle(req, res, taskId, sessionId, {
+      type: 'permission.respond',
+      requestId,
+      optionId: b.optionId,
+      ...(subject !== undefined ? { subject: subject.slice(0, 200) } : {}),
+    });
   }
 
   @Post(`${SESSION}/reset`)
