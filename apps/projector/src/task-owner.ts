@@ -6,6 +6,7 @@ import {
   snapshotOf,
   stateFromSnapshot,
   taskView,
+  waitsForPerson,
   type TaskState,
   type Timer,
 } from '@baton/activity';
@@ -160,8 +161,13 @@ export class TaskOwner {
       const t = s.turn;
       const lastAgent = this.lastAgentAt.get(s.id) ?? this.loadedAt;
       if (t && t.phase === 'dispatched') {
-        // decide has nothing to say about a turn already stalled until the agent speaks again.
-        if (!(t.heardFromAgent && t.stalled) && now - lastAgent >= this.ctx.stallMs) {
+        // decide has nothing to say about a turn already stalled until the agent speaks again,
+        // nor about an agent that waits for a person's answer.
+        if (
+          !(t.heardFromAgent && t.stalled) &&
+          !waitsForPerson(s) &&
+          now - lastAgent >= this.ctx.stallMs
+        ) {
           this.request({ type: 'watchdog', sessionId: s.id, admissionGeneration: t.generation });
         }
         if (t.cancel && waited(`c/${s.id}/${t.generation}`, this.ctx.cancelGraceMs)) {

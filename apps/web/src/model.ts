@@ -91,6 +91,11 @@ export function stateText(s: SessionView): string {
   return STATE_TEXT[s.activity.state];
 }
 
+/** The task's count of sessions waiting for a person ("2 sessions need you"); '' for none. */
+export function needsYouText(n: number): string {
+  return n === 0 ? '' : n === 1 ? '1 session needs you' : `${n} sessions need you`;
+}
+
 export function subagentText(n: number): string {
   return n === 1 ? '1 subagent' : `${n} subagents`;
 }

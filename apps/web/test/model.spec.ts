@@ -4,6 +4,7 @@ import {
   activityOf,
   attentionLine,
   canPrompt,
+  needsYouText,
   composerMode,
   decisionText,
   queueBlockedText,
@@ -181,6 +182,14 @@ describe('attention, blocked queues and task status', () => {
         { kind: 'needs_operator', reason: 'no_execution', message: 'start an execution' },
         'Needs an operator',
       ],
+      [
+        {
+          kind: 'needs_person',
+          reason: 'permission_requested',
+          message: 'the agent asks permission: Edit src/a.ts',
+        },
+        'Needs you',
+      ],
     ];
     for (const [attention, headline] of cases) {
       expect(attentionLine(session({ attention }))).toEqual({
@@ -219,5 +228,13 @@ describe('token claims', () => {
     expect(canPrompt(['admin'])).toBe(true);
     expect(tokenClaims('opaque')).toEqual({ tenant: null, scopes: null });
     expect(canPrompt(null)).toBe(true);
+  });
+});
+
+describe('sessions that need a person', () => {
+  it('counts them in words for the task', () => {
+    expect(needsYouText(0)).toBe('');
+    expect(needsYouText(1)).toBe('1 session needs you');
+    expect(needsYouText(2)).toBe('2 sessions need you');
   });
 });

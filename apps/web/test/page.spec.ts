@@ -409,4 +409,43 @@ describe('the live activity page in a browser', () => {
       expect(again.stderr).toContain('409 conflict: task t2 was deleted');
     },
   );
+
+  story('shows a permission request the agent waits on, and answers it', async () => {
+    const result = page.locator('#composer-result');
+    // The built-in replay profile asks a person (the default policy); generic-turn's agent asks
+    // permission to edit a file in the middle of its turn.
+    const r = await cli(
+      ['exec', 't3', 's1', '--recording', 'generic-turn.jsonl', '--speed', '0'],
+      env,
+    );
+    expect(r.code).toBe(0);
+    await until(async () => (await session('t3', 's1')).activity.state === 'idle', 'agent ready');
+    expect((await cli(['prompt', 't3', 's1', 'Fix the bug'], env)).code).toBe(0);
+    await row('t3', 's1').getByRole('button', { name: 'Session s1' }).click();
+    const asks = page.locator('#permissions');
+    await asks.waitFor({ timeout: WAIT });
+    expect(await asks.locator('.permission-title').textContent()).toBe('Edit src/a.ts');
+    await page
+      .locator('#session-attention')
+      .filter({ hasText: 'Needs you: the agent asks permission: Edit src/a.ts' })
+      .waitFor();
+    await row('t3', 's1').locator('.session-needs').filter({ hasText: 'needs you' }).waitFor();
+    await page
+      .locator('[data-task="t3"] .task-needs')
+      .filter({ hasText: '1 session needs you' })
+      .waitFor();
+    await shot('14-permission-requested');
+
+    await asks.getByRole('button', { name: 'Allow' }).click();
+    await result.filter({ hasText: 'Answered the agent: Allow.' }).waitFor();
+    await asks.waitFor({ state: 'hidden' });
+    await row('t3', 's1').locator('.session-needs').waitFor({ state: 'hidden' });
+    await until(
+      async () => (await session('t3', 's1')).activity.state === 'waiting_for_input',
+      'the agent went on and ended its turn',
+      WAIT,
+    );
+    await page.locator('#session-attention').waitFor({ state: 'hidden' });
+    await shot('15-permission-answered');
+  });
 });

@@ -9,6 +9,7 @@ import {
   Board,
   Id,
   TaskHistory,
+  type PermissionRequestView,
   type SessionHistory,
   type SessionView,
   type TaskView,
@@ -22,6 +23,7 @@ import {
   queueBlockedText,
   sessionIndicator,
   stateText,
+  needsYouText,
   subagentText,
   taskIndicator,
   taskStatusText,
@@ -740,6 +742,10 @@ class App {
       agg.hidden = true;
       subagents.hidden = true;
     }
+    const needing = view?.activity.sessionsNeedingPerson ?? 0;
+    const needs = el.querySelector<HTMLElement>('.task-needs')!;
+    setText(needs, needsYouText(needing));
+    needs.hidden = needing === 0;
     const noteText = t.error
       ? `Cannot watch this task: ${t.error}`
       : !view
@@ -767,6 +773,7 @@ class App {
       button,
       h('span', { class: 'session-state' }),
       h('span', { class: 'session-queued' }),
+      h('span', { class: 'session-needs needs-you' }),
     );
   }
 
@@ -783,6 +790,13 @@ class App {
     const q = row.querySelector<HTMLElement>('.session-queued')!;
     setText(q, queued > 0 ? `${queued} queued` : '');
     q.hidden = queued === 0;
+    const asks = (s.permissions ?? []).length;
+    const needs = row.querySelector<HTMLElement>('.session-needs')!;
+    setText(needs, asks > 0 ? 'needs you' : '');
+    setAttrs(needs, {
+      title: asks > 0 ? 'The agent waits for your answer to a permission request' : false,
+    });
+    needs.hidden = asks === 0;
   }
 
   private select(sel: Selection): void {
@@ -835,6 +849,7 @@ class App {
         // The label again in text: a live region announces text changes, not a new aria-label.
         `${ind.label} · ${stateText(session)} · ${subagentText(a.activeSubagentCount)} · ${a.admission} admission`,
       );
+      this.renderPermissions(session);
       this.renderWork(session);
       this.renderQueue(session);
     } else {
@@ -858,6 +873,87 @@ class App {
     const loading = !!sel && !session && !this.selectedSeen && this.tasks.has(sel.taskId);
     setAttrs(panel, { 'aria-busy': loading ? 'true' : false });
     this.renderComposer();
+  }
+
+  /** The permission requests the agent waits on: what it asks, and a button per option offered. */
+  private renderPermissions(session: SessionView): void {
+    const requests = session.permissions ?? [];
+    byId('permissions').hidden = requests.length === 0;
+    syncList(
+      byId('permission-list'),
+      requests,
+      (r) => r.requestId,
+      (r) => this.createPermission(r),
+      (li, r) => {
+        setText(li.querySelector('.permission-title')!, r.title ?? r.toolCallId ?? 'a tool call');
+        const kind = li.querySelector<HTMLElement>('.permission-kind')!;
+        setText(kind, r.toolKind ? `(${r.toolKind})` : '');
+        kind.hidden = !r.toolKind;
+        const busy = this.busyPrompts.has(`permission:${r.requestId}`) || !this.canPrompt;
+        for (const b of Array.from(li.querySelectorAll('button'))) setAttrs(b, { disabled: busy });
+      },
+    );
+  }
+
+  private createPermission(r: PermissionRequestView): HTMLLIElement {
+    const buttons = r.options.map((o) => {
+      const b = h(
+        'button',
+        {
+          type: 'button',
+          class: o.kind.startsWith('reject') ? 'secondary' : '',
+          'data-kind': o.kind,
+          title: `Answer the agent: ${o.name} (${o.kind.replace(/_/g, ' ')})`,
+        },
+        o.name,
+      );
+      b.addEventListener('click', () => void this.answerPermission(r.requestId, o));
+      return b;
+    });
+    return h(
+      'li',
+      { class: 'permission' },
+      h('span', { class: 'permission-title' }),
+      h('span', { class: 'permission-kind' }),
+      h(
+        'span',
+        { class: 'permission-actions', role: 'group', 'aria-label': 'Answer the agent' },
+        ...buttons,
+      ),
+    );
+  }
+
+  private async answerPermission(
+    requestId: string,
+    option: { optionId: string; name: string },
+  ): Promise<void> {
+    const sel = this.selected;
+    if (!sel) return;
+    const result = byId('composer-result');
+    const busy = `permission:${requestId}`;
+    this.busyPrompts.add(busy);
+    this.schedule();
+    try {
+      const r = await this.client.answerPermission({
+        taskId: sel.taskId,
+        sessionId: sel.sessionId,
+        requestId,
+        optionId: option.optionId,
+      });
+      setText(
+        result,
+        r.status === 'done'
+          ? `Answered the agent: ${option.name}.`
+          : r.status === 'pending'
+            ? 'Answered; waiting for Baton to take it…'
+            : `Not answered: ${r.message}`,
+      );
+    } catch (err) {
+      setText(result, `Not answered: ${(err as Error).message}`);
+    } finally {
+      this.busyPrompts.delete(busy);
+      this.schedule();
+    }
   }
 
   private renderWork(session: SessionView): void {
@@ -1132,6 +1228,7 @@ function createTask(t: TaskEntry): HTMLLIElement {
         h('span', { class: 'task-status' }),
         indicatorElement('task-activity'),
         h('span', { class: 'subagents' }),
+        h('span', { class: 'task-needs needs-you' }),
       ),
       h('p', { class: 'task-note' }),
       h(
