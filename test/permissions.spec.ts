@@ -11,7 +11,7 @@ import { cli, until } from './support';
 jest.setTimeout(180_000);
 
 const TENANT = 'acme';
-const PERMISSION_TIMEOUT_MS = 2_000;
+const PERMISSION_TIMEOUT_MS = 15_000;
 const PROFILES = JSON.stringify({
   profiles: {
     // The default policy: ask a person.

@@ -92,6 +92,7 @@ async function main(argv: string[]): Promise<void> {
     cancelGraceMs: config.PROJECTOR_CANCEL_GRACE_MS,
     quietMs: config.PROJECTOR_QUIET_MS,
     permissionTimeoutMs: config.PROJECTOR_PERMISSION_TIMEOUT_MS,
+    parkIdleMs: config.PROJECTOR_PARK_IDLE_MS,
     executionStartMs: config.EXECUTION_START_TIMEOUT_MS,
     metricsPort: null,
   });

@@ -47,6 +47,7 @@ class Projector implements ShardHost {
   readonly cancelGraceMs: number;
   readonly quietMs: number;
   readonly permissionTimeoutMs: number;
+  readonly parkIdleMs: number;
   readonly executionStartMs: number;
   private readonly runners = new Map<number, ShardRunner>();
   private readonly cursors = new Map<number, string>();
@@ -79,6 +80,7 @@ class Projector implements ShardHost {
     this.cancelGraceMs = opts.cancelGraceMs;
     this.quietMs = opts.quietMs;
     this.permissionTimeoutMs = opts.permissionTimeoutMs;
+    this.parkIdleMs = opts.parkIdleMs;
     this.executionStartMs = opts.executionStartMs;
     this.log = createLogger(opts.instanceId, opts.logLevel);
     this.store = EventStore.connect(

@@ -17,6 +17,7 @@ export interface ShardHost {
   readonly stallMs: number;
   readonly cancelGraceMs: number;
   readonly permissionTimeoutMs: number;
+  readonly parkIdleMs: number;
   readonly quietMs: number;
   readonly executionStartMs: number;
   /**
@@ -98,6 +99,9 @@ export class ShardRunner implements TaskContext {
   }
   get permissionTimeoutMs() {
     return this.host.permissionTimeoutMs;
+  }
+  get parkIdleMs() {
+    return this.host.parkIdleMs;
   }
   get executionStartMs() {
     return this.host.executionStartMs;

@@ -4,6 +4,7 @@ import {
   fold,
   initialTaskState,
   snapshotOf,
+  parkable,
   stateFromSnapshot,
   taskView,
   waitsForPerson,
@@ -38,6 +39,8 @@ export interface TaskContext {
   readonly stallMs: number;
   readonly cancelGraceMs: number;
   readonly permissionTimeoutMs: number;
+  /** 0: never park. */
+  readonly parkIdleMs: number;
   readonly quietMs: number;
   readonly executionStartMs: number;
   /** The shard lease (its epoch fences every write). */
@@ -187,6 +190,18 @@ export class TaskOwner {
         if (waited(`a/${s.id}/${p.requestId}`, this.ctx.permissionTimeoutMs)) {
           this.request({ type: 'permission_timeout', sessionId: s.id, requestId: p.requestId });
         }
+      }
+      // An execution whose session has been idle (nothing going on, no agent fact) for the park
+      // period is parked: its agent closed, its slot freed, its ACP session kept.
+      const x = s.execution;
+      if (
+        this.ctx.parkIdleMs > 0 &&
+        x &&
+        parkable(s) &&
+        waited(`k/${s.id}/${x.id}`, this.ctx.parkIdleMs) &&
+        now - lastAgent >= this.ctx.parkIdleMs
+      ) {
+        this.request({ type: 'park', sessionId: s.id, executionId: x.id });
       }
       if (s.requested) {
         const key = `x/${s.id}/${s.requested.executionId}`;

@@ -121,6 +121,7 @@ export class Execution {
   private host: AgentHost | undefined;
   private hostSettled!: Promise<AgentHost | undefined>;
   private stopRequested = false;
+  private stopAs: 'cancelled' | 'completed' = 'cancelled';
   private shuttingDown = false;
   private endReason = 'unknown';
   private started = false;
@@ -185,11 +186,15 @@ export class Execution {
     });
   }
 
-  /** Asks the agent to end; the execution then ends as `cancelled`. Does not wait for it. */
-  requestStop(): void {
+  /**
+   * Asks the agent to end; the execution then ends as `cancelled` (`completed` for a park: it was
+   * idle and is closed cleanly, its ACP session kept). Does not wait for it.
+   */
+  requestStop(reason: 'cancelled' | 'completed' = 'cancelled'): void {
     if (this.stopRequested) return;
     this.stopRequested = true;
-    void this.hostSettled?.then((host) => host?.close('cancelled'));
+    this.stopAs = reason;
+    void this.hostSettled?.then((host) => host?.close(reason));
   }
 
   /** The worker is going away: end now, and do not wait forever for Redis to take the end. */
@@ -253,6 +258,9 @@ export class Execution {
           : { permissionPolicy: this.profile.permissionPolicy }),
         onPermissionRequest: (req) => this.onPermissionRequest(req),
         ...(this.profile.mode !== undefined ? { mode: this.profile.mode } : {}),
+        ...(this.job.resumeAcpSessionId !== undefined
+          ? { loadSessionId: this.job.resumeAcpSessionId }
+          : {}),
         setupTimeoutMs: settings.setupTimeoutMs,
         killGraceMs: settings.killGraceMs,
         onFact: (f) => this.onFact(f),
@@ -261,7 +269,17 @@ export class Execution {
       });
       log.info({ agentPid: this.host.pid }, 'agent ready');
       settle(this.host);
-      if (this.stopRequested) void this.host.close('cancelled');
+      if (this.stopRequested) void this.host.close(this.stopAs);
+      // Its ACP session, so a parked session can be resumed later (session/load).
+      if (this.host.sessionId !== undefined)
+        this.onFact({
+          type: 'agent.session',
+          data: {
+            acpSessionId: this.host.sessionId,
+            loadable: this.host.loadable,
+            loaded: this.host.loaded,
+          },
+        });
       const exit = await this.host.exited;
       log.info({ ...exit, reason: this.endReason }, 'agent exited');
     } catch (err) {
@@ -435,7 +453,19 @@ export class Execution {
     let fact = body;
     if (fact.type === 'execution.started') {
       this.started = true;
-      fact = { ...fact, data: { ...fact.data, workerId: this.settings.workerId } };
+      const j = this.job;
+      fact = {
+        ...fact,
+        data: {
+          ...fact.data,
+          workerId: this.settings.workerId,
+          // What the job asked for: a parked session is resumed the same way.
+          profile: j.profile,
+          ...(j.recording !== undefined ? { recording: j.recording } : {}),
+          ...(j.speed !== undefined ? { speed: j.speed } : {}),
+          ...(j.workspace !== undefined ? { workspace: j.workspace } : {}),
+        },
+      };
     } else if (fact.type === 'execution.ended' && !this.started) {
       // An execution that ends before its agent ran (bad recording, spawn failure, an early
       // stop) still starts in the stream: an end alone would not reach the session.
@@ -512,7 +542,7 @@ export class Execution {
     switch (message.type) {
       case 'execution.stop':
         log.info({ reason: message.data.reason }, 'stop requested');
-        this.requestStop();
+        this.requestStop(message.data.reason === 'parked' ? 'completed' : 'cancelled');
         return;
       case 'permission.answer':
         this.onPermissionAnswer(message.data, log);

@@ -205,8 +205,11 @@ describe('one worker process', () => {
     await ended(ref);
 
     const facts = factsOf(await readAll(store, ref.taskId), ref.executionId);
-    const [first, ...rest] = facts;
-    const last = rest.pop();
+    const [first, ...all] = facts;
+    const last = all.pop();
+    // The worker's own report of the ACP session (issue 18), once; the rest is the dialect's.
+    expect(all.filter((f) => f.type === 'agent.session')).toHaveLength(1);
+    const rest = all.filter((f) => f.type !== 'agent.session');
     expect(first).toMatchObject({
       type: 'execution.started',
       generation: 1,
@@ -262,9 +265,10 @@ describe('one worker process', () => {
     await owner.stopExecution(healthy);
     expect((await ended(healthy)).data).toMatchObject({ reason: 'cancelled' });
     const types = await factTypes(healthy);
-    expect(types.slice(0, 3)).toEqual([
+    expect(types.slice(0, 4)).toEqual([
       'execution.started',
       'capabilities.negotiated',
+      'agent.session',
       'prompt.dispatched',
     ]);
     expect(types.filter((t) => t === 'prompt.dispatched')).toHaveLength(1);
@@ -345,6 +349,7 @@ describe('output coalescing in the worker', () => {
     expect(facts.map((f) => f.type)).toEqual([
       'execution.started',
       'capabilities.negotiated',
+      'agent.session',
       'prompt.dispatched',
       'foreground.output',
       'foreground.output',

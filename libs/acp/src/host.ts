@@ -1,6 +1,7 @@
 import {
   client,
   type ClientConnection,
+  type NewSessionRequest,
   type PromptResponse,
   type RequestPermissionRequest,
   type RequestPermissionResponse,
@@ -126,6 +127,11 @@ export interface AgentHostOptions {
   advertise?: ClientAdvertisement;
   /** ACP session mode set right after `session/new` (`session/set_mode`); setup fails if refused. */
   mode?: string;
+  /**
+   * Resume this ACP session (`session/load`) instead of starting one, when the agent advertises
+   * `loadSession`; otherwise a new session is started (`loaded` says which happened).
+   */
+  loadSessionId?: string;
   permissionPolicy?: PermissionPolicy;
   /**
    * Answers `session/request_permission` in place of `permissionPolicy`: whoever hosts the agent
@@ -182,6 +188,8 @@ export class AgentHost {
   private failure?: string;
   private connection!: ClientConnection;
   private sessionIdValue?: string;
+  private loadableValue = false;
+  private loadedValue = false;
   private capabilitiesValue?: Capabilities;
   readonly exited: Promise<ExitInfo>;
 
@@ -205,6 +213,14 @@ export class AgentHost {
   }
   get capabilities(): Capabilities | undefined {
     return this.capabilitiesValue;
+  }
+  /** The agent advertised `loadSession`: its session can be loaded again by a later execution. */
+  get loadable(): boolean {
+    return this.loadableValue;
+  }
+  /** This execution loaded an earlier session (`session/load`) rather than starting a new one. */
+  get loaded(): boolean {
+    return this.loadedValue;
   }
 
   /**
@@ -357,37 +373,53 @@ export class AgentHost {
     const advertise =
       this.options.advertise ??
       clientAdvertisement({ rawSdkMessages: this.options.rawSdkMessages === true });
+    let init: unknown;
     if (advertise.protocolVersion === 2) {
       // The draft v2 handshake, sent as it is on the wire (the SDK's client is v1's).
-      await agent.request('initialize', {
+      init = await agent.request('initialize', {
         protocolVersion: 2,
         info: { name: 'baton', version: '0.1.0' },
         capabilities: advertise.clientCapabilities,
       } as never);
     } else {
-      await agent.request('initialize', {
+      init = await agent.request('initialize', {
         protocolVersion: 1,
         clientCapabilities: advertise.clientCapabilities,
         clientInfo: { name: 'baton', version: '0.1.0' },
       });
     }
-    const session = await agent.request('session/new', {
+    // v1 answers `agentCapabilities`, the v2 draft `capabilities`.
+    const caps = init as {
+      agentCapabilities?: { loadSession?: boolean };
+      capabilities?: { loadSession?: boolean };
+    };
+    this.loadableValue =
+      (caps.agentCapabilities?.loadSession ?? caps.capabilities?.loadSession) === true;
+    const params: NewSessionRequest = {
       cwd: this.options.sessionCwd,
       mcpServers: [],
       ...(advertise.sessionMeta !== undefined ? { _meta: advertise.sessionMeta } : {}),
-    });
-    this.sessionIdValue = session.sessionId;
+    };
+    const load = this.options.loadSessionId;
+    if (load !== undefined && this.loadableValue) {
+      await agent.request('session/load', { ...params, sessionId: load });
+      this.sessionIdValue = load;
+      this.loadedValue = true;
+    } else {
+      const session = await agent.request('session/new', params);
+      this.sessionIdValue = session.sessionId;
+    }
     if (this.options.mode !== undefined && advertise.protocolVersion === 2) {
       // v2 has no session/set_mode: the mode is the `mode` config option.
       await agent.request('session/set_config_option', {
-        sessionId: session.sessionId,
+        sessionId: this.sessionIdValue,
         configId: 'mode',
         type: 'id',
         value: this.options.mode,
       } as never);
     } else if (this.options.mode !== undefined) {
       await agent.request('session/set_mode', {
-        sessionId: session.sessionId,
+        sessionId: this.sessionIdValue,
         modeId: this.options.mode,
       });
     }

@@ -6,7 +6,7 @@ import * as viewsModule from './views';
 
 // Bound once at load (tsx's CommonJS output makes each use of an imported binding a getter call).
 const { evolve } = evolveModule;
-const { promptOf, waitsForPerson } = stateModule;
+const { parkable, promptOf, waitsForPerson } = stateModule;
 const { admissionGate, supportsSteering } = viewsModule;
 
 /** A decision before the owner stamps it with its writer envelope. */
@@ -40,7 +40,9 @@ export type Timer =
   /** A requested execution has waited for a worker for the start bound. */
   | { readonly type: 'execution_start'; readonly sessionId: string; readonly executionId: string }
   /** A permission request has waited for a person for the permission timeout: it is denied. */
-  | { readonly type: 'permission_timeout'; readonly sessionId: string; readonly requestId: string };
+  | { readonly type: 'permission_timeout'; readonly sessionId: string; readonly requestId: string }
+  /** The session has been idle (`parkable`) for the park period: its execution is parked. */
+  | { readonly type: 'park'; readonly sessionId: string; readonly executionId: string };
 
 const DECIDER_WRITER = { role: 'projector', instance: 'decide', seq: 0 } as const;
 
@@ -133,6 +135,10 @@ function onTimer(s: SessionState, timer: Timer): DecisionDraft[] {
     return [
       { type: 'execution.request_expired', sessionId, data: { executionId: timer.executionId } },
     ];
+  }
+  if (timer.type === 'park') {
+    if (!parkable(s) || s.execution!.id !== timer.executionId) return [];
+    return [{ type: 'execution.parked', sessionId, data: { executionId: timer.executionId } }];
   }
   if (timer.type === 'permission_timeout') {
     const p = s.permissions.find((r) => r.requestId === timer.requestId);

@@ -220,6 +220,8 @@ function copySession(s: SessionState): Draft {
     failure: s.failure,
     permissions: s.permissions,
     resolvedPermissions: s.resolvedPermissions,
+    agentSession: s.agentSession,
+    parked: s.parked,
   };
 }
 
@@ -248,6 +250,7 @@ function copyExecution(x: ExecutionState): Mutable<ExecutionState> {
     endReason: x.endReason,
     hadTurn: x.hadTurn,
     stopping: x.stopping,
+    launch: x.launch,
   };
 }
 
@@ -282,6 +285,7 @@ function step(s: SessionState, e: SessionEntry, task: TaskStatus): Draft | null 
             : task === 'archived'
               ? 'task_archived'
               : null;
+      const { profile, recording, speed, workspace } = e.data;
       d.execution = {
         id: e.executionId,
         generation: e.generation,
@@ -290,7 +294,18 @@ function step(s: SessionState, e: SessionEntry, task: TaskStatus): Draft | null 
         endReason: null,
         hadTurn: false,
         stopping,
+        launch:
+          profile === undefined
+            ? null
+            : {
+                profile,
+                recording: recording ?? null,
+                speed: speed ?? null,
+                workspace: workspace ?? null,
+              },
       };
+      // A new execution: the session is no longer parked (its agent session comes with it).
+      d.parked = false;
       if (s.requested && s.requested.executionId === e.executionId) d.requested = null;
       // A late start of an execution whose request expired: it runs after all.
       if (s.failure && s.failure.reason === 'no_worker' && s.failure.executionId === e.executionId)
@@ -353,6 +368,17 @@ function step(s: SessionState, e: SessionEntry, task: TaskStatus): Draft | null 
       return d;
     }
 
+    case 'agent.session': {
+      if (!isLive(s, e)) return null;
+      const d = copySession(s);
+      d.agentSession = {
+        executionId: e.executionId,
+        acpSessionId: e.data.acpSessionId,
+        loadable: e.data.loadable,
+        launch: s.execution!.launch,
+      };
+      return d;
+    }
     case 'permission.requested': {
       if (!isLive(s, e)) return null;
       const r = e.data;
@@ -670,6 +696,14 @@ function step(s: SessionState, e: SessionEntry, task: TaskStatus): Draft | null 
       if (s.execution === null || s.execution.id !== e.data.executionId)
         d.requested = { executionId: e.data.executionId };
       if (s.failure && s.failure.reason === 'no_worker') d.failure = null;
+      return d;
+    }
+    case 'execution.parked': {
+      const x = s.execution;
+      if (!x || x.id !== e.data.executionId || x.phase === 'ended' || x.stopping !== null)
+        return null;
+      const d = copySession(s);
+      stop(d, 'parked');
       return d;
     }
     case 'execution.request_expired': {
@@ -1085,6 +1119,8 @@ function retireExecution(d: Draft): void {
 
 function endExecution(d: Draft, reason: ExecutionEndReason): void {
   const x = copyExecution(d.execution!);
+  // Closed for being idle, its ACP session kept: the next prompt or a resume loads it.
+  if (x.stopping === 'parked' && d.agentSession?.executionId === x.id) d.parked = true;
   retireExecution(d);
   x.phase = 'ended';
   x.endReason = reason;

@@ -25,6 +25,7 @@ const {
   foregroundActivity,
   liveRegistrations,
   moreActive,
+  parkedView,
   permissionsView,
   queueBlockedBy,
   queueEntries,
@@ -290,6 +291,12 @@ function sessionChanges(
   }
   if (!before || before.background !== after.background)
     out.push(...backgroundChanges(before, after));
+  if (
+    before &&
+    (before.parked !== after.parked || (after.parked && before.agentSession !== after.agentSession))
+  ) {
+    out.push({ type: 'session.parked', data: { sessionId, parked: parkedView(after) } });
+  }
   if (before && before.permissions !== after.permissions) {
     const was = permissionsView(before);
     const now = permissionsView(after);

@@ -56,6 +56,22 @@ export const MAX_DISPATCH_ATTEMPTS = 3;
 export const SETTLED_PROMPTS_KEPT = 64;
 
 export type ExecutionPhase = 'starting' | 'ready' | 'ended';
+
+/** What an execution's job asked for (from `execution.started`): enough to start it again. */
+export interface Launch {
+  readonly profile: string | null;
+  readonly recording: string | null;
+  readonly speed: number | null;
+  readonly workspace: string | null;
+}
+
+/** The ACP session of the live or last execution (`agent.session`), kept after it ends. */
+export interface AgentSession {
+  readonly executionId: string;
+  readonly acpSessionId: string;
+  readonly loadable: boolean;
+  readonly launch: Launch | null;
+}
 export type ExecutionEndReason = 'completed' | 'failed' | 'cancelled' | 'crashed' | 'lost';
 
 export interface ExecutionState {
@@ -71,6 +87,8 @@ export interface ExecutionState {
    * deletion, a cancel never answered, an abandoned turn, an operator. It takes no prompt meanwhile.
    */
   readonly stopping: ExecutionStopReason | null;
+  /** What its job asked for (null when its start fact did not say). */
+  readonly launch: Launch | null;
 }
 
 /**
@@ -257,6 +275,10 @@ export interface SessionState {
   readonly permissions: readonly PermissionRequest[];
   /** The RESOLVED_PERMISSIONS_KEPT most recently resolved requests, oldest first. */
   readonly resolvedPermissions: readonly ResolvedPermission[];
+  /** The ACP session of the live or last execution. */
+  readonly agentSession: AgentSession | null;
+  /** The last execution was parked (ended after an idle period): resume loads `agentSession`. */
+  readonly parked: boolean;
 }
 
 /** A command as the state keeps it until answered: its type and data (distributed over the union). */
@@ -306,7 +328,34 @@ export function initialSessionState(id: string): SessionState {
     failure: null,
     permissions: NO_IDS,
     resolvedPermissions: NO_IDS,
+    agentSession: null,
+    parked: false,
   };
+}
+
+/**
+ * Nothing goes on in the session: its execution is ready and not stopping, no turn or steer, no
+ * output, no background work, no permission request, nothing queued, requested or pending. What
+ * the owner's park timer waits for.
+ */
+export function parkable(s: SessionState): boolean {
+  const x = s.execution;
+  return (
+    !s.deleted &&
+    x !== null &&
+    x.phase === 'ready' &&
+    x.stopping === null &&
+    s.turn === null &&
+    s.steer === null &&
+    !s.generating &&
+    s.background.length === 0 &&
+    s.permissions.length === 0 &&
+    s.queue.length === 0 &&
+    s.requested === null &&
+    s.pending.length === 0 &&
+    s.agentSession !== null &&
+    s.agentSession.executionId === x.id
+  );
 }
 
 /** The session waits for a person: a permission request nobody has answered yet. */

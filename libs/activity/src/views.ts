@@ -1,6 +1,7 @@
 import type {
   Attention,
   BackgroundWork,
+  ParkedView,
   PermissionRequestView,
   PromptOrigin,
   QueueReason,
@@ -275,6 +276,22 @@ export function permissionsView(s: SessionState): PermissionRequestView[] {
   return out;
 }
 
+/** The parked session's ACP session and how its execution was started; null unless parked. */
+export function parkedView(s: SessionState): ParkedView | null {
+  const a = s.agentSession;
+  if (s.deleted || !s.parked || !a) return null;
+  const l = a.launch;
+  return {
+    executionId: a.executionId,
+    acpSessionId: a.acpSessionId,
+    loadable: a.loadable,
+    ...(l?.profile != null ? { profile: l.profile } : {}),
+    ...(l?.recording != null ? { recording: l.recording } : {}),
+    ...(l?.speed != null ? { speed: l.speed } : {}),
+    ...(l?.workspace != null ? { workspace: l.workspace } : {}),
+  };
+}
+
 export function sessionView(s: SessionState): SessionView {
   return {
     sessionId: s.id,
@@ -282,6 +299,7 @@ export function sessionView(s: SessionState): SessionView {
     queue: queueView(s),
     backgroundWork: backgroundWork(s),
     permissions: permissionsView(s),
+    parked: parkedView(s),
   };
 }
 

@@ -75,6 +75,7 @@ export function stepUpdate(view: TaskView, update: Update): StepResult {
     }
     case 'session.queue':
     case 'session.permissions':
+    case 'session.parked':
     case 'chat/backgroundWorkSet':
     case 'chat/backgroundWorkRemoved': {
       const sessionId = update.data.sessionId;
@@ -168,6 +169,8 @@ export function applySessionUpdate(session: SessionView, update: Update): Sessio
     }
     case 'session.permissions':
       return { ...session, permissions: update.data.requests };
+    case 'session.parked':
+      return { ...session, parked: update.data.parked };
     case 'chat/backgroundWorkSet':
     case 'chat/backgroundWorkRemoved': {
       const action =
@@ -250,6 +253,7 @@ function newSession(sessionId: string, activity: Partial<SessionActivityView>): 
     queue: NEW_QUEUE,
     backgroundWork: [],
     permissions: [],
+    parked: null,
   };
 }
 

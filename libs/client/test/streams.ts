@@ -100,6 +100,14 @@ const step = fc.record({
         op: fc.constantFrom('ask', 'ask', 'answer', 'timeout', 'resolve'),
       }),
     },
+    // Parking: the agent's ACP session, the owner's park, the worker closing the agent.
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        t: fc.constant('park' as const),
+        close: fc.boolean(),
+      }),
+    },
   ),
 });
 export type Step = typeof step extends fc.Arbitrary<infer S> ? S : never;
@@ -207,6 +215,18 @@ export function play(steps: readonly Step[]): { owner: Owner; checkpoints: Check
       }
       case 'autoRun':
         owner.command(sid, 'queue.set_auto_run', { enabled: a.enabled });
+        break;
+      case 'park':
+        if (gen === 0) break;
+        if (s?.agentSession?.executionId !== `${sid}-e${gen}`)
+          live.fact('agent.session', {
+            acpSessionId: `acp-${sid}-${gen}`,
+            loadable: gen % 2 === 1,
+            loaded: false,
+          });
+        owner.decideNow({ type: 'park', sessionId: sid, executionId: `${sid}-e${gen}` });
+        if (a.close && owner.state.sessions[sid]?.execution?.stopping === 'parked')
+          live.end('completed');
         break;
       case 'permission': {
         const requestId = `${sid}-e${gen}-r${a.n}`;

@@ -115,6 +115,11 @@ export const PROJECTOR = {
     '600000',
     'A permission request under the `ask` policy that nobody answered after this long is denied',
   ),
+  PROJECTOR_PARK_IDLE_MS: setting(
+    int(0, 30 * 86_400_000),
+    '1800000',
+    'An execution whose session has been idle this long is parked: the agent is closed, its slot freed, its ACP session kept for the next prompt (0: never)',
+  ),
   PROJECTOR_QUIET_MS: setting(
     int(100, 86_400_000),
     '30000',

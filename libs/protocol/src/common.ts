@@ -61,5 +61,7 @@ export const ExecutionStopReason = z.enum([
   'turn_abandoned',
   'force_released',
   'operator',
+  /** Idle for the owner's park period: the agent is closed cleanly, its ACP session kept. */
+  'parked',
 ]);
 export type ExecutionStopReason = z.infer<typeof ExecutionStopReason>;

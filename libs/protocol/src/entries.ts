@@ -73,7 +73,25 @@ export const ExecutionStarted = fact(
     startedAt: IsoTime,
     workerId: Id.optional(),
     agentCommand: z.string().max(2_000).optional(),
+    /**
+     * What the execution's job asked for (profile, and the replay and workspace choices), so a
+     * parked session can be resumed the same way. Absent in facts written before they existed.
+     */
+    profile: z.string().max(64).optional(),
+    recording: z.string().max(2_000).optional(),
+    speed: z.number().min(0).max(1_000).optional(),
+    workspace: z.string().max(1_000).optional(),
   }),
+);
+
+/**
+ * The execution's ACP session: its id, whether the agent can load it again later
+ * (`agentCapabilities.loadSession`), and whether this execution loaded an earlier one
+ * (`session/load`) rather than starting afresh. The worker reports it once the session exists.
+ */
+export const AgentSessionEstablished = fact(
+  'agent.session',
+  z.object({ acpSessionId: Id, loadable: z.boolean(), loaded: z.boolean() }),
 );
 
 /**
@@ -484,6 +502,12 @@ export const ExecutionRequested = decision(
   'execution.requested',
   z.object({ ...InReplyTo, executionId: Id }),
 );
+/**
+ * The session was idle (no turn, no background work, no open request, nothing queued) for the
+ * owner's park period: its execution is stopped cleanly (`execution.stop`, reason `parked`) to free
+ * the worker slot; its ACP session is kept to be resumed (`session/load`).
+ */
+export const ExecutionParked = decision('execution.parked', z.object({ executionId: Id }));
 /** A requested execution found no worker within the start bound: it will not run. */
 export const ExecutionRequestExpired = decision(
   'execution.request_expired',
@@ -529,6 +553,7 @@ export const FACT_SCHEMAS = [
   BackgroundEnded,
   PermissionRequested,
   PermissionResolved,
+  AgentSessionEstablished,
 ] as const;
 export const COMMAND_SCHEMAS = [
   PromptSubmit,
@@ -568,6 +593,7 @@ export const DECISION_SCHEMAS = [
   ExecutionRequested,
   ExecutionRequestExpired,
   PermissionAnswered,
+  ExecutionParked,
   TaskArchived,
   TaskUnarchived,
   TaskDeleted,

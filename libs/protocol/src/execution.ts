@@ -147,6 +147,12 @@ export const ExecutionJob = z.strictObject({
   speed: z.number().min(0).max(1_000).optional(),
   /** A subfolder of the tenant's workspace to run in (default: a fresh folder per execution). */
   workspace: WorkspacePath.optional(),
+  /**
+   * Resume a parked session: the ACP session to load (`session/load`) instead of starting a new
+   * one, when the agent advertises `loadSession` (otherwise a fresh session, said so in the
+   * `agent.session` fact).
+   */
+  resumeAcpSessionId: Id.optional(),
 });
 export type ExecutionJob = z.infer<typeof ExecutionJob>;
 export type ExecutionJobInput = z.input<typeof ExecutionJob>;

@@ -3,7 +3,13 @@ import { TaskKey } from './task-key';
 import { AdmissionMode, Id, SchemaVersion, StreamId, TaskStatus } from './common';
 import { BackgroundWork } from './background-work';
 import { QueueReason, RejectReason, RemoveReason } from './entries';
-import { PermissionRequestView, QueueView, SessionActivityView, TaskActivityView } from './views';
+import {
+  ParkedView,
+  PermissionRequestView,
+  QueueView,
+  SessionActivityView,
+  TaskActivityView,
+} from './views';
 
 /**
  * Updates published to clients, one per visible change, in a per-task sequence with no gaps.
@@ -46,6 +52,11 @@ export const BackgroundWorkRemoved = update(
   z.object({ sessionId: Id, id: Id }),
 );
 export const TaskActivityChanged = update('task.activity', TaskActivityView);
+/** The session was parked (its ACP session kept, to be resumed), or is no longer (null). */
+export const SessionParkedChanged = update(
+  'session.parked',
+  z.object({ sessionId: Id, parked: ParkedView.nullable() }),
+);
 /** The permission requests waiting for a person changed: the complete list, oldest first. */
 export const SessionPermissionsChanged = update(
   'session.permissions',
@@ -102,6 +113,7 @@ export const UPDATE_SCHEMAS = [
   BackgroundWorkRemoved,
   TaskActivityChanged,
   SessionPermissionsChanged,
+  SessionParkedChanged,
   PromptDecided,
   CommandFailed,
   TurnStalledUpdate,

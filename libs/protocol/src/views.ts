@@ -88,6 +88,22 @@ export const PermissionRequestView = z.object({
 });
 export type PermissionRequestView = z.infer<typeof PermissionRequestView>;
 
+/**
+ * A parked session: its last execution was closed for being idle, its ACP session kept. The next
+ * prompt (or an explicit resume) starts a new execution of the same profile that loads it.
+ */
+export const ParkedView = z.object({
+  executionId: Id,
+  acpSessionId: Id,
+  /** The agent advertised `loadSession`: a resume continues the conversation. */
+  loadable: z.boolean(),
+  profile: z.string().optional(),
+  recording: z.string().optional(),
+  speed: z.number().optional(),
+  workspace: z.string().optional(),
+});
+export type ParkedView = z.infer<typeof ParkedView>;
+
 export const SessionView = z.object({
   sessionId: Id,
   activity: SessionActivityView,
@@ -99,6 +115,8 @@ export const SessionView = z.object({
    * written before it existed) means none.
    */
   permissions: z.array(PermissionRequestView).optional(),
+  /** Set while the session is parked (absent otherwise, and in views written before it existed). */
+  parked: ParkedView.nullable().optional(),
 });
 export type SessionView = z.infer<typeof SessionView>;
 

@@ -7,11 +7,13 @@ import {
   type ExecutionQueue,
   type ExecutionStatus,
 } from '@baton/jobs';
-import type { ExecutionJobInput } from '@baton/protocol';
+import type { ExecutionJobInput, PromptResult, SessionView } from '@baton/protocol';
 import { isUnavailableError, type EventStore } from '@baton/store';
+import { createHash } from 'node:crypto';
 import type { Commands } from '../commands/commands';
 import { WireFailure } from '../errors';
 import type { Logger } from '../logger';
+import type { UpdateHub } from '../updates/update-hub';
 
 /** Starts agent executions on the workers' BullMQ queue (opened on first use). */
 export class Executions {
@@ -68,6 +70,48 @@ export class Executions {
     return { jobId, ...(await executionStatus(queue, job.taskId, job.executionId)) };
   }
 
+  /**
+   * Starts the execution that resumes a parked session: the parked execution's profile and
+   * choices (a replay's `recording` and `speed` may be given anew), loading its ACP session when
+   * the agent can (`session/load`), else a fresh one. Its id is derived from the parked
+   * execution's, so resumes racing through any gateways make one execution. Null when the
+   * session is not parked.
+   */
+  async resumeParked(
+    taskKey: string,
+    tenant: string,
+    session: SessionView | undefined,
+    over: { recording?: string | undefined; speed?: number | undefined } = {},
+  ): Promise<({ executionId: string; jobId: string } & ExecutionStatus) | null> {
+    const parked = session?.parked;
+    if (!session || !parked) return null;
+    if (parked.profile === undefined) {
+      throw new WireFailure(
+        'conflict',
+        `session ${session.sessionId} was parked by an execution that did not record its profile: start an execution`,
+      );
+    }
+    const executionId = `resume-${createHash('sha256')
+      .update(`${session.sessionId}\n${parked.executionId}`)
+      .digest('hex')
+      .slice(0, 32)}`;
+    const recording = over.recording ?? parked.recording;
+    const speed = over.speed ?? parked.speed;
+    const started = await this.start({
+      v: 1,
+      taskId: taskKey,
+      sessionId: session.sessionId,
+      executionId,
+      tenant,
+      profile: parked.profile,
+      ...(recording !== undefined ? { recording } : {}),
+      ...(speed !== undefined ? { speed } : {}),
+      ...(parked.workspace !== undefined ? { workspace: parked.workspace } : {}),
+      ...(parked.loadable ? { resumeAcpSessionId: parked.acpSessionId } : {}),
+    });
+    return { executionId, ...started };
+  }
+
   /** Where an execution of the session is: its state, and its position while it waits. */
   status(taskId: string, sessionId: string, executionId: string): Promise<ExecutionStatus> {
     return executionStatus(this.open(), taskId, executionId, sessionId);
@@ -75,5 +119,35 @@ export class Executions {
 
   async close(): Promise<void> {
     await this.queue?.close();
+  }
+}
+
+/**
+ * A prompt to a parked session starts the execution that resumes it: when the owner queued it for
+ * want of an execution (`no_execution`, the only case that reads the view), and the session is
+ * parked. The prompt then runs on that execution as soon as it is ready. Best effort: when it
+ * cannot (the profile is gone), the prompt waits as for any session without an execution.
+ */
+export async function resumeForPrompt(
+  hub: UpdateHub,
+  executions: Executions,
+  key: string,
+  tenant: string,
+  sessionId: string,
+  result: PromptResult,
+  log?: { warn(o: object, m: string): void },
+): Promise<void> {
+  if (
+    result.status !== 'decided' ||
+    result.decision.outcome !== 'queued' ||
+    result.decision.reason !== 'no_execution'
+  )
+    return;
+  try {
+    const view = await hub.view(key);
+    const session = view.sessions.find((s) => s.sessionId === sessionId);
+    if (session?.parked) await executions.resumeParked(key, tenant, session);
+  } catch (err) {
+    log?.warn({ err, taskId: key, sessionId }, 'resuming a parked session for a prompt failed');
   }
 }

@@ -18,6 +18,7 @@ import {
   ObservedGenerationBody,
   PermissionAnswerBody,
   PromptBody,
+  ResumeBody,
   TaskList,
 } from './schemas';
 
@@ -143,6 +144,7 @@ export function openApiDocument(): Record<string, unknown> {
         AutoRunBody: schema(AutoRunBody, 'input'),
         ForceReleaseBody: schema(ForceReleaseBody, 'input'),
         PermissionAnswerBody: schema(PermissionAnswerBody, 'input'),
+        ResumeBody: schema(ResumeBody, 'input'),
         ExecutionBody: schema(ExecutionBody, 'input'),
         Error: schema(ErrorBody, 'output'),
       },
@@ -348,6 +350,24 @@ export function openApiDocument(): Record<string, unknown> {
           parameters: [...session, requestId],
           ...body('PermissionAnswerBody'),
           responses: commandResponses,
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/resume': {
+        post: {
+          summary:
+            'Resume a parked session — execute scope: starts an execution of the parked ' +
+            'execution’s profile (a replay may be given `recording` and `speed` anew) that loads ' +
+            'its ACP session (`session/load`) when the agent can, else starts a fresh one (the ' +
+            '`agent.session` fact says which). A prompt to a parked session does the same by ' +
+            'itself. Resuming twice is the same execution',
+          ...secured,
+          parameters: session,
+          ...body('ResumeBody', false),
+          responses: {
+            '202': { description: 'queued for a worker', ...json('ExecutionStarted') },
+            ...errors(400, 401, 403, 404, 503),
+            '409': { description: 'the session is not parked', ...json('Error') },
+          },
         },
       },
       '/v1/tasks/{taskId}/sessions/{sessionId}/executions': {

@@ -18,6 +18,11 @@ export const PromptBody = z.object({
 });
 export const ObservedGenerationBody = z.object({ observedGeneration: Generation.optional() });
 export const AutoRunBody = z.object({ enabled: z.boolean() });
+/** Resuming a parked session: a replay may be given its recording and speed anew. */
+export const ResumeBody = z.strictObject({
+  recording: ExecutionJob.shape.recording,
+  speed: ExecutionJob.shape.speed,
+});
 /** A person's answer to a permission request: one of the options the agent offered. */
 export const PermissionAnswerBody = z.object({ optionId: Id });
 /** Why the operator force-releases the session (kept in the stream with the decision). */

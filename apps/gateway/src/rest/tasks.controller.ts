@@ -31,7 +31,7 @@ import { History, HistoryQuery } from '../history/history';
 import { Tenancy, clientView } from '../tenancy';
 import { UpdateHub } from '../updates/update-hub';
 import { parse } from './body';
-import { Executions } from './executions';
+import { Executions, resumeForPrompt } from './executions';
 import type { HttpResponse } from './http-errors';
 import {
   AutoRunBody,
@@ -40,6 +40,7 @@ import {
   ObservedGenerationBody,
   PermissionAnswerBody,
   PromptBody,
+  ResumeBody,
   type ExecutionStarted,
   type ExecutionStatus,
 } from './schemas';
@@ -161,6 +162,7 @@ export class TasksController {
     const b = parse(PromptBody, body);
     const key = await this.tenancy.write(req.principal.tenant, taskId);
     const result = await this.commands.prompt({ ...ids, ...b, taskId: key });
+    await resumeForPrompt(this.hub, this.executions, key, req.principal.tenant, sessionId, result);
     if (result.status === 'pending') res.status(202);
     return { ...result, taskId };
   }
@@ -334,6 +336,31 @@ export class TasksController {
       tenant: req.principal.tenant,
     });
     return { executionId, jobId, state, position };
+  }
+
+  @Post(`${SESSION}/resume`)
+  @RequiresScope('execute')
+  @HttpCode(202)
+  async resume(
+    @Req() req: AuthedRequest,
+    @Param('taskId') taskId: string,
+    @Param('sessionId') sessionId: string,
+    @Body() body: unknown,
+  ): Promise<z.output<typeof ExecutionStarted>> {
+    this.ids(taskId, sessionId);
+    const b = parse(ResumeBody, body ?? {});
+    const key = await this.tenancy.existing(req.principal.tenant, taskId);
+    const view = await this.hub.view(key);
+    const session = view.sessions.find((s) => s.sessionId === sessionId);
+    if (!session) throw new WireFailure('not_found', `session ${sessionId} not found`);
+    const started = await this.executions.resumeParked(key, req.principal.tenant, session, b);
+    if (!started) {
+      throw new WireFailure(
+        'conflict',
+        `session ${sessionId} is not parked: resume applies to a session parked for being idle`,
+      );
+    }
+    return started;
   }
 
   @Get(`${SESSION}/executions/:executionId`)

@@ -15,6 +15,7 @@ import { WireFailure, toWireError } from '../errors';
 import type { Logger } from '../logger';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ResolvedOptions } from '../options';
+import { resumeForPrompt, type Executions } from '../rest/executions';
 import { BehindError, Subscription } from '../subscriptions/subscription';
 import { clientUpdate, type Tenancy } from '../tenancy';
 import type { UpdateHub } from '../updates/update-hub';
@@ -29,6 +30,8 @@ export interface Services {
   hub: UpdateHub;
   tenancy: Tenancy;
   commands: Commands;
+  /** Starts the execution that resumes a parked session when a prompt comes for it. */
+  executions: Executions;
   metrics: GatewayMetrics;
   log: Logger;
   limits: TenantLimits;
@@ -156,6 +159,15 @@ export class ClientConnection extends Connection {
               this.send({ v: SCHEMA_VERSION, type: 'update', update });
             }
           },
+        );
+        await resumeForPrompt(
+          this.s.hub,
+          this.s.executions,
+          key,
+          tenant,
+          msg.sessionId,
+          result,
+          this.s.log,
         );
         this.reply(msg.id, { ...result, taskId: msg.taskId });
         return;

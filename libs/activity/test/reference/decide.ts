@@ -35,7 +35,8 @@ export type Timer =
   /** A requested execution has waited for a worker for the start bound. */
   | { readonly type: 'execution_start'; readonly sessionId: string; readonly executionId: string }
   /** Not modelled here (see evolve.ts). */
-  | { readonly type: 'permission_timeout'; readonly sessionId: string; readonly requestId: string };
+  | { readonly type: 'permission_timeout'; readonly sessionId: string; readonly requestId: string }
+  | { readonly type: 'park'; readonly sessionId: string; readonly executionId: string };
 
 const DECIDER_WRITER = { role: 'projector', instance: 'decide', seq: 0 } as const;
 
@@ -105,7 +106,7 @@ function answerTask(t: TaskState, c: TaskState['pending'][number]): DecisionDraf
 
 function onTimer(s: SessionState, timer: Timer): DecisionDraft[] {
   const sessionId = s.id;
-  if (timer.type === 'permission_timeout') return [];
+  if (timer.type === 'permission_timeout' || timer.type === 'park') return [];
   if (timer.type === 'cancel_grace') {
     // A cancel of the running turn, decided and never answered.
     const t = s.turn;

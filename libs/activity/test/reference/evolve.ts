@@ -149,6 +149,9 @@ function step(s: SessionState, e: Exclude<StreamEntry, TaskEntry>, task: TaskSta
     case 'permission.resolved':
     case 'permission.respond':
     case 'permission.answered':
+    // Parking (issue 18) is not modelled here either.
+    case 'agent.session':
+    case 'execution.parked':
       return s;
     // ----- facts -------------------------------------------------------------------------------
     case 'execution.started': {

@@ -227,6 +227,7 @@ export function sessionView(s: SessionState): SessionView {
     queue: queueView(s),
     backgroundWork: backgroundWork(s),
     permissions: [],
+    parked: null,
   };
 }
 
