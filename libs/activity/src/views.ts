@@ -285,10 +285,10 @@ export function parkedView(s: SessionState): ParkedView | null {
     executionId: a.executionId,
     acpSessionId: a.acpSessionId,
     loadable: a.loadable,
-    ...(l?.profile != null ? { profile: l.profile } : {}),
-    ...(l?.recording != null ? { recording: l.recording } : {}),
-    ...(l?.speed != null ? { speed: l.speed } : {}),
-    ...(l?.workspace != null ? { workspace: l.workspace } : {}),
+    ...(l && l.profile !== null ? { profile: l.profile } : {}),
+    ...(l && l.recording !== null ? { recording: l.recording } : {}),
+    ...(l && l.speed !== null ? { speed: l.speed } : {}),
+    ...(l && l.workspace !== null ? { workspace: l.workspace } : {}),
   };
 }
 

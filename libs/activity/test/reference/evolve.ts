@@ -143,13 +143,13 @@ function forgetUnremembered(s: SessionState): SessionState {
 
 function step(s: SessionState, e: Exclude<StreamEntry, TaskEntry>, task: TaskStatus): SessionState {
   switch (e.type) {
-    // Permission requests (issue 18) are not modelled by this reference: the equivalence
-    // generator makes none, and test/properties.spec.ts covers them.
+    // Permission requests and parking (issue 18) are not modelled by this reference: the
+    // equivalence generator makes none; test/properties.spec.ts, permissions.spec.ts and
+    // parking.spec.ts cover them.
     case 'permission.requested':
     case 'permission.resolved':
     case 'permission.respond':
     case 'permission.answered':
-    // Parking (issue 18) is not modelled here either.
     case 'agent.session':
     case 'execution.parked':
       return s;
