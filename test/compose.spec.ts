@@ -24,11 +24,15 @@ jest.setTimeout(300_000);
 /**
  * The files of the image: the runtime stage's COPY lines of deploy/Dockerfile applied to this
  * checkout with .dockerignore, and node_modules linked in (a superset of the image's production
- * dependencies). Services run from here, so a file the image lacks fails the test.
+ * dependencies). Services run from here, so a file the image lacks fails the test. (The worker
+ * target is the runtime stage plus agents under /opt/agents and tini: no file of Baton's more.)
  */
 function imageTree(): string {
   const dockerfile = readFileSync(join(ROOT, 'deploy', 'Dockerfile'), 'utf8');
-  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  const start = dockerfile.indexOf('\nFROM node:20-bookworm-slim AS runtime');
+  expect(start).toBeGreaterThan(-1);
+  const next = dockerfile.indexOf('\nFROM ', start + 1);
+  const runtime = dockerfile.slice(start, next === -1 ? undefined : next);
   const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
     .split('\n')
     .map((l) => l.trim())
