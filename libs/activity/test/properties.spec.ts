@@ -4,6 +4,7 @@ import {
   activeSubagentCount,
   admissionGate,
   attention,
+  parkable,
   backgroundWork,
   coarseState,
   queueBlockedBy,
@@ -190,6 +191,8 @@ const permissionAction = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('permTimeout' as const), n: fc.nat(3) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('permDeliver' as const) }) },
+  // Parking: the agent's ACP session, then the owner's park timer (whatever the session is doing).
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('park' as const), close: fc.boolean() }) },
 );
 
 /** The worker answers the agent with what the owner settled, and reports it resolved. */
@@ -490,6 +493,18 @@ export function run(
         break;
       case 'permDeliver':
         deliverPermissionAnswers(owner, sid);
+        break;
+      case 'park':
+        if (gen === 0) break;
+        if (s?.agentSession?.executionId !== `${sid}-e${gen}`)
+          live.fact('agent.session', {
+            acpSessionId: `acp-${sid}-${gen}`,
+            loadable: true,
+            loaded: false,
+          });
+        owner.decideNow({ type: 'park', sessionId: sid, executionId: `${sid}-e${gen}` });
+        if (a.close && owner.state.sessions[sid]?.execution?.stopping === 'parked')
+          live.end('completed');
         break;
     }
     onStep?.(r, before);
@@ -1057,7 +1072,7 @@ describe('properties of the domain core over generated interleavings', () => {
             seen.add(`${e.type} by ${e.data.by}`);
         }
       }),
-      { numRuns: 500, seed: 42 },
+      { numRuns: 1500, seed: 42 },
     );
     for (const t of [
       'permission.requested',
@@ -1179,5 +1194,35 @@ describe('properties of the domain core over generated interleavings', () => {
       }),
       RUNS,
     );
+  });
+
+  it('10. parking: only a session where nothing goes on is parked, and a parked session loses nothing', () => {
+    let parkedSeen = 0;
+    fc.assert(
+      fc.property(permissionScenario, (steps) => {
+        const { owner } = run(steps);
+        quiesce(owner);
+        let st = initialTaskState('t1');
+        for (const e of owner.entries) {
+          if (e.type === 'execution.parked') {
+            parkedSeen++;
+            const s = st.sessions[e.sessionId]!;
+            expect(parkable(s)).toBe(true);
+            expect(s.execution?.id).toBe(e.data.executionId);
+          }
+          st = evolve(st, e);
+        }
+        for (const s of Object.values(owner.state.sessions)) {
+          if (!s.parked || s.deleted) continue;
+          // Parked: its last execution ended after the park, its ACP session kept.
+          expect(s.execution?.phase).toBe('ended');
+          expect(s.agentSession?.executionId).toBe(s.execution?.id);
+          // A prompt that came meanwhile waits, and says for what.
+          if (s.queue.length > 0) expect(queueBlockedBy(s)).not.toBeNull();
+        }
+      }),
+      RUNS,
+    );
+    expect(parkedSeen).toBeGreaterThan(0);
   });
 });
