@@ -1,4 +1,5 @@
 import type {
+  ActivityInterval,
   ActivityLane,
   BackgroundRecord,
   ExecutionRecord,
@@ -90,12 +91,22 @@ class SessionRecorder {
 
   activity(s: SessionState, at: number): void {
     const next = activityLane(s);
-    const last = this.out.activity[this.out.activity.length - 1];
-    if (last && last.to === null && last.state === next.state && last.reason === next.reason) {
-      return;
-    }
-    if (last && last.to === null) last.to = at;
-    this.push(this.out.activity, { ...next, from: at, to: null });
+    const list = this.out.activity;
+    const same = (a: ActivityInterval | undefined) =>
+      a !== undefined && a.state === next.state && a.reason === next.reason;
+    const last = list[list.length - 1];
+    if (last && last.to === null && same(last)) return;
+    if (last && last.to === null && last.from === at) {
+      // Opened this very millisecond (two entries at one time, or the range's start): it never
+      // lasted. It is replaced, and a lane that comes back to the one before continues it.
+      list.pop();
+      const prev = list[list.length - 1];
+      if (prev && prev.to === at && same(prev)) {
+        prev.to = null;
+        return;
+      }
+    } else if (last && last.to === null) last.to = at;
+    this.push(list, { ...next, from: at, to: null });
   }
 
   turn(before: Turn | null, after: SessionState, at: number, entry: StreamEntry | undefined) {

@@ -230,7 +230,25 @@ describe('history over generated histories', () => {
           .map((a) => ({ ...a, from: Math.max(a.from, from) }));
         expect(part?.activity ?? []).toEqual(from > at(o) && !part ? [] : expected);
       }),
-      { numRuns: 200 },
+      {
+        numRuns: 200,
+        // A range that starts exactly at an entry which changes the lane (found by the property).
+        examples: [
+          [
+            [
+              { op: 'submit' },
+              { op: 'restart' },
+              { op: 'restart' },
+              { op: 'subagent' },
+              { op: 'cancel' },
+              { op: 'output' },
+              { op: 'subagent' },
+              { op: 'output' },
+            ],
+            1621376607,
+          ],
+        ],
+      },
     );
   });
 });
