@@ -196,7 +196,11 @@ class Projector implements ShardHost {
     try {
       await this.ownership.tick();
       this.reached(this.ownership.lastReached);
-      this.firstTick();
+      // ready() means the first balancing round is over (its shards taken), however long it took.
+      void this.ownership
+        .balanced()
+        .catch(() => undefined)
+        .then(() => this.firstTick());
     } catch (err) {
       this.metrics.errors.inc({ op: 'ownership_tick' });
       this.log.warn({ err }, 'ownership round failed; retrying next tick');

@@ -50,6 +50,11 @@ export class ShardOwnership {
     ]).finally(() => clearTimeout(timer));
   }
 
+  /** Resolves when the balancing round in flight, if any, is over. */
+  balanced(): Promise<void> {
+    return this.balancing ?? Promise.resolve();
+  }
+
   private async balance(): Promise<void> {
     let instances: string[];
     let leases: Lease[];
