@@ -1,6 +1,5 @@
-import { taskKey } from '@baton/protocol';
 import { startRedisCluster, type RedisClusterHandle } from '@baton/redis-harness';
-import { EventStore, isCluster } from '@baton/store';
+import { EventStore } from '@baton/store';
 import {
   spawnGateway,
   spawnProjector,
@@ -9,6 +8,7 @@ import {
   type GatewayProc,
   type Proc,
 } from '../../apps/gateway/test/support';
+import { masterPort as masterPortOf, restPrompt, taskPerShard } from './support';
 
 /**
  * Issue 17, item 2: on a Redis Cluster, losing one master costs only the shards that live on it.
@@ -59,36 +59,12 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-type Json = Record<string, unknown>;
-async function prompt(taskId: string, key: string) {
-  const res = await fetch(`${gateway.url}/v1/tasks/${taskId}/sessions/s1/prompts`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ text: key, idempotencyKey: key }),
-  });
-  return { status: res.status, body: (await res.json()) as Json };
-}
-
-/** The port of the master serving `key`'s slot. */
-async function masterPort(key: string): Promise<number> {
-  const r = store.redis;
-  if (!isCluster(r)) throw new Error('not a cluster');
-  const slot = Number(await r.call('CLUSTER', 'KEYSLOT', key));
-  const ranges = (await r.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
-  const range = ranges.find(([lo, hi]) => slot >= lo && slot <= hi);
-  if (!range) throw new Error(`slot ${slot} has no master`);
-  return Number(range[2][1]);
-}
+const prompt = (taskId: string, key: string) => restPrompt(gateway.url, tok, taskId, key);
+const masterPort = (key: string) => masterPortOf(store, key);
 
 it('one master of three lost: the others keep deciding, its tasks answer unavailable, and come back', async () => {
   // One task per shard, and the master each shard lives on.
-  const tasks: { taskId: string; shard: number; port: number }[] = [];
-  for (let i = 0; tasks.length < SHARDS; i++) {
-    const taskId = `t${i}`;
-    const shard = store.shardOf(taskKey(TENANT, taskId));
-    if (tasks.some((t) => t.shard === shard)) continue;
-    tasks.push({ taskId, shard, port: await masterPort(store.keys.lease(shard)) });
-  }
+  const tasks = await taskPerShard(store, TENANT, SHARDS);
   const victimPort = await masterPort(store.keys.projectors());
   const victim = cluster.servers.find((s) => s.port === victimPort)!;
   const dead = tasks.filter((t) => t.port === victimPort);

@@ -10,6 +10,7 @@ import {
   type GatewayProc,
   type Proc,
 } from '../../apps/gateway/test/support';
+import { masterPort as masterPortOf, restPrompt, taskPerShard } from './support';
 
 /**
  * Issue 17, item 3: a Cluster of 3 masters, each with 2 replicas, loses a master under load. A
@@ -66,35 +67,11 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-type Json = Record<string, unknown>;
-async function prompt(taskId: string, key: string) {
-  const res = await fetch(`${gateway.url}/v1/tasks/${taskId}/sessions/s1/prompts`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ text: key, idempotencyKey: key }),
-  });
-  return { status: res.status, body: (await res.json()) as Json };
-}
-
-/** Port of the master of `key`'s slot, as the cluster sees it now. */
-async function masterPort(key: string): Promise<number> {
-  const r = store.redis;
-  if (!isCluster(r)) throw new Error('not a cluster');
-  const slot = Number(await r.call('CLUSTER', 'KEYSLOT', key));
-  const ranges = (await r.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
-  const range = ranges.find(([lo, hi]) => slot >= lo && slot <= hi);
-  if (!range) throw new Error(`slot ${slot} has no master`);
-  return Number(range[2][1]);
-}
+const prompt = (taskId: string, key: string) => restPrompt(gateway.url, tok, taskId, key);
+const masterPort = (key: string) => masterPortOf(store, key);
 
 it('a master killed under load: its replica takes over, Baton resumes by itself, no acknowledged prompt is lost', async () => {
-  const tasks: { taskId: string; shard: number; port: number }[] = [];
-  for (let i = 0; tasks.length < SHARDS; i++) {
-    const taskId = `t${i}`;
-    const shard = store.shardOf(taskKey(TENANT, taskId));
-    if (tasks.some((t) => t.shard === shard)) continue;
-    tasks.push({ taskId, shard, port: await masterPort(store.keys.lease(shard)) });
-  }
+  const tasks = await taskPerShard(store, TENANT, SHARDS);
   const victimPort = tasks[0]!.port;
   const victim = cluster.servers.find((s) => s.port === victimPort)!;
   const failed = tasks.filter((t) => t.port === victimPort);
