@@ -53,6 +53,28 @@ async function sessionExists(taskId: string, sessionId = 's1') {
   }, `session ${taskId}/${sessionId}`);
 }
 
+/** A user's message, as an AHP client sends one. */
+const msg = (text: string) => ({ text, origin: { kind: 'user' } });
+
+/** Dispatches actions on one chat channel, and waits for the host's answer to each. */
+function dispatcher(c: Client, chat: string) {
+  return {
+    send: (clientSeq: number, action: Json) =>
+      c.send({
+        jsonrpc: '2.0',
+        method: 'dispatchAction',
+        params: { channel: chat, clientSeq, action },
+      }),
+    answer: (clientSeq: number) =>
+      c.next(
+        (m) =>
+          m.method === 'action' &&
+          ((m.params as Json).origin as Json | undefined)?.clientSeq === clientSeq,
+        `the answer to clientSeq ${clientSeq}`,
+      ),
+  };
+}
+
 describe('AHP host conformance', () => {
   it('handshake as VS Code sends it: reconnect first (-32008 when unknown), then initialize with the root subscription', async () => {
     const c = await Client.connect(A, tok, '/ahp');
@@ -230,13 +252,7 @@ describe('AHP host conformance', () => {
     expect(snapshot.state).toMatchObject({ resource: chat, status: 1, turns: [] });
     expect((snapshot.state as Json).activeTurn).toBeUndefined();
 
-    const msg = (text: string) => ({ text, origin: { kind: 'user' } });
-    const send = (clientSeq: number, action: Json) =>
-      c.send({
-        jsonrpc: '2.0',
-        method: 'dispatchAction',
-        params: { channel: chat, clientSeq, action },
-      });
+    const { send } = dispatcher(c, chat);
     // A user message: admitted, so its echo (with our origin) is the turn's start.
     send(1, {
       type: 'chat/turnStarted',
@@ -386,20 +402,7 @@ describe('AHP host conformance', () => {
     await sessionExists(taskId);
     const c = await Client.connect(A, tok, '/ahp');
     const snap = (((await init(c, 'canceller', [chat])).result as Json).snapshots as Json[])[0]!;
-    const send = (clientSeq: number, action: Json) =>
-      c.send({
-        jsonrpc: '2.0',
-        method: 'dispatchAction',
-        params: { channel: chat, clientSeq, action },
-      });
-    const answer = (clientSeq: number) =>
-      c.next(
-        (m) =>
-          m.method === 'action' &&
-          ((m.params as Json).origin as Json | undefined)?.clientSeq === clientSeq,
-        `the answer to clientSeq ${clientSeq}`,
-      );
-    const msg = (text: string) => ({ text, origin: { kind: 'user' } });
+    const { send, answer } = dispatcher(c, chat);
     send(1, {
       type: 'chat/turnStarted',
       turnId: 'run-1',
@@ -487,20 +490,7 @@ describe('AHP host conformance', () => {
     await sessionExists(taskId);
     const c = await Client.connect(A, tok, '/ahp');
     const snap = (((await init(c, 'steerer', [chat])).result as Json).snapshots as Json[])[0]!;
-    const send = (clientSeq: number, action: Json) =>
-      c.send({
-        jsonrpc: '2.0',
-        method: 'dispatchAction',
-        params: { channel: chat, clientSeq, action },
-      });
-    const answer = (clientSeq: number) =>
-      c.next(
-        (m) =>
-          m.method === 'action' &&
-          ((m.params as Json).origin as Json | undefined)?.clientSeq === clientSeq,
-        `the answer to clientSeq ${clientSeq}`,
-      );
-    const msg = (text: string) => ({ text, origin: { kind: 'user' } });
+    const { send, answer } = dispatcher(c, chat);
     send(1, {
       type: 'chat/turnStarted',
       turnId: 'run-1',
