@@ -39,8 +39,8 @@ export function entryTime(id: string): number {
 export function activityLane(s: SessionState): { state: ActivityLane; reason?: string } {
   const a = attention(s);
   if (a?.kind === 'failed') return { state: 'failed', reason: a.reason };
-  if ((a?.kind as string | undefined) === 'needs_person') {
-    return { state: 'waiting_for_person', reason: a!.reason };
+  if (a?.kind === 'needs_person') {
+    return { state: 'waiting_for_person', reason: a.reason };
   }
   const fg = foregroundActivity(s);
   if (fg === 'generating') return { state: 'generating' };

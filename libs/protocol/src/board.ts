@@ -18,7 +18,7 @@ export const BOARD_GROUP_TITLES: Record<BoardGroup, string> = {
 };
 
 export function boardGroupOf(t: TaskView): BoardGroup {
-  const kinds = t.sessions.map((s) => s.activity.attention?.kind as string | undefined);
+  const kinds = t.sessions.map((s) => s.activity.attention?.kind);
   if (kinds.includes('needs_person')) return 'needs_person';
   if (kinds.includes('failed') || kinds.includes('needs_operator')) return 'failed';
   if (t.activity.foregroundActivity === 'generating') return 'generating';
