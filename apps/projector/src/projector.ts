@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import {
+  maxId,
   EventStore,
   logAvailability,
   redisTargetFromUrl,
@@ -9,7 +10,6 @@ import {
   type FeedNote,
 } from '@baton/store';
 import type { Registry } from 'prom-client';
-import { maxId } from './ids';
 import { createLogger, type Logger } from './logger';
 import { Metrics, serveMetrics } from './metrics';
 import { resolveOptions, type ProjectorOptionsInput, type ResolvedOptions } from './options';

@@ -1,5 +1,10 @@
-import type { FencedError, EventStore, FeedNote, Lease } from '@baton/store';
-import { compareIds } from './ids';
+import {
+  compareIds,
+  type FencedError,
+  type EventStore,
+  type FeedNote,
+  type Lease,
+} from '@baton/store';
 import type { Logger } from './logger';
 import type { Metrics, ShardStats } from './metrics';
 import { TaskOwner, type TaskContext } from './task-owner';

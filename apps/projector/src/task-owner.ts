@@ -13,6 +13,7 @@ import {
 } from '@baton/activity';
 import { SCHEMA_VERSION, type InboxMessage, type StreamEntry, type Update } from '@baton/protocol';
 import {
+  compareIds,
   ConflictError,
   FencedError,
   GapError,
@@ -21,7 +22,6 @@ import {
   type ExecutionRef,
   type Lease,
 } from '@baton/store';
-import { compareIds } from './ids';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 

@@ -9,6 +9,7 @@ import {
   type RedisTarget,
 } from './connection';
 import { InvalidEntryError, mapScriptError } from './errors';
+import { compareIds } from './ids';
 import { DEFAULT_PREFIX, DEFAULT_SHARDS, KeyLayout } from './keys';
 import { defineScripts, withReplicas, type Scripts } from './scripts';
 import { StreamTail, type TailGroup } from './tail';
@@ -541,7 +542,7 @@ export class EventStore {
       const flat = await this.redis.hgetall(this.keys.checkpoints(taskId));
       return Object.entries(flat)
         .map(([id, json]) => ({ id, state: JSON.parse(json) as unknown }))
-        .sort((a, b) => compareStreamIds(a.id, b.id));
+        .sort((a, b) => compareIds(a.id, b.id));
     },
     /** The task's snapshot, its state checked with `schema` when given. */
     read: async <S = unknown>(
@@ -977,11 +978,4 @@ export class EventStore {
     this.tails.clear();
     if (this.ownsConnection) await this.redis.quit().catch(() => this.redis.disconnect());
   }
-}
-
-/** Orders Redis stream ids (`<ms>-<seq>`). */
-function compareStreamIds(a: string, b: string): number {
-  const [am, as] = a.split('-').map(Number) as [number, number];
-  const [bm, bs] = b.split('-').map(Number) as [number, number];
-  return am !== bm ? am - bm : as - bs;
 }

@@ -43,3 +43,4 @@ export {
   isUnavailableError,
   quietDuringOutages,
 } from './errors';
+export { compareIds, maxId } from './ids';
