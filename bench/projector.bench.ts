@@ -4,7 +4,7 @@
  * - takeover of 100 tasks x 1,000 entries: entries/s of a new instance from start to caught up,
  *   against raw XREAD + JSON.parse of the same streams in the same run, interleaved;
  * - takeover replay of one 100,000-entry task (10 sessions) from zero: a new projector instance
- *   from start to caught up (lease, snapshot read, readTask pages with zod, fold, nothing left to
+ *   from start to caught up (lease, snapshot read, readTask pages with an envelope check, fold, nothing left to
  *   publish since a first owner published it all), against raw XREAD + JSON.parse of the same
  *   stream in the same run, interleaved;
  * - the same takeover from a snapshot (the stream trimmed behind it, as the owner leaves it);
@@ -179,7 +179,7 @@ export async function runProjectorBench(): Promise<BenchResult[]> {
     const manyRawRate = (manyTotal * 1_000) / median(manyRaw);
     return [
       {
-        name: `projector takeover of 100 tasks x 1,000 entries (XRANGE pages + zod + fold + views), vs raw XREAD + JSON.parse of the same streams`,
+        name: `projector takeover of 100 tasks x 1,000 entries (XRANGE pages + envelope check + fold + views), vs raw XREAD + JSON.parse of the same streams`,
         value: manyRate,
         unit: 'entries/s',
         baseline: manyRawRate,
@@ -187,7 +187,7 @@ export async function runProjectorBench(): Promise<BenchResult[]> {
         goal: 0.7,
       },
       {
-        name: `projector catch-up of one ${total.toLocaleString('en-US')}-entry task (XRANGE pages + zod + fold, takeover included), vs raw XREAD + JSON.parse`,
+        name: `projector catch-up of one ${total.toLocaleString('en-US')}-entry task (XRANGE pages + envelope check + fold, takeover included), vs raw XREAD + JSON.parse`,
         value: rate,
         unit: 'entries/s',
         baseline: rawRate,

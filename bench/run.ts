@@ -58,7 +58,7 @@ const SUITES: Suite[] = [
     key: 'projector',
     title: 'Projector (apps/projector)',
     note:
-      'In-process projector instances (startProjector) against their own redis-server. A takeover is timed from start to `ready()` (lease, snapshot read, XRANGE pages with zod, fold, views; updates were published by a first owner). ' +
+      'In-process projector instances (startProjector) against their own redis-server. A takeover is timed from start to `ready()` (lease, snapshot read, XRANGE pages with an envelope check, fold, views; updates were published by a first owner). ' +
       'Baseline: raw XREAD + JSON.parse of the same streams, in the same run, interleaved. Streams are recorded like the fold benchmark; the one-task stream has 10 sessions of ~10,000 entries each.',
     run: runProjectorBench,
   },
@@ -76,7 +76,7 @@ const SUITES: Suite[] = [
     key: 'history',
     title: 'History query (apps/gateway, libs/activity)',
     note:
-      'One session’s day: a recorded stream (as in the fold benchmark) of 60,000 entries with a snapshot after the first 10,000; the query’s range starts just after it, so 50,000 entries are read (XRANGE pages, zod) and folded into the history (activity intervals, turns, background items, prompts, executions). ' +
+      'One session’s day: a recorded stream (as in the fold benchmark) of 60,000 entries with a snapshot after the first 10,000; the query’s range starts just after it, so 50,000 entries are read (XRANGE pages, JSON.parse, envelope check) and folded into the history (activity intervals, turns, background items, prompts, executions). ' +
       'Baseline: raw XRANGE pages + JSON.parse of the same range, same run, interleaved, median of 5.',
     run: runHistoryBench,
   },

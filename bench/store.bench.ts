@@ -4,7 +4,7 @@
  *
  * - append: store.append (zod validation + idempotent Lua) and store.appendFenced (validation +
  *   fenced expected-version Lua) vs raw pipelined XADD of JSON.stringify(entry);
- * - catch-up read: store.readTask (XRANGE pages + JSON.parse + zod validation) vs raw XRANGE
+ * - catch-up read: store.readTask (XRANGE pages + JSON.parse + envelope check) vs raw XRANGE
  *   pages + JSON.parse of the same streams.
  *
  * Run: npx tsx bench/store.bench.ts
@@ -199,7 +199,7 @@ export async function runStoreBench(): Promise<BenchResult[]> {
     result('Redis CPU per entry: fenced Lua', cpuUs('fenced'), 'µs', cpuUs('raw')),
     result('raw XRANGE + JSON.parse', rawRead, 'entries/s'),
     result(
-      'store.readTask (XRANGE + JSON.parse + zod)',
+      'store.readTask (XRANGE + JSON.parse + envelope check)',
       perSec(readNs.store),
       'entries/s',
       rawRead,

@@ -629,6 +629,13 @@ export const DECISION_TYPES: ReadonlySet<string> = new Set(
   DECISION_SCHEMAS.map((s) => s.shape.type.value),
 );
 
+/** Every entry type a task stream can hold. */
+export const ENTRY_TYPES: ReadonlySet<string> = new Set([
+  ...FACT_TYPES,
+  ...COMMAND_TYPES,
+  ...DECISION_TYPES,
+]);
+
 export const isFact = (e: StreamEntry): e is Fact => FACT_TYPES.has(e.type);
 export const isCommand = (e: StreamEntry): e is Command => COMMAND_TYPES.has(e.type);
 export const isDecision = (e: StreamEntry): e is Decision => DECISION_TYPES.has(e.type);

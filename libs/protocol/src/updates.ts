@@ -124,6 +124,10 @@ export const UPDATE_SCHEMAS = [
 export const Update = z.discriminatedUnion('type', [...UPDATE_SCHEMAS]);
 export type Update = z.infer<typeof Update>;
 export type UpdateType = Update['type'];
+/** Every update type a shard's update stream can hold. */
+export const UPDATE_TYPES: ReadonlySet<string> = new Set(
+  UPDATE_SCHEMAS.map((s) => s.shape.type.value),
+);
 /** An update before the projector stamps it with the task's next sequence and its entry. */
 export type UnsequencedUpdate = Update extends infer U
   ? U extends Update

@@ -12,6 +12,7 @@ import { InvalidEntryError, mapScriptError } from './errors';
 import { compareIds } from './ids';
 import { DEFAULT_PREFIX, DEFAULT_SHARDS, KeyLayout } from './keys';
 import { defineScripts, withReplicas, type Scripts } from './scripts';
+import { decodeChecked, decodeStoredEntry, decodeStoredUpdate, zodReason } from './stored';
 import { StreamTail, type TailGroup } from './tail';
 
 export interface EventStoreOptions {
@@ -151,32 +152,12 @@ function field(fields: Fields, name: string): string | undefined {
   return undefined;
 }
 
-type Decoded<T> = { ok: true; value: T } | { ok: false; reason: string };
-
-function decode<T>(json: string | undefined, schema: z.ZodType<T>): Decoded<T> {
-  if (json === undefined) return { ok: false, reason: 'missing entry field' };
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch (err) {
-    return { ok: false, reason: `not JSON: ${(err as Error).message}` };
-  }
-  const r = schema.safeParse(value);
-  return r.success ? { ok: true, value: r.data } : { ok: false, reason: zodReason(r.error) };
-}
-
-function zodReason(err: z.ZodError): string {
-  return err.issues
-    .slice(0, 5)
-    .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
-    .join('; ');
-}
-
 /**
  * Baton's event store over Redis streams: idempotent and fenced appends to task streams, shard
  * leases with fencing epochs, snapshots and trimming, per-shard client updates, execution inboxes,
- * raw-frame logs and dead letters. Everything that enters or leaves is validated with
- * `@baton/protocol`; what fails on the way out is dead-lettered and skipped.
+ * raw-frame logs and dead letters. Everything that enters is validated with `@baton/protocol`;
+ * what comes back out is checked as far as its write did not already prove it (stored.ts), and
+ * what fails is dead-lettered and skipped.
  */
 export class EventStore {
   readonly keys: KeyLayout;
@@ -318,7 +299,7 @@ export class EventStore {
     );
   }
 
-  /** Up to `count` entries after `afterId` (exclusive; `'0-0'` from the start), validated. */
+  /** Up to `count` entries after `afterId` (exclusive; `'0-0'` from the start), envelope-checked. */
   async readTask(taskId: string, afterId = '0-0', count = 1_000): Promise<Page<StoredEntry>> {
     return this.readEntries(this.keys.taskStream(taskId), taskId, afterId, count);
   }
@@ -338,7 +319,7 @@ export class EventStore {
     const items: StoredEntry[] = [];
     let dead: [string, Fields, string][] | undefined;
     for (const [id, fields] of raw) {
-      const r = decode(field(fields, 'e'), StreamEntry);
+      const r = decodeStoredEntry(field(fields, 'e'));
       if (r.ok && r.value.taskId === taskId) items.push({ id, entry: r.value });
       else {
         const reason = r.ok ? `taskId ${r.value.taskId} in the stream of ${taskId}` : r.reason;
@@ -621,7 +602,7 @@ export class EventStore {
     return { published, lastSeq };
   }
 
-  /** Updates of a shard after `afterId` (exclusive), validated. */
+  /** Updates of a shard after `afterId` (exclusive), envelope-checked. */
   async readUpdates(shard: number, afterId = '0-0', count = 1_000): Promise<Page<StoredUpdate>> {
     const key = this.keys.updates(shard);
     const start = afterId === '0-0' ? '-' : `(${afterId}`;
@@ -654,7 +635,7 @@ export class EventStore {
   }
 
   private async decodeUpdate(shard: number, key: string, id: string, fields: Fields) {
-    const r = decode(field(fields, 'u'), Update);
+    const r = decodeStoredUpdate(field(fields, 'u'));
     if (r.ok) return r.value;
     await this.deadLetter(shard, key, id, r.reason, fields);
     return null;
@@ -727,7 +708,7 @@ export class EventStore {
     id: string,
     fields: Fields,
   ): Promise<InboxMessage | null> {
-    const r = decode(field(fields, 'e'), InboxMessage);
+    const r = decodeChecked(field(fields, 'e'), InboxMessage);
     if (r.ok && r.value.taskId === taskId) return r.value;
     const reason = r.ok ? `taskId ${r.value.taskId} in an inbox of ${taskId}` : r.reason;
     await this.deadLetter(this.shardOf(taskId), key, id, reason, fields);
@@ -837,7 +818,7 @@ export class EventStore {
       const shard = this.shardOf(taskId);
       const json = await this.redis.hget(this.keys.views(shard), taskId);
       if (json === null) return null;
-      const r = decode(json, TaskView);
+      const r = decodeChecked(json, TaskView);
       if (r.ok) return r.value;
       await this.deadLetter(shard, this.keys.views(shard), taskId, r.reason, ['v', json]);
       return null;

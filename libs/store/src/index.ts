@@ -15,6 +15,7 @@ export type {
   StoredUpdate,
 } from './event-store';
 export { StreamTail } from './tail';
+export { decodeStoredEntry, decodeStoredUpdate, type Decoded } from './stored';
 export {
   connectRedis,
   duplicateForBlocking,

@@ -349,6 +349,8 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     const badShape = await client.xadd(key, '*', 'e', JSON.stringify({ v: 1, type: 'x' }));
     const noField = await client.xadd(key, '*', 'other', '1');
     const foreign = await client.xadd(key, '*', 'e', JSON.stringify(fact('elsewhere', 'w1', 9)));
+    // Reading back trusts what append validated, but never an entry of another schema version.
+    const newer = await client.xadd(key, '*', 'e', JSON.stringify({ ...fact(t, 'w1', 8), v: 2 }));
     await store.append(t, [fact(t, 'w1', 2)]);
 
     const page = await store.readTask(t);
@@ -356,11 +358,12 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     // Readers of the same stream (replicas, a replay) do not duplicate the dead letters.
     await store.readTask(t);
     const dead = await store.deadLetters.read(shard);
-    expect(dead.items.map((d) => d.sourceId)).toEqual([notJson, badShape, noField, foreign]);
+    expect(dead.items.map((d) => d.sourceId)).toEqual([notJson, badShape, noField, foreign, newer]);
     expect(dead.items.every((d) => d.source === key)).toBe(true);
     expect(dead.items[0]!.reason).toMatch(/not JSON/);
     expect(dead.items[1]!.reason).toMatch(/type/);
     expect(dead.items[3]!.reason).toMatch(/elsewhere/);
+    expect(dead.items[4]!.reason).toMatch(/schema version 2/);
     expect(JSON.parse(dead.items[0]!.raw)).toEqual(['e', '{"v":1,']);
 
     // Updates go the same way.

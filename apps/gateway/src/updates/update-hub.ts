@@ -1,5 +1,10 @@
-import { Update, splitTaskKey, type TaskView } from '@baton/protocol';
-import type { EventStore, StoredUpdate, StreamTail } from '@baton/store';
+import { splitTaskKey, type TaskView, type Update } from '@baton/protocol';
+import {
+  decodeStoredUpdate,
+  type EventStore,
+  type StoredUpdate,
+  type StreamTail,
+} from '@baton/store';
 import type { Logger } from '../logger';
 import { clientUpdate } from '../tenancy';
 import { ViewCache } from './view-cache';
@@ -49,14 +54,6 @@ type XEntry = [string, string[]];
 function field(fields: string[], name: string): string | undefined {
   for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
   return undefined;
-}
-
-function parseJson(text: string | undefined): unknown {
-  try {
-    return text === undefined ? undefined : JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 /** How far back a resume may look in a shard's update stream before it settles for a snapshot. */
@@ -248,9 +245,9 @@ export class UpdateHub {
         if (field(fields, 't') !== taskId) continue;
         const seq = Number(field(fields, 's'));
         if (seq <= afterSeq) return null;
-        const r = Update.safeParse(parseJson(field(fields, 'u')));
-        if (!r.success || r.data.seq !== seq) return null;
-        found.push(r.data);
+        const r = decodeStoredUpdate(field(fields, 'u'));
+        if (!r.ok || r.value.seq !== seq) return null;
+        found.push(r.value);
         if (seq === afterSeq + 1) {
           found.reverse();
           // Approximate trimming removes whole head nodes, so what is retained is a suffix;
