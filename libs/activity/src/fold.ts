@@ -1,6 +1,8 @@
 import {
   SCHEMA_VERSION,
   type ForegroundActivity,
+  type PermissionRequestView,
+  type PermissionSettled,
   type TaskEntry,
   type PromptOutcome,
   type TaskActivityView,
@@ -303,8 +305,13 @@ function sessionChanges(
     if (
       was.length !== now.length ||
       was.some((p, i) => p.requestId !== now[i]!.requestId || p.executionId !== now[i]!.executionId)
-    )
-      out.push({ type: 'session.permissions', data: { sessionId, requests: now } });
+    ) {
+      const resolved = settledPermissions(was, now, after);
+      out.push({
+        type: 'session.permissions',
+        data: { sessionId, requests: now, ...(resolved.length > 0 ? { resolved } : {}) },
+      });
+    }
   }
   promptChanges(before, after, entry, out);
   if (entry.type === 'command.rejected') out.push(commandFailed(entry));
@@ -465,4 +472,34 @@ function outcome(
         message: 'an operator force-released the session',
       };
   }
+}
+
+/**
+ * How each request that left the open list was settled: its answer while the worker still owes
+ * the report (a person, the timeout, a cancel), else what the session remembers of it.
+ */
+function settledPermissions(
+  was: readonly PermissionRequestView[],
+  now: readonly PermissionRequestView[],
+  after: SessionState,
+): PermissionSettled[] {
+  const out: PermissionSettled[] = [];
+  for (const p of was) {
+    if (now.some((q) => q.requestId === p.requestId)) continue;
+    const a =
+      after.permissions.find((q) => q.requestId === p.requestId)?.answer ??
+      after.resolvedPermissions.find((q) => q.requestId === p.requestId) ??
+      null;
+    out.push(
+      a
+        ? {
+            requestId: p.requestId,
+            outcome: a.outcome,
+            ...(a.optionId !== null ? { optionId: a.optionId } : {}),
+            by: a.by,
+          }
+        : { requestId: p.requestId, outcome: 'cancelled' },
+    );
+  }
+  return out;
 }

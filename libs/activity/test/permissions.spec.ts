@@ -84,6 +84,12 @@ describe('permission requests', () => {
     expect(attention(o.session())).toBeNull();
     expect(taskView(o.state).activity.sessionsNeedingPerson).toBe(0);
     expect(o.session().permissions[0]!.answer).toMatchObject({ by: 'person' });
+    // The update that takes it off the open list says how it was settled (AHP's toolCallConfirmed).
+    expect(o.updates.filter((u) => u.type === 'session.permissions').at(-1)?.data).toEqual({
+      sessionId: 's1',
+      requests: [],
+      resolved: [{ requestId: 'r1', outcome: 'selected', optionId: 'allow', by: 'person' }],
+    });
     const c2 = o.command('s1', 'permission.respond', { requestId: 'r1', optionId: 'reject' });
     expect(o.updates.at(-1)).toMatchObject({
       type: 'command.failed',
@@ -165,6 +171,7 @@ describe('permission requests', () => {
     expect(again.o.updates.filter((u) => u.type === 'session.permissions').at(-1)?.data).toEqual({
       sessionId: 's1',
       requests: [],
+      resolved: [{ requestId: 'r1', outcome: 'cancelled', by: 'execution_ended' }],
     });
     void x;
   });

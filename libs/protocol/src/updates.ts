@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { TaskKey } from './task-key';
 import { AdmissionMode, Id, SchemaVersion, StreamId, TaskStatus } from './common';
 import { BackgroundWork } from './background-work';
-import { QueueReason, RejectReason, RemoveReason } from './entries';
+import { PermissionResolver, QueueReason, RejectReason, RemoveReason } from './entries';
 import {
   ParkedView,
   PermissionRequestView,
@@ -57,10 +57,29 @@ export const SessionParkedChanged = update(
   'session.parked',
   z.object({ sessionId: Id, parked: ParkedView.nullable() }),
 );
-/** The permission requests waiting for a person changed: the complete list, oldest first. */
+/**
+ * How a request that left the open list was settled: the option chosen (`selected`) or
+ * `cancelled`, and by whom. `by` is absent when the fold no longer knows (the session deleted).
+ */
+export const PermissionSettled = z.object({
+  requestId: Id,
+  outcome: z.enum(['selected', 'cancelled']),
+  optionId: Id.optional(),
+  by: PermissionResolver.optional(),
+});
+export type PermissionSettled = z.infer<typeof PermissionSettled>;
+
+/**
+ * The permission requests waiting for a person changed: the complete list, oldest first, and
+ * (additive, absent when none) how each request that left it was settled.
+ */
 export const SessionPermissionsChanged = update(
   'session.permissions',
-  z.object({ sessionId: Id, requests: z.array(PermissionRequestView) }),
+  z.object({
+    sessionId: Id,
+    requests: z.array(PermissionRequestView),
+    resolved: z.array(PermissionSettled).optional(),
+  }),
 );
 
 export const PromptOutcome = z.discriminatedUnion('outcome', [
