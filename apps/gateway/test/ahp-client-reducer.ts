@@ -1,5 +1,6 @@
 // AHP 1.0.0's chat reducer as a client has it, written from the specification alone (no Baton
-// code): the turn lifecycle, pending messages and backgroundWork. The conformance tests fold what
+// code): the turn lifecycle, tool calls and their confirmation, pending messages and
+// backgroundWork. The conformance tests fold what
 // the host sends through it.
 type Json = Record<string, unknown>;
 
@@ -32,6 +33,25 @@ export function reduce(s: Json, a: Json): Json {
       }
       return n;
     }
+    case 'chat/toolCallStart': {
+      if (!active || active.id !== a.turnId) return s;
+      const toolCall = {
+        status: 'streaming',
+        toolCallId: a.toolCallId,
+        toolName: a.toolName,
+        displayName: a.displayName,
+        intention: a.intention,
+        contributor: a.contributor,
+        _meta: a._meta,
+      };
+      const parts = [...(active.responseParts as Json[]), { kind: 'toolCall', toolCall }];
+      return { ...s, activeTurn: { ...active, responseParts: parts } };
+    }
+    case 'chat/toolCallDelta':
+    case 'chat/toolCallReady':
+    case 'chat/toolCallConfirmed':
+    case 'chat/toolCallComplete':
+      return toolCall(s, a);
     case 'chat/turnComplete':
     case 'chat/turnCancelled':
     case 'chat/error': {
@@ -42,7 +62,24 @@ export function reduce(s: Json, a: Json): Json {
           : a.type === 'chat/turnCancelled'
             ? 'cancelled'
             : 'error';
-      const turn = { ...active, duration: a.duration, state };
+      // Tool calls still open end cancelled ('skipped').
+      const responseParts = (active.responseParts as Json[]).map((p) => {
+        const tc = p.toolCall as Json | undefined;
+        if (p.kind !== 'toolCall' || !tc || tc.status === 'completed' || tc.status === 'cancelled')
+          return p;
+        const streaming = tc.status === 'streaming';
+        return {
+          kind: 'toolCall',
+          toolCall: {
+            status: 'cancelled',
+            ...base(tc),
+            invocationMessage: streaming ? (tc.invocationMessage ?? '') : tc.invocationMessage,
+            toolInput: streaming ? undefined : tc.toolInput,
+            reason: 'skipped',
+          },
+        };
+      });
+      const turn = { ...active, responseParts, duration: a.duration, state };
       const n: Json = {
         ...s,
         turns: [...(s.turns as Json[]), turn],
@@ -95,4 +132,105 @@ export function reduce(s: Json, a: Json): Json {
     default:
       return s;
   }
+}
+
+const base = (tc: Json, meta?: unknown) => ({
+  toolCallId: tc.toolCallId,
+  toolName: tc.toolName,
+  displayName: tc.displayName,
+  intention: tc.intention,
+  contributor: tc.contributor,
+  _meta: meta ?? tc._meta,
+});
+
+/** The tool-call state machine: one tool call of the active turn moves; the status follows. */
+function toolCall(s: Json, a: Json): Json {
+  const active = s.activeTurn as Json | undefined;
+  if (!active || active.id !== a.turnId) return s;
+  const parts = active.responseParts as Json[];
+  const i = parts.findIndex(
+    (p) => p.kind === 'toolCall' && (p.toolCall as Json).toolCallId === a.toolCallId,
+  );
+  if (i < 0) return s;
+  const tc = parts[i]!.toolCall as Json;
+  let next: Json | undefined;
+  if (a.type === 'chat/toolCallDelta' && tc.status === 'streaming') {
+    next = {
+      ...tc,
+      ...(a._meta !== undefined ? { _meta: a._meta } : {}),
+      partialInput: ((tc.partialInput as string | undefined) ?? '') + ((a.content as string) ?? ''),
+      invocationMessage: a.invocationMessage ?? tc.invocationMessage,
+    };
+  } else if (
+    a.type === 'chat/toolCallReady' &&
+    ['streaming', 'running', 'pending-confirmation'].includes(tc.status as string)
+  ) {
+    const p = tc.status === 'pending-confirmation' ? tc : ({} as Json);
+    next = a.confirmed
+      ? {
+          status: 'running',
+          ...base(tc, a._meta),
+          invocationMessage: a.invocationMessage,
+          toolInput: a.toolInput,
+          confirmed: a.confirmed,
+        }
+      : {
+          status: 'pending-confirmation',
+          ...base(tc, a._meta),
+          invocationMessage: a.invocationMessage,
+          toolInput: a.toolInput ?? p.toolInput,
+          confirmationTitle: a.confirmationTitle ?? p.confirmationTitle,
+          riskAssessment: a.riskAssessment ?? p.riskAssessment,
+          edits: a.edits ?? p.edits,
+          editable: a.editable ?? p.editable,
+          ...((a.options ?? p.options) ? { options: a.options ?? p.options } : {}),
+        };
+  } else if (a.type === 'chat/toolCallConfirmed' && tc.status === 'pending-confirmation') {
+    const chosen = ((tc.options as Json[] | undefined) ?? []).find(
+      (o) => o.id === a.selectedOptionId,
+    );
+    next = a.approved
+      ? {
+          status: 'running',
+          ...base(tc, a._meta),
+          invocationMessage: tc.invocationMessage,
+          toolInput: a.editedToolInput ?? tc.toolInput,
+          confirmed: a.confirmed,
+          ...(chosen ? { selectedOption: chosen } : {}),
+        }
+      : {
+          status: 'cancelled',
+          ...base(tc, a._meta),
+          invocationMessage: tc.invocationMessage,
+          toolInput: tc.toolInput,
+          reason: a.reason,
+          reasonMessage: a.reasonMessage,
+          userSuggestion: a.userSuggestion,
+          ...(chosen ? { selectedOption: chosen } : {}),
+        };
+  } else if (
+    a.type === 'chat/toolCallComplete' &&
+    (tc.status === 'running' || tc.status === 'pending-confirmation')
+  ) {
+    next = {
+      status: a.requiresResultConfirmation ? 'pending-result-confirmation' : 'completed',
+      ...base(tc, a._meta),
+      invocationMessage: tc.invocationMessage,
+      toolInput: tc.toolInput,
+      confirmed: tc.status === 'running' ? tc.confirmed : 'not-needed',
+      ...(tc.status === 'running' && tc.selectedOption
+        ? { selectedOption: tc.selectedOption }
+        : {}),
+      ...(a.result as Json),
+    };
+  }
+  if (!next) return s;
+  const responseParts = parts.map((p, j) => (j === i ? { ...p, toolCall: next } : p));
+  const n: Json = { ...s, activeTurn: { ...active, responseParts } };
+  const blocked = responseParts.some((p) =>
+    ['pending-confirmation', 'pending-result-confirmation', 'auth-required'].includes(
+      (p.toolCall as Json | undefined)?.status as string,
+    ),
+  );
+  return { ...n, status: ((s.status as number) & ~31) | (blocked ? 24 : 8) };
 }

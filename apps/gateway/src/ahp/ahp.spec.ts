@@ -35,7 +35,8 @@ const load = (dir: string): Fixture[] =>
     }));
 
 // Upstream AHP v1.0.0 reducer fixtures (types/test-cases/reducers, as vendored unchanged by
-// softov/ahpd@79be3dde) for what Baton's chats use: turns, pending/queued messages, backgroundWork.
+// softov/ahpd@79be3dde) for what Baton's chats use: turns, tool calls and their confirmation
+// (019–021, 024–026, 028, 029, 096), pending/queued messages, backgroundWork.
 const fixtures = [
   ...load(join(__dirname, '..', '..', 'test', 'fixtures', 'ahp-reducers')),
   ...load(join(__dirname, '..', '..', '..', '..', 'libs', 'activity', 'fixtures', 'ahp')),
@@ -46,6 +47,10 @@ describe('AHP chat reducer (from the spec) against the upstream fixtures', () =>
     expect(fixtures.length).toBeGreaterThanOrEqual(35);
     // Every upstream steering fixture (039–044, 052, 008).
     for (const n of ['008', '039', '040', '041', '042', '043', '044', '052']) {
+      expect(fixtures.some((f) => f.file.startsWith(`${n}-`))).toBe(true);
+    }
+    // The tool-call confirmation fixtures (a permission request is a pending-confirmation call).
+    for (const n of ['019', '020', '021', '024', '025', '026', '028', '029', '096']) {
       expect(fixtures.some((f) => f.file.startsWith(`${n}-`))).toBe(true);
     }
   });

@@ -1,7 +1,8 @@
 /**
  * AHP 1.0.0's chat reducer, written from the specification (types/channels-chat, the state-model
  * guide and the v1.0.0 reducer fixtures) for the part of ChatState Baton publishes: the turn
- * lifecycle, pending (steering / queued) messages and backgroundWork. Pure and clock-free, as the
+ * lifecycle, the tool-call state machine (Baton publishes an agent's permission request as a tool
+ * call in `pending-confirmation`), pending (steering / queued) messages and backgroundWork. Pure and clock-free, as the
  * spec's reducers are since 0.9.0: `modifiedAt` comes from the actions' own data.
  *
  * The host folds every action it sends through this reducer, so the snapshot it gives a client is,
@@ -68,7 +69,20 @@ export interface ChatState {
 
 export type ChatAction = { type: string; [k: string]: unknown };
 
-/** The spec's summaryStatus, for the parts of a turn Baton publishes (no tool calls, no input requests). */
+/** A tool call's lifecycle state (AHP ToolCallState): `status` plus the fields of that status. */
+export interface ToolCallState {
+  status: string;
+  toolCallId: string;
+  toolName: string;
+  displayName: string;
+  [k: string]: unknown;
+}
+export interface ToolCallPart {
+  kind: 'toolCall';
+  toolCall: ToolCallState;
+}
+
+/** The spec's summaryStatus: a tool call awaiting confirmation (or an open input request) needs input. */
 function hasBlockingPart(s: ChatState): boolean {
   return (s.activeTurn?.responseParts ?? []).some((p) => {
     const part = p as { kind?: string; response?: unknown; toolCall?: { status?: string } };
@@ -103,12 +117,30 @@ function endTurn(
   const active = s.activeTurn;
   if (!active || active.id !== turnId) return s;
   const d = Math.max(0, typeof duration === 'number' ? duration : 0);
+  // Tool calls not yet completed or cancelled are forced into cancelled (`skipped`).
+  const responseParts = active.responseParts.map((p) => {
+    const part = p as Partial<ToolCallPart>;
+    if (part.kind !== 'toolCall' || !part.toolCall) return p;
+    const tc = part.toolCall;
+    if (tc.status === 'completed' || tc.status === 'cancelled') return p;
+    const streaming = tc.status === 'streaming';
+    return {
+      kind: 'toolCall',
+      toolCall: {
+        status: 'cancelled',
+        ...tcBase(tc),
+        invocationMessage: streaming ? (tc.invocationMessage ?? '') : tc.invocationMessage,
+        toolInput: streaming ? undefined : tc.toolInput,
+        reason: 'skipped',
+      },
+    };
+  });
   const turn: Turn = {
     id: active.id,
     startedAt: active.startedAt,
     duration: d,
     message: active.message,
-    responseParts: active.responseParts,
+    responseParts,
     usage: active.usage,
     state,
     ...(error !== undefined ? { error } : {}),
@@ -121,8 +153,156 @@ function endTurn(
   return next;
 }
 
+/** The fields every tool call state carries (the spec's tcBase), `_meta` replaced when given. */
+function tcBase(tc: ToolCallState, meta?: unknown) {
+  return {
+    toolCallId: tc.toolCallId,
+    toolName: tc.toolName,
+    displayName: tc.displayName,
+    intention: tc.intention,
+    contributor: tc.contributor,
+    _meta: meta ?? tc._meta,
+  };
+}
+
+/**
+ * Updates one tool call of the active turn `turnId` (the same state when the turn, the call or
+ * the update does not apply), then derives the status again as the spec does.
+ */
+function updateToolCall(
+  s: ChatState,
+  a: ChatAction,
+  update: (tc: ToolCallState) => ToolCallState,
+): ChatState {
+  const active = s.activeTurn;
+  if (!active || active.id !== a.turnId) return s;
+  let found = false;
+  const responseParts = active.responseParts.map((p) => {
+    const part = p as Partial<ToolCallPart>;
+    if (part.kind !== 'toolCall' || part.toolCall?.toolCallId !== a.toolCallId) return p;
+    const next = update(part.toolCall);
+    if (next === part.toolCall) return p;
+    found = true;
+    return { ...part, toolCall: next };
+  });
+  if (!found) return s;
+  const next: ChatState = { ...s, activeTurn: { ...active, responseParts } };
+  const status = summaryStatus(next);
+  return status === next.status ? next : { ...next, status };
+}
+
+/** The confirmation option a confirmed action names, among those the pending tool call offered. */
+function selectedOption(tc: ToolCallState, id: unknown): unknown {
+  if (typeof id !== 'string' || !Array.isArray(tc.options)) return undefined;
+  return (tc.options as { id?: unknown }[]).find((o) => o.id === id);
+}
+
 export function chatReducer(s: ChatState, a: ChatAction): ChatState {
   switch (a.type) {
+    case 'chat/toolCallStart': {
+      const active = s.activeTurn;
+      if (!active || active.id !== a.turnId) return s;
+      const part: ToolCallPart = {
+        kind: 'toolCall',
+        toolCall: {
+          toolCallId: a.toolCallId as string,
+          toolName: a.toolName as string,
+          displayName: a.displayName as string,
+          intention: a.intention,
+          contributor: a.contributor,
+          _meta: a._meta,
+          status: 'streaming',
+        },
+      };
+      return { ...s, activeTurn: { ...active, responseParts: [...active.responseParts, part] } };
+    }
+    case 'chat/toolCallDelta':
+      return updateToolCall(s, a, (tc) =>
+        tc.status !== 'streaming'
+          ? tc
+          : {
+              ...tc,
+              ...(a._meta !== undefined ? { _meta: a._meta } : {}),
+              partialInput:
+                ((tc.partialInput as string | undefined) ?? '') +
+                (typeof a.content === 'string' ? a.content : ''),
+              invocationMessage: a.invocationMessage ?? tc.invocationMessage,
+            },
+      );
+    case 'chat/toolCallReady':
+      return updateToolCall(s, a, (tc) => {
+        if (
+          tc.status !== 'streaming' &&
+          tc.status !== 'running' &&
+          tc.status !== 'pending-confirmation'
+        ) {
+          return tc;
+        }
+        const base = tcBase(tc, a._meta);
+        if (a.confirmed) {
+          return {
+            status: 'running',
+            ...base,
+            invocationMessage: a.invocationMessage,
+            toolInput: a.toolInput,
+            confirmed: a.confirmed,
+          };
+        }
+        const pending = tc.status === 'pending-confirmation' ? tc : undefined;
+        const options = a.options ?? pending?.options;
+        return {
+          status: 'pending-confirmation',
+          ...base,
+          invocationMessage: a.invocationMessage,
+          toolInput: a.toolInput ?? pending?.toolInput,
+          confirmationTitle: a.confirmationTitle ?? pending?.confirmationTitle,
+          riskAssessment: a.riskAssessment ?? pending?.riskAssessment,
+          edits: a.edits ?? pending?.edits,
+          editable: a.editable ?? pending?.editable,
+          ...(options ? { options } : {}),
+        };
+      });
+    case 'chat/toolCallConfirmed':
+      return updateToolCall(s, a, (tc) => {
+        if (tc.status !== 'pending-confirmation') return tc;
+        const base = tcBase(tc, a._meta);
+        const selected = selectedOption(tc, a.selectedOptionId);
+        if (a.approved === true) {
+          return {
+            status: 'running',
+            ...base,
+            invocationMessage: tc.invocationMessage,
+            toolInput: a.editedToolInput ?? tc.toolInput,
+            confirmed: a.confirmed,
+            ...(selected ? { selectedOption: selected } : {}),
+          };
+        }
+        return {
+          status: 'cancelled',
+          ...base,
+          invocationMessage: tc.invocationMessage,
+          toolInput: tc.toolInput,
+          reason: a.reason,
+          reasonMessage: a.reasonMessage,
+          userSuggestion: a.userSuggestion,
+          ...(selected ? { selectedOption: selected } : {}),
+        };
+      });
+    case 'chat/toolCallComplete':
+      return updateToolCall(s, a, (tc) => {
+        if (tc.status !== 'running' && tc.status !== 'pending-confirmation') return tc;
+        const running = tc.status === 'running';
+        const result = (a.result ?? {}) as Record<string, unknown>;
+        return {
+          status: a.requiresResultConfirmation ? 'pending-result-confirmation' : 'completed',
+          ...tcBase(tc, a._meta),
+          invocationMessage: tc.invocationMessage,
+          toolInput: tc.toolInput,
+          confirmed: running ? tc.confirmed : 'not-needed',
+          ...(running && tc.selectedOption ? { selectedOption: tc.selectedOption } : {}),
+          ...result,
+        };
+      });
     case 'chat/turnStarted': {
       let next: ChatState = {
         ...s,
@@ -222,6 +402,7 @@ export function chatReducer(s: ChatState, a: ChatAction): ChatState {
 export const CLIENT_DISPATCHABLE = new Set([
   'chat/turnStarted',
   'chat/turnCancelled',
+  'chat/toolCallConfirmed',
   'chat/pendingMessageSet',
   'chat/pendingMessageRemoved',
   'chat/queuedMessagesReordered',
