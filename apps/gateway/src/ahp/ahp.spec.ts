@@ -113,13 +113,43 @@ const step = fc.record({
   relabel: fc.boolean(),
   /** Baton admits a steer of this generation (a prompt delivered into the running turn). */
   steer: fc.option(fc.integer({ min: 1, max: 5 }), { nil: null }),
+  /** The agent asks permission (a new request opens). */
+  ask: fc.boolean(),
+  /** The oldest open request is settled, and how (`unseen`: the host is not told how). */
+  answer: fc.option(fc.constantFrom('allow', 'reject', 'timeout', 'cancelled', 'unseen'), {
+    nil: null,
+  }),
 });
+
+const OPTIONS = [
+  { optionId: 'allow', name: 'Allow', kind: 'allow_once' },
+  { optionId: 'always', name: 'Always allow', kind: 'allow_always' },
+  { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
+];
+const request = (id: string) => ({
+  requestId: id,
+  toolCallId: `toolu_${id}`,
+  title: `Bash: rm -rf ${id}`,
+  toolKind: 'execute',
+  options: OPTIONS,
+  executionId: 'e1',
+});
+/** How a request was settled, as session.permissions says it. */
+const settledAs = (id: string, how: string) =>
+  how === 'allow'
+    ? { requestId: id, outcome: 'selected', optionId: 'allow', by: 'person' }
+    : how === 'reject'
+      ? { requestId: id, outcome: 'selected', optionId: 'reject', by: 'person' }
+      : how === 'timeout'
+        ? { requestId: id, outcome: 'selected', optionId: 'reject', by: 'timeout' }
+        : { requestId: id, outcome: 'cancelled', by: 'turn_cancelled' };
 
 describe('Baton view → AHP chat actions (pure mapping)', () => {
   it('at every step, a client folding the actions from the snapshot has exactly the host’s state, and its status is the spec’s derivation', () => {
     fc.assert(
       fc.property(fc.array(step, { minLength: 1, maxLength: 25 }), (steps) => {
         const mirror = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
+        let open: string[] = [];
         const view = (x: (typeof steps)[number]): SessionView => ({
           sessionId: 's',
           activity: activity({
@@ -129,6 +159,7 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
           }),
           queue: queue(x.queued),
           backgroundWork: x.work.map((w) => shell(w, x.relabel ? `${w}!` : w)),
+          permissions: open.map(request),
         });
         mirror.sync(view(steps[0]!), '2026-12-01T00:00:00.000Z');
         let client = norm(mirror.ahp) as Record<string, unknown>;
@@ -154,14 +185,54 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
             expect(norm(client)).toEqual(norm(mirror.ahp));
             if (steer === null || x.steer >= steer) steer = x.steer;
           }
+          // Permission requests: one opens, the oldest is settled (session.permissions says how).
+          const before = open;
+          if (x.answer !== null && open.length > 0) open = open.slice(1);
+          if (x.ask) open = [...open, `r${i}`];
+          if (before.join() !== open.join()) {
+            const left = before.filter((r) => !open.includes(r));
+            const perms = {
+              v: 1,
+              taskId: 't',
+              seq: i + 1,
+              type: 'session.permissions',
+              data: {
+                sessionId: 's',
+                requests: open.map(request),
+                ...(x.answer !== 'unseen' && left.length > 0
+                  ? { resolved: left.map((r) => settledAs(r, x.answer!)) }
+                  : {}),
+              },
+            } as unknown as Update;
+            for (const a of mirror.applyGroup([perms], now)) client = clientReduce(client, a);
+            expect(norm(client)).toEqual(norm(mirror.ahp));
+          }
           const actions = mirror.sync(view(x), now);
           for (const a of actions) client = clientReduce(client, a);
           expect(norm(client)).toEqual(norm(mirror.ahp));
+          // An open request is a tool call of the running turn awaiting confirmation (status
+          // InputNeeded); a settled one has left pending-confirmation.
+          const calls = (mirror.ahp.activeTurn?.responseParts ?? []).map(
+            (p) => (p as { toolCall: { toolCallId: string; status: string } }).toolCall,
+          );
+          const pending = calls.filter((c) => c.status === 'pending-confirmation');
+          if (mirror.ahp.activeTurn) {
+            for (const r of open) {
+              const c = calls.find((t) => t.toolCallId === r);
+              // Opened in this turn: awaiting confirmation.
+              if (c) expect(c.status).toBe('pending-confirmation');
+            }
+            expect(pending.every((c) => open.includes(c.toolCallId))).toBe(true);
+            expect(mirror.ahp.status & 0b11111).toBe(
+              pending.length > 0 ? Status.InputNeeded : Status.InProgress,
+            );
+          }
           // The steering message is Baton's steer while a turn of an earlier generation runs.
           const steering = steer !== null && x.gen !== null && x.gen < steer;
           expect(mirror.ahp.steeringMessage?.id).toBe(steering ? `steer-${steer}` : undefined);
           const s = mirror.ahp;
-          // Status bits as the spec derives them: busy iff a turn is active, never from background work.
+          // Status bits as the spec derives them: busy iff a turn is active, never from background
+          // work; a tool call awaiting confirmation makes it InputNeeded (which has the busy bit).
           if (s.activeTurn) expect(s.status & Status.InProgress).toBe(Status.InProgress);
           else
             expect(s.status & 0b11111).toBe(
@@ -258,6 +329,145 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
     );
     expect(out[0]).toMatchObject({ type: 'chat/turnCancelled', turnId: 'turn-b' });
     expect(m.ahp.status).toBe(Status.Idle);
+  });
+
+  it('an open permission request is a tool call of the running turn in pending-confirmation (InputNeeded); settled, it leaves it as the spec says', () => {
+    const u = (type: string, data: object): Update =>
+      ({ v: 1, taskId: 't', seq: 1, type, data: { sessionId: 's', ...data } }) as unknown as Update;
+    const start = (resolved: object[]) => {
+      const m = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
+      m.sync(
+        {
+          sessionId: 's',
+          activity: activity({ runningGeneration: 1, state: 'running' }),
+          queue: queue([]),
+          backgroundWork: [],
+          permissions: [request('r1')],
+        },
+        '2026-12-01T00:00:00.000Z',
+      );
+      const out = m.applyGroup(
+        [u('session.permissions', { requests: [], resolved })],
+        '2026-12-01T00:00:01.000Z',
+      );
+      return { m, out };
+    };
+    // The snapshot: turn s#1 with the tool call awaiting confirmation, the agent's options.
+    const fresh = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
+    const actions = fresh.sync(
+      {
+        sessionId: 's',
+        activity: activity({ runningGeneration: 1, state: 'running' }),
+        queue: queue([]),
+        backgroundWork: [],
+        permissions: [request('r1')],
+      },
+      '2026-12-01T00:00:00.000Z',
+    );
+    expect(actions.map((a) => a.type)).toEqual([
+      'chat/turnStarted',
+      'chat/toolCallStart',
+      'chat/toolCallReady',
+    ]);
+    expect(fresh.ahp.status).toBe(Status.InputNeeded);
+    expect(fresh.ahp.activeTurn?.responseParts).toEqual([
+      {
+        kind: 'toolCall',
+        toolCall: expect.objectContaining({
+          status: 'pending-confirmation',
+          toolCallId: 'r1',
+          toolName: 'execute',
+          displayName: 'Bash: rm -rf r1',
+          confirmationTitle: 'Bash: rm -rf r1',
+          options: [
+            { id: 'allow', label: 'Allow', kind: 'approve', group: 0 },
+            { id: 'always', label: 'Always allow', kind: 'approve', group: 0 },
+            { id: 'reject', label: 'Reject', kind: 'deny', group: 1 },
+          ],
+          _meta: {
+            'x-baton': {
+              requestId: 'r1',
+              executionId: 'e1',
+              toolCallId: 'toolu_r1',
+              toolKind: 'execute',
+            },
+          },
+        }),
+      },
+    ]);
+    const confirmed = (resolved: object[]) => start(resolved).out;
+    expect(
+      confirmed([{ requestId: 'r1', outcome: 'selected', optionId: 'always', by: 'person' }]),
+    ).toEqual([
+      {
+        type: 'chat/toolCallConfirmed',
+        turnId: 's#1',
+        toolCallId: 'r1',
+        approved: true,
+        confirmed: 'user-action',
+        selectedOptionId: 'always',
+      },
+    ]);
+    expect(
+      confirmed([{ requestId: 'r1', outcome: 'selected', optionId: 'reject', by: 'timeout' }]),
+    ).toEqual([
+      {
+        type: 'chat/toolCallConfirmed',
+        turnId: 's#1',
+        toolCallId: 'r1',
+        approved: false,
+        reason: 'denied',
+        selectedOptionId: 'reject',
+        reasonMessage: 'nobody answered in time',
+      },
+    ]);
+    expect(confirmed([{ requestId: 'r1', outcome: 'cancelled', by: 'execution_ended' }])).toEqual([
+      {
+        type: 'chat/toolCallConfirmed',
+        turnId: 's#1',
+        toolCallId: 'r1',
+        approved: false,
+        reason: 'skipped',
+        reasonMessage: "the agent's execution ended",
+      },
+    ]);
+    const approved = start([
+      { requestId: 'r1', outcome: 'selected', optionId: 'allow', by: 'person' },
+    ]);
+    const part = (x: ChatMirror) =>
+      (x.ahp.activeTurn?.responseParts[0] as { toolCall: Record<string, unknown> }).toolCall;
+    expect(part(approved.m)).toMatchObject({
+      status: 'running',
+      selectedOption: { id: 'allow', kind: 'approve' },
+    });
+    expect(approved.m.ahp.status).toBe(Status.InProgress);
+    // A turn cancelled while a request waits: the spec's turn end cancels the call (skipped).
+    const cancelled = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
+    cancelled.sync(
+      {
+        sessionId: 's',
+        activity: activity({ runningGeneration: 1, state: 'running' }),
+        queue: queue([]),
+        backgroundWork: [],
+        permissions: [request('r1')],
+      },
+      '2026-12-01T00:00:00.000Z',
+    );
+    const out = cancelled.applyGroup(
+      [
+        u('session.permissions', {
+          requests: [],
+          resolved: [{ requestId: 'r1', outcome: 'cancelled', by: 'turn_cancelled' }],
+        }),
+        u('session.activity', activity({ state: 'cancelled' })),
+      ],
+      '2026-12-01T00:00:02.000Z',
+    );
+    expect(out.map((a) => a.type)).toEqual(['chat/turnCancelled', 'x-baton/sessionActivity']);
+    expect(cancelled.ahp.turns[0]!.responseParts[0]).toMatchObject({
+      toolCall: { status: 'cancelled', reason: 'skipped', toolCallId: 'r1' },
+    });
+    expect(cancelled.ahp.status).toBe(Status.Idle);
   });
 
   it('a steer is the steering message while the turn it steers runs, and carries on as the next turn (turnStarted removes it by queuedMessageId)', () => {

@@ -1,6 +1,8 @@
 import type { AgentProfile } from '@baton/config';
 import type {
   BackgroundWork,
+  PermissionRequestView,
+  PermissionSettled,
   PromptOrigin,
   QueueView,
   SessionActivityView,
@@ -18,6 +20,8 @@ import {
   type ChatState,
   type Message,
   type PendingMessage,
+  type ToolCallPart,
+  type ToolCallState,
   type Turn,
 } from './reducer';
 
@@ -98,6 +102,100 @@ export function queueMeta(queue: QueueView): unknown {
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Permission requests as tool calls awaiting confirmation
+// ---------------------------------------------------------------------------------------------
+
+/** AHP ConfirmationOptionKind of an ACP permission option kind (`allow_*` / `reject_*`). */
+export function confirmationKind(acpKind: string): 'approve' | 'deny' {
+  return acpKind.startsWith('reject') ? 'deny' : 'approve';
+}
+
+/**
+ * An open permission request as the AHP tool call that awaits confirmation: its tool call id is
+ * the request id (what `chat/toolCallConfirmed` answers), the agent's options are the
+ * confirmation options (option id = ACP option id), Baton's own ids under `_meta['x-baton']`.
+ */
+export interface PendingConfirmation {
+  toolCallId: string;
+  toolName: string;
+  displayName: string;
+  invocationMessage: string;
+  confirmationTitle: string;
+  options: { id: string; label: string; kind: 'approve' | 'deny'; group: number }[];
+  _meta: Record<string, unknown>;
+}
+
+export function pendingConfirmation(r: PermissionRequestView): PendingConfirmation {
+  const what = r.title ?? r.toolKind ?? 'a tool call';
+  return {
+    toolCallId: r.requestId,
+    toolName: r.toolKind ?? 'tool',
+    displayName: r.title ?? r.toolKind ?? 'Tool call',
+    invocationMessage: `The agent asks permission: ${what}`,
+    confirmationTitle: r.title ?? 'Allow this tool call?',
+    options: r.options.map((o) => {
+      const kind = confirmationKind(o.kind);
+      // Approvals first, denials after a divider (the spec's option groups).
+      return { id: o.optionId, label: o.name, kind, group: kind === 'approve' ? 0 : 1 };
+    }),
+    _meta: {
+      [BATON_META_KEY]: {
+        requestId: r.requestId,
+        executionId: r.executionId,
+        ...(r.toolCallId !== undefined ? { toolCallId: r.toolCallId } : {}),
+        ...(r.toolKind !== undefined ? { toolKind: r.toolKind } : {}),
+      },
+    },
+  };
+}
+
+const SETTLED_BY: Record<string, string> = {
+  timeout: 'nobody answered in time',
+  turn_cancelled: 'the turn was cancelled',
+  execution_ended: "the agent's execution ended",
+};
+
+/**
+ * How a tool call that awaited confirmation leaves it, once Baton's request is no longer open: the
+ * spec's `chat/toolCallConfirmed` — approved (`running`) for an allow option a person chose,
+ * denied for a reject option (a person's, or the timeout's), skipped (`cancelled`) for a request
+ * cancelled (turn cancel, execution end) or one whose settling this host did not see.
+ */
+export function settledAction(
+  turnId: string,
+  tc: ToolCallState,
+  settled: PermissionSettled | undefined,
+): ChatAction {
+  const head = { type: 'chat/toolCallConfirmed', turnId, toolCallId: tc.toolCallId };
+  const why = settled?.by !== undefined ? SETTLED_BY[settled.by] : undefined;
+  if (settled?.outcome === 'selected' && settled.optionId !== undefined) {
+    const options = (tc.options ?? []) as { id: string; kind: string }[];
+    const chosen = options.find((o) => o.id === settled.optionId);
+    if (chosen?.kind === 'approve') {
+      return {
+        ...head,
+        approved: true,
+        confirmed: settled.by === 'person' ? 'user-action' : 'setting',
+        selectedOptionId: chosen.id,
+      };
+    }
+    return {
+      ...head,
+      approved: false,
+      reason: 'denied',
+      selectedOptionId: settled.optionId,
+      ...(why ? { reasonMessage: why } : {}),
+    };
+  }
+  return {
+    ...head,
+    approved: false,
+    reason: 'skipped',
+    reasonMessage: why ?? (settled ? 'the request was cancelled' : 'the request is no longer open'),
+  };
+}
+
 /** What the chat should show, from Baton's view of the session (and what the host learnt of its turns). */
 export interface ChatTarget {
   /** The running turn: Baton's running admission generation, under the turn id the host gave it. */
@@ -109,9 +207,16 @@ export interface ChatTarget {
   steering?: PendingMessage | null;
   /** Absent while the session has published no inventory. */
   work: BackgroundWork[] | undefined;
+  /** The open permission requests, as tool calls of the running turn awaiting confirmation. */
+  confirmations?: PendingConfirmation[];
+  /** How a request that is no longer open was settled, when the host saw it. */
+  settled?: (requestId: string) => PermissionSettled | undefined;
 }
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/** Settled permission requests a chat mirror remembers (a late answer is told how it ended). */
+const SETTLED_KEPT = 64;
 
 /**
  * The AHP actions that take a client holding `state` to `target`, in an order a client's reducer
@@ -157,6 +262,42 @@ export function chatActions(state: ChatState, target: ChatTarget, now: string): 
       message: t.message,
       ...(fromQueue ? { queuedMessageId: t.id } : {}),
     });
+  }
+  // Permission requests: a tool call of the running turn awaiting confirmation while open; one
+  // no longer open leaves pending-confirmation as it was settled (a turn's end cancels the rest).
+  const turn = s.activeTurn;
+  if (turn) {
+    const open = new Map((target.confirmations ?? []).map((c) => [c.toolCallId, c]));
+    for (const p of turn.responseParts) {
+      const tc = (p as Partial<ToolCallPart>).toolCall;
+      if (p && (p as ToolCallPart).kind === 'toolCall' && tc) {
+        if (tc.status === 'pending-confirmation' && !open.has(tc.toolCallId)) {
+          emit(settledAction(turn.id, tc, target.settled?.(tc.toolCallId)));
+        }
+      }
+    }
+    for (const c of open.values()) {
+      const known = turn.responseParts.some(
+        (p) => (p as ToolCallPart).toolCall?.toolCallId === c.toolCallId,
+      );
+      if (known) continue;
+      emit({
+        type: 'chat/toolCallStart',
+        turnId: turn.id,
+        toolCallId: c.toolCallId,
+        toolName: c.toolName,
+        displayName: c.displayName,
+        _meta: c._meta,
+      });
+      emit({
+        type: 'chat/toolCallReady',
+        turnId: turn.id,
+        toolCallId: c.toolCallId,
+        invocationMessage: c.invocationMessage,
+        confirmationTitle: c.confirmationTitle,
+        options: c.options,
+      });
+    }
   }
   // The steering message: removed when Baton's steer is gone, set when it comes (or changes).
   const steer = target.steering ?? null;
@@ -229,6 +370,9 @@ export class ChatMirror {
   private activity: SessionActivityView | undefined;
   private queue: QueueView | undefined;
   private work: BackgroundWork[] | undefined;
+  private permissions: PermissionRequestView[] = [];
+  /** How requests that left the open list were settled (the most recent ones). */
+  private readonly settled = new Map<string, PermissionSettled>();
   private deleted = false;
   /** The AHP turn id of each admission generation (the prompt's idempotency key when known). */
   private readonly turnOfGen = new Map<number, string>();
@@ -340,6 +484,7 @@ export class ChatMirror {
       this.activity = session.activity;
       this.queue = session.queue;
       this.work = session.backgroundWork;
+      this.permissions = session.permissions ?? [];
       // Baton has the session's inventory (possibly empty): a snapshot carries it, [] included.
       // (Only ever before a snapshot: once the client has one, the list is present already.)
       if (!this.chat.backgroundWork) this.chat = { ...this.chat, backgroundWork: [] };
@@ -405,6 +550,10 @@ export class ChatMirror {
           }
           break;
         }
+        case 'session.permissions':
+          this.permissions = u.data.requests;
+          for (const r of u.data.resolved ?? []) this.settle(r);
+          break;
         case 'session.deleted':
           this.deleted = true;
           extra.push({ type: 'x-baton/sessionDeleted' });
@@ -416,6 +565,24 @@ export class ChatMirror {
     if (!touched) return [];
     const moved = this.move(now);
     return [...moved, ...extra];
+  }
+
+  /** The open permission request behind a tool call of the chat (its id is the request's). */
+  permissionOf(toolCallId: string): PermissionRequestView | undefined {
+    return this.permissions.find((r) => r.requestId === toolCallId);
+  }
+
+  /** How a request that is no longer open was settled, if the host saw it. */
+  settledOf(requestId: string): PermissionSettled | undefined {
+    return this.settled.get(requestId);
+  }
+
+  private settle(r: PermissionSettled): void {
+    this.settled.delete(r.requestId);
+    this.settled.set(r.requestId, r);
+    if (this.settled.size > SETTLED_KEPT) {
+      this.settled.delete(this.settled.keys().next().value as string);
+    }
   }
 
   private move(now: string): ChatAction[] {
@@ -470,6 +637,8 @@ export class ChatMirror {
       queued: this.deleted ? [] : queuedMessages(this.queue),
       steering: this.steering(gen),
       work: this.deleted ? (this.work ? [] : undefined) : this.work,
+      confirmations: this.deleted ? [] : this.permissions.map(pendingConfirmation),
+      settled: (id) => this.settled.get(id),
     };
   }
 }
@@ -492,10 +661,18 @@ export function rootState(profiles: Readonly<Record<string, AgentProfile>>) {
   };
 }
 
-/** The status bits of a chat summary, derived from Baton's activity as AHP derives them. */
-export function chatSummaryStatus(a: SessionActivityView | undefined): number {
+/**
+ * The status bits of a chat summary, derived from Baton's activity as AHP derives them: a running
+ * turn with an open permission request (a tool call awaiting confirmation) needs input.
+ */
+export function chatSummaryStatus(
+  a: SessionActivityView | undefined,
+  permissions: readonly PermissionRequestView[] = [],
+): number {
   if (!a) return Status.Idle;
-  if (a.runningGeneration !== null) return Status.InProgress;
+  if (a.runningGeneration !== null) {
+    return permissions.length > 0 ? Status.InputNeeded : Status.InProgress;
+  }
   if (a.state === 'failed') return Status.Error;
   return Status.Idle;
 }
@@ -504,14 +681,14 @@ export function chatSummary(taskId: string, s: SessionView, modifiedAt: string) 
   return {
     resource: chatUri(taskId, s.sessionId),
     title: s.sessionId,
-    status: chatSummaryStatus(s.activity),
+    status: chatSummaryStatus(s.activity, s.permissions),
     modifiedAt,
   };
 }
 
 /** A session's status: its chats' aggregate (Error or InputNeeded promoted, else the busiest). */
 export function sessionStatus(view: TaskView): number {
-  const bits = view.sessions.map((s) => chatSummaryStatus(s.activity));
+  const bits = view.sessions.map((s) => chatSummaryStatus(s.activity, s.permissions));
   if (bits.includes(Status.Error)) return Status.Error;
   if (bits.includes(Status.InputNeeded)) return Status.InputNeeded;
   if (bits.includes(Status.InProgress)) return Status.InProgress;

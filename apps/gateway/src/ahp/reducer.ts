@@ -179,7 +179,9 @@ function updateToolCall(
   let found = false;
   const responseParts = active.responseParts.map((p) => {
     const part = p as Partial<ToolCallPart>;
-    if (part.kind !== 'toolCall' || part.toolCall?.toolCallId !== a.toolCallId) return p;
+    if (part.kind !== 'toolCall' || !part.toolCall || part.toolCall.toolCallId !== a.toolCallId) {
+      return p;
+    }
     const next = update(part.toolCall);
     if (next === part.toolCall) return p;
     found = true;
