@@ -11,6 +11,7 @@ import {
   negotiateAhpVersion,
   parseChatUri,
   type ErrorCode,
+  type PermissionSettled,
   type Update,
 } from '@baton/protocol';
 import type { Socket } from 'node:net';
@@ -28,6 +29,7 @@ import type { Envelope } from './host-log';
 import {
   ChatMirror,
   SessionMirror,
+  confirmationKind,
   message,
   parseSessionUri,
   rootState,
@@ -42,6 +44,7 @@ import {
   type ChatState,
   type Message,
   type SessionState,
+  type ToolCallPart,
 } from './reducer';
 import { jsonParts } from '../ws/shared-json';
 
@@ -129,6 +132,35 @@ const MessageSchema = z
     origin: z.object({ kind: z.string() }).loose().optional(),
   })
   .loose();
+
+/**
+ * AHP's `chat/toolCallConfirmed` as a client dispatches it (ChatToolCallApprovedAction |
+ * ChatToolCallDeniedAction): approved with how it was confirmed, or denied with why.
+ */
+const ToolCallConfirmedSchema = z
+  .object({
+    type: z.literal('chat/toolCallConfirmed'),
+    turnId: z.string().min(1).max(200),
+    toolCallId: z.string().min(1).max(200),
+    approved: z.boolean(),
+    confirmed: z.string().min(1).max(100).optional(),
+    reason: z.enum(['denied', 'skipped']).optional(),
+    selectedOptionId: z.string().min(1).max(200).optional(),
+    editedToolInput: z.string().max(1_000_000).optional(),
+    reasonMessage: z.unknown().optional(),
+    userSuggestion: z.unknown().optional(),
+    _meta: z.record(z.string(), z.unknown()).optional(),
+  })
+  .refine((a) => (a.approved ? a.confirmed !== undefined : a.reason !== undefined), {
+    message: 'an approval needs confirmed, a denial needs reason',
+  });
+
+/** How a settled request ended, in words (a second answer's rejection says it). */
+function settledWords(s: PermissionSettled | undefined): string {
+  if (!s) return '';
+  const by = s.by ? ` by ${s.by === 'person' ? 'a person' : s.by.replace('_', ' ')}` : '';
+  return s.outcome === 'selected' ? ` with option ${s.optionId ?? '?'}${by}` : ` (cancelled${by})`;
+}
 
 interface ChatSub {
   kind: 'chat';
@@ -1216,6 +1248,10 @@ export class AhpConnection extends Connection {
             this.reject(p.channel, action, origin, `${r.reason}: ${r.message}`);
           return;
         }
+        case 'chat/toolCallConfirmed': {
+          await this.confirmToolCall(p.channel, mirror, key, action, origin);
+          return;
+        }
         case 'chat/queuedMessagesReordered': {
           // Baton's queue runs in the order prompts came: it has no reorder (queue.send_now runs
           // one prompt now, cancelling the turn; not a reorder). An order that is already Baton's
@@ -1240,6 +1276,112 @@ export class AhpConnection extends Connection {
     } catch (err) {
       const { error } = toWireError(err);
       this.reject(p.channel, action, origin, `${error.code}: ${error.message}`);
+    }
+  }
+
+  /**
+   * A client's answer to a tool call awaiting confirmation — Baton's open permission request of
+   * the same id — is a `permission.respond` with the option it chose (`selectedOptionId`, else the
+   * agent's allow-once / reject-once option for an approval / a denial). Its echo is the tool
+   * call leaving pending-confirmation as Baton settled it; a second answer, or one to a request
+   * already settled (answered elsewhere, timed out, cancelled), is rejected saying how it ended.
+   */
+  private async confirmToolCall(
+    channel: string,
+    mirror: ChatMirror,
+    key: string,
+    action: ChatAction,
+    origin: NonNullable<Envelope['origin']>,
+  ): Promise<void> {
+    const parsed = ToolCallConfirmedSchema.safeParse(action);
+    if (!parsed.success) {
+      const i = parsed.error.issues[0];
+      const where = i?.path.length ? `${i.path.join('.')}: ` : '';
+      this.reject(channel, action, origin, `malformed action: ${where}${i?.message ?? ''}`);
+      return;
+    }
+    const a = parsed.data;
+    const turn = mirror.ahp.activeTurn;
+    const tc =
+      turn?.id === a.turnId
+        ? turn.responseParts
+            .map((p) => (p as Partial<ToolCallPart>).toolCall)
+            .find((t) => t?.toolCallId === a.toolCallId)
+        : undefined;
+    if (!tc) {
+      this.reject(channel, action, origin, 'no such tool call in the active turn');
+      return;
+    }
+    const request = mirror.permissionOf(a.toolCallId);
+    if (tc.status !== 'pending-confirmation' || !request) {
+      const how = settledWords(mirror.settledOf(a.toolCallId));
+      this.reject(
+        channel,
+        action,
+        origin,
+        `permission_answered: the request was already settled${how}; this answer changes nothing (the tool call is ${tc.status})`,
+      );
+      return;
+    }
+    if (a.editedToolInput !== undefined) {
+      this.reject(
+        channel,
+        action,
+        origin,
+        "Baton cannot edit the agent's tool input (the tool call is not editable)",
+      );
+      return;
+    }
+    const want = a.approved ? 'approve' : 'deny';
+    let option = request.options.find((o) => o.optionId === a.selectedOptionId);
+    if (a.selectedOptionId !== undefined) {
+      if (!option) {
+        this.reject(
+          channel,
+          action,
+          origin,
+          `unknown_option: the agent offered ${request.options.map((o) => o.optionId).join(', ')}`,
+        );
+        return;
+      }
+      if (confirmationKind(option.kind) !== want) {
+        this.reject(
+          channel,
+          action,
+          origin,
+          `option ${option.optionId} is not an ${a.approved ? 'approval' : 'denial'}`,
+        );
+        return;
+      }
+    } else {
+      const once = a.approved ? 'allow_once' : 'reject_once';
+      option =
+        request.options.find((o) => o.kind === once) ??
+        request.options.find((o) => confirmationKind(o.kind) === want);
+      if (!option) {
+        this.reject(
+          channel,
+          action,
+          origin,
+          `the agent offered no option to ${a.approved ? 'allow' : 'reject'} this`,
+        );
+        return;
+      }
+    }
+    // The echo is the tool call leaving pending-confirmation (the mirror moves on Baton's update).
+    const k = `${channel}\nconfirm:${a.toolCallId}`;
+    this.echoes.set(k, origin);
+    const subject = this.principal.subject;
+    const r = await this.s.commands.command(key, mirror.sessionId, {
+      type: 'permission.respond',
+      requestId: request.requestId,
+      optionId: option.optionId,
+      ...(subject !== undefined ? { subject: subject.slice(0, 200) } : {}),
+    });
+    // Refused (answered meanwhile, say): rejected, unless the settling already went as its echo.
+    if (r.status === 'failed' && this.echoes.get(k) === origin) {
+      this.echoes.delete(k);
+      this.reject(channel, action, origin, `${r.reason}: ${r.message}`);
     }
   }
 
@@ -1407,6 +1549,8 @@ function echoKeyOf(channel: string, a: ChatAction): string | undefined {
       return `${channel}\ncancel:${String(a.turnId)}`;
     case 'chat/pendingMessageRemoved':
       return `${channel}\nremove:${String(a.id)}`;
+    case 'chat/toolCallConfirmed':
+      return `${channel}\nconfirm:${String(a.toolCallId)}`;
     default:
       return undefined;
   }
