@@ -37,8 +37,11 @@ const load = (dir: string): Fixture[] =>
 // Upstream AHP v1.0.0 reducer fixtures (types/test-cases/reducers, as vendored unchanged by
 // softov/ahpd@79be3dde) for what Baton's chats use: turns, tool calls and their confirmation
 // (019–021, 024–026, 028, 029, 096), pending/queued messages, backgroundWork.
+// Baton's own, in the same form (b01–b04): the actions the host sends for a permission request
+// and each way it is settled, folded by the spec's reducer.
 const fixtures = [
   ...load(join(__dirname, '..', '..', 'test', 'fixtures', 'ahp-reducers')),
+  ...load(join(__dirname, '..', '..', 'test', 'fixtures', 'ahp-baton')),
   ...load(join(__dirname, '..', '..', '..', '..', 'libs', 'activity', 'fixtures', 'ahp')),
 ];
 
