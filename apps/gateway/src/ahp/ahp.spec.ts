@@ -444,6 +444,15 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
       selectedOption: { id: 'allow', kind: 'approve' },
     });
     expect(approved.m.ahp.status).toBe(Status.InProgress);
+    // A reconnect elsewhere still knows how it was settled (a late answer is told).
+    const again = new ChatMirror('t', 's', '2026-12-01T00:00:03.000Z');
+    again.restore(approved.m.ahp, approved.m.knowledge());
+    expect(again.settledOf('r1')).toEqual({
+      requestId: 'r1',
+      outcome: 'selected',
+      optionId: 'allow',
+      by: 'person',
+    });
     // A turn cancelled while a request waits: the spec's turn end cancels the call (skipped).
     const cancelled = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
     cancelled.sync(

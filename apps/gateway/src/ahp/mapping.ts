@@ -419,6 +419,7 @@ export class ChatMirror {
       keyOfGen: [...this.keyOfGen],
       endings: [...this.endings],
       ...(this.steer ? { steer: this.steer } : {}),
+      ...(this.settled.size > 0 ? { settled: [...this.settled.values()] } : {}),
     });
   }
 
@@ -441,8 +442,10 @@ export class ChatMirror {
       keyOfGen: [number, string][];
       endings: [string, { state: Turn['state']; error?: unknown }][];
       steer?: { key: string; gen: number };
+      settled?: PermissionSettled[];
     };
     this.steer = r.steer ?? null;
+    for (const x of r.settled ?? []) this.settle(x);
     for (const [k, v] of r.turnOfGen) this.turnOfGen.set(k, v);
     for (const [k, v] of r.keyOfGen) this.keyOfGen.set(k, v);
     for (const [k, v] of r.endings) this.endings.set(k, v);
