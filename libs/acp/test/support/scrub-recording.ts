@@ -13,11 +13,18 @@ const BASE = Date.parse('2026-11-10T10:00:00.000Z');
 export interface ScrubOptions {
   home: string;
   sessionId: string;
+  /** What the private folder becomes (`/tmp/baton-claude` unless told). */
+  homeAs?: string;
+  /** A last pass over each scrubbed message, given its rebased time (agent-specific fields). */
+  rewrite?: (message: Record<string, unknown>, at: string) => void;
 }
 
 const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-export const scrubRecording = (frames: Frame[], { home, sessionId }: ScrubOptions): Frame[] => {
+export const scrubRecording = (
+  frames: Frame[],
+  { home, sessionId, homeAs = '/tmp/baton-claude', rewrite }: ScrubOptions,
+): Frame[] => {
   const start = frames.length > 0 ? Date.parse(frames[0]!.at) : BASE;
   const names = new Map<string, string>();
   const counts = new Map<string, number>();
@@ -39,8 +46,8 @@ export const scrubRecording = (frames: Frame[], { home, sessionId }: ScrubOption
   }
   const homeSlug = home.replace(/[^a-zA-Z0-9]/g, '-');
   const fixed: [RegExp, string | ((m: string) => string)][] = [
-    [new RegExp(escape(home), 'g'), '/tmp/baton-claude'],
-    [new RegExp(escape(homeSlug), 'g'), '-tmp-baton-claude'],
+    [new RegExp(escape(home), 'g'), homeAs],
+    [new RegExp(escape(homeSlug), 'g'), homeAs.replace(/[^a-zA-Z0-9]/g, '-')],
     [new RegExp(escape(sessionId), 'g'), 'sess-real'],
     [/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (m) => nameOf('uuid-', m)],
     [/msg_scripted\d+/g, (m) => nameOf('msg_', m)],
@@ -74,6 +81,7 @@ export const scrubRecording = (frames: Frame[], { home, sessionId }: ScrubOption
     const patch = (params?.message as { patch?: Record<string, unknown> } | undefined)?.patch;
     if (patch !== undefined && typeof patch.end_time === 'number')
       patch.end_time = Date.parse(rebased);
+    rewrite?.(message, rebased);
     return { direction: frame.direction, at: rebased, message };
   });
 };
