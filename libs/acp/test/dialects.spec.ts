@@ -148,6 +148,30 @@ const CASES: [rule: string, fixture: string][] = [
   ],
   ['codex: exec commands are foreground tools, never background work', 'codex-exec-command'],
   [
+    'codex (real codex-acp 0.16.0): a plain turn is message output and the turn end',
+    'codex-real-plain',
+  ],
+  [
+    'codex (real 0.16.0): an exec_command is a foreground tool card, started in progress and completed',
+    'codex-real-exec',
+  ],
+  [
+    'codex (real 0.16.0): a spawn_agent child and its wait_agent put nothing on the wire — no card, no child tool; only the turn',
+    'codex-real-subagent',
+  ],
+  [
+    'codex (real 0.16.0, terminal_output client): a plain turn is as without it',
+    'codex-real-terminal-plain',
+  ],
+  [
+    'codex (real 0.16.0, terminal_output client): terminal_info, terminal_output and terminal_exit ride the exec card; still a foreground tool',
+    'codex-real-terminal-exec',
+  ],
+  [
+    'codex (real 0.16.0, terminal_output client): the child is as invisible as without it',
+    'codex-real-terminal-subagent',
+  ],
+  [
     'generic: tools without lineage are foreground; plan, thought and message are output; unknown updates are ignored',
     'generic-turn',
   ],
@@ -339,6 +363,8 @@ describe('capabilities from initialize', () => {
 
   it('the dialect follows what the agent reports, not its display title', () => {
     expect(negotiate(init('@agentclientprotocol/codex-acp', '2.6.0')).dialect).toBe('codex');
+    // What the real @zed-industries/codex-acp 0.16.0 answers: the bare name.
+    expect(negotiate(init('codex-acp', '0.16.0')).dialect).toBe('codex');
     expect(
       negotiate(init('my-agent', '1.0.0', { claudeCode: { promptQueueing: false } })).dialect,
     ).toBe('claude');
@@ -347,7 +373,7 @@ describe('capabilities from initialize', () => {
   });
 
   it('codex and generic attest nothing', () => {
-    for (const name of ['@agentclientprotocol/codex-acp', 'goose']) {
+    for (const name of ['@agentclientprotocol/codex-acp', 'codex-acp', 'goose']) {
       expect(negotiate(init(name, '9.9.9'), allRaw)).toMatchObject({
         handoff: false,
         attestedKinds: [],

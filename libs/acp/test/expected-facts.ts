@@ -4231,4 +4231,227 @@ export const EXPECTED: Record<string, FactBody[]> = {
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
+  'codex-real-plain': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'codex-acp', version: '0.16.0' },
+        dialect: 'codex',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, audio: false, embeddedContext: true },
+            mcpCapabilities: { http: true, sse: false, acp: false },
+            sessionCapabilities: { list: {}, resume: {}, close: {} },
+            auth: { logout: {} },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-SAY-HELLO', admissionGeneration: 1 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 22 } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
+  'codex-real-exec': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'codex-acp', version: '0.16.0' },
+        dialect: 'codex',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, audio: false, embeddedContext: true },
+            mcpCapabilities: { http: true, sse: false, acp: false },
+            sessionCapabilities: { list: {}, resume: {}, close: {} },
+            auth: { logout: {} },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-EXEC', admissionGeneration: 1 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call_scripted1',
+        ownership: 'foreground',
+        status: 'in_progress',
+        title: 'until [ -f release-exec ]; do sleep 0.1; done; echo hello',
+        toolKind: 'execute',
+      },
+    },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'completed' } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
+  'codex-real-subagent': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'codex-acp', version: '0.16.0' },
+        dialect: 'codex',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, audio: false, embeddedContext: true },
+            mcpCapabilities: { http: true, sse: false, acp: false },
+            sessionCapabilities: { list: {}, resume: {}, close: {} },
+            auth: { logout: {} },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-AGENT', admissionGeneration: 1 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 19 } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
+  'codex-real-terminal-plain': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'codex-acp', version: '0.16.0' },
+        dialect: 'codex',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+            _meta: { terminal_output: true },
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, audio: false, embeddedContext: true },
+            mcpCapabilities: { http: true, sse: false, acp: false },
+            sessionCapabilities: { list: {}, resume: {}, close: {} },
+            auth: { logout: {} },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-SAY-HELLO', admissionGeneration: 1 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 22 } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
+  'codex-real-terminal-exec': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'codex-acp', version: '0.16.0' },
+        dialect: 'codex',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+            _meta: { terminal_output: true },
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, audio: false, embeddedContext: true },
+            mcpCapabilities: { http: true, sse: false, acp: false },
+            sessionCapabilities: { list: {}, resume: {}, close: {} },
+            auth: { logout: {} },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-EXEC', admissionGeneration: 1 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call_scripted1',
+        ownership: 'foreground',
+        status: 'in_progress',
+        title: 'until [ -f release-exec ]; do sleep 0.1; done; echo hello',
+        toolKind: 'execute',
+      },
+    },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'completed' } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
+  'codex-real-terminal-subagent': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'codex-acp', version: '0.16.0' },
+        dialect: 'codex',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+            _meta: { terminal_output: true },
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, audio: false, embeddedContext: true },
+            mcpCapabilities: { http: true, sse: false, acp: false },
+            sessionCapabilities: { list: {}, resume: {}, close: {} },
+            auth: { logout: {} },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-AGENT', admissionGeneration: 1 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 19 } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
 };

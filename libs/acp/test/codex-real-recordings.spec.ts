@@ -1,0 +1,169 @@
+import {
+  activeSubagentCount,
+  admissionGate,
+  foregroundActivity,
+  sessionActivity,
+  sessionView,
+} from '@baton/activity';
+import type { StreamEntry } from '@baton/protocol';
+import { Owner } from '../../activity/test/owner';
+import { reduceFrames, toFact, type FactBody, type Frame } from '../src';
+import { loadFixture } from './helpers';
+
+/**
+ * The real codex-acp 0.16.0 recordings (codex-real.spec.ts) through the codex dialect and then
+ * fold/decide under both admission policies: what Baton shows at each step. docs/recordings.md
+ * (## Codex) has the same table.
+ */
+
+const SESSION = 's1';
+const PROFILES = ['plain', 'terminal'] as const;
+const SCENARIOS = ['plain', 'exec', 'subagent'] as const;
+type Profile = (typeof PROFILES)[number];
+type Scenario = (typeof SCENARIOS)[number];
+
+const fixture = (p: Profile, s: Scenario) =>
+  p === 'plain' ? `codex-real-${s}` : `codex-real-${p}-${s}`;
+
+interface Step {
+  fact: FactBody['type'];
+  state: string;
+  foreground: ReturnType<typeof foregroundActivity>;
+  shown: number;
+  subagents: number;
+}
+
+const play = (facts: FactBody[], policy: 'handoff' | 'coarse') => {
+  const o = new Owner();
+  o.command(SESSION, 'session.configure', { admission: policy });
+  let seq = 0;
+  const steps: Step[] = [];
+  const decisions: string[] = [];
+  for (const f of [
+    { type: 'execution.started', data: { startedAt: '2026-11-10T10:00:00.000Z' } } as FactBody,
+    ...facts,
+  ]) {
+    if (f.type === 'prompt.dispatched') {
+      o.submit(SESSION, f.data.promptId, 'human', f.data.promptId);
+      decisions.push(...o.decisionsFor(f.data.promptId).map((d) => d?.outcome ?? 'none'));
+    }
+    o.append(
+      toFact(
+        {
+          v: 1,
+          taskId: o.taskId,
+          sessionId: SESSION,
+          executionId: 'e1',
+          generation: 1,
+          writer: { role: 'worker', instance: 'w', seq: ++seq },
+        },
+        f,
+      ) as StreamEntry,
+    );
+    o.decideNow();
+    const s = o.session(SESSION);
+    steps.push({
+      fact: f.type,
+      state: sessionActivity(s).state,
+      foreground: foregroundActivity(s),
+      shown: sessionView(s).backgroundWork.length,
+      subagents: activeSubagentCount(s),
+    });
+  }
+  return { o, steps, decisions };
+};
+
+const updates = (frames: Frame[]) =>
+  frames.flatMap((f) => {
+    const u = (f.message as { params?: { update?: Record<string, unknown> } }).params?.update;
+    return f.direction === 'agent->client' && u !== undefined ? [u] : [];
+  });
+
+const CASES = PROFILES.flatMap((p) => SCENARIOS.map((s) => [p, s] as const));
+
+describe('codex-acp 0.16.0 (real recordings) through the codex dialect and fold/decide', () => {
+  it.each(CASES)('%s client, %s', (profile, scenario) => {
+    const frames = loadFixture(fixture(profile, scenario));
+    const { facts } = reduceFrames(frames);
+    expect(facts[0]).toMatchObject({
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'codex-acp', version: '0.16.0' },
+        dialect: 'codex',
+        handoff: false,
+        promptQueueing: false,
+        attestedKinds: [],
+      },
+    });
+    // Nothing of Codex's is background work: exec commands are the turn's own tools.
+    expect(facts.filter((f) => f.type.startsWith('background.'))).toEqual([]);
+
+    for (const policy of ['handoff', 'coarse'] as const) {
+      const { o, steps, decisions } = play(facts, policy);
+      expect(decisions).toEqual(['admitted']);
+      expect(o.entries.filter((e) => e.type === 'prompt.admitted')).toEqual([
+        expect.objectContaining({ data: expect.objectContaining({ mode: 'turn' }) }),
+      ]);
+      // Busy (generating) from dispatch to the turn's end, never anything in the background.
+      const from = steps.findIndex((s) => s.fact === 'prompt.dispatched');
+      const to = steps.findIndex((s) => s.fact === 'turn.ended');
+      expect(from).toBeGreaterThan(0);
+      expect(to).toBeGreaterThan(from);
+      for (const s of steps.slice(from, to))
+        expect(s).toMatchObject({ state: 'running', foreground: 'generating', shown: 0 });
+      expect(steps.every((s) => s.shown === 0 && s.subagents === 0)).toBe(true);
+      expect(steps.at(-1)).toMatchObject({ foreground: null });
+      const s = o.session(SESSION);
+      expect(s.turn).toBeNull();
+      expect(admissionGate(s, 'human')).toEqual({ open: true, mode: 'turn' });
+    }
+  });
+
+  it('exec: one foreground tool card, started in progress and completed before the turn ends', () => {
+    for (const profile of PROFILES) {
+      const facts = reduceFrames(loadFixture(fixture(profile, 'exec'))).facts;
+      const tools = facts.filter((f) => f.type === 'tool.started' || f.type === 'tool.updated');
+      expect(tools).toEqual([
+        {
+          type: 'tool.started',
+          data: expect.objectContaining({
+            ownership: 'foreground',
+            status: 'in_progress',
+            toolKind: 'execute',
+          }),
+        },
+        { type: 'tool.updated', data: expect.objectContaining({ status: 'completed' }) },
+      ]);
+      expect(facts.findIndex((f) => f.type === 'tool.updated')).toBeLessThan(
+        facts.findIndex((f) => f.type === 'turn.ended'),
+      );
+    }
+  });
+
+  it('terminal_output client: terminal_info on the card, output and terminal_exit on its updates (the exit with the completion)', () => {
+    const u = updates(loadFixture(fixture('terminal', 'exec')));
+    const card = u.find((x) => x.sessionUpdate === 'tool_call');
+    expect(card?._meta).toMatchObject({ terminal_info: { terminal_id: card?.toolCallId } });
+    expect(u.some((x) => (x._meta as { terminal_output?: unknown })?.terminal_output)).toBe(true);
+    const exit = u.find((x) => (x._meta as { terminal_exit?: unknown })?.terminal_exit);
+    expect(exit).toMatchObject({ status: 'completed', _meta: { terminal_exit: { exit_code: 0 } } });
+    // Without the capability the card carries none of it.
+    const plain = updates(loadFixture(fixture('plain', 'exec')));
+    expect(plain.some((x) => x._meta !== undefined)).toBe(false);
+  });
+
+  it('subagent: 0.16.0 renders neither spawn_agent/wait_agent nor the child’s own tools — only the parent’s turn is seen', () => {
+    for (const profile of PROFILES) {
+      const u = updates(loadFixture(fixture(profile, 'subagent')));
+      expect(
+        u.filter((x) => x.sessionUpdate === 'tool_call' || x.sessionUpdate === 'tool_call_update'),
+      ).toEqual([]);
+      expect([...new Set(u.map((x) => x.sessionUpdate))].sort()).toEqual([
+        'agent_message_chunk',
+        'available_commands_update',
+        'config_option_update',
+        'usage_update',
+      ]);
+    }
+  });
+});
