@@ -1,6 +1,6 @@
 import type { Capabilities } from '@baton/protocol';
 import { claudeDialect, isClaudeAgent, type ClaudeState } from './dialects/claude';
-import { codexDialect, isCodexAgent, type CodexState } from './dialects/codex';
+import { codexDialect, codexTurnEnded, isCodexAgent, type CodexState } from './dialects/codex';
 import { genericDialect, type GenericState } from './dialects/generic';
 import type { AgentIdentity, DialectName, SessionSetup } from './dialects/types';
 import type { FactBody } from './facts';
@@ -194,7 +194,7 @@ const startDialect = (agent: AgentIdentity, setup: SessionSetup | undefined): Ac
   }
 };
 
-const onAgentResponse = (state: AcpState, message: JsonRecord): Reduction => {
+const onAgentResponse = (state: AcpState, message: JsonRecord, at: string): Reduction => {
   const key = idKey(message);
   const request = state.pending[key];
   if (request === undefined) return { state, facts: [] };
@@ -259,6 +259,11 @@ const onAgentResponse = (state: AcpState, message: JsonRecord): Reduction => {
     // An error answer still ends the turn: the agent is no longer working on that prompt.
     const stopReason = ok ? (text(path(message.result, 'stopReason'), 100) ?? 'unknown') : 'error';
     next = { ...next, awaitingYield: next.awaitingYield.filter((g) => g !== gen) };
+    if (next.dialect?.name === 'codex' && !next.loading) {
+      const r = codexTurnEnded(next.dialect.state, { at });
+      next = { ...next, dialect: { name: 'codex', state: r.state } };
+      facts.push(...r.facts);
+    }
     facts.push({ type: 'turn.ended', data: { admissionGeneration: gen, stopReason } });
   }
   return { state: next, facts };
@@ -337,7 +342,7 @@ export const reduceFrame = (state: AcpState, frame: Frame): Reduction => {
       ? onClientRequest(state, m)
       : { state, facts: [] };
   }
-  if (kind === 'response') return onAgentResponse(state, m);
+  if (kind === 'response') return onAgentResponse(state, m, frame.at);
   return runDialect(state, m, frame.at);
 };
 

@@ -18,7 +18,7 @@ import { loadFixture } from './helpers';
 
 const SESSION = 's1';
 const PROFILES = ['plain', 'terminal'] as const;
-const SCENARIOS = ['plain', 'exec', 'subagent'] as const;
+const SCENARIOS = ['plain', 'exec', 'longExec', 'subagent'] as const;
 type Profile = (typeof PROFILES)[number];
 type Scenario = (typeof SCENARIOS)[number];
 
@@ -95,24 +95,44 @@ describe('codex-acp 0.16.0 (real recordings) through the codex dialect and fold/
         attestedKinds: [],
       },
     });
-    // Nothing of Codex's is background work: exec commands are the turn's own tools.
-    expect(facts.filter((f) => f.type.startsWith('background.'))).toEqual([]);
+    // Exec commands are the turn's own tools; only a command left running past its turn is
+    // background work (longExec).
+    const long = scenario === 'longExec';
+    if (!long) expect(facts.filter((f) => f.type.startsWith('background.'))).toEqual([]);
+    const prompts = long ? 2 : 1;
 
     for (const policy of ['handoff', 'coarse'] as const) {
       const { o, steps, decisions } = play(facts, policy);
-      expect(decisions).toEqual(['admitted']);
-      expect(o.entries.filter((e) => e.type === 'prompt.admitted')).toEqual([
-        expect.objectContaining({ data: expect.objectContaining({ mode: 'turn' }) }),
-      ]);
-      // Busy (generating) from dispatch to the turn's end, never anything in the background.
+      expect(decisions).toEqual(Array(prompts).fill('admitted'));
+      expect(o.entries.filter((e) => e.type === 'prompt.admitted')).toEqual(
+        Array(prompts).fill(
+          expect.objectContaining({ data: expect.objectContaining({ mode: 'turn' }) }),
+        ),
+      );
+      // Busy (generating) from dispatch to the turn's end, nothing in the background meanwhile.
       const from = steps.findIndex((s) => s.fact === 'prompt.dispatched');
       const to = steps.findIndex((s) => s.fact === 'turn.ended');
       expect(from).toBeGreaterThan(0);
       expect(to).toBeGreaterThan(from);
-      for (const s of steps.slice(from, to))
+      for (const s of steps.slice(from, to).filter((x) => !x.fact.startsWith('background.')))
         expect(s).toMatchObject({ state: 'running', foreground: 'generating', shown: 0 });
-      expect(steps.every((s) => s.shown === 0 && s.subagents === 0)).toBe(true);
-      expect(steps.at(-1)).toMatchObject({ foreground: null });
+      expect(steps.every((s) => s.subagents === 0)).toBe(true);
+      // A registration still listed (even possibly finished) is background activity, as for
+      // Claude's plain profile; the session waits for input either way.
+      expect(steps.at(-1)).toMatchObject({
+        state: 'waiting_for_input',
+        foreground: long ? 'background' : null,
+      });
+      const shown = sessionView(o.session(SESSION)).backgroundWork;
+      if (long) {
+        // The command left running: shown from the turn's end on, never as surely running.
+        expect(shown).toEqual([
+          expect.objectContaining({ kind: 'shell', id: 'call_scripted1', possiblyFinished: true }),
+        ]);
+        expect(steps.slice(to).every((s) => s.shown === 1)).toBe(true);
+      } else {
+        expect(steps.every((s) => s.shown === 0)).toBe(true);
+      }
       const s = o.session(SESSION);
       expect(s.turn).toBeNull();
       expect(admissionGate(s, 'human')).toEqual({ open: true, mode: 'turn' });

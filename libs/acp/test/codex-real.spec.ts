@@ -1,6 +1,11 @@
-import { foregroundActivity, liveRegistrations, sessionActivity } from '@baton/activity';
+import {
+  foregroundActivity,
+  liveRegistrations,
+  sessionActivity,
+  sessionView,
+} from '@baton/activity';
 import type { ForegroundActivity, StreamEntry } from '@baton/protocol';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Owner } from '../../activity/test/owner';
@@ -50,11 +55,15 @@ jest.setTimeout(120_000);
 
 const waitFor = (file: string) => `until [ -f ${file} ]; do sleep 0.1; done`;
 const say = (text: string): ResponsesItem[] => [{ type: 'message', text }];
-/** `yield_time_ms` at its maximum: the call returns when the command exits (well before). */
-const exec = (cmd: string): ResponsesItem => ({
+/**
+ * `yield_time_ms` at its maximum by default: the call returns when the command exits (well
+ * before). With a short yield, a command still running is left to run as a unified-exec process
+ * and the call returns "Process running with session ID …".
+ */
+const exec = (cmd: string, yieldMs = 30_000): ResponsesItem => ({
   type: 'function_call',
   name: 'exec_command',
-  arguments: { cmd, yield_time_ms: 30_000 },
+  arguments: { cmd, yield_time_ms: yieldMs },
 });
 const MULTI_AGENT = 'multi_agent_v1';
 const agentIdOf = (output: string | undefined): string => {
@@ -72,6 +81,19 @@ const SCRIPTS = {
       reply: [exec(`${waitFor('release-exec')}; echo hello`)],
     },
     { name: 'command done', when: { afterTool: 'exec_command' }, reply: say('It printed hello.') },
+  ],
+  longExec: [
+    {
+      name: 'start long command',
+      when: { last: 'RUN-LONG' },
+      reply: [exec(`${waitFor('release-long')}; echo late > long-done`, 250)],
+    },
+    {
+      name: 'left running',
+      when: { afterTool: 'exec_command' },
+      reply: say('It keeps running in the background.'),
+    },
+    { name: 'second prompt', when: { last: 'SECOND' }, reply: say('Second answer.') },
   ],
   subagent: [
     // The child's own conversation starts with the task spawn_agent gave it.
@@ -373,7 +395,12 @@ describeReal(`codex-acp ${CODEX_ACP_VERSION}, offline against a scripted Respons
         attestedKinds: [],
       },
     });
-    const prompt = { plain: 'SAY-HELLO', exec: 'RUN-EXEC', subagent: 'RUN-AGENT' }[scenario];
+    const prompt = {
+      plain: 'SAY-HELLO',
+      exec: 'RUN-EXEC',
+      longExec: 'RUN-LONG',
+      subagent: 'RUN-AGENT',
+    }[scenario];
     s.submit(prompt);
 
     if (scenario === 'exec') {
@@ -396,12 +423,37 @@ describeReal(`codex-acp ${CODEX_ACP_VERSION}, offline against a scripted Respons
       s.release('release-agent');
     }
     await s.until('the turn to end', () => session.has(turnEnded(1)));
+    if (scenario === 'longExec') {
+      // The turn ended with the command still running and its card still in progress; the
+      // session is promptable. The process then exits: the adapter says nothing of it.
+      expect(s.has(toolStarted)).toBe(true);
+      expect(s.has(toolDone)).toBe(false);
+      expect(sessionActivity(s.session())).toMatchObject({ state: 'waiting_for_input' });
+      s.release('release-long');
+      await s.until('the process to exit', () => existsSync(join(session.work, 'long-done')));
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(s.has(toolDone)).toBe(false);
+      s.submit('SECOND');
+      await s.until('the second turn to end', () => session.has(turnEnded(2)));
+      expect(s.has(toolDone)).toBe(false);
+      // Registered at the first turn's end, shown possibly finished, never ended.
+      expect(liveRegistrations(s.session()).map((r) => r.work.kind)).toEqual(['shell']);
+      expect(sessionView(s.session()).backgroundWork).toEqual([
+        expect.objectContaining({ kind: 'shell', possiblyFinished: true }),
+      ]);
+      expect(sessionActivity(s.session())).toMatchObject({
+        state: 'waiting_for_input',
+        foregroundActivity: 'background',
+      });
+    }
     await s.finish();
 
     expect(s.server.unmatched()).toEqual([]);
-    expect(liveRegistrations(s.session())).toEqual([]);
+    // The host's close ended the execution: nothing is left registered.
     expect(foregroundActivity(s.session())).toBeNull();
-    expect(s.facts.filter((f) => f.type.startsWith('background.'))).toEqual([]);
+    expect(liveRegistrations(s.session())).toEqual([]);
+    if (scenario !== 'longExec')
+      expect(s.facts.filter((f) => f.type.startsWith('background.'))).toEqual([]);
     if (scenario === 'subagent')
       expect(s.server.used).toEqual(
         expect.arrayContaining([

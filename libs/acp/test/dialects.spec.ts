@@ -160,12 +160,20 @@ const CASES: [rule: string, fixture: string][] = [
     'codex-real-subagent',
   ],
   [
+    'codex (real 0.16.0): a command outliving its yield keeps its card in progress past the turn; at the turn end it is registered as a shell (unattested) and reported possibly finished, since its end is never reported',
+    'codex-real-longExec',
+  ],
+  [
     'codex (real 0.16.0, terminal_output client): a plain turn is as without it',
     'codex-real-terminal-plain',
   ],
   [
     'codex (real 0.16.0, terminal_output client): terminal_info, terminal_output and terminal_exit ride the exec card; still a foreground tool',
     'codex-real-terminal-exec',
+  ],
+  [
+    'codex (real 0.16.0, terminal_output client): a command left running — terminal_exit never comes either; the shell carries its terminal id',
+    'codex-real-terminal-longExec',
   ],
   [
     'codex (real 0.16.0, terminal_output client): the child is as invisible as without it',

@@ -4454,4 +4454,140 @@ export const EXPECTED: Record<string, FactBody[]> = {
     { type: 'foreground.output', data: { channel: 'message', chars: 19 } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
+  'codex-real-longExec': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'codex-acp', version: '0.16.0' },
+        dialect: 'codex',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, audio: false, embeddedContext: true },
+            mcpCapabilities: { http: true, sse: false, acp: false },
+            sessionCapabilities: { list: {}, resume: {}, close: {} },
+            auth: { logout: {} },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-LONG', admissionGeneration: 1 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call_scripted1',
+        ownership: 'foreground',
+        status: 'in_progress',
+        title: 'until [ -f release-long ]; do sleep 0.1; done; echo late > long-done',
+        toolKind: 'execute',
+      },
+    },
+    { type: 'foreground.output', data: { channel: 'message', chars: 35 } },
+    {
+      type: 'background.started',
+      data: {
+        work: {
+          kind: 'shell',
+          id: 'call_scripted1',
+          label: 'until [ -f release-long ]; do sleep 0.1; done; echo late > long-done',
+          startedAt: '2026-11-10T10:00:00.873Z',
+          command: 'until [ -f release-long ]; do sleep 0.1; done; echo late > long-done',
+          _meta: {
+            codex: { toolCallId: 'call_scripted1', leftRunningAt: '2026-11-10T10:00:01.331Z' },
+          },
+        },
+        toolCallId: 'call_scripted1',
+        attested: false,
+      },
+    },
+    {
+      type: 'background.ended',
+      data: { status: 'unknown', candidates: ['call_scripted1'], mayBeNone: true },
+    },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
+  ],
+  'codex-real-terminal-longExec': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'codex-acp', version: '0.16.0' },
+        dialect: 'codex',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+            _meta: { terminal_output: true },
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, audio: false, embeddedContext: true },
+            mcpCapabilities: { http: true, sse: false, acp: false },
+            sessionCapabilities: { list: {}, resume: {}, close: {} },
+            auth: { logout: {} },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-LONG', admissionGeneration: 1 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call_scripted1',
+        ownership: 'foreground',
+        status: 'in_progress',
+        title: 'until [ -f release-long ]; do sleep 0.1; done; echo late > long-done',
+        toolKind: 'execute',
+      },
+    },
+    { type: 'foreground.output', data: { channel: 'message', chars: 35 } },
+    {
+      type: 'background.started',
+      data: {
+        work: {
+          kind: 'shell',
+          id: 'call_scripted1',
+          label: 'until [ -f release-long ]; do sleep 0.1; done; echo late > long-done',
+          startedAt: '2026-11-10T10:00:01.166Z',
+          command: 'until [ -f release-long ]; do sleep 0.1; done; echo late > long-done',
+          terminal: 'call_scripted1',
+          _meta: {
+            codex: { toolCallId: 'call_scripted1', leftRunningAt: '2026-11-10T10:00:01.750Z' },
+          },
+        },
+        toolCallId: 'call_scripted1',
+        attested: false,
+      },
+    },
+    {
+      type: 'background.ended',
+      data: { status: 'unknown', candidates: ['call_scripted1'], mayBeNone: true },
+    },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
+  ],
 };

@@ -37,8 +37,18 @@ const childEnd = (status: unknown): EndStatus | undefined => {
   }
 };
 
+/** An exec card (`kind: execute`) not yet completed: a command Codex is running. */
+interface OpenCommand {
+  startedAt: string;
+  label: string;
+  command: string;
+  terminal?: string;
+}
+
 export interface CodexState {
-  tools: Record<string, { collab?: string }>;
+  tools: Record<string, { collab?: string; command?: OpenCommand }>;
+  /** Commands left running at a turn's end, registered as shells by their card id. */
+  shells: Record<string, { ended: boolean }>;
   /** Child thread id -> the spawn card that registered it and whether it has ended. */
   threads: Record<string, { toolCallId: string; ended: boolean }>;
 }
@@ -71,10 +81,14 @@ const step = (
   const id = frame.toolCallId;
   const known = state.tools[id];
   const collab = known?.collab ?? collabTool(update);
+  const input = rec(update.rawInput);
   if (known === undefined) {
     next.tools[id] = collab !== undefined ? { collab } : {};
+    if (frame.toolKind === 'execute' && frame.status !== 'completed' && frame.status !== 'failed')
+      next.tools[id]!.command = openCommand(frame.title, input, update, at);
+  } else if (frame.status === 'completed' || frame.status === 'failed') {
+    delete known.command;
   }
-  const input = rec(update.rawInput);
 
   // Without lineage every tool call is the root thread's: legacy mode never shows child tools.
   if (known === undefined)
@@ -123,6 +137,20 @@ const step = (
     }
   }
 
+  // A command left running past its turn ends when its card does, if the card ever completes.
+  const shell = next.shells[id];
+  if (shell !== undefined && !shell.ended && frame.status !== undefined) {
+    const status =
+      frame.status === 'completed' ? 'completed' : frame.status === 'failed' ? 'failed' : undefined;
+    if (status !== undefined) {
+      next.shells[id] = { ended: true };
+      facts.push({
+        type: 'background.ended',
+        data: { workId: id, toolCallId: id, kind: 'shell', status },
+      });
+    }
+  }
+
   // `wait` / `closeAgent` (and any collaboration card) report each child's state by thread id.
   const states = rec(input?.agentsStates);
   if (collab !== undefined && states !== undefined) {
@@ -140,9 +168,70 @@ const step = (
   return { state: next, facts };
 };
 
+/** What an exec card says it runs: `rawInput.command` is the argv (`bash -lc <command>`). */
+const openCommand = (
+  title: string | undefined,
+  input: JsonRecord | undefined,
+  update: JsonRecord,
+  at: string,
+): OpenCommand => {
+  const argv = Array.isArray(input?.command) ? input.command : undefined;
+  const command =
+    (argv !== undefined ? text(argv.at(-1), 20_000) : text(input?.command, 20_000)) ?? title ?? '';
+  const terminal = asId(path(update, '_meta', 'terminal_info', 'terminal_id'));
+  return {
+    startedAt: at,
+    label: title ?? 'Command',
+    command,
+    ...(terminal !== undefined ? { terminal } : {}),
+  };
+};
+
+/**
+ * The prompt was answered with exec cards still in progress: Codex's unified exec left those
+ * commands running as processes of their own (the call yielded with "Process running with session
+ * ID …"), and codex-acp 0.16.0 never reports their end, not even when the process exits. Each is
+ * registered as a shell by its card id, unattested, and at once reported as possibly finished (an
+ * unidentified completion that may be of none): shown, never as surely running, until its card
+ * completes (an identified end) or the execution ends. Admission is not touched.
+ */
+export const codexTurnEnded = (state: CodexState, { at }: { at: string }): Step<CodexState> => {
+  const facts: FactBody[] = [];
+  const left: string[] = [];
+  for (const id in state.tools) {
+    const command = state.tools[id]!.command;
+    if (command === undefined || state.shells[id] !== undefined) continue;
+    state.shells[id] = { ended: false };
+    left.push(id);
+    facts.push({
+      type: 'background.started',
+      data: {
+        work: {
+          kind: 'shell',
+          id,
+          label: command.label,
+          startedAt: command.startedAt,
+          command: command.command,
+          ...(command.terminal !== undefined ? { terminal: command.terminal } : {}),
+          _meta: { codex: { toolCallId: id, leftRunningAt: at } },
+        },
+        toolCallId: id,
+        attested: false,
+      },
+    });
+  }
+  if (left.length > 0)
+    facts.push({
+      type: 'background.ended',
+      data: { status: 'unknown', candidates: left.slice(0, 100), mayBeNone: true },
+    });
+  return { state, facts };
+};
+
 export const codexDialect: Dialect<CodexState> = {
   name: 'codex',
   capabilities: (agent) => baseCapabilities('codex', agent),
-  initial: () => ({ tools: {}, threads: {} }),
+  initial: () => ({ tools: {}, threads: {}, shells: {} }),
   step,
+  turnEnded: codexTurnEnded,
 };

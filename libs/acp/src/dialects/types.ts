@@ -49,4 +49,9 @@ export interface Dialect<S> {
   initial(agent: AgentIdentity, setup: SessionSetup | undefined): S;
   /** An agent->client notification or request in the live session. */
   step(state: S, ctx: StepContext): Step<S>;
+  /**
+   * The agent answered a prompt (ACP v1): that turn is over. Its facts come before the turn's
+   * `turn.ended`. Only for what a dialect can learn from a turn ending and nothing else.
+   */
+  turnEnded?(state: S, ctx: { at: string }): Step<S>;
 }
