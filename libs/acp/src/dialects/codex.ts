@@ -5,9 +5,11 @@ import { baseCapabilities } from './generic';
 import type { AgentIdentity, Dialect, Step } from './types';
 
 /**
- * `codex-acp` in its legacy (plain v1) rendering. Child threads appear only as collaboration
- * tool cards; nothing reliable says when a child stops, so children are registered unattested
- * (display and counts) and the session stays busy while it runs.
+ * `codex-acp` in its plain v1 rendering. Child threads appear only as collaboration tool cards,
+ * where an adapter renders them (the real @zed-industries/codex-acp 0.16.0 renders none: its
+ * children never reach the wire); they are registered unattested (display and counts) and the
+ * session stays busy while they run. Exec cards are the turn's own tools, except a command still
+ * running when its prompt is answered (`codexTurnEnded`). docs/recordings.md (## Codex).
  */
 
 const COLLAB_TOOLS = new Set([
