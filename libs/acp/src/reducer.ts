@@ -194,7 +194,7 @@ const startDialect = (agent: AgentIdentity, setup: SessionSetup | undefined): Ac
   }
 };
 
-const onAgentResponse = (state: AcpState, message: JsonRecord, at: string): Reduction => {
+const onAgentResponse = (state: AcpState, message: JsonRecord): Reduction => {
   const key = idKey(message);
   const request = state.pending[key];
   if (request === undefined) return { state, facts: [] };
@@ -260,7 +260,7 @@ const onAgentResponse = (state: AcpState, message: JsonRecord, at: string): Redu
     const stopReason = ok ? (text(path(message.result, 'stopReason'), 100) ?? 'unknown') : 'error';
     next = { ...next, awaitingYield: next.awaitingYield.filter((g) => g !== gen) };
     if (next.dialect?.name === 'codex' && !next.loading) {
-      const r = codexTurnEnded(next.dialect.state, { at });
+      const r = codexTurnEnded(next.dialect.state);
       next = { ...next, dialect: { name: 'codex', state: r.state } };
       facts.push(...r.facts);
     }
@@ -342,7 +342,7 @@ export const reduceFrame = (state: AcpState, frame: Frame): Reduction => {
       ? onClientRequest(state, m)
       : { state, facts: [] };
   }
-  if (kind === 'response') return onAgentResponse(state, m, frame.at);
+  if (kind === 'response') return onAgentResponse(state, m);
   return runDialect(state, m, frame.at);
 };
 

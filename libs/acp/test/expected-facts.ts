@@ -4504,9 +4504,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
           label: 'until [ -f release-long ]; do sleep 0.1; done; echo late > long-done',
           startedAt: '2026-11-10T10:00:00.873Z',
           command: 'until [ -f release-long ]; do sleep 0.1; done; echo late > long-done',
-          _meta: {
-            codex: { toolCallId: 'call_scripted1', leftRunningAt: '2026-11-10T10:00:01.331Z' },
-          },
+          _meta: { codex: { toolCallId: 'call_scripted1' } },
         },
         toolCallId: 'call_scripted1',
         attested: false,
@@ -4573,9 +4571,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
           startedAt: '2026-11-10T10:00:01.166Z',
           command: 'until [ -f release-long ]; do sleep 0.1; done; echo late > long-done',
           terminal: 'call_scripted1',
-          _meta: {
-            codex: { toolCallId: 'call_scripted1', leftRunningAt: '2026-11-10T10:00:01.750Z' },
-          },
+          _meta: { codex: { toolCallId: 'call_scripted1' } },
         },
         toolCallId: 'call_scripted1',
         attested: false,

@@ -197,7 +197,7 @@ const openCommand = (
  * unidentified completion that may be of none): shown, never as surely running, until its card
  * completes (an identified end) or the execution ends. Admission is not touched.
  */
-export const codexTurnEnded = (state: CodexState, { at }: { at: string }): Step<CodexState> => {
+export const codexTurnEnded = (state: CodexState): Step<CodexState> => {
   const facts: FactBody[] = [];
   const left: string[] = [];
   for (const id in state.tools) {
@@ -215,7 +215,7 @@ export const codexTurnEnded = (state: CodexState, { at }: { at: string }): Step<
           startedAt: command.startedAt,
           command: command.command,
           ...(command.terminal !== undefined ? { terminal: command.terminal } : {}),
-          _meta: { codex: { toolCallId: id, leftRunningAt: at } },
+          _meta: { codex: { toolCallId: id } },
         },
         toolCallId: id,
         attested: false,

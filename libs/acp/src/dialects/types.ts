@@ -53,5 +53,5 @@ export interface Dialect<S> {
    * The agent answered a prompt (ACP v1): that turn is over. Its facts come before the turn's
    * `turn.ended`. Only for what a dialect can learn from a turn ending and nothing else.
    */
-  turnEnded?(state: S, ctx: { at: string }): Step<S>;
+  turnEnded?(state: S): Step<S>;
 }
