@@ -48,7 +48,9 @@ interface OpenCommand {
 }
 
 export interface CodexState {
-  tools: Record<string, { collab?: string; command?: OpenCommand }>;
+  tools: Record<string, { collab?: string }>;
+  /** Exec cards in progress, by card id: only these are looked at when a turn ends. */
+  commands: Record<string, OpenCommand>;
   /** Commands left running at a turn's end, registered as shells by their card id. */
   shells: Record<string, { ended: boolean }>;
   /** Child thread id -> the spawn card that registered it and whether it has ended. */
@@ -87,9 +89,9 @@ const step = (
   if (known === undefined) {
     next.tools[id] = collab !== undefined ? { collab } : {};
     if (frame.toolKind === 'execute' && frame.status !== 'completed' && frame.status !== 'failed')
-      next.tools[id]!.command = openCommand(frame.title, input, update, at);
+      next.commands[id] = openCommand(frame.title, input, update, at);
   } else if (frame.status === 'completed' || frame.status === 'failed') {
-    delete known.command;
+    delete next.commands[id];
   }
 
   // Without lineage every tool call is the root thread's: legacy mode never shows child tools.
@@ -200,9 +202,10 @@ const openCommand = (
 export const codexTurnEnded = (state: CodexState): Step<CodexState> => {
   const facts: FactBody[] = [];
   const left: string[] = [];
-  for (const id in state.tools) {
-    const command = state.tools[id]!.command;
-    if (command === undefined || state.shells[id] !== undefined) continue;
+  for (const id in state.commands) {
+    const command = state.commands[id]!;
+    delete state.commands[id];
+    if (state.shells[id] !== undefined) continue;
     state.shells[id] = { ended: false };
     left.push(id);
     facts.push({
@@ -233,7 +236,7 @@ export const codexTurnEnded = (state: CodexState): Step<CodexState> => {
 export const codexDialect: Dialect<CodexState> = {
   name: 'codex',
   capabilities: (agent) => baseCapabilities('codex', agent),
-  initial: () => ({ tools: {}, threads: {}, shells: {} }),
+  initial: () => ({ tools: {}, commands: {}, threads: {}, shells: {} }),
   step,
   turnEnded: codexTurnEnded,
 };
