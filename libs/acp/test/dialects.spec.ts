@@ -217,6 +217,45 @@ describe('dialect fixtures', () => {
 });
 
 describe('rules stated directly', () => {
+  it('codex: a command left running ends by its card id if its card ever completes (0.16.0 never does; a later version may)', () => {
+    const frames = loadFixture('codex-real-longExec');
+    const last = frames.at(-1)!;
+    const completed = {
+      direction: 'agent->client' as const,
+      at: last.at,
+      message: {
+        jsonrpc: '2.0',
+        method: 'session/update',
+        params: {
+          sessionId: 'sess-real',
+          update: {
+            sessionUpdate: 'tool_call_update',
+            toolCallId: 'call_scripted1',
+            status: 'completed',
+          },
+        },
+      },
+    };
+    const facts = reduceFrames([...frames, completed, completed]).facts;
+    expect(ofType(facts, 'background.ended')).toEqual([
+      {
+        type: 'background.ended',
+        data: { status: 'unknown', candidates: ['call_scripted1'], mayBeNone: true },
+      },
+      {
+        type: 'background.ended',
+        data: {
+          workId: 'call_scripted1',
+          toolCallId: 'call_scripted1',
+          kind: 'shell',
+          status: 'completed',
+        },
+      },
+    ]);
+    // A command that completes within its turn is never registered.
+    expect(ofType(run('codex-real-exec'), 'background.started')).toEqual([]);
+  });
+
   it('claude: the work is registered before its launch card completes', () => {
     for (const name of [
       'claude-subagent-background-raw',
