@@ -185,3 +185,58 @@ export function timelineOf(h: SessionHistory, now: number, from?: number): Timel
     ticks,
   };
 }
+
+/** The ranges the page's timeline offers: a look-back from now, or the whole session. */
+export type TimelineRange = '15m' | '1h' | '6h' | '24h' | 'session';
+
+/** The widest range the gateway answers (MAX_HISTORY_RANGE_MS: 31 days), less a margin. */
+export const SESSION_LOOKBACK_MS = 30 * 24 * 3_600_000;
+
+export const TIMELINE_RANGES: readonly {
+  readonly key: TimelineRange;
+  readonly label: string;
+  /** How far back from now; null: since the session began. */
+  readonly ms: number | null;
+}[] = [
+  { key: '15m', label: '15 min', ms: 15 * 60_000 },
+  { key: '1h', label: '1 h', ms: 3_600_000 },
+  { key: '6h', label: '6 h', ms: 6 * 3_600_000 },
+  { key: '24h', label: '24 h', ms: 24 * 3_600_000 },
+  { key: 'session', label: 'Since the session began', ms: null },
+];
+
+export function isTimelineRange(x: unknown): x is TimelineRange {
+  return TIMELINE_RANGES.some((r) => r.key === x);
+}
+
+/**
+ * The history query of a range at `now` (`since`/`until`, ms): a look-back asks for exactly its
+ * window; "since the session began" asks for as far back as the gateway answers.
+ */
+export function historyQuery(range: TimelineRange, now: number): { since: number; until: number } {
+  const ms = TIMELINE_RANGES.find((r) => r.key === range)?.ms ?? null;
+  return { since: now - (ms ?? SESSION_LOOKBACK_MS), until: now };
+}
+
+/**
+ * Where the drawn window starts: a look-back starts at its `since`, or at the session's first
+ * event when that is later (a young session fills the width); "since the session began" at its
+ * first event (undefined: timelineOf finds it).
+ */
+export function windowStart(
+  range: TimelineRange,
+  h: SessionHistory,
+  now: number,
+): number | undefined {
+  if (range === 'session') return undefined;
+  const since = historyQuery(range, now).since;
+  const first = h.activity[0]?.from;
+  return first === undefined ? since : Math.max(first, since);
+}
+
+/** The range in words, for the line above the lanes (readable without the picker's look). */
+export function rangeText(range: TimelineRange, t: Timeline): string {
+  const r = TIMELINE_RANGES.find((x) => x.key === range)!;
+  const what = r.ms === null ? 'since the session began' : `last ${r.label}`;
+  return `${what}: ${clock(t.from)}–now (UTC); dashed right edge: still going`;
+}

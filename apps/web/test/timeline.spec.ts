@@ -1,6 +1,14 @@
 import type { SessionHistory } from '@baton/protocol';
 import fc from 'fast-check';
-import { timelineOf } from '../src/timeline';
+import {
+  SESSION_LOOKBACK_MS,
+  TIMELINE_RANGES,
+  historyQuery,
+  isTimelineRange,
+  rangeText,
+  timelineOf,
+  windowStart,
+} from '../src/timeline';
 
 const T = Date.UTC(2026, 11, 2, 10, 42, 0);
 const s = (n: number) => T + n * 1_000;
@@ -131,5 +139,39 @@ describe('the timeline of a session', () => {
         },
       ),
     );
+  });
+});
+
+describe('the range picker', () => {
+  const now = s(100);
+
+  it('asks for exactly the look-back, or as far back as the gateway answers for the session', () => {
+    expect(historyQuery('15m', now)).toEqual({ since: now - 15 * 60_000, until: now });
+    expect(historyQuery('1h', now)).toEqual({ since: now - 3_600_000, until: now });
+    expect(historyQuery('6h', now)).toEqual({ since: now - 6 * 3_600_000, until: now });
+    expect(historyQuery('24h', now)).toEqual({ since: now - 24 * 3_600_000, until: now });
+    expect(historyQuery('session', now)).toEqual({ since: now - SESSION_LOOKBACK_MS, until: now });
+    // The gateway refuses a range wider than 31 days.
+    expect(SESSION_LOOKBACK_MS).toBeLessThanOrEqual(31 * 24 * 3_600_000);
+    expect(TIMELINE_RANGES.map((r) => r.key)).toEqual(['15m', '1h', '6h', '24h', 'session']);
+    expect(isTimelineRange('6h')).toBe(true);
+    expect(isTimelineRange('2h')).toBe(false);
+  });
+
+  it('draws a look-back from its start, or from the first event when the session is younger', () => {
+    // The session began 100 s ago: every look-back starts at its first event.
+    expect(windowStart('15m', history, now)).toBe(s(0));
+    expect(windowStart('session', history, now)).toBeUndefined();
+    expect(timelineOf(history, now, windowStart('session', history, now)).from).toBe(s(0));
+    // An hour later, 15 min look back less far than the session goes.
+    const later = now + 3_600_000;
+    expect(windowStart('15m', history, later)).toBe(later - 15 * 60_000);
+    expect(windowStart('24h', history, later)).toBe(s(0));
+  });
+
+  it('says the range in words', () => {
+    const t = timelineOf(history, now, windowStart('1h', history, now));
+    expect(rangeText('1h', t)).toBe('last 1 h: 10:42:00–now (UTC); dashed right edge: still going');
+    expect(rangeText('session', t)).toMatch(/^since the session began: 10:42:00–now/);
   });
 });

@@ -33,7 +33,17 @@ import {
   type Indicator,
   type WorkLine,
 } from '../model';
-import { timelineOf, type Bar, type Lane } from '../timeline';
+import {
+  TIMELINE_RANGES,
+  historyQuery,
+  isTimelineRange,
+  rangeText,
+  timelineOf,
+  windowStart,
+  type Bar,
+  type Lane,
+  type TimelineRange,
+} from '../timeline';
 import { byId, h, setAttrs, setText, syncList } from './dom';
 import './styles.css';
 
@@ -41,9 +51,10 @@ const TOKEN_KEY = 'baton.token';
 /** The gateway holds at most GATEWAY_MAX_SUBSCRIPTIONS (100 by default) per connection. */
 const MAX_TASKS = 50;
 const TASK_LIST_REFRESH_MS = 5_000;
-/** How far back the timeline looks, and how often it asks again while the session changes. */
-const TIMELINE_WINDOW_MS = 60 * 60_000;
+/** How often the timeline asks again while the session changes. */
 const TIMELINE_REFRESH_MS = 1_500;
+/** The timeline's range (TIMELINE_RANGES) is remembered on this browser. */
+const RANGE_KEY = 'baton.timelineRange';
 const TaskList = z.object({ tasks: z.array(Id) });
 const RestError = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 const RestCommandResult = z.object({
@@ -111,6 +122,17 @@ const storage = {
     }
   },
 };
+
+/** The range this browser chose last, or 1 h. */
+function savedRange(): TimelineRange {
+  try {
+    const v = localStorage.getItem(RANGE_KEY);
+    if (isTimelineRange(v)) return v;
+  } catch {
+    // Storage disabled.
+  }
+  return '1h';
+}
 
 /** A `?token=` link signs in once; the token must not stay in the address bar or history. */
 function takeTokenFromUrl(): string | null {
@@ -289,6 +311,8 @@ class App {
     inFlight: boolean;
     error: string | null;
   } | null = null;
+  /** How far back the timeline looks (the range picker). */
+  private range: TimelineRange = savedRange();
 
   constructor(
     private readonly token: string,
@@ -360,6 +384,7 @@ class App {
     this.listen(byId('session-reset'), 'click', () => void this.sessionAction('reset'));
     this.listen(byId('session-force-release'), 'click', () => void this.sessionAction('release'));
     this.listen(byId('session-delete'), 'click', () => void this.sessionAction('delete'));
+    this.buildRangePicker();
     this.render();
   }
 
@@ -530,7 +555,7 @@ class App {
     const sel = this.selected;
     const view = sel ? this.tasks.get(sel.taskId)?.view : null;
     if (!sel || !view) return;
-    const key = `${sel.taskId}/${sel.sessionId}`;
+    const key = `${sel.taskId}/${sel.sessionId}/${this.range}`;
     if (this.history?.key !== key) {
       this.history = { key, data: null, seq: -1, askedAt: 0, inFlight: false, error: null };
     }
@@ -539,8 +564,9 @@ class App {
     hs.inFlight = true;
     hs.askedAt = Date.now();
     const seq = view.seq;
-    const since = Date.now() - TIMELINE_WINDOW_MS;
-    void fetch(`${path(sel.taskId, 'sessions', sel.sessionId, 'history')}?since=${since}`, {
+    const { since, until } = historyQuery(this.range, Date.now());
+    const url = `${path(sel.taskId, 'sessions', sel.sessionId, 'history')}?since=${since}&until=${until}`;
+    void fetch(url, {
       headers: { authorization: `Bearer ${this.token}` },
       cache: 'no-store',
     })
@@ -578,7 +604,7 @@ class App {
     if (this.stopped) return;
     this.loadHistory();
     const data =
-      this.history?.key === `${this.selected?.taskId}/${this.selected?.sessionId}`
+      this.history?.key === `${this.selected?.taskId}/${this.selected?.sessionId}/${this.range}`
         ? this.history?.data
         : null;
     const container = byId('timeline-lanes');
@@ -590,15 +616,9 @@ class App {
       container.replaceChildren();
       return;
     }
-    const t = timelineOf(
-      data,
-      Date.now(),
-      Math.max(data.activity[0]?.from ?? 0, Date.now() - TIMELINE_WINDOW_MS),
-    );
-    setText(
-      byId('timeline-range'),
-      `${new Date(t.from).toISOString().slice(11, 19)}–now (UTC); dashed right edge: still going`,
-    );
+    const now = Date.now();
+    const t = timelineOf(data, now, windowStart(this.range, data, now));
+    setText(byId('timeline-range'), rangeText(this.range, t));
     const rows: (Lane | { key: 'axis' })[] = [...t.lanes, { key: 'axis' }];
     syncList(
       container,
@@ -640,6 +660,41 @@ class App {
         );
       },
     );
+  }
+
+  /**
+   * The range picker: one radio button per range in a labelled group, so the arrow keys move
+   * between them and the chosen one is said in words (its check mark and bold label, not colour).
+   */
+  private buildRangePicker(): void {
+    const group = byId('timeline-ranges');
+    group.replaceChildren(
+      h('legend', {}, 'Range'),
+      ...TIMELINE_RANGES.map((r) =>
+        h(
+          'label',
+          { class: 'timeline-range-option' },
+          h('input', {
+            type: 'radio',
+            name: 'timeline-range',
+            value: r.key,
+            checked: r.key === this.range,
+          }),
+          r.label,
+        ),
+      ),
+    );
+    this.listen(group, 'change', (ev) => {
+      const value = (ev.target as HTMLInputElement).value;
+      if (!isTimelineRange(value) || value === this.range) return;
+      this.range = value;
+      try {
+        localStorage.setItem(RANGE_KEY, value);
+      } catch {
+        // Storage disabled: the choice lasts until the page is reloaded.
+      }
+      this.renderTimeline();
+    });
   }
 
   private createBar(b: Bar): HTMLLIElement {
