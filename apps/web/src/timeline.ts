@@ -21,12 +21,16 @@ export interface Bar {
   readonly detail: string;
   /** Still going at the right edge. */
   readonly open: boolean;
+  /** Its row in the lane (0: the first): bars that overlap in time are drawn one above another. */
+  readonly row: number;
 }
 
 export interface Lane {
   readonly key: 'foreground' | 'background' | 'prompts' | 'executions';
   readonly title: string;
   readonly bars: readonly Bar[];
+  /** How many rows its bars take (at least 1). */
+  readonly rows: number;
 }
 
 export interface Timeline {
@@ -96,36 +100,53 @@ export function timelineOf(h: SessionHistory, now: number, from?: number): Timel
       label,
       detail,
       open: b === null,
+      row: 0,
     };
   };
+  // A turn that ended other than by the agent finishing (cancelled, refused, out of tokens) says
+  // so on the foreground bar it ends.
+  const stopped = (a: { state: ActivityLane; from: number; to: number | null }) =>
+    a.state === 'generating'
+      ? h.turns.find(
+          (t) =>
+            t.end !== null &&
+            t.stopReason !== undefined &&
+            t.stopReason !== 'end_turn' &&
+            t.end > a.from &&
+            t.end <= (a.to ?? now),
+        )?.stopReason
+      : undefined;
   const foreground = h.activity
     .filter((a) => (a.to ?? end) > start)
-    .map((a) =>
-      bar(
+    .map((a) => {
+      const stop = stopped(a)?.replace(/_/g, ' ');
+      return bar(
         `fg-${a.from}`,
         a.from,
         a.to,
-        a.state,
-        LANE_TEXT[a.state],
-        `${LANE_TEXT[a.state]}${a.reason ? ` (${a.reason.replace(/_/g, ' ')})` : ''}, ${when(a.from, a.to, now)}`,
+        stop ? `${a.state} stopped` : a.state,
+        stop ? `${LANE_TEXT[a.state]} · ${stop}` : LANE_TEXT[a.state],
+        `${LANE_TEXT[a.state]}${a.reason ? ` (${a.reason.replace(/_/g, ' ')})` : ''}, ${when(a.from, a.to, now)}${stop ? `, turn ${stop}` : ''}`,
+      );
+    });
+  const background = stack(
+    h.background.map((b) =>
+      bar(
+        `bg-${b.id}`,
+        b.start,
+        b.end,
+        b.end !== null && b.endedBy !== 'identified' ? `${b.kind} unidentified` : b.kind,
+        `${b.kind}: ${b.label}`,
+        `${b.kind} “${b.label}”, ${when(b.start, b.end, now)}${
+          b.end === null
+            ? ', still running'
+            : b.endedBy === 'identified'
+              ? ', ended'
+              : b.endedBy === 'execution'
+                ? ', ended with its execution (its own end was never reported)'
+                : ', ended without saying which it was'
+        }`,
       ),
-    );
-  const background = h.background.map((b) =>
-    bar(
-      `bg-${b.id}`,
-      b.start,
-      b.end,
-      b.end !== null && b.endedBy !== 'identified' ? `${b.kind} unidentified` : b.kind,
-      `${b.kind}: ${b.label}`,
-      `${b.kind} “${b.label}”, ${when(b.start, b.end, now)}${
-        b.end === null
-          ? ', still running'
-          : b.endedBy === 'identified'
-            ? ', ended'
-            : b.endedBy === 'execution'
-              ? ', ended with its execution (its own end was never reported)'
-              : ', ended without saying which it was'
-      }`,
     ),
   );
   const prompts = h.prompts.map((p) => {
@@ -177,13 +198,34 @@ export function timelineOf(h: SessionHistory, now: number, from?: number): Timel
     from: start,
     to: end,
     lanes: [
-      { key: 'foreground', title: 'Foreground', bars: foreground },
-      { key: 'background', title: 'Background work', bars: background },
-      { key: 'prompts', title: 'Prompts', bars: prompts },
-      { key: 'executions', title: 'Executions', bars: executions },
+      { key: 'foreground', title: 'Foreground', bars: foreground, rows: 1 },
+      { key: 'background', title: 'Background work', bars: background, rows: rowsOf(background) },
+      { key: 'prompts', title: 'Prompts', bars: prompts, rows: 1 },
+      { key: 'executions', title: 'Executions', bars: executions, rows: 1 },
     ],
     ticks,
   };
+}
+
+/**
+ * Puts bars that overlap in time on rows of their own: each bar, in order of its left edge, on
+ * the first row whose last bar has ended by then (an open bar never ends).
+ */
+export function stack(bars: readonly Bar[]): Bar[] {
+  const ends: number[] = [];
+  const order = bars.map((b, i) => ({ b, i })).sort((x, y) => x.b.left - y.b.left || x.i - y.i);
+  const out: Bar[] = [...bars];
+  for (const { b, i } of order) {
+    let row = ends.findIndex((end) => end <= b.left);
+    if (row < 0) row = ends.push(0) - 1;
+    ends[row] = b.open ? Infinity : b.left + b.width;
+    out[i] = { ...b, row };
+  }
+  return out;
+}
+
+function rowsOf(bars: readonly Bar[]): number {
+  return Math.max(1, ...bars.map((b) => b.row + 1));
 }
 
 /** The ranges the page's timeline offers: a look-back from now, or the whole session. */

@@ -6,6 +6,7 @@ import {
   historyQuery,
   isTimelineRange,
   rangeText,
+  stack,
   timelineOf,
   windowStart,
 } from '../src/timeline';
@@ -173,5 +174,59 @@ describe('the range picker', () => {
     const t = timelineOf(history, now, windowStart('1h', history, now));
     expect(rangeText('1h', t)).toBe('last 1 h: 10:42:00–now (UTC); dashed right edge: still going');
     expect(rangeText('session', t)).toMatch(/^since the session began: 10:42:00–now/);
+  });
+});
+
+describe('overlapping background work and stopped turns', () => {
+  it('draws bars that overlap in time on rows of their own, reusing a row once it is free', () => {
+    const t = timelineOf(history, s(100));
+    const bg = t.lanes.find((l) => l.key === 'background')!;
+    expect(bg.bars.map((b) => [b.key, b.row])).toEqual([
+      ['bg-sh1', 0],
+      ['bg-sa1', 1],
+      ['bg-m1', 1],
+    ]);
+    expect(bg.rows).toBe(2);
+    expect(t.lanes.find((l) => l.key === 'foreground')!.rows).toBe(1);
+  });
+
+  it('never puts two bars that overlap on one row, and an open bar keeps its row', () => {
+    const arb = fc.array(
+      fc.record({
+        left: fc.double({ min: 0, max: 1, noNaN: true }),
+        width: fc.double({ min: 0, max: 1, noNaN: true }),
+        open: fc.boolean(),
+      }),
+      { maxLength: 12 },
+    );
+    fc.assert(
+      fc.property(arb, (xs) => {
+        const bars = stack(
+          xs.map((x, i) => ({ ...x, key: `b${i}`, kind: 'shell', label: '', detail: '', row: 0 })),
+        );
+        const end = (b: { left: number; width: number; open: boolean }) =>
+          b.open ? Infinity : b.left + b.width;
+        for (const a of bars)
+          for (const b of bars)
+            if (a !== b && a.row === b.row && a.left <= b.left)
+              expect(end(a)).toBeLessThanOrEqual(b.left);
+      }),
+    );
+  });
+
+  it('says on the foreground bar that a turn was cancelled', () => {
+    const cancelled: SessionHistory = {
+      ...history,
+      turns: [
+        { promptId: 'p1', generation: 1, start: s(0), end: s(20), stopReason: 'end_turn' },
+        { promptId: 'p2', generation: 2, start: s(70), end: s(80), stopReason: 'cancelled' },
+      ],
+      activity: [...history.activity.slice(0, 3), { state: 'generating', from: s(70), to: s(80) }],
+    };
+    const fg = timelineOf(cancelled, s(100)).lanes.find((l) => l.key === 'foreground')!.bars;
+    expect(fg[0]).toMatchObject({ kind: 'generating', label: 'generating' });
+    expect(fg[0]!.detail).not.toMatch(/cancelled/);
+    expect(fg[3]).toMatchObject({ kind: 'generating stopped', label: 'generating · cancelled' });
+    expect(fg[3]!.detail).toBe('generating, 10:43:10–10:43:20 (10.0 s), turn cancelled');
   });
 });

@@ -55,6 +55,8 @@ const TASK_LIST_REFRESH_MS = 5_000;
 const TIMELINE_REFRESH_MS = 1_500;
 /** The timeline's range (TIMELINE_RANGES) is remembered on this browser. */
 const RANGE_KEY = 'baton.timelineRange';
+/** The height of one row of a timeline lane (bars that overlap in time take a row each). */
+const ROW_REM = 1.4;
 const TaskList = z.object({ tasks: z.array(Id) });
 const RestError = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 const RestCommandResult = z.object({
@@ -232,7 +234,9 @@ function updateBar(el: HTMLElement, b: Bar): void {
     'aria-label': b.detail,
     title: b.detail,
     'data-open': b.open,
+    'data-row': b.row,
   });
+  el.style.top = `${0.1 + b.row * ROW_REM}rem`;
   el.style.left = `${b.left * 100}%`;
   el.style.width = `${b.width * 100}%`;
   // The label is drawn when there is room for it; the description is always there.
@@ -651,9 +655,12 @@ class App {
           );
           return;
         }
+        const lane = x.row as Lane;
+        el.style.height = `${lane.rows * ROW_REM}rem`;
+        setAttrs(el, { 'data-rows': lane.rows });
         syncList(
           el,
-          (x.row as Lane).bars,
+          lane.bars,
           (b) => b.key,
           (b) => this.createBar(b),
           updateBar,
