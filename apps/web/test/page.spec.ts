@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { Proc, cli, getJson, until } from '../../../test/support';
+import { startDemo } from '../../baton/src/demo';
 
 jest.setTimeout(240_000);
 
@@ -251,6 +252,124 @@ describe('the live activity page in a browser', () => {
     await page.locator('#timeline-title').scrollIntoViewIfNeeded();
     await shot('16-timeline');
   });
+
+  story(
+    "draws the demo's busy history: overlapping background work, a prompt's wait, a cancel, any range",
+    async () => {
+      // The one-process run's demo, on one task, as `npm start -- --demo` plays it.
+      const said: string[] = [];
+      const demo = await startDemo({
+        gatewayUrl: base,
+        token: token(),
+        say: (l) => said.push(l),
+        tasks: ['demo-1'],
+      });
+      try {
+        const main = row('demo-1', 'main');
+        await main.waitFor({ timeout: WAIT });
+        await main.getByRole('button', { name: 'Session main' }).click();
+        await page
+          .locator('#session-title')
+          .filter({ hasText: 'Session main · task demo-1' })
+          .waitFor();
+        // Two shells at once, then a shell and a subagent at once, live in the work list.
+        await page.locator('#work-list li').nth(1).waitFor({ timeout: WAIT });
+        await until(
+          async () => said.some((l) => l.endsWith('cancel done')),
+          'the demo cancelled turn 3',
+          WAIT,
+        );
+        await indicator(main, 'Idle, done').waitFor({ timeout: WAIT });
+        expect(said.some((l) => /prompt 2 queued at 1 \(busy\)$/.test(l))).toBe(true);
+
+        const lane = (name: string) => page.getByRole('list', { name, exact: true });
+        // The cancel: the foreground bar of turn 3 says so.
+        const stopped = lane('Foreground').locator('.bar.lane-stopped');
+        await stopped.waitFor({ timeout: WAIT });
+        expect(await stopped.getAttribute('aria-label')).toMatch(
+          /^generating, \d\d:\d\d:\d\d–\d\d:\d\d:\d\d \([\d.]+ s\), turn cancelled$/,
+        );
+        // What t1's bar said below the lanes went with t1; this bar's own words come on focus.
+        const detail = page.locator('#timeline-detail');
+        expect(await detail.textContent()).toBe('Hover over or focus a bar for its exact times.');
+        await stopped.focus();
+        expect(await detail.textContent()).toBe(await stopped.getAttribute('aria-label'));
+        // Overlapping background work: each bar on a row of its own while another runs.
+        const work = lane('Background work');
+        const bar = (label: string) => work.locator(`.bar[aria-label^="${label}"]`);
+        const rowOf = async (label: string) => Number(await bar(label).getAttribute('data-row'));
+        await bar('subagent “Review the diff”').waitFor();
+        expect(Number(await work.getAttribute('data-rows'))).toBeGreaterThanOrEqual(2);
+        expect(await rowOf('shell “Lint the change”')).not.toBe(
+          await rowOf('shell “Run the tests”'),
+        );
+        expect(await rowOf('subagent “Review the diff”')).not.toBe(
+          await rowOf('shell “Run the tests”'),
+        );
+        for (const l of [
+          'shell “Run the tests”',
+          'shell “Lint the change”',
+          'subagent “Review the diff”',
+        ])
+          expect(await bar(l).getAttribute('aria-label')).toMatch(/, ended$/);
+        // The second prompt waited in the queue behind turn 1, drawn out; the third ran at once.
+        const prompts = lane('Prompts');
+        const second = prompts.locator('.bar[aria-label*="-2 submitted"]');
+        expect(await second.getAttribute('class')).toContain('lane-queued');
+        expect(await second.getAttribute('aria-label')).toMatch(
+          /^prompt demo-1-\w+-2 submitted \d\d:\d\d:\d\d, queued [\d.]+ s, admitted \d\d:\d\d:\d\d/,
+        );
+        expect(
+          await prompts.locator('.bar[aria-label*="-3 submitted"]').getAttribute('aria-label'),
+        ).toMatch(/, admitted, dispatched /);
+        // The board has caught up (it is asked again every few seconds): both tasks idle.
+        await page
+          .locator('[data-group="idle"] .board-count')
+          .filter({ hasText: '(2)' })
+          .waitFor({ timeout: WAIT });
+        await page.locator('#timeline-title').scrollIntoViewIfNeeded();
+        await shot('17-busy-demo');
+
+        // The range picker: radio buttons, by keyboard; each choice asks for its since and until.
+        const range = page.getByRole('group', { name: 'Range' });
+        const radio = (name: string) => range.getByRole('radio', { name, exact: true });
+        expect(await radio('1 h').isChecked()).toBe(true);
+        const asked = async (key: string) => {
+          const req = page.waitForRequest((r) => r.url().includes('/sessions/main/history?'));
+          await page.keyboard.press(key);
+          const q = new URL((await req).url()).searchParams;
+          return Number(q.get('until')) - Number(q.get('since'));
+        };
+        await radio('1 h').focus();
+        expect(await asked('ArrowRight')).toBe(6 * 3_600_000);
+        expect(await radio('6 h').isChecked()).toBe(true);
+        await page
+          .locator('#timeline-range')
+          .filter({ hasText: /^last 6 h: / })
+          .waitFor();
+        expect(await asked('ArrowRight')).toBe(24 * 3_600_000);
+        expect(await asked('ArrowRight')).toBe(30 * 24 * 3_600_000);
+        expect(await radio('Since the session began').isChecked()).toBe(true);
+        await page
+          .locator('#timeline-range')
+          .filter({ hasText: /^since the session began: \d\d:\d\d:\d\d–now \(UTC\)/ })
+          .waitFor();
+        await stopped.waitFor();
+        await page.locator('#timeline-title').scrollIntoViewIfNeeded();
+        await shot('18-range-session');
+        // Round the group: 15 min, then back to 1 h, which the other stories expect.
+        expect(await asked('ArrowRight')).toBe(15 * 60_000);
+        await page
+          .locator('#timeline-range')
+          .filter({ hasText: /^last 15 min: / })
+          .waitFor();
+        expect(await asked('ArrowRight')).toBe(3_600_000);
+        expect(await radio('1 h').isChecked()).toBe(true);
+      } finally {
+        await demo.stop();
+      }
+    },
+  );
 
   story('recovers a dropped connection by itself, without a reload', async () => {
     // Runs in the page (plain JavaScript: this file is type-checked without the DOM library).

@@ -57,6 +57,7 @@ const TIMELINE_REFRESH_MS = 1_500;
 const RANGE_KEY = 'baton.timelineRange';
 /** The height of one row of a timeline lane (bars that overlap in time take a row each). */
 const ROW_REM = 1.4;
+const TIMELINE_HINT = 'Hover over or focus a bar for its exact times.';
 const TaskList = z.object({ tasks: z.array(Id) });
 const RestError = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 const RestCommandResult = z.object({
@@ -561,6 +562,9 @@ class App {
     if (!sel || !view) return;
     const key = `${sel.taskId}/${sel.sessionId}/${this.range}`;
     if (this.history?.key !== key) {
+      // Another session's bar described below the lanes no longer applies.
+      if (this.history && !this.history.key.startsWith(`${sel.taskId}/${sel.sessionId}/`))
+        setText(byId('timeline-detail'), TIMELINE_HINT);
       this.history = { key, data: null, seq: -1, askedAt: 0, inFlight: false, error: null };
     }
     const hs = this.history;
