@@ -14,6 +14,7 @@ const projects = ['libs', 'apps']
 
 module.exports = {
   projects,
+  globalSetup: '<rootDir>/jest.global-setup.js',
   coverageProvider: 'v8',
   collectCoverageFrom: ['libs/*/src/**/*.ts', '!**/*.spec.ts', '!**/index.ts'],
   coverageReporters: ['text-summary', 'text'],

@@ -17,7 +17,8 @@ import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import type { AddressInfo, Socket } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { compiledPath } from '@baton/config';
 import { createInterface } from 'node:readline';
 import { SCHEMA_VERSION, type Update } from '@baton/protocol';
 import { startRedis } from '@baton/redis-harness';
@@ -43,7 +44,7 @@ function token(tenant: string, scope: string): string {
 function clientsProcess() {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(__dirname, 'gateway-clients.ts')],
+    [join(dirname(compiledPath(__filename)), 'gateway-clients.js')],
     {
       stdio: ['pipe', 'pipe', 'inherit'],
     },

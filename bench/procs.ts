@@ -1,6 +1,6 @@
 /**
  * Child processes of the end-to-end benchmarks: Baton's own processes started the way they are
- * deployed (`node --import tsx apps/<app>/src/main.ts`, configured by the environment), and the
+ * deployed (`node dist/apps/<app>/src/main.js`, configured by the environment), and the
  * bench's helpers (load, clients, raw relay) driven by JSON lines over stdin/stdout.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -8,9 +8,10 @@ import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { compiledPath, packageRoot } from '@baton/config';
 import { createInterface } from 'node:readline';
 
-const ROOT = join(__dirname, '..');
+const ROOT = packageRoot(__dirname);
 export const JWT_SECRET = 'bench-secret-0123456789abcdefghijklmnop';
 
 /** Set BENCH_CPU_PROF=<dir> to run Baton's processes under `--cpu-prof` (see bench/profile.ts). */
@@ -63,7 +64,7 @@ export function spawnNode(
   profile = false,
 ): Proc {
   const prof = profile && CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : [];
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx', join(ROOT, file), ...args], {
+  const child = spawn(process.execPath, [...prof, compiledPath(join(ROOT, file)), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'inherit'],

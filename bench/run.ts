@@ -3,6 +3,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { packageRoot } from '@baton/config';
 import { formatResults, resultsOf, type SuiteOutput } from './lib';
 import { runFoldBench } from './fold.bench';
 import { runDialectBench } from './dialect.bench';
@@ -84,7 +85,7 @@ const SUITES: Suite[] = [
     key: 'e2e',
     title: 'End to end (e2e)',
     note:
-      'Every part in a process of its own, as deployed (`node --import tsx apps/<app>/src/main.ts`): the load (bench/e2e-load.ts, playing the workers) → Redis → projector(s) → Redis → gateway(s) → WebSocket clients (bench/e2e-clients.ts), one redis-server of the suite’s own. ' +
+      'Every part in a process of its own, as deployed (`node dist/apps/<app>/src/main.js`): the load (bench/e2e-load.ts, playing the workers) → Redis → projector(s) → Redis → gateway(s) → WebSocket clients (bench/e2e-clients.ts), one redis-server of the suite’s own. ' +
       'Load: 100 tasks of 3 sessions each, played from the bundled recordings (libs/acp/fixtures turned into facts by `reduceFrame` with the worker’s output coalescing, one execution per recording, the execution lease written first and dropped after its end, as a worker does), `store.append` per task at a controlled rate; 10 WebSocket subscribers per task (1,000 connections). ' +
       'Latency = append → receive of every update by every subscriber: the load folds the same facts with `@baton/activity` (the stream holds facts only, so the owner decides nothing and its updates are a pure function of the facts), which tells which update seqs each append makes the owner publish, and stamps them with the time just before the append; each client stamps each update frame on arrival. ' +
       'All stamps are `process.hrtime` = CLOCK_MONOTONIC, one clock for every process of a Linux machine (the suite checks that a child’s reading falls between two of the parent’s). The first 2 s of each setup are not counted; then 4 windows of 5 s per figure, Baton and raw interleaved. ' +
@@ -115,7 +116,7 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   const timings: string[] = [];
   // Written analysis (what bounds an unmet goal, the next step) lives below the marker and survives reruns.
-  const file = join(__dirname, '..', 'BENCHMARKS.md');
+  const file = join(packageRoot(__dirname), 'BENCHMARKS.md');
   const previous = existsSync(file) ? readFileSync(file, 'utf8') : '';
   const at = previous.indexOf(NOTES_MARKER);
   const notes = at === -1 ? `${NOTES_MARKER}\n` : previous.slice(at);
@@ -158,7 +159,7 @@ async function main(): Promise<void> {
   const header = [
     '# Benchmarks',
     '',
-    `Command: \`npm run bench\` (= \`node --expose-gc --import tsx bench/run.ts\`); \`npm run bench -- e2e\` or \`bench/run.ts fold projector\` runs only those suites, by key (${SUITES.map((x) => x.key).join(', ')}) or by a word of their title, and keeps the other sections as they were. Last run: ${date}${only.length > 0 ? ` (${only.join(', ')})` : ''}. Machine: ${machine}.`,
+    `Command: \`npm run bench\` (= \`npm run build && node --expose-gc dist/bench/run.js\`); \`npm run bench -- e2e\` or \`bench/run.ts fold projector\` runs only those suites, by key (${SUITES.map((x) => x.key).join(', ')}) or by a word of their title, and keeps the other sections as they were. Last run: ${date}${only.length > 0 ? ` (${only.join(', ')})` : ''}. Machine: ${machine}.`,
     '',
     lastFull,
     '',

@@ -23,13 +23,14 @@ jest.setTimeout(300_000);
 
 /**
  * The files of the image: the runtime stage's COPY lines of deploy/Dockerfile applied to this
- * checkout with .dockerignore, and node_modules linked in (a superset of the image's production
+ * checkout with .dockerignore — what it copies from the build stage is this checkout's dist/, the
+ * same `npm run build` — and node_modules linked in (a superset of the image's production
  * dependencies). Services run from here, so a file the image lacks fails the test. (The worker
  * target is the runtime stage plus agents under /opt/agents and tini: no file of Baton's more.)
  */
 function imageTree(): string {
   const dockerfile = readFileSync(join(ROOT, 'deploy', 'Dockerfile'), 'utf8');
-  const start = dockerfile.indexOf('\nFROM node:20-bookworm-slim AS runtime');
+  const start = dockerfile.indexOf('\nFROM ${NODE_IMAGE} AS runtime');
   expect(start).toBeGreaterThan(-1);
   const next = dockerfile.indexOf('\nFROM ', start + 1);
   const runtime = dockerfile.slice(start, next === -1 ? undefined : next);
@@ -47,6 +48,11 @@ function imageTree(): string {
     });
   const dir = mkdtempSync(join(tmpdir(), 'baton-image-'));
   for (const line of runtime.split('\n')) {
+    const fromBuild = /^COPY --from=build \/app\/(\S+) (\S+)$/.exec(line.trim());
+    if (fromBuild) {
+      cpSync(join(ROOT, fromBuild[1]!), join(dir, fromBuild[2]!), { recursive: true });
+      continue;
+    }
     const m = /^COPY (?!--)(.+) (\S+)$/.exec(line.trim());
     if (!m) continue;
     const sources = m[1]!.split(/\s+/);
@@ -83,7 +89,7 @@ describe('docker-compose.yml', () => {
     expect(services.redis?.healthcheck?.test).toEqual(['CMD', 'redis-cli', 'ping']);
     for (const role of ROLES) {
       const s = services[role]!;
-      expect(s.command?.slice(0, 3)).toEqual(['node', '--import', 'tsx']);
+      expect(s.command).toEqual(['node', `dist/apps/${role}/src/main.js`]);
       expect(s.healthcheck?.test[0]).toBe('CMD');
       expect(s.restart).toBe('unless-stopped');
       expect(s.depends_on?.redis?.condition).toBe('service_healthy');

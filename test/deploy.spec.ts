@@ -38,7 +38,7 @@ describe('the worker image', () => {
     expect(worker).toContain('COPY --from=agents /opt/agents /opt/agents');
     expect(worker).toContain('ENTRYPOINT ["/usr/bin/tini", "--"]');
     expect(worker).toContain('USER node');
-    expect(worker).toContain('apps/worker/src/main.ts');
+    expect(worker).toContain('dist/apps/worker/src/main.js');
   });
 
   it('is what the compose worker builds; every role reads the same profiles', () => {

@@ -25,12 +25,7 @@ describe('the one-process run (npm start) and the CLI', () => {
   const procs: Proc[] = [];
 
   const start = async () => {
-    const p = new Proc(
-      'baton',
-      process.execPath,
-      ['--import', 'tsx', 'apps/baton/src/main.ts'],
-      env,
-    );
+    const p = new Proc('baton', process.execPath, ['dist/apps/baton/src/main.js'], env);
     procs.push(p);
     await p.waitFor(/Baton is running/, 120_000);
     return p;
@@ -144,12 +139,7 @@ describe('the one-process run (npm start) and the CLI', () => {
       // The gateway's limits are the one-process run's too.
       GATEWAY_MAX_CONNECTIONS_PER_TENANT: '1',
     };
-    const p = new Proc(
-      'baton-own',
-      process.execPath,
-      ['--import', 'tsx', 'apps/baton/src/main.ts'],
-      own,
-    );
+    const p = new Proc('baton-own', process.execPath, ['dist/apps/baton/src/main.js'], own);
     procs.push(p);
     try {
       await p.waitFor(/Baton is running/, 120_000);

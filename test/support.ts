@@ -116,7 +116,7 @@ export function runToEnd(
 
 /** The CLI, as a user runs it (`npm run baton -- …` runs exactly this). */
 export function cli(args: string[], env: Record<string, string | undefined>) {
-  return runToEnd(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...args], env);
+  return runToEnd(process.execPath, ['dist/apps/cli/src/main.js', ...args], env);
 }
 
 /** GET a gateway REST route with a token; the parsed JSON body. */

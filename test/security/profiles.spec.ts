@@ -151,10 +151,10 @@ const deadLetter = (taskId: string | undefined, jobId: string) =>
 const probes = () => readdirSync(PROBES).filter((f) => f.endsWith('.json'));
 
 describe('configuration', () => {
-  it.each(['apps/worker/src/main.ts', 'apps/gateway/src/main.ts'])(
+  it.each(['dist/apps/worker/src/main.js', 'dist/apps/gateway/src/main.js'])(
     '%s refuses to start on a bad profile, in one line',
     (main) => {
-      const r = spawnSync(process.execPath, ['--import', 'tsx', main], {
+      const r = spawnSync(process.execPath, [main], {
         cwd: join(__dirname, '..', '..'),
         env: {
           ...process.env,

@@ -84,7 +84,7 @@ async function tailFirstLine(taskId: string, tok: string): Promise<string> {
   const p = new Proc(
     'tail',
     process.execPath,
-    ['--import', 'tsx', 'apps/cli/src/main.ts', 'tail', taskId],
+    ['dist/apps/cli/src/main.js', 'tail', taskId],
     cliEnv(tok),
   );
   try {

@@ -3,7 +3,6 @@ import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import type { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
@@ -82,10 +81,6 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
   const log = createLogger(opts.logLevel, opts.instanceId);
   const metrics = new GatewayMetrics();
   const nestLogger = new NestPinoLogger(log);
-  // Under tsx, Nest's own lazily imported modules (the websockets controller among them) load
-  // natively as ESM and get a second copy of @nestjs/common: its Logger is pointed at the same log.
-  const native: { Logger: typeof Logger } = await import('@nestjs/common');
-  native.Logger.overrideLogger(nestLogger);
   const app = await NestFactory.create<NestExpressApplication>(
     AppModule.forRoot(opts, log, metrics),
     { logger: nestLogger, bodyParser: false, forceCloseConnections: true },

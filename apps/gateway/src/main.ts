@@ -1,4 +1,4 @@
-// The gateway process: `node --import tsx apps/gateway/src/main.ts`, configured by the
+// The gateway process: `node dist/apps/gateway/src/main.js`, configured by the
 // environment (libs/config: COMMON and GATEWAY settings).
 import {
   COMMON,

@@ -72,8 +72,8 @@ export function hardMaxMessageBytes(maxMessageBytes: number): number {
   return Math.min(maxMessageBytes * 4, 64 * 1024 * 1024);
 }
 
-// Dependency-injection tokens: processes run under tsx (no decorator metadata), so every
-// constructor parameter names its token.
+// Dependency-injection tokens for the values the gateway's providers share: named explicitly,
+// so a provider never depends on which type a compiler emitted for a constructor parameter.
 export const OPTIONS = Symbol('GatewayOptions');
 export const STORE = Symbol('EventStore');
 export const LOGGER = Symbol('Logger');

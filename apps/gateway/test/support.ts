@@ -55,7 +55,7 @@ function run(
   env: Record<string, string>,
   ready?: RegExp,
 ): Promise<Proc & { match: RegExpExecArray | null }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', file], {
+  const proc = spawn(process.execPath, [file], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -105,7 +105,7 @@ export interface GatewayProc extends Proc {
 
 export async function spawnGateway(env: Record<string, string>): Promise<GatewayProc> {
   const p = await run(
-    'apps/gateway/src/main.ts',
+    'dist/apps/gateway/src/main.js',
     { GATEWAY_PORT: '0', BATON_JWT_SECRET: SECRET, ...env },
     /"msg":"gateway ready","url":"([^"]+)"/,
   );
@@ -114,7 +114,7 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
 }
 
 export function spawnProjector(env: Record<string, string>): Promise<Proc> {
-  return run('apps/projector/src/main.ts', {
+  return run('dist/apps/projector/src/main.js', {
     PROJECTOR_LEASE_TTL_MS: '2000',
     PROJECTOR_RENEW_MS: '300',
     PROJECTOR_METRICS_PORT: '0',

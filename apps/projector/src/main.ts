@@ -1,4 +1,4 @@
-// The projector process: `node --import tsx apps/projector/src/main.ts`, configured by the
+// The projector process: `node dist/apps/projector/src/main.js`, configured by the
 // environment (libs/config: COMMON and PROJECTOR settings).
 import { COMMON, ConfigError, PROJECTOR, loadConfig } from '@baton/config';
 import { startProjector } from './projector';

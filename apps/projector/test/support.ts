@@ -50,9 +50,9 @@ export interface SpawnOptions {
   env?: Record<string, string>;
 }
 
-/** Starts `node --import tsx apps/projector/src/main.ts` with a test configuration. */
+/** Starts `node dist/apps/projector/src/main.js` with a test configuration. */
 export function spawnProjector(o: SpawnOptions): ProjectorProcess {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'apps/projector/src/main.ts'], {
+  const proc = spawn(process.execPath, ['dist/apps/projector/src/main.js'], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -33,12 +33,7 @@ describe('the live activity page in a browser', () => {
   const pageErrors: string[] = [];
 
   const startBaton = async () => {
-    const p = new Proc(
-      'baton',
-      process.execPath,
-      ['--import', 'tsx', 'apps/baton/src/main.ts'],
-      env,
-    );
+    const p = new Proc('baton', process.execPath, ['dist/apps/baton/src/main.js'], env);
     await p.waitFor(/Baton is running/, 120_000);
     return p;
   };

@@ -1,5 +1,5 @@
 /**
- * The worker process: `node --import tsx apps/worker/src/main.ts`, configured by environment
+ * The worker process: `node dist/apps/worker/src/main.js`, configured by environment
  * variables (libs/config COMMON + WORKER). SIGTERM or SIGINT stops it cleanly: no new jobs, every
  * running execution ended (with its execution.ended fact, its agent's process group killed), then
  * exit 0.

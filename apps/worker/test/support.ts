@@ -70,10 +70,10 @@ export interface WorkerProcess {
   readonly exited: Promise<number | NodeJS.Signals>;
 }
 
-/** A real worker process: `node --import tsx apps/worker/src/main.ts`, ready when it says so. */
+/** A real worker process: `node dist/apps/worker/src/main.js`, ready when it says so. */
 export async function spawnWorker(env: Record<string, string>): Promise<WorkerProcess> {
   const instanceId = env.BATON_INSTANCE_ID ?? `w-${Math.random().toString(36).slice(2, 8)}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'apps/worker/src/main.ts'], {
+  const child = spawn(process.execPath, ['dist/apps/worker/src/main.js'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -311,7 +311,7 @@ export interface ProjectorProcess {
 
 /** A real projector process (apps/projector), quick to take shards and to notice lapsed leases. */
 export async function spawnProjector(env: Record<string, string>): Promise<ProjectorProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'apps/projector/src/main.ts'], {
+  const child = spawn(process.execPath, ['dist/apps/projector/src/main.js'], {
     cwd: ROOT,
     env: {
       ...process.env,

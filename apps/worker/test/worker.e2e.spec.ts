@@ -22,7 +22,7 @@ import {
 } from './support';
 
 /**
- * Real worker processes (`node --import tsx apps/worker/src/main.ts`) against a real redis-server,
+ * Real worker processes (`node dist/apps/worker/src/main.js`) against a real redis-server,
  * hosting real replay agents. A test double of the shard owner holds the shard leases and writes
  * the execution inboxes (prompts, stops), as the projector does.
  */

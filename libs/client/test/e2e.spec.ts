@@ -43,7 +43,7 @@ process.once('exit', () => {
 });
 
 function run(file: string, env: Record<string, string>, ready?: RegExp): Promise<Proc> {
-  const child = spawn(process.execPath, ['--import', 'tsx', file], {
+  const child = spawn(process.execPath, [file], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -91,7 +91,7 @@ const clients: BatonClient[] = [];
 
 const startGateway = () =>
   run(
-    'apps/gateway/src/main.ts',
+    'dist/apps/gateway/src/main.js',
     {
       ...env,
       GATEWAY_PORT: String(port),
@@ -102,7 +102,7 @@ const startGateway = () =>
     /"msg":"gateway ready"/,
   );
 const startProjector = () =>
-  run('apps/projector/src/main.ts', {
+  run('dist/apps/projector/src/main.js', {
     ...env,
     PROJECTOR_LEASE_TTL_MS: '1000',
     PROJECTOR_RENEW_MS: '200',

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 
 export * from './profiles';
+export * from './build-output';
 
 /**
  * Every setting of Baton is an environment variable, declared here once with its default and its

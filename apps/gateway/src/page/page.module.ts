@@ -1,34 +1,72 @@
+import { createHash } from 'node:crypto';
+import { readFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { Controller, Get, Inject, Injectable, Module, Param, Req, Res } from '@nestjs/common';
-import { buildPage, etagOf, type PageBundle } from '../../../web/src/build';
+import { buildOutputDir } from '@baton/config';
 import { WireFailure } from '../errors';
 import { LOGGER } from '../options';
 import type { Logger } from '../logger';
 
-/** One bundle per process, however many gateways it starts (tests start many). */
+export interface PageAsset {
+  readonly body: Buffer;
+  /** The same bytes gzipped, for clients that accept it. */
+  readonly gzip: Buffer;
+  readonly contentType: string;
+}
+
+export interface PageBundle {
+  /** The page itself: it names its assets by content hash, so they can be cached for good. */
+  readonly html: string;
+  readonly etag: string;
+  /** Assets by file name (`app-<hash>.js`, `app-<hash>.css`). */
+  readonly assets: ReadonlyMap<string, PageAsset>;
+}
+
+const TYPES: Record<string, string> = {
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+};
+
+/** The page as `npm run build` wrote it (apps/web/scripts/build-page.mjs). */
+export const PAGE_DIR = join(buildOutputDir(__dirname), 'page');
+
+/** Reads the built page into memory, its assets gzipped once. */
+export async function loadPage(dir: string): Promise<PageBundle> {
+  let html: string;
+  try {
+    html = await readFile(join(dir, 'index.html'), 'utf8');
+  } catch (err) {
+    throw new Error(`the page is not built in ${dir} (run npm run build): ${String(err)}`);
+  }
+  const assets = new Map<string, PageAsset>();
+  for (const name of await readdir(join(dir, 'assets'))) {
+    const contentType = TYPES[name.slice(name.lastIndexOf('.') + 1)];
+    if (!contentType) continue;
+    const body = await readFile(join(dir, 'assets', name));
+    assets.set(name, { body, gzip: gzipSync(body, { level: 9 }), contentType });
+  }
+  const etag = `"${createHash('sha256').update(html).digest('base64url').slice(0, 22)}"`;
+  return { html, etag, assets };
+}
+
+/** One page per process, however many gateways it starts (tests start many). */
 let shared: Promise<PageBundle> | null = null;
 
-/**
- * The live page (apps/web), bundled in memory by the first request for it and kept for the life
- * of the process: no build step, and no cost for a gateway nobody opens the page on (the first
- * view waits once, a few hundred milliseconds at most).
- */
+/** The live page (apps/web), read from the build by the first request for it and kept. */
 @Injectable()
 export class PageBundleCache {
   constructor(@Inject(LOGGER) private readonly log: Logger) {}
 
   get(): Promise<PageBundle> {
     if (!shared) {
-      const started = Date.now();
-      shared = buildPage().then(
+      shared = loadPage(PAGE_DIR).then(
         (b) => {
-          this.log.info(
-            { ms: Date.now() - started, bytes: b.bytes, gzipBytes: b.gzipBytes },
-            'page bundled',
-          );
+          this.log.info({ dir: PAGE_DIR, assets: b.assets.size }, 'page loaded');
           return b;
         },
         (err: unknown) => {
-          this.log.error({ err }, 'page bundle failed');
+          this.log.error({ err }, 'page load failed');
           shared = null; // the next request tries again
           throw err;
         },
@@ -71,7 +109,7 @@ export class PageController {
   @Get()
   async index(@Req() req: PageRequest, @Res() res: PageResponse): Promise<void> {
     const page = await this.cache.get();
-    const etag = etagOf(page.html);
+    const etag = page.etag;
     common(res);
     res.setHeader('Content-Security-Policy', CSP);
     // A `?token=` link must not leak through Referer; the page strips it from the address.

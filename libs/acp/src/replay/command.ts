@@ -1,5 +1,5 @@
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { dirname, join } from 'node:path';
+import { compiledPath } from '@baton/config';
 
 export interface ReplayCommandOptions {
   pace?: number;
@@ -11,15 +11,15 @@ export interface ReplayCommandOptions {
 }
 
 /**
- * The command line that runs the replay agent as a real stdio process (node + tsx). tsx is named
- * by its file, so the agent runs from any working directory (an execution's workspace).
+ * The command line that runs the replay agent as a real stdio process: the build's main.js
+ * (`npm run build`), named by its full path, so the agent runs from any working directory (an
+ * execution's workspace).
  */
 export const replayAgentCommand = (
   recordingPath: string,
   options: ReplayCommandOptions = {},
 ): { command: string; args: string[] } => {
-  const tsx = pathToFileURL(require.resolve('tsx')).href;
-  const args = ['--import', tsx, join(__dirname, 'main.ts'), recordingPath];
+  const args = [join(dirname(compiledPath(__filename)), 'main.js'), recordingPath];
   if (options.pace !== undefined) args.push('--pace', String(options.pace));
   if (options.crashAfterFrames !== undefined)
     args.push('--crash-after', String(options.crashAfterFrames));

@@ -1,6 +1,6 @@
 /**
  * The replay agent as a stdio process:
- *   node --import tsx libs/acp/src/replay/main.ts RECORDING.jsonl [--pace F] [--crash-after N]
+ *   node dist/libs/acp/src/replay/main.js RECORDING.jsonl [--pace F] [--crash-after N]
  *     [--hang-on-initialize] [--hang-on-prompt] [--ignore-cancel] [--spawn-child PIDFILE]
  * `--spawn-child` starts a long-lived child in the agent's process group and writes its pid, as
  * real adapters do with their CLI, so hosts can prove they tear the whole group down.
