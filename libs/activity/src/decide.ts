@@ -1,13 +1,8 @@
 import { SCHEMA_VERSION, type Decision, type StreamEntry, type TaskStatus } from '@baton/protocol';
-import * as evolveModule from './evolve';
-import * as stateModule from './state';
+import { evolve } from './evolve';
+import { parkable, promptOf, waitsForPerson } from './state';
 import type { PendingCommand, SessionState, TaskState, Turn } from './state';
-import * as viewsModule from './views';
-
-// Bound once at load (tsx's CommonJS output makes each use of an imported binding a getter call).
-const { evolve } = evolveModule;
-const { parkable, promptOf, waitsForPerson } = stateModule;
-const { admissionGate, supportsSteering } = viewsModule;
+import { admissionGate, supportsSteering } from './views';
 
 /** A decision before the owner stamps it with its writer envelope. */
 export type DecisionDraft = Decision extends infer D

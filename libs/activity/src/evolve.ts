@@ -1,4 +1,5 @@
 import {
+  isTaskEntry,
   type Capabilities,
   type EntryOf,
   type ExecutionStopReason,
@@ -8,7 +9,17 @@ import {
   type TaskEntry,
   type TaskStatus,
 } from '@baton/protocol';
-import * as stateModule from './state';
+import {
+  MAX_DISPATCH_ATTEMPTS,
+  NO_ENTRIES,
+  NO_IDS,
+  RESOLVED_PERMISSIONS_KEPT,
+  SETTLED_PROMPTS_KEPT,
+  initialSessionState,
+  promptIdOfKey,
+  promptOf,
+  sortedIndexOf,
+} from './state';
 import type {
   ExecutionEndReason,
   ExecutionState,
@@ -28,20 +39,6 @@ import type {
   Turn,
 } from './state';
 
-// Bound once at load: under tsx's CommonJS output every use of an imported binding is a getter
-// call on the module object, which costs more on the per-entry path than these functions do.
-const {
-  MAX_DISPATCH_ATTEMPTS,
-  NO_ENTRIES,
-  NO_IDS,
-  RESOLVED_PERMISSIONS_KEPT,
-  SETTLED_PROMPTS_KEPT,
-  initialSessionState,
-  promptIdOfKey,
-  promptOf,
-  sortedIndexOf,
-} = stateModule;
-
 /**
  * evolve(state, entry) → state: the whole fold. Pure: no clock, no I/O, no randomness; the same
  * entries give the same state on every replica. An entry for another task is a programming error.
@@ -50,9 +47,7 @@ export function evolve(state: TaskState, entry: StreamEntry): TaskState {
   if (entry.taskId !== state.taskId) {
     throw new Error(`entry of task ${entry.taskId} folded into task ${state.taskId}`);
   }
-  // Task-wide entries name no session (checked inline: an imported function is a getter call
-  // per entry under tsx).
-  if (!('sessionId' in entry)) return evolveTask(state, entry);
+  if (isTaskEntry(entry)) return evolveTask(state, entry);
   const before = sessionOf(state, entry.sessionId);
   const after = evolveSession(before, entry, state.status);
   if (after === before && state.sessions[entry.sessionId]) return state;

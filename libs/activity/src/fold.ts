@@ -1,4 +1,5 @@
 import {
+  isTaskEntry,
   SCHEMA_VERSION,
   type ForegroundActivity,
   type PermissionRequestView,
@@ -11,18 +12,11 @@ import {
   type UnsequencedUpdate,
   type Update,
 } from '@baton/protocol';
-import * as evolveModule from './evolve';
+import { evolve, evolveSession, sessionOf, withSessions } from './evolve';
 import { orderTowardBusy } from './order';
-import * as stateModule from './state';
+import { promptIdOfKey, promptOf, waitsForPerson } from './state';
 import type { PromptRecord, SessionState, SettledPrompt, TaskState } from './state';
-import * as viewsModule from './views';
-
-// Bound once at load. Baton runs under tsx, whose CommonJS output turns every use of an imported
-// function into a getter call on the module object; on the per-entry path those getters cost
-// more than the small functions they return (see the fold notes in BENCHMARKS.md).
-const { evolve, evolveSession, sessionOf, withSessions } = evolveModule;
-const { promptIdOfKey, promptOf, waitsForPerson } = stateModule;
-const {
+import {
   activeSubagentCount,
   foregroundActivity,
   liveRegistrations,
@@ -34,7 +28,7 @@ const {
   sameAttention,
   sessionActivity,
   taskActivity,
-} = viewsModule;
+} from './views';
 
 export interface Folded {
   readonly state: TaskState;
@@ -49,15 +43,14 @@ export interface Folded {
  *
  * What changed is found by comparing what the entry touched rather than recomputing every view:
  * evolve shares every part of a session it did not change, so a view whose inputs are the same
- * objects is the same view (test/equivalence.spec.ts checks this against a naive diff of views).
+ * objects is the same view. libs/client's reducer property checks it the naive way: a client that
+ * applies every published update holds exactly taskView(state), recomputed, after every entry.
  */
 export function fold(state: TaskState, entry: StreamEntry): Folded {
   if (entry.taskId !== state.taskId) {
     throw new Error(`entry of task ${entry.taskId} folded into task ${state.taskId}`);
   }
-  // Task-wide entries name no session (checked inline: an imported function is a getter call
-  // per entry under tsx).
-  if (!('sessionId' in entry)) return foldTask(state, entry);
+  if (isTaskEntry(entry)) return foldTask(state, entry);
   const sessionId = entry.sessionId;
   const before: SessionState | undefined = state.sessions[sessionId];
   const after = evolveSession(before ?? sessionOf(state, sessionId), entry, state.status);
