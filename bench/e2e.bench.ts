@@ -22,7 +22,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SCHEMA_VERSION, taskKey, type StreamEntry } from '@baton/protocol';
-import { startRedis } from '@baton/redis-harness';
+import { startRedis } from '@baton/redis-server';
 import { EventStore, connectRedis, type Lease, type RedisClient } from '@baton/store';
 import { formatResults, type BenchResult } from './lib';
 import {

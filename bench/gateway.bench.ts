@@ -21,11 +21,11 @@ import { dirname, join } from 'node:path';
 import { compiledPath } from '@baton/config';
 import { createInterface } from 'node:readline';
 import { SCHEMA_VERSION, type Update } from '@baton/protocol';
-import { startRedis } from '@baton/redis-harness';
+import { startRedis } from '@baton/redis-server';
 import { EventStore, type Lease } from '@baton/store';
 import type WebSocket from 'ws';
 import { WebSocketServer } from 'ws';
-import { startGateway } from '../apps/gateway/src/gateway';
+import { startGateway } from '@baton/gateway';
 import { median, type BenchResult } from './lib';
 
 const SECRET = 'bench-secret-0123456789abcdefghijklmnop';

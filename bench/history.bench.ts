@@ -9,9 +9,9 @@
  */
 import { fold, initialTaskState, snapshotOf, type TaskState } from '@baton/activity';
 import type { StreamEntry } from '@baton/protocol';
-import { startRedis } from '@baton/redis-harness';
+import { startRedis } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
-import { History } from '../apps/gateway/src/history/history';
+import { History } from '@baton/gateway';
 import { recordStream } from './fold.bench';
 import { formatResults, median, type BenchResult } from './lib';
 

@@ -13,9 +13,9 @@
  * Run alone: node --expose-gc --import tsx bench/projector.bench.ts
  */
 import type { StreamEntry } from '@baton/protocol';
-import { startRedis } from '@baton/redis-harness';
+import { startRedis } from '@baton/redis-server';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
-import { startProjector } from '../apps/projector/src/projector';
+import { startProjector } from '@baton/projector';
 import { recordStream } from './fold.bench';
 import { formatResults, median, type BenchResult } from './lib';
 

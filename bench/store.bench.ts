@@ -10,7 +10,7 @@
  * Run: npx tsx bench/store.bench.ts
  */
 import type { StreamEntry } from '@baton/protocol';
-import { startRedis } from '@baton/redis-harness';
+import { startRedis } from '@baton/redis-server';
 import { EventStore, connectRedis, type Lease, type RedisClient } from '@baton/store';
 import { formatResults, type BenchResult } from './lib';
 

@@ -16,12 +16,12 @@
  * Run: npx tsx bench/worker.bench.ts
  */
 import { enqueueExecution, executionQueue } from '@baton/jobs';
-import { startRedis } from '@baton/redis-harness';
+import { startRedis } from '@baton/redis-server';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startWorker } from '../apps/worker/src/worker';
+import { startWorker } from '@baton/worker';
 import { formatResults, median, type BenchResult } from './lib';
 
 const FRAMES = 20_000;

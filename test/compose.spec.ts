@@ -4,11 +4,11 @@
 // end-to-end smoke goes through the gateway. So the compose file cannot rot unnoticed.
 import { BatonClient } from '@baton/client';
 import type { Update } from '@baton/protocol';
-import { freePort, startRedis, type RedisServer } from '@baton/redis-harness';
+import { freePort, startRedis, type RedisServer } from '@baton/redis-server';
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { mintToken } from '../apps/baton/src/token';
+import { mintToken } from '@baton/auth';
 import {
   COMPOSE_SECRETS,
   ROLES,

@@ -2,7 +2,7 @@
 // worker) and the CLI against it. What must survive Ctrl-C and a restart: every prompt a user
 // sent — a prompt queued before the restart is still queued after it, and runs once an execution
 // is there to take it.
-import { freePort, startRedis, type RedisServer } from '@baton/redis-harness';
+import { freePort, startRedis, type RedisServer } from '@baton/redis-server';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -4,8 +4,8 @@
 // redis-server, a projector with a short park period, a worker with ONE slot, a gateway.
 import { BatonClient } from '@baton/client';
 import type { StreamEntry, TaskView } from '@baton/protocol';
-import { startStack, token, type Stack } from '../apps/gateway/test/support';
-import { spawnWorker, type WorkerProcess } from '../apps/worker/test/support';
+import { startStack, token, type Stack } from '../libs/gateway/test/support';
+import { spawnWorker, type WorkerProcess } from '../libs/worker/test/support';
 import { until } from './support';
 
 jest.setTimeout(180_000);

@@ -4,8 +4,8 @@
 // a gateway; clients answer over the CLI, WebSocket (@baton/client) and REST.
 import { BatonClient } from '@baton/client';
 import type { CommandResult, StreamEntry, TaskView } from '@baton/protocol';
-import { startStack, token, type Stack } from '../apps/gateway/test/support';
-import { spawnWorker, type WorkerProcess } from '../apps/worker/test/support';
+import { startStack, token, type Stack } from '../libs/gateway/test/support';
+import { spawnWorker, type WorkerProcess } from '../libs/worker/test/support';
 import { cli, until } from './support';
 
 jest.setTimeout(180_000);

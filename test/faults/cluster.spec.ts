@@ -1,4 +1,4 @@
-import { startRedisCluster, type RedisClusterHandle } from '@baton/redis-harness';
+import { startRedisCluster, type RedisClusterHandle } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import {
   spawnGateway,
@@ -7,7 +7,7 @@ import {
   waitFor,
   type GatewayProc,
   type Proc,
-} from '../../apps/gateway/test/support';
+} from '../../libs/gateway/test/support';
 import { masterPort as masterPortOf, restPrompt, taskPerShard } from './support';
 
 /**

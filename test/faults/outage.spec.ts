@@ -1,6 +1,6 @@
 import { executionQueue, type ExecutionQueue } from '@baton/jobs';
 import type { StreamEntry } from '@baton/protocol';
-import { startRedis, startRedisLink, type RedisLink, type RedisServer } from '@baton/redis-harness';
+import { startRedis, startRedisLink, type RedisLink, type RedisServer } from '@baton/redis-server';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +16,7 @@ import {
   writeBusyRecording,
   type ProjectorProcess,
   type WorkerProcess,
-} from '../../apps/worker/test/support';
+} from '../../libs/worker/test/support';
 
 /**
  * Issue 17, item 1: a Redis outage longer than the execution lease. Redis (AOF, fsync always) is

@@ -1,5 +1,5 @@
 import { taskKey } from '@baton/protocol';
-import { startRedisCluster, type RedisClusterHandle } from '@baton/redis-harness';
+import { startRedisCluster, type RedisClusterHandle } from '@baton/redis-server';
 import { EventStore, isCluster } from '@baton/store';
 import {
   readAll,
@@ -9,7 +9,7 @@ import {
   waitFor,
   type GatewayProc,
   type Proc,
-} from '../../apps/gateway/test/support';
+} from '../../libs/gateway/test/support';
 import { masterPort as masterPortOf, restPrompt, taskPerShard } from './support';
 
 /**

@@ -1,5 +1,5 @@
 import { taskKey } from '@baton/protocol';
-import { startRedis, startRedisLink, type RedisLink, type RedisServer } from '@baton/redis-harness';
+import { startRedis, startRedisLink, type RedisLink, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import {
   Client,
@@ -10,7 +10,7 @@ import {
   waitFor,
   type GatewayProc,
   type Proc,
-} from '../../apps/gateway/test/support';
+} from '../../libs/gateway/test/support';
 
 /**
  * Issue 17, items 4 and 5: no client request blocks for the length of an outage, and what it is

@@ -1,7 +1,7 @@
 // Authentication at the upgrade and on REST, scopes, and the bounds of a connection: message size,
 // prompt length, subscriptions, rate, heartbeats, idle timeout, token expiry, clean shutdown.
 import { randomBytes } from 'node:crypto';
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import WebSocket from 'ws';
 import {
   Client,
@@ -10,7 +10,7 @@ import {
   token,
   waitFor,
   type GatewayProc,
-} from '../../apps/gateway/test/support';
+} from '../../libs/gateway/test/support';
 
 jest.setTimeout(60_000);
 

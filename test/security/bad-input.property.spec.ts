@@ -9,8 +9,8 @@ import {
   streamLengths,
   tokenFor,
   type GatewayProc,
-} from '../../apps/gateway/test/support';
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+} from '../../libs/gateway/test/support';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 
 jest.setTimeout(180_000);

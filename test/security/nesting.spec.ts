@@ -1,7 +1,7 @@
 // Deeply nested frames: as deep as the default message limit allows (256 KiB of brackets is
 // ~130,000 levels). A parser, validator or logger that recurses would overflow its stack; each
 // must answer with an error, keep the connection usable and write nothing.
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import {
   Client,
@@ -9,7 +9,7 @@ import {
   streamLengths,
   tokenFor,
   type GatewayProc,
-} from '../../apps/gateway/test/support';
+} from '../../libs/gateway/test/support';
 
 jest.setTimeout(60_000);
 

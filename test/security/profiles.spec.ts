@@ -25,7 +25,7 @@ import {
   streamLengths,
   token,
   type Stack,
-} from '../../apps/gateway/test/support';
+} from '../../libs/gateway/test/support';
 import {
   childrenOf,
   factsOf,
@@ -33,7 +33,7 @@ import {
   spawnWorker,
   until,
   type WorkerProcess,
-} from '../../apps/worker/test/support';
+} from '../../libs/worker/test/support';
 
 jest.setTimeout(120_000);
 

@@ -3,7 +3,7 @@
 // for more than that role needs. Then the same credentials over a Cluster and over TLS, where
 // Baton must keep working. (The one-process run's own server is tried as another local user in
 // apps/baton/test/embedded-redis.spec.ts; a job injected with valid credentials in profiles.spec.ts.)
-import { freePort, startRedis, startRedisCluster, type RedisServer } from '@baton/redis-harness';
+import { freePort, startRedis, startRedisCluster, type RedisServer } from '@baton/redis-server';
 import { EventStore, redisTargetFromUrl, type RedisClient } from '@baton/store';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -17,7 +17,7 @@ import {
   composeRedisUrl,
   type Role,
 } from '../compose-file';
-import { spawnGateway, spawnProjector, tokenFor, waitFor } from '../../apps/gateway/test/support';
+import { spawnGateway, spawnProjector, tokenFor, waitFor } from '../../libs/gateway/test/support';
 
 jest.setTimeout(120_000);
 

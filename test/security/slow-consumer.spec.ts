@@ -3,7 +3,7 @@
 // the shard lease and publishes big updates), so the volume is exactly what the test wants.
 import { randomBytes } from 'node:crypto';
 import { SCHEMA_VERSION, taskKey, type TaskView, type Update } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, type Lease } from '@baton/store';
 import {
   Client,
@@ -11,7 +11,7 @@ import {
   tokenFor,
   waitFor,
   type GatewayProc,
-} from '../../apps/gateway/test/support';
+} from '../../libs/gateway/test/support';
 
 jest.setTimeout(120_000);
 

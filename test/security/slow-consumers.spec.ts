@@ -12,7 +12,7 @@ import {
   waitFor,
   type GatewayProc,
   type Stack,
-} from '../../apps/gateway/test/support';
+} from '../../libs/gateway/test/support';
 
 jest.setTimeout(300_000);
 

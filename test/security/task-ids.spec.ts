@@ -12,8 +12,8 @@ import {
   token,
   waitFor,
   type Stack,
-} from '../../apps/gateway/test/support';
-import { spawnWorker, type WorkerProcess } from '../../apps/worker/test/support';
+} from '../../libs/gateway/test/support';
+import { spawnWorker, type WorkerProcess } from '../../libs/worker/test/support';
 import { Proc, cli } from '../support';
 
 jest.setTimeout(180_000);

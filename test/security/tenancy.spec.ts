@@ -12,7 +12,7 @@ import {
   tokenFor,
   waitFor,
   type Stack,
-} from '../../apps/gateway/test/support';
+} from '../../libs/gateway/test/support';
 
 jest.setTimeout(60_000);
 

@@ -2,7 +2,7 @@
 // connection, both endpoints). Over a limit: a clear refusal, and nothing else affected.
 import { randomBytes } from 'node:crypto';
 import { chatUri } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import WebSocket from 'ws';
 import {
   Client,
@@ -10,7 +10,7 @@ import {
   tokenFor,
   waitFor,
   type GatewayProc,
-} from '../../apps/gateway/test/support';
+} from '../../libs/gateway/test/support';
 
 jest.setTimeout(60_000);
 

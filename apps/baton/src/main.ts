@@ -18,10 +18,10 @@ import {
 } from '@baton/config';
 import { resolve } from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { startGateway } from '../../gateway/src/gateway';
-import { gatewayLimits } from '../../gateway/src/options';
-import { startProjector } from '../../projector/src/projector';
-import { startWorker } from '../../worker/src/worker';
+import { startGateway } from '@baton/gateway';
+import { gatewayLimits } from '@baton/gateway';
+import { startProjector } from '@baton/projector';
+import { startWorker } from '@baton/worker';
 import { startDemo } from './demo';
 import { redact } from '@baton/store';
 import {
@@ -29,8 +29,8 @@ import {
   redisAnswers,
   startEmbeddedRedis,
   type EmbeddedRedis,
-} from './embedded-redis';
-import { localSecret, mintToken } from './token';
+} from '@baton/redis-server';
+import { localSecret, mintToken } from '@baton/auth';
 
 const USAGE = `usage: npm start [-- --demo]
   --demo   start replay executions of bundled recordings on a few tasks`;

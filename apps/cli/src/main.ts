@@ -9,12 +9,12 @@ import { BatonClient, BatonError } from '@baton/client';
 import { CLI, COMMON, ConfigError, GATEWAY, RUN, loadConfig } from '@baton/config';
 import { TaskHistory, TenantId, taskKey, type CommandResult } from '@baton/protocol';
 import { EventStore, redact, redisTargetFromUrl } from '@baton/store';
-import { embeddedRedisUrl } from '../../baton/src/embedded-redis';
+import { embeddedRedisUrl } from '@baton/redis-server';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { SCOPES, localSecret, mintToken, type Scope } from '../../baton/src/token';
+import { SCOPES, localSecret, mintToken, type Scope } from '@baton/auth';
 import { formatHistory, parseWhen } from './history-format';
 import { rebuildTask, shardOwnership, taskView } from './redis-commands';
 

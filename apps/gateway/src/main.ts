@@ -9,8 +9,8 @@ import {
   loadConfig,
   loadProfiles,
 } from '@baton/config';
-import { startGateway } from './gateway';
-import { gatewayLimits } from './options';
+import { startGateway } from '@baton/gateway';
+import { gatewayLimits } from '@baton/gateway';
 
 async function main(): Promise<void> {
   let config;

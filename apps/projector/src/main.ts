@@ -1,7 +1,7 @@
 // The projector process: `node dist/apps/projector/src/main.js`, configured by the
 // environment (libs/config: COMMON and PROJECTOR settings).
 import { COMMON, ConfigError, PROJECTOR, loadConfig } from '@baton/config';
-import { startProjector } from './projector';
+import { startProjector } from '@baton/projector';
 
 async function main(): Promise<void> {
   let config;

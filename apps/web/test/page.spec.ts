@@ -2,7 +2,7 @@
 // everything: redis-server, Baton's one-process run (gateway, projector, worker) started as a
 // user starts it, replay executions started with the CLI. One browser and one page for the whole
 // story, as a person would watch it. Screenshots of each state go to apps/web/screenshots/.
-import { freePort, startRedis, type RedisServer } from '@baton/redis-harness';
+import { freePort, startRedis, type RedisServer } from '@baton/redis-server';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -13,7 +13,7 @@ import {
   loadConfig,
   loadProfiles,
 } from '@baton/config';
-import { startWorker } from './worker';
+import { startWorker } from '@baton/worker';
 
 async function main(): Promise<void> {
   let config;

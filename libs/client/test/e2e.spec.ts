@@ -13,7 +13,7 @@ import {
   type TaskView,
   type Update,
 } from '@baton/protocol';
-import { freePort, startRedis, type RedisServer } from '@baton/redis-harness';
+import { freePort, startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import { BatonClient, type ViewCause } from '../src';
 import { waitFor } from './wait';

@@ -3,7 +3,7 @@ import {
   startRedisCluster,
   type RedisClusterHandle,
   type RedisServer,
-} from '@baton/redis-harness';
+} from '@baton/redis-server';
 import { connectRedis, type RedisClient } from '@baton/store';
 import { Worker, type ConnectionOptions } from 'bullmq';
 import {

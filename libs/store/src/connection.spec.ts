@@ -1,4 +1,4 @@
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import {
   connectRedis,
   duplicateForBlocking,

@@ -1,6 +1,6 @@
 import type { InboxMessage, StreamEntry, Update } from '@baton/protocol';
 import { connectRedis, type RedisClient } from '../src';
-import { startRedis, startRedisCluster } from '@baton/redis-harness';
+import { startRedis, startRedisCluster } from '@baton/redis-server';
 
 /** A valid ~300-byte fact, the typical entry of a task stream. */
 export function fact(taskId: string, instance: string, seq: number, chars = seq): StreamEntry {

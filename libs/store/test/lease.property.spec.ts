@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import {
   ConflictError,
   EventStore,

@@ -3,7 +3,7 @@
 // inbox cancels and stops, readiness, options and metrics.
 import { decide, fold, stateFromSnapshot, taskView } from '@baton/activity';
 import { SCHEMA_VERSION, groupOf, type StreamEntry } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, connectRedis, type StoredEntry } from '@baton/store';
 import { startProjector, type ProjectorHandle, type ProjectorOptions } from '../src/projector';
 import { ProjectorOptionsError } from '../src/options';

@@ -2,7 +2,7 @@
 // a real projector process. Handoff: exactly one takes the attested idle, the rest queue in
 // submission (stream) order. Coarse: none while the turn runs; then one at a time as turns end.
 import type { EntryOf } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, connectRedis, type StoredEntry, type StoredInboxMessage } from '@baton/store';
 import {
   CLAUDE_CAPS,

@@ -1,5 +1,5 @@
 import { executionQueue, type ExecutionQueue } from '@baton/jobs';
-import { startRedisCluster, type RedisClusterHandle } from '@baton/redis-harness';
+import { startRedisCluster, type RedisClusterHandle } from '@baton/redis-server';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
 import {
   OwnerDouble,

@@ -1,7 +1,7 @@
 // Rebalance with real projector processes: one instance owns every shard, two more join and take
 // their share from it without stopping it, then the first stops gracefully (SIGTERM) and hands
 // its shards over. No shard is ever written by two instances under one epoch.
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, connectRedis } from '@baton/store';
 import { freshPrefix, reap, spawnProjector, waitFor, type ProjectorProcess } from './support';
 import { Traffic, counts, drainAndCheck, drive, owners, simTasks, stopAllTraffic } from './traffic';

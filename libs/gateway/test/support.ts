@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SCHEMA_VERSION, splitTaskKey, type Capabilities, type StreamEntry } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import WebSocket from 'ws';
 

@@ -1,7 +1,7 @@
 import { parseRecording, replayAgentCommand, type FactBody, type Frame } from '@baton/acp';
 import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
 import type { AgentProfileInput } from '@baton/config';
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -2,7 +2,7 @@ import { replayAgentCommand } from '@baton/acp';
 import type { AgentProfileInput } from '@baton/config';
 import { executionQueue, type ExecutionQueue } from '@baton/jobs';
 import type { StreamEntry, TaskView, Update } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

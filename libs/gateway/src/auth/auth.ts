@@ -2,15 +2,9 @@ import { errors, jwtVerify } from 'jose';
 import type { IncomingMessage } from 'node:http';
 import { TenantId } from '@baton/protocol';
 import { z } from 'zod';
+import { SCOPES, type Scope } from '@baton/auth';
 
-/**
- * What a token may do: `read` views and updates, `prompt` prompts, queue and session commands
- * (reset, archive and unarchive included), `execute` start agent executions (of
- * operator-configured profiles), `delete` delete sessions and tasks, `admin` everything
- * (force-release only with it).
- */
-export const SCOPES = ['read', 'prompt', 'execute', 'delete', 'admin'] as const;
-export type Scope = (typeof SCOPES)[number];
+export { SCOPES, type Scope };
 
 /** The scope each lifecycle operation needs (same over /ws and REST). */
 export const LIFECYCLE_SCOPE = {

@@ -1,6 +1,6 @@
 import { executionQueue, type ExecutionQueue } from '@baton/jobs';
 import type { StreamEntry, Update } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
 import {
   GatewayDouble,

@@ -1,6 +1,6 @@
 module.exports = {
   ...require('../../jest.preset.js'),
-  displayName: 'redis-harness',
+  displayName: 'auth',
   rootDir: __dirname,
   testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
 };

@@ -1,6 +1,6 @@
 import { executionJobId } from '@baton/jobs';
 import { taskKey, type SessionView } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import { cli } from '../../../test/support';
 import { spawnGateway, token, type GatewayProc } from '../../gateway/test/support';

@@ -1,6 +1,6 @@
 import { executionQueue, type ExecutionQueue } from '@baton/jobs';
 import type { SessionView, StreamEntry } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

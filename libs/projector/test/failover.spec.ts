@@ -1,6 +1,6 @@
 // Proofs with real projector processes and a real redis-server: kill -9 under traffic, and a
 // paused projector (SIGSTOP past its leases) that resumes.
-import { startRedis, type RedisServer } from '@baton/redis-harness';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, connectRedis } from '@baton/store';
 import { freshPrefix, reap, spawnProjector, waitFor, type ProjectorProcess } from './support';
 import { Traffic, counts, drainAndCheck, drive, owners, simTasks, stopAllTraffic } from './traffic';

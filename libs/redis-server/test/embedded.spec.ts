@@ -11,7 +11,7 @@ import {
   embeddedRedisUrl,
   redisAnswers,
   startEmbeddedRedis,
-} from '../src/embedded-redis';
+} from '../src/embedded';
 
 jest.setTimeout(60_000);
 

@@ -3,9 +3,14 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 
-/** The scopes the gateway knows (apps/gateway auth.ts). */
-export const SCOPES: readonly Scope[] = ['read', 'prompt', 'execute', 'delete', 'admin'];
-export type Scope = 'read' | 'prompt' | 'execute' | 'delete' | 'admin';
+/**
+ * What a token may do: `read` views and updates, `prompt` prompts, queue and session commands
+ * (reset, archive and unarchive included), `execute` start agent executions (of
+ * operator-configured profiles), `delete` delete sessions and tasks, `admin` everything
+ * (force-release only with it).
+ */
+export const SCOPES = ['read', 'prompt', 'execute', 'delete', 'admin'] as const;
+export type Scope = (typeof SCOPES)[number];
 
 /** Signs a client token (HS256) carrying a tenant and scopes, as the gateway verifies them. */
 export async function mintToken(

@@ -331,3 +331,4 @@ export async function startRedisLink(server: { host: string; port: number }): Pr
     },
   };
 }
+export * from './embedded';

@@ -1,0 +1,1 @@
+export { SCOPES, localSecret, mintToken, type Scope } from './token';

@@ -1,0 +1,2 @@
+export { startProjector, type ProjectorHandle, type ProjectorOptions } from './projector';
+export { ProjectorOptionsError } from './options';

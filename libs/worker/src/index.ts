@@ -1,0 +1,6 @@
+export {
+  startWorker,
+  WorkerOptionsError,
+  type WorkerHandle,
+  type WorkerOptionsInput,
+} from './worker';
