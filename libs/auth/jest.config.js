@@ -1,6 +1,0 @@
-module.exports = {
-  ...require('../../jest.preset.js'),
-  displayName: 'auth',
-  rootDir: __dirname,
-  testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
-};
