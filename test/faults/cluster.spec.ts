@@ -26,7 +26,7 @@ jest.setTimeout(180_000);
 const PREFIX = 'cl';
 const SHARDS = 12;
 const TENANT = 'acme';
-/** The projector's shard lease (apps/gateway/test/support: PROJECTOR_LEASE_TTL_MS). */
+/** The projector's shard lease (libs/gateway/test/support: PROJECTOR_LEASE_TTL_MS). */
 const LEASE_MS = 2_000;
 const tok = token({ tenant: TENANT, scope: 'read prompt' });
 

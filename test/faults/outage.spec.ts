@@ -25,7 +25,7 @@ import {
  * could renew or check a lease during the outage, so nothing may be declared lost for it: the
  * agents keep running, the worker appends what it buffered in order, the turns end normally.
  *
- * Each process reaches Redis through a link (libs/redis-harness) that holds its connections
+ * Each process reaches Redis through a link (libs/redis-server) that holds its connections
  * during the outage: the projector gets Redis back as soon as it restarts, the worker WORKER_LAG_MS
  * later (as when clients come back one by one; ioredis's reconnect backoff alone makes the order
  * a coin toss). Within one execution lease of the owner's return, so nothing may be lost.

@@ -30,7 +30,7 @@ const PREFIX = 'rp';
 const SHARDS = 6;
 const TENANT = 'acme';
 const NODE_TIMEOUT_MS = 1_000;
-/** The projector's shard lease (apps/gateway/test/support: PROJECTOR_LEASE_TTL_MS). */
+/** The projector's shard lease (libs/gateway/test/support: PROJECTOR_LEASE_TTL_MS). */
 const LEASE_MS = 2_000;
 const tok = token({ tenant: TENANT, scope: 'read prompt' });
 

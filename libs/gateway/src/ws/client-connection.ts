@@ -35,7 +35,7 @@ export interface Services {
   metrics: GatewayMetrics;
   log: Logger;
   limits: TenantLimits;
-  /** The /ahp host's serverSeq and replay windows (apps/gateway/src/ahp). */
+  /** The /ahp host's serverSeq and replay windows (libs/gateway/src/ahp). */
   ahpLog: HostLog;
 }
 

@@ -65,7 +65,7 @@ export class BatonWsAdapter extends WsAdapter {
       verifyClient: (info: { req: IncomingMessage }, cb: VerifyCallback) => {
         if (options.path && IN_PROTOCOL_AUTH.has(options.path) && hasNoToken(info.req)) {
           // No token at all: the client authenticates in-protocol; until then it can do nothing
-          // that reads or writes a tenant's state (apps/gateway/src/ahp).
+          // that reads or writes a tenant's state (libs/gateway/src/ahp).
           const release = this.limits ? this.limits.openConnection(UNAUTHENTICATED) : () => {};
           if (!release) {
             this.onRefused('too_many_connections');
