@@ -1,4 +1,5 @@
 import js from '@eslint/js';
+import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -13,6 +14,38 @@ export default tseslint.config(
       ],
       '@typescript-eslint/consistent-type-imports': 'error',
       eqeqeq: 'error',
+    },
+  },
+  {
+    // The dependency rules of docs/ARCHITECTURE.md ("Where things live"), on the project graph Nx
+    // reads from the imports: apps are entry points that no one imports; services (projector,
+    // worker, gateway) compose infrastructure and the core, never each other; the core depends on
+    // nothing but itself. Production code only: tests may reach into another project's fixtures.
+    files: ['apps/*/src/**/*.ts', 'libs/*/src/**/*.ts'],
+    ignores: ['**/*.spec.ts'],
+    plugins: { '@nx': nx },
+    rules: {
+      '@nx/enforce-module-boundaries': [
+        'error',
+        {
+          enforceBuildableLibDependency: false,
+          allow: [],
+          depConstraints: [
+            {
+              sourceTag: 'type:app',
+              onlyDependOnLibsWithTags: ['type:service', 'type:infra', 'type:core', 'type:client'],
+            },
+            { sourceTag: 'type:service', onlyDependOnLibsWithTags: ['type:infra', 'type:core'] },
+            { sourceTag: 'type:infra', onlyDependOnLibsWithTags: ['type:infra', 'type:core'] },
+            { sourceTag: 'type:client', onlyDependOnLibsWithTags: ['type:core'] },
+            {
+              sourceTag: 'type:core',
+              onlyDependOnLibsWithTags: ['type:core'],
+              bannedExternalImports: ['ioredis', 'bullmq', '@nestjs/*', 'ws', 'pino', 'jose'],
+            },
+          ],
+        },
+      ],
     },
   },
   {
