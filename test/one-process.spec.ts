@@ -139,7 +139,14 @@ describe('the one-process run (npm start) and the CLI', () => {
       // The gateway's limits are the one-process run's too.
       GATEWAY_MAX_CONNECTIONS_PER_TENANT: '1',
     };
-    const p = new Proc('baton-own', process.execPath, ['dist/apps/baton/src/main.js'], own);
+    const p = new Proc(
+      'baton-own',
+      process.execPath,
+      ['dist/apps/baton/src/main.js'],
+      own,
+      undefined,
+      true,
+    );
     procs.push(p);
     try {
       await p.waitFor(/Baton is running/, 120_000);
@@ -169,7 +176,24 @@ describe('the one-process run (npm start) and the CLI', () => {
       );
       const prompt = await cli(['prompt', 't-own', 's1', 'hello', '--key', 'k1'], own);
       expect(JSON.parse(prompt.stdout)).toMatchObject({ outcome: 'queued' });
-      expect((await p.stop('SIGINT')).code).toBe(0);
+      // An execution at work when Ctrl-C comes: the worker has an agent to stop and facts to write.
+      const exec = await cli(
+        ['exec', 't-own', 's1', '--recording', 'demo-claude.jsonl', '--speed', '0.5'],
+        own,
+      );
+      expect(exec.code).toBe(0);
+      await until(async () => {
+        const s = await getJson<SessionView>(
+          `http://127.0.0.1:${port}/v1/tasks/t-own/sessions/s1`,
+          ownToken,
+        );
+        return s.activity.state === 'running';
+      }, 'the queued prompt running');
+      // Ctrl-C reaches the whole process group (its redis-server too, unless that runs in a group
+      // of its own): Baton still stops in order — Redis last — and exits 0, not hanging on a
+      // Redis that went first.
+      expect(await p.ctrlC()).toEqual({ code: 0, signal: null });
+      expect(p.lines.join('\n')).not.toMatch(/longer than|ECONNREFUSED|ENOENT/);
       // Stopped with it: nothing listens on the socket any more.
       expect((await cli(['shards'], own)).stderr).toMatch(
         /^baton: cannot reach Redis at unix:\/\//m,

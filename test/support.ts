@@ -37,11 +37,14 @@ export class Proc {
     args: string[],
     env: Record<string, string | undefined>,
     cwd = ROOT,
+    /** In a process group of its own, as a terminal starts a command (see {@link ctrlC}). */
+    private readonly ownGroup = false,
   ) {
     this.child = spawn(command, args, {
       cwd,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: ownGroup,
     });
     let partial = '';
     const take = (chunk: Buffer) => {
@@ -89,6 +92,20 @@ export class Proc {
 
   async stop(signal: NodeJS.Signals = 'SIGTERM') {
     if (this.running) this.child.kill(signal);
+    if (this.ownGroup && signal === 'SIGKILL') {
+      try {
+        process.kill(-this.pid, 'SIGKILL'); // and whatever it started in its group
+      } catch {
+        // the group is gone already
+      }
+    }
+    return this.exited;
+  }
+
+  /** Ctrl-C in a terminal: SIGINT to the whole foreground process group, not just the process. */
+  async ctrlC() {
+    if (!this.ownGroup) throw new Error(`${this.name} was not started in a group of its own`);
+    process.kill(-this.pid, 'SIGINT');
     return this.exited;
   }
 }

@@ -2,7 +2,7 @@
 // network: without credentials, with a wrong password, and with one role's credentials reaching
 // for more than that role needs. Then the same credentials over a Cluster and over TLS, where
 // Baton must keep working. (The one-process run's own server is tried as another local user in
-// apps/baton/test/embedded-redis.spec.ts; a job injected with valid credentials in profiles.spec.ts.)
+// libs/redis-server/test/embedded.spec.ts; a job injected with valid credentials in profiles.spec.ts.)
 import { freePort, startRedis, startRedisCluster, type RedisServer } from '@baton/redis-server';
 import { EventStore, redisTargetFromUrl, type RedisClient } from '@baton/store';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';

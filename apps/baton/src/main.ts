@@ -145,9 +145,17 @@ async function main(argv: string[]): Promise<void> {
 
   let stopping = false;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      say(`${signal} again: exiting without waiting`);
+      process.exit(130);
+    }
     stopping = true;
     say(`\n${signal}: stopping`);
+    // Stopping is bounded: whatever hangs, the process ends and says so.
+    setTimeout(() => {
+      say(`stopping took longer than ${STOP_TIMEOUT_MS / 1000} s: exiting`);
+      process.exit(1);
+    }, STOP_TIMEOUT_MS).unref();
     await demoHandle?.stop().catch(() => undefined);
     await gateway.stop().catch((e: unknown) => say(`gateway: ${String(e)}`));
     await worker.stop().catch((e: unknown) => say(`worker: ${String(e)}`));
@@ -158,6 +166,9 @@ async function main(argv: string[]): Promise<void> {
   process.once('SIGINT', () => void stop('SIGINT'));
   process.once('SIGTERM', () => void stop('SIGTERM'));
 }
+
+/** How long an orderly stop may take (executions ended, facts written, Redis shut down). */
+const STOP_TIMEOUT_MS = 20_000;
 
 class UsageError extends Error {}
 

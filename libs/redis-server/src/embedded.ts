@@ -120,7 +120,9 @@ export async function startEmbeddedRedis(
       '--daemonize',
       'no',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    // A process group of its own: Ctrl-C in a terminal signals the whole foreground group, and
+    // Redis must outlive the Baton that is still writing to it while it stops (it stops Redis last).
+    { stdio: ['ignore', 'ignore', 'pipe'], detached: true },
   );
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
