@@ -11,7 +11,13 @@ import {
 import { InvalidEntryError, mapScriptError } from './errors';
 import { compareIds } from './ids';
 import { DEFAULT_PREFIX, DEFAULT_SHARDS, KeyLayout } from './keys';
-import { defineScripts, withReplicas, type Scripts } from './scripts';
+import {
+  defineScripts,
+  withReplicas,
+  type ScriptArgs,
+  type ScriptKeys,
+  type Scripts,
+} from './scripts';
 import { decodeChecked, decodeStoredEntry, decodeStoredUpdate, zodReason } from './stored';
 import { StreamTail, type TailGroup } from './tail';
 
@@ -230,7 +236,7 @@ export class EventStore {
 
   /**
    * Appends a batch to a task stream, at most once per (writer instance, writer seq). Returns, per
-   * entry, its stream id or null when it was already appended. See append.lua for the writer's
+   * entry, its stream id or null when it was already appended. See append-3.lua for the writer's
    * side of the contract: per task, a writer's seqs increase and it retries until acknowledged.
    */
   async append(taskId: string, entries: readonly StreamEntry[]): Promise<(string | null)[]> {
@@ -248,7 +254,12 @@ export class EventStore {
     for (const e of valid) args.push(e.writer.instance, e.writer.seq, JSON.stringify(e));
     const ids =
       this.opts.ackReplicas === 0
-        ? await this.run<(string | number)[]>(this.scripts.append(...args))
+        ? await this.run<(string | number)[]>(
+            this.scripts.append(
+              args.slice(0, 3) as ScriptKeys<'append'>,
+              args.slice(3) as ScriptArgs<'append'>,
+            ),
+          )
         : await this.appendReplicated(args);
     return ids.map((id) => (typeof id === 'string' ? id : null));
   }
@@ -258,7 +269,8 @@ export class EventStore {
     const { reply, acknowledged } = await withReplicas(
       this.redis,
       'append',
-      args,
+      args.slice(0, 3) as ScriptKeys<'append'>,
+      args.slice(3) as ScriptArgs<'append'>,
       want,
       this.opts.ackTimeoutMs,
     ).catch((err: unknown) => {
@@ -286,15 +298,15 @@ export class EventStore {
     this.checkLease(lease, taskId);
     const valid = this.validateIn(taskId, entries);
     return this.run<string[]>(
-      this.scripts.append_fenced(
-        this.keys.lease(lease.shard),
-        this.keys.taskStream(taskId),
-        this.keys.feed(lease.shard),
-        lease.epoch,
-        expectedLastId,
-        taskId,
-        this.opts.feedMaxLen,
-        ...valid.map((e) => JSON.stringify(e)),
+      this.scripts.appendFenced(
+        [this.keys.lease(lease.shard), this.keys.taskStream(taskId), this.keys.feed(lease.shard)],
+        [
+          lease.epoch,
+          expectedLastId,
+          taskId,
+          this.opts.feedMaxLen,
+          ...valid.map((e) => JSON.stringify(e)),
+        ],
       ),
     );
   }
@@ -407,7 +419,7 @@ export class EventStore {
     /** Takes the shard if it is free or expired, with a new, greater epoch. */
     acquire: async (shard: number, owner: string, ttlMs: number): Promise<AcquireResult> => {
       const r = await this.run<[number, number | string, number]>(
-        this.scripts.lease_acquire(this.keys.lease(shard), this.keys.epoch(shard), owner, ttlMs),
+        this.scripts.leaseAcquire([this.keys.lease(shard), this.keys.epoch(shard)], [owner, ttlMs]),
       );
       return r[0] === 1
         ? { acquired: true, lease: { shard, owner, epoch: Number(r[1]), expiresAt: r[2] } }
@@ -416,14 +428,14 @@ export class EventStore {
     /** Extends a held lease; {@link FencedError} if it was lost or had expired. */
     renew: async (lease: Lease, ttlMs: number): Promise<Lease> => {
       const expiresAt = await this.run<number>(
-        this.scripts.lease_renew(this.keys.lease(lease.shard), lease.owner, lease.epoch, ttlMs),
+        this.scripts.leaseRenew([this.keys.lease(lease.shard)], [lease.owner, lease.epoch, ttlMs]),
       );
       return { ...lease, expiresAt };
     },
     /** Gives the shard up at once; false if the lease was no longer held. */
     release: async (lease: Lease): Promise<boolean> => {
       const r = await this.run<number>(
-        this.scripts.lease_release(this.keys.lease(lease.shard), lease.owner, lease.epoch),
+        this.scripts.leaseRelease([this.keys.lease(lease.shard)], [lease.owner, lease.epoch]),
       );
       return r === 1;
     },
@@ -452,7 +464,7 @@ export class EventStore {
     /** Marks `instance` alive for `ttlMs` (server clock); returns every live instance, sorted. */
     heartbeat: async (instance: string, ttlMs: number): Promise<string[]> =>
       this.run<string[]>(
-        this.scripts.projectors_heartbeat(this.keys.projectors(), instance, ttlMs),
+        this.scripts.projectorsHeartbeat([this.keys.projectors()], [instance, ttlMs]),
       ),
     /** Removes `instance` at once (it is shutting down). */
     leave: async (instance: string): Promise<void> => {
@@ -507,14 +519,9 @@ export class EventStore {
     ): Promise<void> => {
       this.checkLease(lease, taskId);
       await this.run(
-        this.scripts.snapshot_write(
-          this.keys.lease(lease.shard),
-          this.keys.snapshot(taskId),
-          this.keys.checkpoints(taskId),
-          lease.epoch,
-          id,
-          JSON.stringify(state),
-          checkpointEveryMs,
+        this.scripts.snapshotWrite(
+          [this.keys.lease(lease.shard), this.keys.snapshot(taskId), this.keys.checkpoints(taskId)],
+          [lease.epoch, id, JSON.stringify(state), checkpointEveryMs],
         ),
       );
     },
@@ -549,12 +556,13 @@ export class EventStore {
       this.checkLease(lease, taskId);
       return this.run<number>(
         this.scripts.trim(
-          this.keys.lease(lease.shard),
-          this.keys.snapshot(taskId),
-          this.keys.taskStream(taskId),
-          this.keys.checkpoints(taskId),
-          lease.epoch,
-          retainMs,
+          [
+            this.keys.lease(lease.shard),
+            this.keys.snapshot(taskId),
+            this.keys.taskStream(taskId),
+            this.keys.checkpoints(taskId),
+          ],
+          [lease.epoch, retainMs],
         ),
       );
     },
@@ -589,14 +597,13 @@ export class EventStore {
       args.push(r.data.seq, JSON.stringify(r.data));
     });
     const [published, lastSeq] = await this.run<[number, number]>(
-      this.scripts.publish_updates(
-        this.keys.lease(lease.shard),
-        this.keys.updates(lease.shard),
-        this.keys.updateSeqs(lease.shard),
-        lease.epoch,
-        taskId,
-        this.opts.updatesMaxLen,
-        ...args,
+      this.scripts.publishUpdates(
+        [
+          this.keys.lease(lease.shard),
+          this.keys.updates(lease.shard),
+          this.keys.updateSeqs(lease.shard),
+        ],
+        [lease.epoch, taskId, this.opts.updatesMaxLen, ...args],
       ),
     );
     return { published, lastSeq };
@@ -663,12 +670,9 @@ export class EventStore {
         return r.data;
       });
       return this.run<string[]>(
-        this.scripts.inbox_append(
-          this.keys.lease(lease.shard),
-          this.keys.inbox(taskId, executionId),
-          lease.epoch,
-          this.opts.inboxMaxLen,
-          ...valid.map((m) => JSON.stringify(m)),
+        this.scripts.inboxAppend(
+          [this.keys.lease(lease.shard), this.keys.inbox(taskId, executionId)],
+          [lease.epoch, this.opts.inboxMaxLen, ...valid.map((m) => JSON.stringify(m))],
         ),
       );
     },
@@ -729,11 +733,12 @@ export class EventStore {
     /** Takes or renews an execution's lease for `ttlMs` by the server clock; returns the expiry. */
     renewLease: async (ref: ExecutionRef, ttlMs: number): Promise<number> =>
       this.run<number>(
-        this.scripts.execution_lease_renew(
-          this.keys.executionLeases(this.shardOf(ref.taskId)),
-          this.keys.executionLeaseTtls(this.shardOf(ref.taskId)),
-          executionMember(ref),
-          ttlMs,
+        this.scripts.executionLeaseRenew(
+          [
+            this.keys.executionLeases(this.shardOf(ref.taskId)),
+            this.keys.executionLeaseTtls(this.shardOf(ref.taskId)),
+          ],
+          [executionMember(ref), ttlMs],
         ),
       ),
     /**
@@ -742,12 +747,12 @@ export class EventStore {
      */
     extendLease: async (ref: ExecutionRef, ttlMs: number): Promise<number | null> => {
       const r = await this.run<number>(
-        this.scripts.execution_lease_renew(
-          this.keys.executionLeases(this.shardOf(ref.taskId)),
-          this.keys.executionLeaseTtls(this.shardOf(ref.taskId)),
-          executionMember(ref),
-          ttlMs,
-          '1',
+        this.scripts.executionLeaseRenew(
+          [
+            this.keys.executionLeases(this.shardOf(ref.taskId)),
+            this.keys.executionLeaseTtls(this.shardOf(ref.taskId)),
+          ],
+          [executionMember(ref), ttlMs, '1'],
         ),
       );
       return r === -1 ? null : r;
@@ -761,10 +766,9 @@ export class EventStore {
     /** Leases of a shard that lapsed by the server clock, oldest first. */
     expiredLeases: async (shard: number, limit = 1_000): Promise<ExpiredExecutionLease[]> => {
       const flat = await this.run<string[]>(
-        this.scripts.execution_leases_expired(
-          this.keys.executionLeases(shard),
-          this.keys.executionLeaseTtls(shard),
-          limit,
+        this.scripts.executionLeasesExpired(
+          [this.keys.executionLeases(shard), this.keys.executionLeaseTtls(shard)],
+          [limit],
         ),
       );
       const out: ExpiredExecutionLease[] = [];
@@ -801,14 +805,13 @@ export class EventStore {
     write: async (lease: Lease, view: TaskView): Promise<boolean> => {
       this.checkLease(lease, view.taskId);
       const r = await this.run<number>(
-        this.scripts.view_write(
-          this.keys.lease(lease.shard),
-          this.keys.views(lease.shard),
-          this.keys.viewSeqs(lease.shard),
-          lease.epoch,
-          view.taskId,
-          view.seq,
-          JSON.stringify(view),
+        this.scripts.viewWrite(
+          [
+            this.keys.lease(lease.shard),
+            this.keys.views(lease.shard),
+            this.keys.viewSeqs(lease.shard),
+          ],
+          [lease.epoch, view.taskId, view.seq, JSON.stringify(view)],
         ),
       );
       return r === 1;
@@ -853,10 +856,9 @@ export class EventStore {
       const args: string[] = [];
       for (const f of frames) args.push(f.direction, f.line);
       return this.run<string>(
-        this.scripts.append_bounded(
-          this.keys.rawFrames(taskId, executionId),
-          this.opts.rawFramesMaxLen,
-          ...args,
+        this.scripts.appendBounded(
+          [this.keys.rawFrames(taskId, executionId)],
+          [this.opts.rawFramesMaxLen, ...args],
         ),
       );
     },
@@ -895,14 +897,9 @@ export class EventStore {
     fields: Fields,
   ) {
     await this.run(
-      this.scripts.dead_letter(
-        this.keys.deadLetters(shard),
-        this.keys.deadIndex(shard),
-        source,
-        id,
-        reason,
-        JSON.stringify(fields),
-        this.opts.deadLettersMaxLen,
+      this.scripts.deadLetter(
+        [this.keys.deadLetters(shard), this.keys.deadIndex(shard)],
+        [source, id, reason, JSON.stringify(fields), this.opts.deadLettersMaxLen],
       ),
     );
   }
@@ -921,14 +918,9 @@ export class EventStore {
       raw: string,
     ): Promise<boolean> => {
       const r = await this.run(
-        this.scripts.dead_letter(
-          this.keys.deadLetters(shard),
-          this.keys.deadIndex(shard),
-          source,
-          id,
-          reason.slice(0, 4_000),
-          raw.slice(0, 64_000),
-          this.opts.deadLettersMaxLen,
+        this.scripts.deadLetter(
+          [this.keys.deadLetters(shard), this.keys.deadIndex(shard)],
+          [source, id, reason.slice(0, 4_000), raw.slice(0, 64_000), this.opts.deadLettersMaxLen],
         ),
       );
       return r !== 0;

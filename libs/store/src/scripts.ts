@@ -1,49 +1,151 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RedisClient } from './connection';
+import { mapScriptError } from './errors';
 
 /**
- * Script name -> number of KEYS. The .lua files sit next to this module; fenced scripts get the
- * shared prelude (fence.lua) prepended, since Redis scripts cannot import one another.
+ * The Lua scripts of the store, as BullMQ keeps its commands: each script is one file
+ * `lua/<name>-<number of KEYS>.lua` whose header documents its KEYS and ARGV and binds them to
+ * named locals. A line `--- @include "includes/<file>"` takes in shared functions (Redis scripts
+ * cannot import one another). The table of scripts is built from the file names, so the key count
+ * ioredis is given is the one the file says.
+ *
+ * Each script is declared below with its types: KEYS as a tuple (its length is the key count,
+ * checked against the file name when the scripts are loaded), ARGV and the reply.
  */
+
+type Arg = string | number;
+
+/** A script's declaration: types only, and its key count so the loader can check the file. */
+interface Declared<K extends readonly string[], A extends readonly Arg[], R> {
+  readonly keys: number;
+  /** Never set: carries the types. */
+  readonly types?: { keys: K; args: A; reply: R };
+}
+
+function declare<K extends readonly string[], A extends readonly Arg[], R>(
+  keys: K['length'],
+): Declared<K, A, R> {
+  return { keys };
+}
+
+type Ms = number;
+type StreamId = string;
+type Json = string;
+
 const SCRIPTS = {
-  append: { keys: 3, prelude: false },
-  append_fenced: { keys: 3, prelude: true },
-  lease_acquire: { keys: 2, prelude: true },
-  lease_renew: { keys: 1, prelude: true },
-  lease_release: { keys: 1, prelude: false },
-  snapshot_write: { keys: 3, prelude: true },
-  trim: { keys: 4, prelude: true },
-  publish_updates: { keys: 3, prelude: true },
-  inbox_append: { keys: 2, prelude: true },
-  append_bounded: { keys: 1, prelude: false },
-  dead_letter: { keys: 2, prelude: false },
-  execution_lease_renew: { keys: 2, prelude: false },
-  execution_leases_expired: { keys: 2, prelude: false },
-  view_write: { keys: 3, prelude: true },
-  projectors_heartbeat: { keys: 1, prelude: false },
+  append: declare<
+    [stream: string, dedupe: string, feed: string],
+    [
+      taskId: string,
+      feedMaxLen: number,
+      dedupeTtl: Ms,
+      count: number,
+      ...writerInstanceSeqEntry: Arg[],
+    ],
+    (StreamId | 0)[]
+  >(3),
+  appendFenced: declare<
+    [lease: string, stream: string, feed: string],
+    [
+      epoch: number,
+      expectedLastId: StreamId,
+      taskId: string,
+      feedMaxLen: number,
+      ...entries: Json[],
+    ],
+    StreamId[]
+  >(3),
+  appendBounded: declare<
+    [stream: string],
+    [maxLen: number, ...directionLine: string[]],
+    StreamId | null
+  >(1),
+  deadLetter: declare<
+    [dead: string, index: string],
+    [source: string, sourceId: string, reason: string, raw: Json, maxLen: number],
+    StreamId | 0
+  >(2),
+  executionLeaseRenew: declare<
+    [leases: string, ttls: string],
+    [member: Json, ttl: Ms, ...extendOnly: [] | ['1']],
+    Ms
+  >(2),
+  executionLeasesExpired: declare<[leases: string, ttls: string], [limit: number], string[]>(2),
+  inboxAppend: declare<
+    [lease: string, inbox: string],
+    [epoch: number, maxLen: number, ...messages: Json[]],
+    StreamId[]
+  >(2),
+  leaseAcquire: declare<
+    [lease: string, epoch: string],
+    [owner: string, ttl: Ms],
+    [acquired: 1, epoch: number, expiresAt: Ms] | [acquired: 0, owner: string, expiresAt: Ms]
+  >(2),
+  leaseRelease: declare<[lease: string], [owner: string, epoch: number], 0 | 1>(1),
+  leaseRenew: declare<[lease: string], [owner: string, epoch: number, ttl: Ms], Ms>(1),
+  projectorsHeartbeat: declare<[instances: string], [instance: string, ttl: Ms], string[]>(1),
+  publishUpdates: declare<
+    [lease: string, updates: string, seqs: string],
+    [epoch: number, taskId: string, maxLen: number, ...seqUpdate: Arg[]],
+    [published: number, lastSeq: number]
+  >(3),
+  snapshotWrite: declare<
+    [lease: string, snapshot: string, checkpoints: string],
+    [epoch: number, id: StreamId, state: Json, checkpointEvery: Ms],
+    'OK'
+  >(3),
+  trim: declare<
+    [lease: string, snapshot: string, stream: string, checkpoints: string],
+    [epoch: number, retain: Ms],
+    number
+  >(4),
+  viewWrite: declare<
+    [lease: string, views: string, seqs: string],
+    [epoch: number, taskId: string, seq: number, view: Json],
+    0 | 1
+  >(3),
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;
-type Arg = string | number;
-export type Scripts = Record<ScriptName, (...keysThenArgs: Arg[]) => Promise<unknown>>;
+type Types<N extends ScriptName> = NonNullable<(typeof SCRIPTS)[N]['types']>;
+export type ScriptKeys<N extends ScriptName> = Types<N>['keys'];
+export type ScriptArgs<N extends ScriptName> = Types<N>['args'];
+export type ScriptReply<N extends ScriptName> = Types<N>['reply'];
 
-let sources: Record<ScriptName, string> | undefined;
+/** Runs a script; its error replies come back as the typed errors of errors.ts. */
+export type Scripts = {
+  [N in ScriptName]: (keys: ScriptKeys<N>, args: ScriptArgs<N>) => Promise<ScriptReply<N>>;
+};
 
-export function scriptSource(name: ScriptName): string {
-  if (!sources) {
-    const read = (file: string) => readFileSync(join(__dirname, 'lua', `${file}.lua`), 'utf8');
-    const prelude = read('fence');
-    const loaded = {} as Record<ScriptName, string>;
-    for (const [n, def] of Object.entries(SCRIPTS) as [
-      ScriptName,
-      (typeof SCRIPTS)[ScriptName],
-    ][]) {
-      loaded[n] = def.prelude ? `${prelude}\n${read(n)}` : read(n);
+const LUA = join(__dirname, 'lua');
+const SCRIPT_FILE = /^(\w+)-(\d+)\.lua$/;
+const INCLUDE = /^--- @include "([\w/]+)"$/gm;
+
+let loaded: Record<ScriptName, { keys: number; lua: string }> | undefined;
+
+/** Every script of lua/, by name, with its key count (from the file name) and its includes in. */
+export function loadScripts(): Record<ScriptName, { keys: number; lua: string }> {
+  if (loaded) return loaded;
+  const out = {} as Record<ScriptName, { keys: number; lua: string }>;
+  for (const file of readdirSync(LUA)) {
+    const m = SCRIPT_FILE.exec(file);
+    if (!m) continue;
+    const [, name, keys] = m as unknown as [string, string, string];
+    const declared = (SCRIPTS as Record<string, Declared<string[], Arg[], unknown>>)[name];
+    if (!declared) throw new Error(`lua/${file} is not declared in scripts.ts`);
+    if (declared.keys !== Number(keys)) {
+      throw new Error(`lua/${file} takes ${keys} keys, scripts.ts declares ${declared.keys}`);
     }
-    sources = loaded;
+    const lua = readFileSync(join(LUA, file), 'utf8').replace(INCLUDE, (_, path: string) =>
+      readFileSync(join(LUA, `${path}.lua`), 'utf8'),
+    );
+    out[name as ScriptName] = { keys: declared.keys, lua };
   }
-  return sources[name];
+  for (const name of Object.keys(SCRIPTS)) {
+    if (!(name in out)) throw new Error(`script ${name} has no file lua/${name}-<keys>.lua`);
+  }
+  return (loaded = out);
 }
 
 const COMMAND_PREFIX = 'baton_';
@@ -55,36 +157,41 @@ const COMMAND_PREFIX = 'baton_';
  */
 export function defineScripts(client: RedisClient): Scripts {
   const host = client as unknown as Record<string, (...args: Arg[]) => Promise<unknown>>;
-  const out = {} as Scripts;
-  for (const [name, def] of Object.entries(SCRIPTS) as [
-    ScriptName,
-    (typeof SCRIPTS)[ScriptName],
-  ][]) {
+  const out: Record<string, (keys: readonly string[], args: readonly Arg[]) => Promise<unknown>> =
+    {};
+  for (const [name, script] of Object.entries(loadScripts())) {
     const command = `${COMMAND_PREFIX}${name}`;
     if (typeof host[command] !== 'function') {
-      client.defineCommand(command, { numberOfKeys: def.keys, lua: scriptSource(name) });
+      client.defineCommand(command, { numberOfKeys: script.keys, lua: script.lua });
     }
-    out[name] = (...args: Arg[]) => host[command]!.apply(client, args);
+    out[name] = async (keys, args) => {
+      try {
+        return await host[command]!.call(client, ...keys, ...args);
+      } catch (err) {
+        throw mapScriptError(err);
+      }
+    };
   }
-  return out;
+  return out as unknown as Scripts;
 }
 
 /**
  * Runs one script and then WAIT on the same connection (a pipeline: on a Cluster, the script's
  * node), so the reply says how many replicas have the write. Resolves with both replies.
  */
-export async function withReplicas(
+export async function withReplicas<N extends ScriptName>(
   client: RedisClient,
-  name: ScriptName,
-  args: Arg[],
+  name: N,
+  keys: ScriptKeys<N>,
+  args: ScriptArgs<N>,
   replicas: number,
   timeoutMs: number,
-): Promise<{ reply: unknown; acknowledged: number }> {
+): Promise<{ reply: ScriptReply<N>; acknowledged: number }> {
   const pipeline = client.pipeline() as unknown as Record<string, (...a: Arg[]) => unknown> & {
     wait(replicas: number, timeoutMs: number): unknown;
     exec(): Promise<[Error | null, unknown][] | null>;
   };
-  pipeline[`${COMMAND_PREFIX}${name}`]!(...args);
+  pipeline[`${COMMAND_PREFIX}${name}`]!(...keys, ...args);
   pipeline.wait(replicas, timeoutMs);
   const results = await pipeline.exec();
   if (!results) throw new Error('Connection is closed.');
@@ -92,7 +199,7 @@ export async function withReplicas(
     [Error | null, unknown],
     [Error | null, unknown],
   ];
-  if (scriptErr) throw scriptErr;
-  if (waitErr) throw waitErr;
-  return { reply, acknowledged: Number(acknowledged) };
+  if (scriptErr) throw mapScriptError(scriptErr);
+  if (waitErr) throw mapScriptError(waitErr);
+  return { reply: reply as ScriptReply<N>, acknowledged: Number(acknowledged) };
 }

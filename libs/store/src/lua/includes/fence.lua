@@ -1,5 +1,9 @@
--- Prelude shared by every fenced script (the loader prepends it; it is not a script by itself).
---
+--[[
+  Functions shared by the fenced scripts, which take them in with the line
+  `--- @include "includes/fence"` (the loader puts this file in its place; Redis scripts cannot
+  import one another). Not a script by itself: it has no key count in its name.
+]]
+
 -- A write is fenced when the shard's lease does not carry the writer's epoch or has expired by the
 -- server's clock. The key's own PEXPIRE normally removes an expired lease; comparing expiresAt with
 -- TIME as well keeps the check exact even before Redis actively expires the key.

@@ -1,0 +1,43 @@
+--[[
+  Fenced, expected-version append: the shard owner's decisions enter a task stream only if the
+  owner still holds the lease at its epoch and has processed the stream up to its last entry.
+
+  Input:
+    KEYS[1] shard lease hash
+    KEYS[2] task stream
+    KEYS[3] shard feed stream
+
+    ARGV[1] writer's epoch
+    ARGV[2] expected last id of the stream ('0-0' for an empty one)
+    ARGV[3] task id
+    ARGV[4] feed MAXLEN (approximate)
+    ARGV[5 ..] entry JSON, one per entry
+
+  Output:
+    the new stream ids, in order
+    errors: "FENCED ..." (lease lost or epoch moved on), "CONFLICT <actual last id>"
+]]
+local leaseKey = KEYS[1]
+local streamKey = KEYS[2]
+local feedKey = KEYS[3]
+
+local epoch = ARGV[1]
+local expectedLastId = ARGV[2]
+local taskId = ARGV[3]
+local feedMaxLen = ARGV[4]
+local FIRST_ENTRY = 5
+
+--- @include "includes/fence"
+
+local fenced = baton_fence(leaseKey, epoch)
+if fenced then return redis.error_reply(fenced) end
+local actual = baton_last_id(streamKey)
+if actual ~= expectedLastId then return redis.error_reply('CONFLICT ' .. actual) end
+local ids = {}
+for i = FIRST_ENTRY, #ARGV do
+  ids[#ids + 1] = redis.call('XADD', streamKey, '*', 'e', ARGV[i])
+end
+if #ids > 0 then
+  redis.call('XADD', feedKey, 'MAXLEN', '~', feedMaxLen, '*', 't', taskId, 'l', ids[#ids])
+end
+return ids

@@ -1,0 +1,31 @@
+--[[
+  Append messages to an execution's inbox, fenced: only the shard owner hands prompts to workers.
+
+  Input:
+    KEYS[1] shard lease hash
+    KEYS[2] execution inbox stream
+
+    ARGV[1] epoch
+    ARGV[2] inbox MAXLEN (approximate)
+    ARGV[3 ..] message JSON, one per message
+
+  Output:
+    the new stream ids
+    errors: "FENCED ..."
+]]
+local leaseKey = KEYS[1]
+local inboxKey = KEYS[2]
+
+local epoch = ARGV[1]
+local maxLen = ARGV[2]
+local FIRST_MESSAGE = 3
+
+--- @include "includes/fence"
+
+local fenced = baton_fence(leaseKey, epoch)
+if fenced then return redis.error_reply(fenced) end
+local ids = {}
+for i = FIRST_MESSAGE, #ARGV do
+  ids[#ids + 1] = redis.call('XADD', inboxKey, 'MAXLEN', '~', maxLen, '*', 'e', ARGV[i])
+end
+return ids

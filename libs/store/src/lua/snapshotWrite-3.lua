@@ -1,0 +1,52 @@
+--[[
+  Write a task's snapshot: the folded state and the stream id it covers, fenced by the lease.
+  A snapshot never moves back to an older id, so a trim based on it never removes entries that a
+  later reader would still need to replay. When checkpoints are kept and the newest is at least
+  ARGV[4] ms older than this snapshot, the snapshot is also kept as a checkpoint: a state the
+  history query can fold forward from, and the point a retention trim may cut the stream to.
+
+  Input:
+    KEYS[1] shard lease hash
+    KEYS[2] task snapshot hash (state, id, epoch)
+    KEYS[3] task checkpoints hash (stream id -> state JSON)
+
+    ARGV[1] epoch
+    ARGV[2] stream id covered
+    ARGV[3] state JSON
+    ARGV[4] checkpoint interval in ms (0: no checkpoints)
+
+  Output:
+    'OK'
+    errors: "FENCED ...", "STALE <current id>" when the stored snapshot covers a later id
+]]
+local leaseKey = KEYS[1]
+local snapshotKey = KEYS[2]
+local checkpointsKey = KEYS[3]
+
+local epoch = ARGV[1]
+local id = ARGV[2]
+local state = ARGV[3]
+local checkpointEveryMs = ARGV[4]
+
+--- @include "includes/fence"
+
+local fenced = baton_fence(leaseKey, epoch)
+if fenced then return redis.error_reply(fenced) end
+local cur = redis.call('HGET', snapshotKey, 'id')
+if cur and baton_id_cmp(id, cur) < 0 then
+  return redis.error_reply('STALE ' .. cur)
+end
+redis.call('HSET', snapshotKey, 'id', id, 'state', state, 'epoch', epoch)
+local every = tonumber(checkpointEveryMs) or 0
+if every > 0 then
+  local ms = tonumber(string.match(id, '^(%d+)'))
+  local newest = -1
+  for _, c in ipairs(redis.call('HKEYS', checkpointsKey)) do
+    local m = tonumber(string.match(c, '^(%d+)'))
+    if m > newest then newest = m end
+  end
+  if newest < 0 or ms - newest >= every then
+    redis.call('HSET', checkpointsKey, id, state)
+  end
+end
+return 'OK'

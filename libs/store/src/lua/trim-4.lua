@@ -1,0 +1,53 @@
+--[[
+  Trim a task stream behind the id its snapshot covers (XTRIM MINID keeps that entry and
+  everything after it), fenced by the lease. Without a snapshot nothing is trimmed.
+
+  With a retention, what is younger than it (by the server's clock) stays, and so does a state
+  to fold it from: the stream is cut at the newest checkpoint no younger than the retention's
+  start, and the checkpoints before it go. With no such checkpoint yet, nothing is trimmed.
+
+  Input:
+    KEYS[1] shard lease hash
+    KEYS[2] task snapshot hash
+    KEYS[3] task stream
+    KEYS[4] task checkpoints hash (stream id -> state JSON)
+
+    ARGV[1] epoch
+    ARGV[2] retention in ms (0: trim right up to the snapshot)
+
+  Output:
+    the number of entries removed
+    errors: "FENCED ..."
+]]
+local leaseKey = KEYS[1]
+local snapshotKey = KEYS[2]
+local streamKey = KEYS[3]
+local checkpointsKey = KEYS[4]
+
+local epoch = ARGV[1]
+local retainMs = ARGV[2]
+
+--- @include "includes/fence"
+
+local fenced = baton_fence(leaseKey, epoch)
+if fenced then return redis.error_reply(fenced) end
+local id = redis.call('HGET', snapshotKey, 'id')
+if not id then return 0 end
+local retain = tonumber(retainMs) or 0
+if retain > 0 then
+  local t = redis.call('TIME')
+  local cutoff = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - retain
+  local base = nil
+  local ids = redis.call('HKEYS', checkpointsKey)
+  for _, c in ipairs(ids) do
+    if tonumber(string.match(c, '^(%d+)')) <= cutoff and baton_id_cmp(c, id) <= 0 then
+      if not base or baton_id_cmp(c, base) > 0 then base = c end
+    end
+  end
+  if not base then return 0 end
+  for _, c in ipairs(ids) do
+    if baton_id_cmp(c, base) < 0 then redis.call('HDEL', checkpointsKey, c) end
+  end
+  id = base
+end
+return redis.call('XTRIM', streamKey, 'MINID', id)
