@@ -1,19 +1,13 @@
-export { EventStore } from './event-store';
-export type {
-  AcquireResult,
-  DeadLetter,
-  ExecutionRef,
-  ExpiredExecutionLease,
-  StoredInboxMessage,
-  EventStoreOptions,
-  FeedNote,
-  Lease,
-  Page,
-  RawFrame,
-  Snapshot,
-  StoredEntry,
-  StoredUpdate,
-} from './event-store';
+export { EventStore, type EventStoreOptions } from './event-store';
+export type { DeadLetter } from './families/dead-letters';
+export type { ExecutionRef, ExpiredExecutionLease } from './families/executions';
+export type { StoredInboxMessage } from './families/inbox';
+export type { AcquireResult, Lease } from './families/leases';
+export type { RawFrame } from './families/raw-frames';
+export type { Page } from './families/shared';
+export type { Snapshot } from './families/snapshots';
+export type { FeedNote, StoredEntry } from './families/task-streams';
+export type { StoredUpdate } from './families/updates';
 export { StreamTail } from './tail';
 export { decodeStoredEntry, decodeStoredUpdate, type Decoded } from './stored';
 export {

@@ -1,0 +1,102 @@
+import type { StoreContext } from './shared';
+
+/** The right to write for one shard, at one fencing epoch. */
+export interface Lease {
+  shard: number;
+  owner: string;
+  epoch: number;
+  /** Server time (ms since epoch) at which the lease lapses unless renewed. */
+  expiresAt: number;
+}
+
+export type AcquireResult =
+  { acquired: true; lease: Lease } | { acquired: false; owner: string; expiresAt: number };
+
+/** Shard leases (`lease`) and their fencing epochs (`epoch`). */
+export class Leases {
+  constructor(private readonly ctx: StoreContext) {}
+
+  /** Takes the shard if it is free or expired, with a new, greater epoch. */
+  async acquire(shard: number, owner: string, ttlMs: number): Promise<AcquireResult> {
+    const { keys, scripts } = this.ctx;
+    const r = await scripts.leaseAcquire([keys.lease(shard), keys.epoch(shard)], [owner, ttlMs]);
+    return r[0] === 1
+      ? { acquired: true, lease: { shard, owner, epoch: Number(r[1]), expiresAt: r[2] } }
+      : { acquired: false, owner: String(r[1]), expiresAt: r[2] };
+  }
+
+  /** Extends a held lease; {@link FencedError} if it was lost or had expired. */
+  async renew(lease: Lease, ttlMs: number): Promise<Lease> {
+    const expiresAt = await this.ctx.scripts.leaseRenew(
+      [this.ctx.keys.lease(lease.shard)],
+      [lease.owner, lease.epoch, ttlMs],
+    );
+    return { ...lease, expiresAt };
+  }
+
+  /** Gives the shard up at once; false if the lease was no longer held. */
+  async release(lease: Lease): Promise<boolean> {
+    const r = await this.ctx.scripts.leaseRelease(
+      [this.ctx.keys.lease(lease.shard)],
+      [lease.owner, lease.epoch],
+    );
+    return r === 1;
+  }
+
+  /** Who holds each shard now (shards never leased or lapsed are absent). */
+  async list(): Promise<Lease[]> {
+    const { keys, redis } = this.ctx;
+    const out: Lease[] = [];
+    const replies = await Promise.all(
+      Array.from({ length: keys.shards }, (_, shard) =>
+        redis.hmget(keys.lease(shard), 'owner', 'epoch', 'expiresAt'),
+      ),
+    );
+    replies.forEach(([owner, epoch, expiresAt], shard) => {
+      if (owner && epoch && expiresAt) {
+        out.push({ shard, owner, epoch: Number(epoch), expiresAt: Number(expiresAt) });
+      }
+    });
+    return out;
+  }
+
+  /** The highest epoch ever issued for the shard (0 if none). */
+  async epoch(shard: number): Promise<number> {
+    return Number((await this.ctx.redis.get(this.ctx.keys.epoch(shard))) ?? 0);
+  }
+}
+
+/** Projector instances (`projectors`): heartbeats, so instances that own nothing yet count. */
+export class Projectors {
+  constructor(private readonly ctx: StoreContext) {}
+
+  /** Marks `instance` alive for `ttlMs` (server clock); returns every live instance, sorted. */
+  async heartbeat(instance: string, ttlMs: number): Promise<string[]> {
+    return this.ctx.scripts.projectorsHeartbeat([this.ctx.keys.projectors()], [instance, ttlMs]);
+  }
+
+  /** Removes `instance` at once (it is shutting down). */
+  async leave(instance: string): Promise<void> {
+    await this.ctx.redis.zrem(this.ctx.keys.projectors(), instance);
+  }
+}
+
+/**
+ * The task ids of each shard that its owners have loaded (`tasks`). Feeds are bounded, so a new
+ * owner finds a task whose notes were trimmed away here (with its snapshot).
+ */
+export class ShardTasks {
+  constructor(private readonly ctx: StoreContext) {}
+
+  async add(shard: number, taskIds: readonly string[]): Promise<void> {
+    if (taskIds.length === 0) return;
+    for (const t of taskIds) {
+      if (this.ctx.shardOf(t) !== shard) throw new Error(`task ${t} is not in shard ${shard}`);
+    }
+    await this.ctx.redis.sadd(this.ctx.keys.shardTasks(shard), ...taskIds);
+  }
+
+  async list(shard: number): Promise<string[]> {
+    return (await this.ctx.redis.smembers(this.ctx.keys.shardTasks(shard))).sort();
+  }
+}

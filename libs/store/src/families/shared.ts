@@ -1,0 +1,143 @@
+import { duplicateForBlocking, isCluster, type RedisClient } from '../connection';
+import type { EventStoreOptions } from '../event-store';
+import type { KeyLayout } from '../keys';
+import type { Scripts } from '../scripts';
+import { StreamTail, type TailGroup, type TailSource } from '../tail';
+import type { Lease } from './leases';
+
+export type Fields = string[];
+type XEntry = [string, Fields];
+
+/** The value of `name` in a stream entry's flat field list. */
+export function field(fields: Fields, name: string): string | undefined {
+  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Id of the last stream entry looked at (dead-lettered ones included); resume after it. */
+  lastId: string;
+}
+
+/** What a decoder returns for an entry it refuses: the entry is dead-lettered and skipped. */
+export class Refused {
+  constructor(readonly reason: string) {}
+}
+
+/** Decodes one stream entry, or refuses it. Synchronous: reading a page is a hot path. */
+export type Decode<T> = (id: string, fields: Fields, shard: number) => T | Refused;
+
+/** The store's settings: every option of {@link EventStoreOptions} but the key layout's. */
+export type Settings = Required<Omit<EventStoreOptions, 'shards' | 'prefix'>>;
+
+/**
+ * What every key family of the store shares: the connection, the key layout, the scripts and
+ * settings, and reading streams (pages, tails, dead letters of what fails to decode).
+ */
+export class StoreContext {
+  readonly tails = new Set<StreamTail<unknown>>();
+
+  constructor(
+    readonly redis: RedisClient,
+    readonly keys: KeyLayout,
+    readonly scripts: Scripts,
+    readonly opts: Settings,
+  ) {}
+
+  shardOf(taskId: string): number {
+    return this.keys.shardOf(taskId);
+  }
+
+  checkLease(lease: Lease, taskId: string): void {
+    const shard = this.shardOf(taskId);
+    if (shard !== lease.shard) {
+      throw new Error(`task ${taskId} is in shard ${shard}, the lease is for shard ${lease.shard}`);
+    }
+  }
+
+  /** Records an entry of `source` that failed to decode in the dead letters of `shard`. */
+  async deadLetter(
+    shard: number,
+    source: string,
+    id: string,
+    reason: string,
+    fields: Fields,
+  ): Promise<void> {
+    await this.scripts.deadLetter(
+      [this.keys.deadLetters(shard), this.keys.deadIndex(shard)],
+      [source, id, reason, JSON.stringify(fields), this.opts.deadLettersMaxLen],
+    );
+  }
+
+  /**
+   * Up to `count` entries of stream `key` (of `shard`) after `afterId` (exclusive; `'0-0'` from
+   * the start), decoded. The page is decoded synchronously; the entries refused are dead-lettered
+   * after it, in order.
+   */
+  async page<T>(
+    key: string,
+    shard: number,
+    afterId: string,
+    count: number,
+    decode: Decode<T>,
+  ): Promise<Page<T>> {
+    const start = afterId === '0-0' ? '-' : `(${afterId}`;
+    const raw = (await this.redis.xrange(key, start, '+', 'COUNT', count)) as XEntry[];
+    const items: T[] = [];
+    let refused: [string, Fields, string][] | undefined;
+    for (const [id, fields] of raw) {
+      const r = decode(id, fields, shard);
+      if (r instanceof Refused) (refused ??= []).push([id, fields, r.reason]);
+      else items.push(r);
+    }
+    if (refused) {
+      for (const [id, fields, reason] of refused)
+        await this.deadLetter(shard, key, id, reason, fields);
+    }
+    return { items, lastId: raw.length > 0 ? raw[raw.length - 1]![0] : afterId };
+  }
+
+  /** The id of the last entry of stream `key`, `'0-0'` when it has none. */
+  async lastId(key: string): Promise<string> {
+    const last = (await this.redis.xrevrange(key, '+', '-', 'COUNT', 1)) as XEntry[];
+    return last[0]?.[0] ?? '0-0';
+  }
+
+  /** Follows the stream `keyOf(shard)` of each of `shards`, after `from[shard]` or from now on. */
+  followShards<T>(
+    shards: readonly number[],
+    from: Readonly<Record<number, string>>,
+    keyOf: (shard: number) => string,
+    decode: Decode<T>,
+  ): StreamTail<T> {
+    const sources = shards.map((shard) => ({ key: keyOf(shard), from: from[shard] ?? '$', shard }));
+    return this.follow(sources, decode);
+  }
+
+  /**
+   * Follows streams with blocking reads on dedicated connections: one for all sources on a single
+   * Redis, one per source on a Cluster (a blocking read covers one slot there). Entries `decode`
+   * refuses are dead-lettered in their source's shard and skipped. Closed by the store's close.
+   */
+  follow<T>(sources: (TailSource & { shard: number })[], decode: Decode<T>): StreamTail<T> {
+    const shardOfKey = new Map(sources.map((s) => [s.key, s.shard]));
+    const parse = async (key: string, id: string, fields: Fields): Promise<T | null> => {
+      const shard = shardOfKey.get(key)!;
+      const r = decode(id, fields, shard);
+      if (!(r instanceof Refused)) return r;
+      await this.deadLetter(shard, key, id, r.reason, fields);
+      return null;
+    };
+    const tailSources = sources.map(({ key, from }) => ({ key, from }));
+    const r = this.redis;
+    const groups: TailGroup[] = isCluster(r)
+      ? tailSources.map((s) => ({ conn: duplicateForBlocking(r), sources: [s] }))
+      : tailSources.length > 0
+        ? [{ conn: duplicateForBlocking(r), sources: tailSources }]
+        : [];
+    const t = new StreamTail<T>(groups, parse, this.opts.tailBlockMs);
+    this.tails.add(t as StreamTail<unknown>);
+    return t;
+  }
+}

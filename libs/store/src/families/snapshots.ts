@@ -1,0 +1,76 @@
+import type { z } from 'zod';
+import { compareIds } from '../ids';
+import type { Lease } from './leases';
+import type { StoreContext } from './shared';
+
+export interface Snapshot<S> {
+  /** The task stream id the state covers: replay starts after it. */
+  id: string;
+  state: S;
+  epoch: number;
+}
+
+/** Task snapshots (`tsnap:`), checkpoints (`tckpt:`) and trimming task streams behind them. */
+export class Snapshots {
+  constructor(private readonly ctx: StoreContext) {}
+
+  /**
+   * Stores `state` as covering the task stream up to `id`, fenced; never moves back. With
+   * `checkpointEveryMs`, it is also kept as a checkpoint when the newest one is that much older
+   * (see {@link Snapshots.trim} and the history query).
+   */
+  async write(
+    lease: Lease,
+    taskId: string,
+    id: string,
+    state: unknown,
+    checkpointEveryMs = 0,
+  ): Promise<void> {
+    this.ctx.checkLease(lease, taskId);
+    const { keys } = this.ctx;
+    await this.ctx.scripts.snapshotWrite(
+      [keys.lease(lease.shard), keys.snapshot(taskId), keys.checkpoints(taskId)],
+      [lease.epoch, id, JSON.stringify(state), checkpointEveryMs],
+    );
+  }
+
+  /** The task's checkpoints (states it can be folded forward from), oldest first. */
+  async checkpoints(taskId: string): Promise<{ id: string; state: unknown }[]> {
+    const flat = await this.ctx.redis.hgetall(this.ctx.keys.checkpoints(taskId));
+    return Object.entries(flat)
+      .map(([id, json]) => ({ id, state: JSON.parse(json) as unknown }))
+      .sort((a, b) => compareIds(a.id, b.id));
+  }
+
+  /** The task's snapshot, its state checked with `schema` when given. */
+  async read<S = unknown>(taskId: string, schema?: z.ZodType<S>): Promise<Snapshot<S> | null> {
+    const [id, state, epoch] = await this.ctx.redis.hmget(
+      this.ctx.keys.snapshot(taskId),
+      'id',
+      'state',
+      'epoch',
+    );
+    if (!id || state === null || state === undefined) return null;
+    const parsed: unknown = JSON.parse(state);
+    return { id, state: schema ? schema.parse(parsed) : (parsed as S), epoch: Number(epoch) };
+  }
+
+  /**
+   * Removes the entries strictly before the snapshot's id, fenced. With `retainMs`, entries
+   * younger than that (by the server's clock) stay, cut at a checkpoint so that they can still
+   * be folded (nothing is trimmed before the first checkpoint that old). Returns how many.
+   */
+  async trim(lease: Lease, taskId: string, retainMs = 0): Promise<number> {
+    this.ctx.checkLease(lease, taskId);
+    const { keys } = this.ctx;
+    return this.ctx.scripts.trim(
+      [
+        keys.lease(lease.shard),
+        keys.snapshot(taskId),
+        keys.taskStream(taskId),
+        keys.checkpoints(taskId),
+      ],
+      [lease.epoch, retainMs],
+    );
+  }
+}

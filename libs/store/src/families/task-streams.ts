@@ -1,0 +1,151 @@
+import { StreamEntry } from '@baton/protocol';
+import { InvalidEntryError } from '../errors';
+import { withReplicas, type ScriptArgs, type ScriptKeys } from '../scripts';
+import { decodeStoredEntry, zodReason } from '../stored';
+import type { StreamTail } from '../tail';
+import type { Lease } from './leases';
+import { field, Refused, type Page, type StoreContext } from './shared';
+
+export interface StoredEntry {
+  id: string;
+  entry: StreamEntry;
+}
+
+export interface FeedNote {
+  shard: number;
+  /** Id of the note in the shard feed. */
+  id: string;
+  taskId: string;
+  /** Last id the append that wrote the note added to the task stream. */
+  lastId: string;
+}
+
+/**
+ * Task streams (`ts:`), their append dedupe (`tw:`) and the shard feeds (`feed`) that note every
+ * append, for the shard's owner to follow.
+ */
+export class TaskStreams {
+  constructor(private readonly ctx: StoreContext) {}
+
+  private validateIn(taskId: string, entries: readonly unknown[]): StreamEntry[] {
+    return entries.map((raw, index) => {
+      const r = StreamEntry.safeParse(raw);
+      if (!r.success) throw new InvalidEntryError(index, zodReason(r.error));
+      if (r.data.taskId !== taskId) {
+        throw new InvalidEntryError(index, `taskId ${r.data.taskId} does not belong in ${taskId}`);
+      }
+      return r.data;
+    });
+  }
+
+  /** See {@link EventStore.append}. */
+  async append(taskId: string, entries: readonly StreamEntry[]): Promise<(string | null)[]> {
+    const valid = this.validateIn(taskId, entries);
+    if (valid.length === 0) return [];
+    const { keys, opts } = this.ctx;
+    const scriptKeys: ScriptKeys<'append'> = [
+      keys.taskStream(taskId),
+      keys.taskDedupe(taskId),
+      keys.feed(this.ctx.shardOf(taskId)),
+    ];
+    const args: ScriptArgs<'append'> = [taskId, opts.feedMaxLen, opts.dedupeTtlMs, valid.length];
+    for (const e of valid) args.push(e.writer.instance, e.writer.seq, JSON.stringify(e));
+    const ids =
+      opts.ackReplicas === 0
+        ? await this.ctx.scripts.append(scriptKeys, args)
+        : await this.appendReplicated(scriptKeys, args);
+    return ids.map((id) => (typeof id === 'string' ? id : null));
+  }
+
+  private async appendReplicated(keys: ScriptKeys<'append'>, args: ScriptArgs<'append'>) {
+    const { ackReplicas: want, ackTimeoutMs } = this.ctx.opts;
+    const { reply, acknowledged } = await withReplicas(
+      this.ctx.redis,
+      'append',
+      keys,
+      args,
+      want,
+      ackTimeoutMs,
+    );
+    if (acknowledged < want) {
+      throw new Error(
+        `NOREPLICAS the append reached ${acknowledged} of ${want} replicas in ${ackTimeoutMs} ms`,
+      );
+    }
+    return reply;
+  }
+
+  /** See {@link EventStore.appendFenced}. */
+  async appendFenced(
+    lease: Lease,
+    taskId: string,
+    expectedLastId: string,
+    entries: readonly StreamEntry[],
+  ): Promise<string[]> {
+    this.ctx.checkLease(lease, taskId);
+    const valid = this.validateIn(taskId, entries);
+    const { keys, opts } = this.ctx;
+    return this.ctx.scripts.appendFenced(
+      [keys.lease(lease.shard), keys.taskStream(taskId), keys.feed(lease.shard)],
+      [
+        lease.epoch,
+        expectedLastId,
+        taskId,
+        opts.feedMaxLen,
+        ...valid.map((e) => JSON.stringify(e)),
+      ],
+    );
+  }
+
+  /**
+   * One page of a task stream, envelope-checked. Decoding stays synchronous per entry (this is the
+   * catch-up hot path); the rare dead letters are written after the page is decoded.
+   */
+  async read(taskId: string, afterId: string, count: number): Promise<Page<StoredEntry>> {
+    const key = this.ctx.keys.taskStream(taskId);
+    return this.ctx.page(key, this.ctx.shardOf(taskId), afterId, count, (id, fields) => {
+      const r = decodeStoredEntry(field(fields, 'e'));
+      if (r.ok && r.value.taskId === taskId) return { id, entry: r.value };
+      return new Refused(r.ok ? `taskId ${r.value.taskId} in the stream of ${taskId}` : r.reason);
+    });
+  }
+
+  /** See {@link EventStore.wasTrimmed}. */
+  async wasTrimmed(taskId: string): Promise<boolean> {
+    let info: unknown[];
+    try {
+      info = (await this.ctx.redis.call(
+        'XINFO',
+        'STREAM',
+        this.ctx.keys.taskStream(taskId),
+      )) as unknown[];
+    } catch (err) {
+      if (/no such key/i.test(String(err))) return false;
+      throw err;
+    }
+    const at = (name: string) => Number(info[info.indexOf(name) + 1]);
+    return at('entries-added') > at('length');
+  }
+
+  async lastId(taskId: string): Promise<string> {
+    return this.ctx.lastId(this.ctx.keys.taskStream(taskId));
+  }
+
+  async feedLastId(shard: number): Promise<string> {
+    return this.ctx.lastId(this.ctx.keys.feed(shard));
+  }
+
+  /** See {@link EventStore.tailFeeds}. */
+  tailFeeds(
+    shards: readonly number[],
+    from: Readonly<Record<number, string>>,
+  ): StreamTail<FeedNote> {
+    const feed = (shard: number) => this.ctx.keys.feed(shard);
+    return this.ctx.followShards(shards, from, feed, (id, fields, shard) => {
+      const taskId = field(fields, 't');
+      const lastId = field(fields, 'l');
+      if (taskId && lastId) return { shard, id, taskId, lastId };
+      return new Refused('feed note without t or l');
+    });
+  }
+}
