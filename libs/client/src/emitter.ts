@@ -38,3 +38,6 @@ export class Emitter<Events extends Record<string, unknown>> {
     }
   }
 }
+
+/** How a part of the client tells its owner's listeners: the owner's `emit`, narrowed to `Events`. */
+export type Emit<Events> = <K extends keyof Events>(event: K, payload: Events[K]) => void;

@@ -222,7 +222,7 @@ describe('BatonClient against a wire-protocol server', () => {
     client.on('error', (e) => errors.push(e));
     // An unsolicited error (a frame the server could not read) arrives as an event.
     server.received.length = 0;
-    (client as unknown as { socket: { send(s: string): void } }).socket.send('{not json');
+    (client as unknown as { connection: { send(s: string): void } }).connection.send('{not json');
     await waitFor(() => errors.length === 1);
     expect(errors[0]!.code).toBe('invalid_message');
   });
