@@ -1,4 +1,4 @@
-/** The tenant's tasks: the board (every task, by group) and the list of watched tasks and sessions. */
+/** The tenant's tasks: the board (every task, by group) and the watched tasks and sessions. */
 import { BOARD_GROUP_TITLES, Board, type SessionView } from '@baton/protocol';
 import {
   needsYouText,

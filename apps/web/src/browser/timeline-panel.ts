@@ -1,4 +1,4 @@
-/** The timeline of the selected session: its lanes over the chosen range, from its history (REST). */
+/** The selected session's timeline: its lanes over the chosen range, from its history (REST). */
 import { TaskHistory, type SessionHistory } from '@baton/protocol';
 import {
   TIMELINE_RANGES,
