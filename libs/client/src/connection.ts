@@ -1,4 +1,4 @@
-import { backoffDelay, type BackoffOptions } from './backoff';
+import { backoffDelay, type BackoffOptions } from '@baton/backoff';
 import type { Emit } from './emitter';
 import { BatonError } from './errors';
 import { defaultWebSocket, OPEN, type WebSocketConstructor, type WebSocketLike } from './socket';

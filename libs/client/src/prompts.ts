@@ -1,3 +1,4 @@
+import { backoffDelay } from '@baton/backoff';
 import {
   MAX_PROMPT_CHARS,
   PromptResult,
@@ -158,7 +159,11 @@ export class Prompts {
   private recheckLater(entry: PromptEntry): void {
     const base = this.options.pendingRecheckMs ?? 30_000;
     if (base <= 0) return;
-    const delay = Math.min(base * 2 ** entry.rechecks++, 10 * base);
+    const delay = backoffDelay(entry.rechecks++, {
+      initialMs: base,
+      maxMs: 10 * base,
+      jitter: false,
+    });
     const t = setTimeout(() => {
       if (
         !this.connection.closed &&

@@ -1,3 +1,4 @@
+import { backoffDelay } from '@baton/backoff';
 import {
   STATE_VERSION,
   decide,
@@ -257,7 +258,7 @@ export class TaskOwner {
           clearTimeout(this.retry);
           this.retry = setTimeout(
             () => this.request(),
-            Math.min(5_000, 50 * 2 ** Math.min(this.failures, 7)),
+            backoffDelay(this.failures, { initialMs: 50, maxMs: 5_000, jitter: false }),
           );
           this.retry.unref();
           break;

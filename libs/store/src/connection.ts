@@ -1,3 +1,4 @@
+import { backoffDelay } from '@baton/backoff';
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 
 export type RedisClient = Redis | Cluster;
@@ -84,7 +85,8 @@ export function redact(url: string): string {
 
 function backoff(maxDelayMs: number) {
   // Never give up: a Redis restart or failover must not need a restart of Baton's processes.
-  return (times: number) => Math.min(50 * 2 ** Math.min(times, 10), maxDelayMs);
+  return (times: number) =>
+    backoffDelay(times, { initialMs: 50, maxMs: maxDelayMs, jitter: false });
 }
 
 /** The one way Baton connects to Redis: a reconnecting client for a server or a Cluster. */

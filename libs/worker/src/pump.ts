@@ -1,3 +1,5 @@
+import { backoffDelay } from '@baton/backoff';
+
 /**
  * Sends items in order, in batches: everything pushed while a send is in flight goes out in the
  * next one, so items that arrive together (the facts of one frame, a burst of frames) share a
@@ -71,7 +73,8 @@ export class Pump<T> {
           return;
         }
         this.options.onRetry?.(err, attempt);
-        await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** Math.min(attempt, 6), 2_000)));
+        const ms = backoffDelay(attempt, { initialMs: 50, maxMs: 2_000, jitter: false });
+        await new Promise((r) => setTimeout(r, ms));
       }
     }
   }

@@ -1,3 +1,4 @@
+import { backoffDelay } from '@baton/backoff';
 import { endsGroup, type SubscribeResult, type TaskView, type Update } from '@baton/protocol';
 import { UpdateFrame } from '../updates/update-hub';
 
@@ -44,7 +45,8 @@ type ResyncReason = 'not_retained' | 'slow_consumer';
 
 /** Updates buffered while catching up; past this the buffer is dropped and read back from Redis. */
 const MAX_BUFFERED = 10_000;
-const RETRY_MS = [20, 50, 100, 250, 500, 1_000];
+/** Retry delays after a failed read: from 20 ms, doubling, up to 1 s. */
+const RETRY = { initialMs: 20, maxMs: 1_000, jitter: false } as const;
 /**
  * A snapshot may start from a view up to this old (the updates after it are filled in from the
  * update stream): many subscribers of a busy task then share one read of its view.
@@ -199,7 +201,7 @@ export class Subscription {
       } catch (err) {
         if (this.closed) return;
         this.hooks.onError(err);
-        await delay(RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]!);
+        await delay(backoffDelay(attempt, RETRY));
       }
     }
   }
@@ -289,7 +291,7 @@ export class Subscription {
       this.lastSeq = view.seq;
       if (last <= view.seq || (await this.fill())) return;
       if (this.state !== 'catching_up') return;
-      await delay(RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]!);
+      await delay(backoffDelay(attempt, RETRY));
     }
   }
 
