@@ -15,6 +15,7 @@ import {
   WORKER,
   loadConfig,
   loadProfiles,
+  optional,
 } from '@baton/config';
 import { resolve } from 'node:path';
 import { writeFileSync } from 'node:fs';
@@ -49,6 +50,8 @@ async function main(argv: string[]): Promise<void> {
     ...WORKER,
     ...PROFILES,
     ...GATEWAY,
+    // Unset, the run makes a secret of its own (localSecret) and prints a token.
+    BATON_JWT_SECRET: optional(GATEWAY.BATON_JWT_SECRET),
     ...RUN,
   });
   const profiles = loadProfiles();

@@ -6,7 +6,7 @@
  * usage error).
  */
 import { BatonClient, BatonError } from '@baton/client';
-import { CLI, COMMON, ConfigError, GATEWAY, RUN, loadConfig } from '@baton/config';
+import { CLI, COMMON, ConfigError, GATEWAY, RUN, loadConfig, optional } from '@baton/config';
 import { TaskHistory, TenantId, taskKey, type CommandResult } from '@baton/protocol';
 import { EventStore, redact, redisTargetFromUrl } from '@baton/store';
 import { embeddedRedisUrl } from '@baton/redis-server';
@@ -68,7 +68,14 @@ export class UsageError extends Error {}
 type Out = (line: string) => void;
 
 function env() {
-  return loadConfig({ ...COMMON, ...GATEWAY, ...RUN, ...CLI });
+  return loadConfig({
+    ...COMMON,
+    ...GATEWAY,
+    // Unset: the one-process run's local secret (mint).
+    BATON_JWT_SECRET: optional(GATEWAY.BATON_JWT_SECRET),
+    ...RUN,
+    ...CLI,
+  });
 }
 
 function positionals(args: string[], names: string[], command: string): string[] {

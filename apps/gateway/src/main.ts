@@ -30,12 +30,6 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  if (!config.BATON_JWT_SECRET) {
-    process.stderr.write(
-      'invalid configuration:\n  BATON_JWT_SECRET="": required by the gateway (at least 32 characters)\n',
-    );
-    process.exit(2);
-  }
   const gateway = await startGateway({
     redisUrl: config.REDIS_URL,
     prefix: config.BATON_PREFIX,

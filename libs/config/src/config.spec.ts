@@ -5,6 +5,7 @@ import {
   PROJECTOR,
   SETTINGS,
   loadConfig,
+  optional,
   settingsTable,
 } from './index';
 import { readFileSync } from 'node:fs';
@@ -44,6 +45,15 @@ describe('configuration', () => {
     expect(problems[1]).toMatch(/^BATON_SHARDS="many": /);
     expect(problems[2]).toMatch(/^GATEWAY_PORT="70000": .*65535/);
     expect(problems[3]).toMatch(/^BATON_JWT_SECRET="short": must be at least 32 characters/);
+  });
+
+  it('requires BATON_JWT_SECRET of the gateway, unless a process declares it optional', () => {
+    expect(() => loadConfig({ ...COMMON, ...GATEWAY }, {})).toThrow(
+      'BATON_JWT_SECRET="": required by the gateway (at least 32 characters)',
+    );
+    const local = { ...COMMON, ...GATEWAY, BATON_JWT_SECRET: optional(GATEWAY.BATON_JWT_SECRET) };
+    expect(loadConfig(local, {}).BATON_JWT_SECRET).toBeUndefined();
+    expect(() => loadConfig(local, { BATON_JWT_SECRET: 'short' })).toThrow(/at least 32/);
   });
 
   it('is documented in the README, every variable', () => {

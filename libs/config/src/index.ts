@@ -38,6 +38,14 @@ function setting<S extends z.ZodType>(
   return { schema, default: def, meaning };
 }
 
+/**
+ * The same setting, not required: for a process that has a fallback of its own when it is unset
+ * (the one-process run and the CLI use the local secret instead of BATON_JWT_SECRET).
+ */
+export function optional<S extends z.ZodType>(s: Setting<S>): Setting<z.ZodOptional<S>> {
+  return { ...s, schema: s.schema.optional() };
+}
+
 /** Settings every process reads. */
 export const COMMON = {
   REDIS_URL: setting(
@@ -198,9 +206,11 @@ export const GATEWAY = {
     'Port of the gateway (WebSocket, AHP channel, REST, page)',
   ),
   BATON_JWT_SECRET: setting(
-    z.string().min(32, 'must be at least 32 characters').optional(),
+    z
+      .string({ error: 'required by the gateway (at least 32 characters)' })
+      .min(32, 'must be at least 32 characters'),
     undefined,
-    'HS256 secret that signs client tokens (the one-process run makes one and prints a token)',
+    'HS256 secret that signs client tokens; required by the gateway (the one-process run makes one and prints a token)',
   ),
   BATON_JWT_ISSUER: setting(
     z.string().min(1).optional(),

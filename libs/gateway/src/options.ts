@@ -1,4 +1,4 @@
-import type { ConfigOf, GATEWAY, Profiles } from '@baton/config';
+import { COMMON, GATEWAY, loadConfig, optional, type ConfigOf, type Profiles } from '@baton/config';
 import type { EventStoreOptions } from '@baton/store';
 
 /** Everything a gateway process needs; {@link startGateway} fills in the defaults. */
@@ -47,25 +47,21 @@ export type ResolvedOptions = Required<Omit<GatewayOptions, 'jwtIssuer' | 'insta
     hardMaxMessageBytes: number;
   };
 
+/** The settings' defaults (libs/config), as an unset environment gives them. */
+const SETTINGS_DEFAULTS = loadConfig(
+  { ...COMMON, ...GATEWAY, BATON_JWT_SECRET: optional(GATEWAY.BATON_JWT_SECRET) },
+  {},
+);
+
+/** What {@link startGateway} uses for an option not given: the default of its setting. */
 export const DEFAULTS = {
-  prefix: 'baton',
-  shards: 64,
-  host: '127.0.0.1',
-  port: 8080,
-  admissionWaitMs: 2_000,
-  storeTimeoutMs: 2_000,
-  ackReplicas: 0,
-  maxMessageBytes: 262_144,
-  maxSubscriptions: 100,
-  maxConnectionsPerTenant: 1_000,
-  maxSubscriptionsPerTenant: 10_000,
-  viewCacheBytes: 64 * 1024 * 1024,
-  maxMessagesPerSecond: 50,
-  maxBufferedBytes: 4_194_304,
-  heartbeatMs: 15_000,
-  idleTimeoutMs: 300_000,
-  logLevel: 'info',
-} as const;
+  prefix: SETTINGS_DEFAULTS.BATON_PREFIX,
+  shards: SETTINGS_DEFAULTS.BATON_SHARDS,
+  host: SETTINGS_DEFAULTS.GATEWAY_HOST,
+  port: SETTINGS_DEFAULTS.GATEWAY_PORT,
+  ...gatewayLimits(SETTINGS_DEFAULTS),
+  logLevel: SETTINGS_DEFAULTS.LOG_LEVEL,
+};
 
 /** Hard cap of a frame: ws closes the connection (1009) above it without buffering more. */
 export function hardMaxMessageBytes(maxMessageBytes: number): number {
@@ -81,21 +77,23 @@ export const SERVICES = Symbol('Services');
 
 /** The gateway's limits and timings from its validated settings, for every process that runs one. */
 export function gatewayLimits(
-  config: ConfigOf<typeof GATEWAY>,
-): Pick<
-  GatewayOptions,
-  | 'admissionWaitMs'
-  | 'storeTimeoutMs'
-  | 'ackReplicas'
-  | 'maxMessageBytes'
-  | 'maxSubscriptions'
-  | 'maxConnectionsPerTenant'
-  | 'maxSubscriptionsPerTenant'
-  | 'viewCacheBytes'
-  | 'maxMessagesPerSecond'
-  | 'maxBufferedBytes'
-  | 'heartbeatMs'
-  | 'idleTimeoutMs'
+  config: Omit<ConfigOf<typeof GATEWAY>, 'BATON_JWT_SECRET'>,
+): Required<
+  Pick<
+    GatewayOptions,
+    | 'admissionWaitMs'
+    | 'storeTimeoutMs'
+    | 'ackReplicas'
+    | 'maxMessageBytes'
+    | 'maxSubscriptions'
+    | 'maxConnectionsPerTenant'
+    | 'maxSubscriptionsPerTenant'
+    | 'viewCacheBytes'
+    | 'maxMessagesPerSecond'
+    | 'maxBufferedBytes'
+    | 'heartbeatMs'
+    | 'idleTimeoutMs'
+  >
 > {
   return {
     admissionWaitMs: config.GATEWAY_ADMISSION_WAIT_MS,
