@@ -1,8 +1,9 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseRedisUrl, unixSocketUrl } from '@baton/store';
 import { Redis } from 'ioredis';
+import { RedisLaunchError, launchRedis, type LaunchedRedis } from './launch';
 
 export class RedisUnavailableError extends Error {
   override name = 'RedisUnavailableError';
@@ -100,55 +101,47 @@ export async function startEmbeddedRedis(
       'redis-server is not installed: install it with `apt-get install redis-server` (Debian, Ubuntu) or `brew install redis` (macOS), or set REDIS_URL',
     );
   }
-  const child: ChildProcess = spawn(
-    binary,
-    [
-      '--port',
-      '0',
-      '--unixsocket',
-      socket,
-      '--unixsocketperm',
-      '700',
-      '--dir',
-      dir,
-      '--appendonly',
-      'yes',
-      '--appendfsync',
-      'always',
-      '--save',
-      '',
-      '--daemonize',
-      'no',
-    ],
-    // A process group of its own: Ctrl-C in a terminal signals the whole foreground group, and
-    // Redis must outlive the Baton that is still writing to it while it stops (it stops Redis last).
-    { stdio: ['ignore', 'ignore', 'pipe'], detached: true },
-  );
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  for (let i = 0; ; i++) {
-    if (await redisAnswers(url, 200)) break;
-    const early = await Promise.race([
-      exited,
-      new Promise((r) => setTimeout(() => r('wait'), 100)),
-    ]);
-    if (early !== 'wait' || i > 100) {
-      child.kill('SIGKILL');
-      throw new RedisUnavailableError(
-        `redis-server did not start: ${stderr.trim() || 'no answer'}`,
-      );
-    }
+  let server: LaunchedRedis;
+  try {
+    server = await launchRedis({
+      binary,
+      args: [
+        '--port',
+        '0',
+        '--unixsocket',
+        socket,
+        '--unixsocketperm',
+        '700',
+        '--dir',
+        dir,
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+        '--save',
+        '',
+        '--daemonize',
+        'no',
+      ],
+      name: 'redis-server',
+      answers: () => redisAnswers(url, 200),
+      timeoutMs: 20_000,
+      // Ctrl-C in a terminal signals the whole foreground group, and Redis must outlive the Baton
+      // that is still writing to it while it stops (it stops Redis last).
+      detached: true,
+    });
+  } catch (err) {
+    if (!(err instanceof RedisLaunchError)) throw err;
+    throw new RedisUnavailableError(
+      `redis-server did not start: ${err.stderr.trim() || 'no answer'}`,
+    );
   }
   return {
     url,
     socket,
     dataDir: dir,
     adopted: false,
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      await exited;
-    },
+    // SIGTERM: Redis finishes its append-only file before it exits.
+    stop: () => server.stop('SIGTERM'),
   };
 }

@@ -4,11 +4,12 @@
  * data dir. Every server gets its own temporary dir, removed on stop. Never touches port 6379:
  * ports come from the OS.
  */
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { launchRedis, waitFor, type LaunchedRedis } from './launch';
 
 const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? 'redis-server';
 const REDIS_CLI = process.env.REDIS_CLI_BIN ?? 'redis-cli';
@@ -44,12 +45,6 @@ export interface RedisClusterHandle {
   readonly servers: RedisServer[];
   stop(): Promise<void>;
 }
-
-const live = new Set<ChildProcess>();
-// A test run that crashes must not leave redis-server processes behind.
-process.once('exit', () => {
-  for (const child of live) child.kill('SIGKILL');
-});
 
 /** A free TCP port whose cluster bus port (port + 10000) is free as well. */
 export async function freePort(): Promise<number> {
@@ -104,15 +99,6 @@ function rawCommand(port: number, command: string, timeoutMs = 500): Promise<str
   });
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 15_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 export async function startRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'baton-redis-'));
@@ -137,27 +123,18 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
       : []),
     ...(options.args ?? []),
   ];
-  let child: ChildProcess | undefined;
-
+  let server: LaunchedRedis | undefined;
   const launch = async () => {
-    const proc = spawn(REDIS_SERVER, args, { stdio: 'ignore' });
-    live.add(proc);
-    proc.once('exit', () => live.delete(proc));
-    child = proc;
-    await waitFor(`redis-server on ${port}`, async () => {
-      if (proc.exitCode !== null) throw new Error(`redis-server on ${port} exited early`);
-      // While loading the AOF the server answers -LOADING; only +PONG means ready.
-      return (await rawCommand(port, 'PING')) === '+PONG\r\n';
+    server = await launchRedis({
+      binary: REDIS_SERVER,
+      args,
+      name: `redis-server on ${port}`,
+      answers: async () => (await rawCommand(port, 'PING')) === '+PONG\r\n',
+      // A test run that crashes must not leave redis-server processes behind.
+      killOnExit: true,
     });
   };
-
-  const killChild = async (signal: NodeJS.Signals) => {
-    const proc = child;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-    proc.kill(signal);
-    await exited;
-  };
+  const child = () => server?.child;
 
   await launch();
   return {
@@ -165,12 +142,12 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
     port,
     url: `redis://127.0.0.1:${port}`,
     dir,
-    kill: () => killChild('SIGKILL'),
+    kill: async () => server?.stop('SIGKILL'),
     restart: launch,
-    pause: () => void child?.kill('SIGSTOP'),
-    resume: () => void child?.kill('SIGCONT'),
+    pause: () => void child()?.kill('SIGSTOP'),
+    resume: () => void child()?.kill('SIGCONT'),
     stop: async () => {
-      await killChild('SIGKILL');
+      await server?.stop('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     },
   };
