@@ -137,7 +137,7 @@ export const PROJECTOR = {
   PROJECTOR_METRICS_PORT: setting(
     int(0, 65_535),
     '9464',
-    'Port of the projector’s /metrics (0: pick a free one; off in the one-process run)',
+    'Port of the projector’s /healthz and /metrics (0: pick a free one; off in the one-process run)',
   ),
 } satisfies Record<string, Setting>;
 

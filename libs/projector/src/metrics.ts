@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Per-shard figures read at scrape time. */
@@ -113,38 +111,4 @@ export class Metrics {
       (s) => s.lagSeconds,
     );
   }
-}
-
-/** Serves the registry at /metrics; resolves with the bound port. */
-export async function serveMetrics(
-  registry: Registry,
-  port: number,
-): Promise<{ server: Server; port: number }> {
-  const server = createServer((req, res) => {
-    if (req.url === '/metrics' || req.url?.startsWith('/metrics?')) {
-      registry.metrics().then(
-        (body) => {
-          res.writeHead(200, { 'content-type': registry.contentType });
-          res.end(body);
-        },
-        (err: unknown) => {
-          res.writeHead(500, { 'content-type': 'text/plain' });
-          res.end(String(err));
-        },
-      );
-      return;
-    }
-    if (req.url === '/healthz') {
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      res.end('ok\n');
-      return;
-    }
-    res.writeHead(404, { 'content-type': 'text/plain' });
-    res.end('not found\n');
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '0.0.0.0', () => resolve());
-  });
-  return { server, port: (server.address() as AddressInfo).port };
 }

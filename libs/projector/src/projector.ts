@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { serveHealth, type HealthServer } from '@baton/health';
 import {
   maxId,
   EventStore,
@@ -11,7 +11,7 @@ import {
 } from '@baton/store';
 import type { Registry } from 'prom-client';
 import { createLogger, type Logger } from './logger';
-import { Metrics, serveMetrics } from './metrics';
+import { Metrics } from './metrics';
 import { resolveOptions, type ProjectorOptionsInput, type ResolvedOptions } from './options';
 import { ShardOwnership } from './shard-ownership';
 import { ShardRunner, type ShardHost } from './shard';
@@ -23,8 +23,10 @@ export interface ProjectorHandle {
   /** Shards this instance owns now, ascending. */
   ownedShards(): number[];
   readonly registry: Registry;
-  /** Port /metrics is served on, or null when it is not served. */
+  /** Port /metrics and /healthz are served on, or null when they are not served. */
   readonly metricsPort: number | null;
+  /** What /healthz answers: null when healthy, else what is wrong. */
+  health(): string | null;
   /** Resolves once the first ownership round is done and every shard owned is caught up. */
   ready(): Promise<void>;
   /** Releases every lease (after the steps in flight) and closes everything. */
@@ -64,7 +66,10 @@ class Projector implements ShardHost {
   private reachable = performance.now();
   private firstTick!: () => void;
   private readonly firstTickDone = new Promise<void>((r) => (this.firstTick = r));
-  private server: Server | null = null;
+  private balancedOnce = false;
+  /** performance.now() of the end of the last ownership tick (the balancing loop's pulse). */
+  private lastTicked = performance.now();
+  private server: HealthServer | null = null;
   metricsPort: number | null = null;
   // Concurrency limit of task steps.
   private active = 0;
@@ -110,9 +115,12 @@ class Projector implements ShardHost {
 
   async start(): Promise<void> {
     if (this.opts.metricsPort !== null) {
-      const { server, port } = await serveMetrics(this.metrics.registry, this.opts.metricsPort);
-      this.server = server;
-      this.metricsPort = port;
+      this.server = await serveHealth({
+        registry: this.metrics.registry,
+        port: this.opts.metricsPort,
+        check: () => this.health(),
+      });
+      this.metricsPort = this.server.port;
     }
     this.log.info(
       {
@@ -125,6 +133,26 @@ class Projector implements ShardHost {
       'projector started',
     );
     this.scheduleTick(0);
+  }
+
+  /**
+   * Healthy while not stopping, the first balancing round is over, the balancing loop ticked
+   * within two lease periods (a tick waits at most half of one, then renewMs) and Redis answered
+   * within one lease period: past that this instance's leases lapse, and it owns nothing.
+   */
+  health(): string | null {
+    if (this.stopping) return 'stopping';
+    const now = performance.now();
+    const loopQuiet = now - this.lastTicked;
+    if (loopQuiet > 2 * this.leaseTtlMs)
+      return `the balancing loop has not ticked for ${Math.round(loopQuiet)} ms`;
+    const redisQuiet = now - this.ownership.lastReached;
+    if (redisQuiet > this.leaseTtlMs)
+      return Number.isFinite(redisQuiet)
+        ? `Redis has not answered for ${Math.round(redisQuiet)} ms`
+        : 'Redis has not answered yet';
+    if (!this.balancedOnce) return 'starting: the first balancing round is not over';
+    return null;
   }
 
   nextWriterSeq(): number {
@@ -200,11 +228,15 @@ class Projector implements ShardHost {
       void this.ownership
         .balanced()
         .catch(() => undefined)
-        .then(() => this.firstTick());
+        .then(() => {
+          this.balancedOnce = true;
+          this.firstTick();
+        });
     } catch (err) {
       this.metrics.errors.inc({ op: 'ownership_tick' });
       this.log.warn({ err }, 'ownership round failed; retrying next tick');
     }
+    this.lastTicked = performance.now();
     if (this.tailDirty) this.restartTail();
     // Timers must not delay lease renewal: they run beside the next ticks, one round at a time.
     if (!this.timersRound && !this.stopping) {
@@ -293,11 +325,7 @@ class Projector implements ShardHost {
       this.tail = null;
       await tail?.close();
       await this.store.close();
-      if (this.server) {
-        const server = this.server;
-        server.closeAllConnections();
-        await new Promise<void>((r) => server.close(() => r()));
-      }
+      await this.server?.close();
       this.log.info('projector stopped');
       await new Promise<void>((r) => this.log.flush(() => r()));
     })();
@@ -319,6 +347,7 @@ export async function startProjector(options: ProjectorOptions): Promise<Project
     get metricsPort() {
       return p.metricsPort;
     },
+    health: () => p.health(),
     ready: () => p.ready(),
     stop: () => p.stop(),
   };

@@ -520,7 +520,7 @@ it('refuses bad options with one line per problem', async () => {
   ).rejects.toThrow(/renewMs: renewMs must be at most half of leaseTtlMs/);
 });
 
-it('serves Prometheus metrics over HTTP', async () => {
+it('serves Prometheus metrics and its health over HTTP', async () => {
   const prefix = freshPrefix();
   const store = newStore(prefix, 2);
   const p = await projector({ prefix, shards: 2, metricsPort: 0 });
@@ -540,7 +540,10 @@ it('serves Prometheus metrics over HTTP', async () => {
     'baton_projector_owned_shards 2',
   ]) {
     expect(body).toContain(name);
-  }
+  } // And /healthz beside it: healthy once ready (its 503s: test/faults/health.spec.ts).
+  expect(p.health()).toBeNull();
+  const health = await fetch(`http://127.0.0.1:${p.metricsPort}/healthz`);
+  expect([health.status, await health.text()]).toEqual([200, 'ok\n']);
 });
 
 function compare(a: string, b: string): number {

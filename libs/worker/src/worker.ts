@@ -1,5 +1,6 @@
 import { BUNDLED_RECORDINGS_DIR } from '@baton/acp';
 import { checkProfileRequest } from '@baton/config';
+import { serveHealth } from '@baton/health';
 import {
   EXECUTIONS_QUEUE,
   InvalidExecutionJobError,
@@ -18,7 +19,7 @@ import {
 } from '@baton/store';
 import { UnrecoverableError, WaitingError, Worker, type ConnectionOptions } from 'bullmq';
 import { Execution } from './execution';
-import { WorkerMetrics, serveHealth } from './metrics';
+import { WorkerMetrics } from './metrics';
 import { createLogger, type Logger } from './logger';
 import { resolveOptions, type WorkerOptionsInput } from './options';
 
@@ -183,9 +184,22 @@ export async function startWorker(
   const health =
     opts.metricsPort === null
       ? null
-      : await serveHealth(metrics, opts.metricsPort, async () => {
-          if (stopping || !worker.isRunning()) return false;
-          return (await store.redis.ping()) === 'PONG';
+      : await serveHealth({
+          registry: metrics.registry,
+          port: opts.metricsPort,
+          // Healthy while it takes jobs and Redis answers: the orchestrator's cue to restart it.
+          check: async () => {
+            if (stopping) return 'stopping';
+            if (!worker.isRunning()) return 'not taking jobs';
+            try {
+              const pong = await store.redis.ping();
+              return pong === 'PONG' ? null : `Redis answered PING with ${pong}`;
+            } catch (err) {
+              return `Redis did not answer PING: ${err instanceof Error ? err.message : String(err)}`;
+            }
+          },
+          checkTimeoutMs: 1_000,
+          timeoutReason: 'Redis did not answer PING within 1000 ms',
         });
   log.info({ concurrency: opts.concurrency, metricsPort: health?.port }, 'worker ready');
 
@@ -198,9 +212,7 @@ export async function startWorker(
       const closing = worker.close();
       for (const { run } of runs.values()) run.shutdown();
       await closing;
-      await new Promise<void>((resolve) =>
-        health ? health.server.close(() => resolve()) : resolve(),
-      );
+      await health?.close();
       await store.close();
       await bull.quit().catch(() => bull.disconnect());
       log.info('worker stopped');

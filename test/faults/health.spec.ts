@@ -1,0 +1,94 @@
+import { startRedis, type RedisServer } from '@baton/redis-server';
+import {
+  spawnProjector,
+  spawnWorker,
+  until,
+  type ProjectorProcess,
+  type WorkerProcess,
+} from '../../libs/worker/test/support';
+
+/**
+ * Issue 19: /healthz tells the truth. A real projector process and a real worker process answer
+ * 200 while Redis answers them, 503 with the reason while it is killed or paused (SIGSTOP: it
+ * keeps its connections and answers nothing), and 200 again once it is back.
+ */
+
+jest.setTimeout(120_000);
+
+let server: RedisServer;
+let projector: ProjectorProcess;
+let worker: WorkerProcess;
+const ports: Record<'projector' | 'worker', number> = { projector: 0, worker: 0 };
+
+/** The port a process logged in its line `msg`. */
+function loggedPort(output: string, msg: string): number {
+  for (const line of output.split('\n')) {
+    try {
+      const l = JSON.parse(line) as { msg?: string; metricsPort?: number };
+      if (l.msg === msg && typeof l.metricsPort === 'number') return l.metricsPort;
+    } catch {
+      // not a log line
+    }
+  }
+  throw new Error(`no ${msg} line with a metricsPort in:\n${output}`);
+}
+
+async function healthz(role: keyof typeof ports): Promise<{ status: number; body: string }> {
+  const res = await fetch(`http://127.0.0.1:${ports[role]}/healthz`, {
+    signal: AbortSignal.timeout(5_000),
+  });
+  return { status: res.status, body: await res.text() };
+}
+
+/** Waits until both processes answer `status`; returns what they said. */
+async function both(status: number, what: string) {
+  const said = { projector: '', worker: '' };
+  for (const role of ['projector', 'worker'] as const) {
+    said[role] = await until(
+      async () => {
+        const r = await healthz(role);
+        return r.status === status ? r.body : false;
+      },
+      `${role} ${what}`,
+      30_000,
+    );
+  }
+  return said;
+}
+
+beforeAll(async () => {
+  server = await startRedis();
+  const common = { REDIS_URL: server.url, BATON_PREFIX: 'hz', BATON_SHARDS: '2' };
+  [projector, worker] = await Promise.all([spawnProjector(common), spawnWorker(common)]);
+  ports.projector = loggedPort(projector.output(), 'projector started');
+  ports.worker = loggedPort(worker.output(), 'worker ready');
+});
+afterAll(async () => {
+  server?.resume();
+  worker?.child.kill('SIGTERM');
+  projector?.child.kill('SIGTERM');
+  await Promise.all([worker?.exited, projector?.exited]);
+  await server?.stop();
+});
+
+it('answers 200 while Redis answers, 503 with the reason while it is killed, 200 once it is back', async () => {
+  expect(await both(200, 'healthy')).toEqual({ projector: 'ok\n', worker: 'ok\n' });
+
+  await server.kill();
+  const down = await both(503, 'unhealthy with Redis killed');
+  expect(down.projector).toMatch(/^unhealthy: Redis has not answered for \d+ ms\n$/);
+  expect(down.worker).toMatch(/^unhealthy: Redis did not answer PING/);
+
+  await server.restart();
+  expect(await both(200, 'healthy again')).toEqual({ projector: 'ok\n', worker: 'ok\n' });
+});
+
+it('answers 503 with the reason while Redis is paused, 200 once it answers again', async () => {
+  server.pause();
+  const stalled = await both(503, 'unhealthy with Redis paused');
+  expect(stalled.projector).toMatch(/^unhealthy: Redis has not answered for \d+ ms\n$/);
+  expect(stalled.worker).toMatch(/^unhealthy: Redis did not answer PING/);
+
+  server.resume();
+  expect(await both(200, 'healthy again')).toEqual({ projector: 'ok\n', worker: 'ok\n' });
+});
