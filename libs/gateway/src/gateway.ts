@@ -6,7 +6,6 @@ import { hostname } from 'node:os';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
-import { Authenticator } from './auth/auth';
 import { NestPinoLogger, createLogger } from './logger';
 import { GatewayMetrics } from './metrics/metrics';
 import {
@@ -17,8 +16,7 @@ import {
 } from './options';
 import { HttpErrors, type HttpResponse } from './rest/http-errors';
 import { ConnectionRegistry } from './ws/connection';
-import { TenantLimits } from './ws/tenant-limits';
-import { BatonWsAdapter } from './ws/ws-adapter';
+import { WsEndpoints } from './ws/ws-endpoints';
 
 export type { GatewayOptions } from './options';
 
@@ -103,15 +101,8 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
       next();
     },
   );
-  app.useWebSocketAdapter(
-    new BatonWsAdapter(
-      app,
-      app.get(Authenticator),
-      opts.hardMaxMessageBytes,
-      (code) => metrics.errors.inc({ code }),
-      app.get(TenantLimits),
-    ),
-  );
+  const ws = app.get(WsEndpoints);
+  ws.attach(app.getHttpServer());
   // No enableShutdownHooks: with no signals named, Nest listens to every one and re-raises it
   // after closing, which kills a process that hosts more than the gateway (the one-process run)
   // before its worker and projector stop. main.ts and the embedding process handle signals.
@@ -128,6 +119,7 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
     stop: () =>
       (stopping ??= (async () => {
         app.get(ConnectionRegistry).closeAll(1001, 'server shutting down');
+        ws.close();
         await app.close();
         await new Promise<void>((r) => log.flush(() => r()));
       })()),

@@ -1,0 +1,19 @@
+import { Global, Module } from '@nestjs/common';
+import { OPTIONS, type ResolvedOptions } from '../options';
+import { Authenticator } from './auth';
+import { RestAuthGuard } from './rest-auth.guard';
+
+/** Bearer tokens (HS256 JWT) for the WebSocket upgrades and REST. */
+@Global()
+@Module({
+  providers: [
+    {
+      provide: Authenticator,
+      inject: [OPTIONS],
+      useFactory: (o: ResolvedOptions) => new Authenticator(o.jwtSecret, o.jwtIssuer),
+    },
+    RestAuthGuard,
+  ],
+  exports: [Authenticator, RestAuthGuard],
+})
+export class AuthModule {}

@@ -1,0 +1,61 @@
+import { Global, Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { EventStore, logAvailability, redisTargetFromUrl } from '@baton/store';
+import type { Logger } from './logger';
+import { LOGGER, OPTIONS, STORE, type ResolvedOptions } from './options';
+import { Tenancy } from './tenancy';
+import { UpdateHub } from './updates/update-hub';
+
+@Injectable()
+class StoreShutdown implements OnApplicationShutdown {
+  constructor(
+    @Inject(STORE) private readonly store: EventStore,
+    @Inject(UpdateHub) private readonly hub: UpdateHub,
+  ) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.hub.stop();
+    await this.store.close();
+  }
+}
+
+/** Redis: the event store, the one update tail of the process, tenancy. */
+@Global()
+@Module({
+  providers: [
+    {
+      provide: STORE,
+      inject: [OPTIONS, LOGGER],
+      useFactory: (o: ResolvedOptions, log: Logger) =>
+        EventStore.connect(
+          redisTargetFromUrl(o.redisUrl),
+          {
+            shards: o.shards,
+            prefix: o.prefix,
+            // WAIT within the request's bound, with room left for the reply.
+            ackReplicas: o.ackReplicas,
+            ackTimeoutMs: Math.floor(o.storeTimeoutMs / 2),
+            ...o.store,
+          },
+          {
+            connectionName: `baton-${o.writerInstance}`,
+            commandTimeoutMs: o.storeTimeoutMs,
+            onAvailability: logAvailability(log),
+          },
+        ),
+    },
+    {
+      provide: UpdateHub,
+      inject: [STORE, LOGGER, OPTIONS],
+      // The tail starts before the server listens: every update after this point reaches it.
+      useFactory: async (store: EventStore, log: Logger, o: ResolvedOptions) => {
+        const hub = new UpdateHub(store, log, o.viewCacheBytes);
+        await hub.start();
+        return hub;
+      },
+    },
+    { provide: Tenancy, inject: [STORE], useFactory: (store: EventStore) => new Tenancy(store) },
+    StoreShutdown,
+  ],
+  exports: [STORE, UpdateHub, Tenancy],
+})
+export class StoreModule {}

@@ -1,0 +1,74 @@
+import { Module } from '@nestjs/common';
+import type { EventStore } from '@baton/store';
+import { HostLog } from '../ahp/host-log';
+import { CommandsModule } from '../commands/commands.module';
+import { Commands } from '../commands/commands';
+import type { Logger } from '../logger';
+import { GatewayMetrics } from '../metrics/metrics';
+import { LOGGER, OPTIONS, SERVICES, STORE, type ResolvedOptions } from '../options';
+import { Executions } from '../rest/executions';
+import { Tenancy } from '../tenancy';
+import { UpdateHub } from '../updates/update-hub';
+import type { Services } from './client-connection';
+import { ConnectionRegistry } from './connection';
+import { TenantLimits } from './tenant-limits';
+import { WsEndpoints } from './ws-endpoints';
+
+/**
+ * The WebSocket endpoints: /ws (subscriptions, prompts and queue operations over Baton's own
+ * protocol) and /ahp (the AHP host), on a plain ws server attached to the HTTP server.
+ */
+@Module({
+  imports: [CommandsModule],
+  providers: [
+    {
+      provide: ConnectionRegistry,
+      inject: [OPTIONS],
+      useFactory: (o: ResolvedOptions) => new ConnectionRegistry(o.heartbeatMs),
+    },
+    {
+      provide: TenantLimits,
+      inject: [OPTIONS],
+      useFactory: (o: ResolvedOptions) =>
+        new TenantLimits(o.maxConnectionsPerTenant, o.maxSubscriptionsPerTenant),
+    },
+    {
+      provide: SERVICES,
+      inject: [
+        OPTIONS,
+        UpdateHub,
+        Tenancy,
+        Commands,
+        Executions,
+        GatewayMetrics,
+        LOGGER,
+        TenantLimits,
+        STORE,
+      ],
+      useFactory: (
+        opts: ResolvedOptions,
+        hub: UpdateHub,
+        tenancy: Tenancy,
+        commands: Commands,
+        executions: Executions,
+        metrics: GatewayMetrics,
+        log: Logger,
+        limits: TenantLimits,
+        store: EventStore,
+      ): Services => ({
+        opts,
+        hub,
+        tenancy,
+        commands,
+        executions,
+        metrics,
+        log,
+        limits,
+        ahpLog: new HostLog(store.redis, opts.prefix),
+      }),
+    },
+    WsEndpoints,
+  ],
+  exports: [ConnectionRegistry, SERVICES, TenantLimits, WsEndpoints],
+})
+export class WebSocketModule {}
