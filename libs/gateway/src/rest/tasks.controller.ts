@@ -13,9 +13,9 @@ import {
   Req,
   Res,
   UseGuards,
+  UsePipes,
 } from '@nestjs/common';
 import {
-  Id,
   type CommandResult,
   type PromptResult,
   type QueueListResult,
@@ -30,7 +30,7 @@ import { WireFailure } from '../errors';
 import { History, HistoryQuery } from '../history/history';
 import { Tenancy, clientView } from '../tenancy';
 import { UpdateHub } from '../updates/update-hub';
-import { parse } from './body';
+import { PathIds, ZodPipe } from './zod-pipe';
 import { Executions, resumeForPrompt } from './executions';
 import type { HttpResponse } from './http-errors';
 import {
@@ -55,6 +55,7 @@ const SESSION = ':taskId/sessions/:sessionId';
  */
 @Controller('v1/tasks')
 @UseGuards(RestAuthGuard)
+@UsePipes(PathIds)
 export class TasksController {
   constructor(
     @Inject(Tenancy) private readonly tenancy: Tenancy,
@@ -73,7 +74,6 @@ export class TasksController {
   @Get(':taskId')
   @RequiresScope('read')
   async task(@Req() req: AuthedRequest, @Param('taskId') taskId: string): Promise<TaskView> {
-    parse(Id, taskId, 'taskId');
     const key = await this.tenancy.existing(req.principal.tenant, taskId);
     return clientView(await this.hub.view(key));
   }
@@ -83,10 +83,8 @@ export class TasksController {
   async taskHistory(
     @Req() req: AuthedRequest,
     @Param('taskId') taskId: string,
-    @Query() query: unknown,
+    @Query(new ZodPipe(HistoryQuery)) q: z.infer<typeof HistoryQuery>,
   ): Promise<TaskHistory> {
-    parse(Id, taskId, 'taskId');
-    const q = parse(HistoryQuery, query);
     const key = await this.tenancy.existing(req.principal.tenant, taskId);
     return this.history.query(key, taskId, q);
   }
@@ -97,10 +95,8 @@ export class TasksController {
     @Req() req: AuthedRequest,
     @Param('taskId') taskId: string,
     @Param('sessionId') sessionId: string,
-    @Query() query: unknown,
+    @Query(new ZodPipe(HistoryQuery)) q: z.infer<typeof HistoryQuery>,
   ): Promise<TaskHistory> {
-    this.ids(taskId, sessionId);
-    const q = parse(HistoryQuery, query);
     const key = await this.tenancy.existing(req.principal.tenant, taskId);
     return this.history.query(key, taskId, { ...q, sessionId });
   }
@@ -156,12 +152,10 @@ export class TasksController {
     @Res({ passthrough: true }) res: HttpResponse,
     @Param('taskId') taskId: string,
     @Param('sessionId') sessionId: string,
-    @Body() body: unknown,
+    @Body(new ZodPipe(PromptBody)) b: z.infer<typeof PromptBody>,
   ): Promise<PromptResult> {
-    const ids = this.ids(taskId, sessionId);
-    const b = parse(PromptBody, body);
     const key = await this.tenancy.write(req.principal.tenant, taskId);
-    const result = await this.commands.prompt({ ...ids, ...b, taskId: key });
+    const result = await this.commands.prompt({ sessionId, ...b, taskId: key });
     await resumeForPrompt(this.hub, this.executions, key, req.principal.tenant, sessionId, result);
     if (result.status === 'pending') res.status(202);
     return { ...result, taskId };
@@ -188,7 +182,6 @@ export class TasksController {
     @Param('sessionId') sessionId: string,
     @Param('promptId') promptId: string,
   ): Promise<CommandResult> {
-    parse(Id, promptId, 'promptId');
     return this.command(req, res, taskId, sessionId, { type: 'queue.cancel', promptId });
   }
 
@@ -201,10 +194,8 @@ export class TasksController {
     @Param('taskId') taskId: string,
     @Param('sessionId') sessionId: string,
     @Param('promptId') promptId: string,
-    @Body() body: unknown,
+    @Body(new ZodPipe(ObservedGenerationBody, {})) b: z.infer<typeof ObservedGenerationBody>,
   ): Promise<CommandResult> {
-    parse(Id, promptId, 'promptId');
-    const b = parse(ObservedGenerationBody, body ?? {});
     return this.command(req, res, taskId, sessionId, { type: 'queue.send_now', promptId, ...b });
   }
 
@@ -216,9 +207,8 @@ export class TasksController {
     @Res({ passthrough: true }) res: HttpResponse,
     @Param('taskId') taskId: string,
     @Param('sessionId') sessionId: string,
-    @Body() body: unknown,
+    @Body(new ZodPipe(AutoRunBody)) b: z.infer<typeof AutoRunBody>,
   ): Promise<CommandResult> {
-    const b = parse(AutoRunBody, body);
     return this.command(req, res, taskId, sessionId, {
       type: 'queue.set_auto_run',
       enabled: b.enabled,
@@ -233,9 +223,8 @@ export class TasksController {
     @Res({ passthrough: true }) res: HttpResponse,
     @Param('taskId') taskId: string,
     @Param('sessionId') sessionId: string,
-    @Body() body: unknown,
+    @Body(new ZodPipe(ObservedGenerationBody, {})) b: z.infer<typeof ObservedGenerationBody>,
   ): Promise<CommandResult> {
-    const b = parse(ObservedGenerationBody, body ?? {});
     return this.command(req, res, taskId, sessionId, { type: 'session.cancel', ...b });
   }
 
@@ -248,10 +237,8 @@ export class TasksController {
     @Param('taskId') taskId: string,
     @Param('sessionId') sessionId: string,
     @Param('requestId') requestId: string,
-    @Body() body: unknown,
+    @Body(new ZodPipe(PermissionAnswerBody)) b: z.infer<typeof PermissionAnswerBody>,
   ): Promise<CommandResult> {
-    parse(Id, requestId, 'requestId');
-    const b = parse(PermissionAnswerBody, body);
     const subject = req.principal.subject;
     // Never creates the task: a request can only be answered on a task the tenant has.
     return this.lifecycle(req, res, taskId, sessionId, {
@@ -294,9 +281,8 @@ export class TasksController {
     @Res({ passthrough: true }) res: HttpResponse,
     @Param('taskId') taskId: string,
     @Param('sessionId') sessionId: string,
-    @Body() body: unknown,
+    @Body(new ZodPipe(ForceReleaseBody, {})) b: z.infer<typeof ForceReleaseBody>,
   ): Promise<CommandResult> {
-    const b = parse(ForceReleaseBody, body ?? {});
     return this.lifecycle(req, res, taskId, sessionId, { type: 'session.force_release', ...b });
   }
 
@@ -307,10 +293,8 @@ export class TasksController {
     @Req() req: AuthedRequest,
     @Param('taskId') taskId: string,
     @Param('sessionId') sessionId: string,
-    @Body() body: unknown,
+    @Body(new ZodPipe(ExecutionBody)) b: z.infer<typeof ExecutionBody>,
   ): Promise<z.output<typeof ExecutionStarted>> {
-    const ids = this.ids(taskId, sessionId);
-    const b = parse(ExecutionBody, body);
     // Unknown profiles are refused before the task is recorded or anything is queued.
     this.executions.check(b);
     // An archived task runs nothing until it is unarchived; a deleted one never again. (The
@@ -329,7 +313,7 @@ export class TasksController {
     // The job names the task by its key: the worker is tenant-agnostic.
     const { jobId, state, position } = await this.executions.start({
       v: 1,
-      ...ids,
+      sessionId,
       ...b,
       taskId: key,
       executionId,
@@ -345,10 +329,8 @@ export class TasksController {
     @Req() req: AuthedRequest,
     @Param('taskId') taskId: string,
     @Param('sessionId') sessionId: string,
-    @Body() body: unknown,
+    @Body(new ZodPipe(ResumeBody, {})) b: z.infer<typeof ResumeBody>,
   ): Promise<z.output<typeof ExecutionStarted>> {
-    this.ids(taskId, sessionId);
-    const b = parse(ResumeBody, body ?? {});
     const key = await this.tenancy.existing(req.principal.tenant, taskId);
     const view = await this.hub.view(key);
     const session = view.sessions.find((s) => s.sessionId === sessionId);
@@ -371,17 +353,9 @@ export class TasksController {
     @Param('sessionId') sessionId: string,
     @Param('executionId') executionId: string,
   ): Promise<z.output<typeof ExecutionStatus>> {
-    this.ids(taskId, sessionId);
-    parse(Id, executionId, 'executionId');
     const key = await this.tenancy.existing(req.principal.tenant, taskId);
     const { state, position } = await this.executions.status(key, sessionId, executionId);
     return { executionId, state, position };
-  }
-
-  private ids(taskId: string, sessionId: string) {
-    parse(Id, taskId, 'taskId');
-    parse(Id, sessionId, 'sessionId');
-    return { taskId, sessionId };
   }
 
   private async sessionView(
@@ -389,7 +363,6 @@ export class TasksController {
     taskId: string,
     sessionId: string,
   ): Promise<SessionView> {
-    this.ids(taskId, sessionId);
     const key = await this.tenancy.existing(req.principal.tenant, taskId);
     const view = await this.hub.view(key);
     const session = view.sessions.find((s) => s.sessionId === sessionId);
@@ -405,7 +378,6 @@ export class TasksController {
     sessionId: string,
     cmd: QueueCommand,
   ): Promise<CommandResult> {
-    this.ids(taskId, sessionId);
     const key = await this.tenancy.existing(req.principal.tenant, taskId);
     return status(res, await this.commands.command(key, sessionId, cmd));
   }
@@ -416,7 +388,6 @@ export class TasksController {
     taskId: string,
     cmd: TaskCommand,
   ): Promise<CommandResult> {
-    parse(Id, taskId, 'taskId');
     const key = await this.tenancy.existing(req.principal.tenant, taskId);
     return status(res, await this.commands.taskCommand(key, cmd));
   }
@@ -428,7 +399,6 @@ export class TasksController {
     sessionId: string,
     cmd: QueueCommand,
   ): Promise<CommandResult> {
-    this.ids(taskId, sessionId);
     const key = await this.tenancy.write(req.principal.tenant, taskId);
     return status(res, await this.commands.command(key, sessionId, cmd));
   }
