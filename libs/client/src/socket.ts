@@ -23,17 +23,21 @@ export type WebSocketConstructor = new (url: string, protocols?: unknown) => Web
 export const OPEN = 1;
 
 /**
- * The global WebSocket when the platform has one (browsers, Node ≥ 22), else the `ws` package.
- * `ws` is loaded lazily so a browser bundle never executes it (its `browser` entry is a stub).
+ * In a browser, the global WebSocket. In Node, the `ws` package: it sends the token as a bearer
+ * header (Node's global WebSocket, from 22 on, cannot: the token would travel in the URL, where
+ * proxies log it) and shows why an upgrade was refused (401 → `unauthorized`, not retried). `ws`
+ * is loaded lazily so a browser bundle never executes it (its `browser` entry is a stub).
  */
 export async function defaultWebSocket(): Promise<{ ctor: WebSocketConstructor; isWs: boolean }> {
   const global = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
-  if (global) return { ctor: global, isWs: false };
-  const mod = (await import('ws')) as unknown as {
+  const inNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
+  if (global && !inNode) return { ctor: global, isWs: false };
+  const mod = (await import('ws').catch(() => null)) as unknown as {
     default?: WebSocketConstructor;
     WebSocket?: WebSocketConstructor;
-  };
-  const ctor = mod.WebSocket ?? mod.default;
-  if (!ctor) throw new Error('no WebSocket: pass options.WebSocket');
-  return { ctor, isWs: true };
+  } | null;
+  const ctor = mod?.WebSocket ?? mod?.default;
+  if (ctor) return { ctor, isWs: true };
+  if (global) return { ctor: global, isWs: false };
+  throw new Error('no WebSocket: pass options.WebSocket');
 }
