@@ -259,7 +259,14 @@ describe('Subscription', () => {
             expect(sink.sent[0]).toMatchObject({ kind: 'snapshot', resync: false });
         },
       ),
-      { numRuns: 300 },
+      {
+        numRuns: 300,
+        // Found on Node 24: the start is refused, then the socket drains before the caller
+        // closes the subscription.
+        examples: [
+          [[{ e: 'behind' }, { e: 'tick' }, { e: 'drain' }, { e: 'tick' }], undefined, undefined],
+        ],
+      },
     );
   }, 60_000);
 

@@ -137,6 +137,8 @@ export class Subscription {
       if (this.closed) return;
       // The reply would tell of a snapshot the client did not get: refuse rather than mislead.
       if (this.snapshotRefused && this.state === 'behind') {
+        // Refused is final: a drain that comes before the caller closes it sends nothing.
+        this.close();
         throw new BehindError('no room for the snapshot');
       }
       // A held update is not sent yet: the client's seq is the one before it.
