@@ -32,11 +32,14 @@ export async function defaultWebSocket(): Promise<{ ctor: WebSocketConstructor; 
   const global = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
   const inNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
   if (global && !inNode) return { ctor: global, isWs: false };
-  const mod = (await import('ws').catch(() => null)) as unknown as {
-    default?: WebSocketConstructor;
+  const mod = (await import('ws').catch(() => null)) as {
+    default?: WebSocketConstructor & { Server?: unknown };
     WebSocket?: WebSocketConstructor;
+    WebSocketServer?: unknown;
   } | null;
-  const ctor = mod?.WebSocket ?? mod?.default;
+  // The real package has a server; a bundle for browsers gets its stub, which only throws.
+  const real = mod && (mod.WebSocketServer ?? mod.default?.Server) !== undefined;
+  const ctor = real ? (mod.WebSocket ?? mod.default) : undefined;
   if (ctor) return { ctor, isWs: true };
   if (global) return { ctor: global, isWs: false };
   throw new Error('no WebSocket: pass options.WebSocket');
