@@ -215,6 +215,18 @@ export interface ChatTarget {
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
+/**
+ * Messages compare by their text as a string, never serialized: a queued prompt may be 100 kB,
+ * and every mirror compares the queue at every new version of the view.
+ */
+function sameMessage(a: Message, b: Message): boolean {
+  if (a === b) return true;
+  if (a.text !== b.text) return false;
+  const { text: _a, ...restA } = a;
+  const { text: _b, ...restB } = b;
+  return same(restA, restB);
+}
+
 /** Settled permission requests a chat mirror remembers (a late answer is told how it ended). */
 const SETTLED_KEPT = 64;
 
@@ -309,7 +321,7 @@ export function chatActions(state: ChatState, target: ChatTarget, now: string): 
     steer &&
     (s.steeringMessage?.id !== steer.id ||
       (s.steeringMessage.message !== steer.message &&
-        !same(s.steeringMessage.message, steer.message)))
+        !sameMessage(s.steeringMessage.message, steer.message)))
   ) {
     emit({
       type: 'chat/pendingMessageSet',
@@ -325,7 +337,7 @@ export function chatActions(state: ChatState, target: ChatTarget, now: string): 
   }
   for (const m of target.queued) {
     const had = s.queuedMessages?.find((x) => x.id === m.id);
-    if (!had || (had.message !== m.message && !same(had.message, m.message))) {
+    if (!had || !sameMessage(had.message, m.message)) {
       emit({ type: 'chat/pendingMessageSet', kind: 'queued', id: m.id, message: m.message });
     }
   }
