@@ -35,6 +35,8 @@ async function connect(url: string, n: number, subscribe: string | null, token: 
             resolve();
             return;
           }
+          // A refused subscribe fails the run instead of leaving it waiting.
+          if (text.includes('"type":"error"')) reject(new Error(`subscribe refused: ${text}`));
           if (!text.startsWith(UPDATE)) return;
           if (++counts[k]! === expected) {
             if (--remaining === 0) say({ done: true });

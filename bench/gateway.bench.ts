@@ -20,7 +20,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { compiledPath } from '@baton/config';
 import { createInterface } from 'node:readline';
-import { SCHEMA_VERSION, type Update } from '@baton/protocol';
+import { SCHEMA_VERSION, taskKey, type Update } from '@baton/protocol';
 import { startRedis } from '@baton/redis-server';
 import { EventStore, type Lease } from '@baton/store';
 import type WebSocket from 'ws';
@@ -75,10 +75,13 @@ function clientsProcess() {
 async function fanout(redisUrl: string): Promise<BenchResult[]> {
   const prefix = 'fan';
   const taskId = 'fan-task';
+  // Tasks are the tenant's: the gateway answers a subscribe only for a task its tenant wrote to.
+  const key = taskKey('bench', taskId);
   const store = EventStore.connect({ url: redisUrl }, { shards: 1, prefix });
   const r = await store.leases.acquire(0, 'bench-owner', 600_000);
   if (!r.acquired) throw new Error('bench: lease');
   const lease: Lease = r.lease;
+  await store.tenants.add('bench', taskId);
   const gateway = await startGateway({
     redisUrl,
     prefix,
@@ -101,7 +104,7 @@ async function fanout(redisUrl: string): Promise<BenchResult[]> {
   const makeUpdates = (): Update[] =>
     Array.from({ length: FANOUT_UPDATES }, (_, i) => ({
       v: SCHEMA_VERSION,
-      taskId,
+      taskId: key,
       seq: ++seq,
       entry: `${seq}-0`,
       last: true,
@@ -148,7 +151,7 @@ async function fanout(redisUrl: string): Promise<BenchResult[]> {
       await gwClients.next();
       let t0 = process.hrtime.bigint();
       for (let i = 0; i < updates.length; i += 50) {
-        await store.publishUpdates(lease, taskId, updates.slice(i, i + 50));
+        await store.publishUpdates(lease, key, updates.slice(i, i + 50));
       }
       await gwClients.next();
       const gw = (FANOUT_UPDATES * SUBSCRIBERS * 1e9) / Number(process.hrtime.bigint() - t0);
@@ -241,7 +244,15 @@ async function idleConnections(redisUrl: string): Promise<BenchResult[]> {
     port: 0,
     jwtSecret: SECRET,
     logLevel: 'error',
+    // One tenant holds every connection here.
+    maxConnectionsPerTenant: IDLE_CONNECTIONS * 2,
+    maxSubscriptionsPerTenant: IDLE_CONNECTIONS * 2,
   });
+  // Each connection's task is one the tenant has (its view stays empty: nothing happens on it).
+  const tenants = EventStore.connect({ url: redisUrl }, { shards: 16, prefix });
+  for (let i = 0; i < IDLE_CONNECTIONS; i += 500)
+    await tenants.tenants.add('bench', `idle-task-${i / 500}`);
+  await tenants.close();
   const raw = new WebSocketServer({ port: 0, host: '127.0.0.1' });
   await once(raw, 'listening');
   const per = async (connect: (c: ReturnType<typeof clientsProcess>) => Promise<void>) => {
@@ -262,8 +273,7 @@ async function idleConnections(redisUrl: string): Promise<BenchResult[]> {
       await c.next();
     });
     const gwPer = await per(async (c) => {
-      // Each connection watches a task of its own that never changes (the snapshot of an
-      // unknown task is empty).
+      // Each 500 connections watch a task of the tenant's that never changes.
       for (let i = 0; i < IDLE_CONNECTIONS; i += 500) {
         c.send({
           connect: `${gateway.url.replace('http', 'ws')}/ws`,
