@@ -8,7 +8,7 @@ const projects = ['libs', 'apps']
       ? readdirSync(join(__dirname, group)).map((d) => `${group}/${d}`)
       : [],
   )
-  .concat(['test', 'test/security', 'test/faults'])
+  .concat(['test', 'test/security', 'test/faults', 'bench'])
   .filter((dir) => existsSync(join(__dirname, dir, 'jest.config.js')))
   .map((dir) => `<rootDir>/${dir}/jest.config.js`);
 
