@@ -2,9 +2,11 @@
 // process of their own so that the servers are measured without them. Every update frame a
 // client receives is recorded as (task index, seq, receive time on CLOCK_MONOTONIC in ms).
 // stdin commands (one JSON per line), each answered with one JSON line:
-// - {"connect": {group, kind: "baton"|"raw", urls, token, tasks, perTask}}: perTask clients per
-//   task, client j of a task on urls[j % urls.length]; baton clients subscribe with the /ws
-//   protocol and wait for the reply, raw clients name their task in the URL (?task=).
+// - {"connect": {group, kind: "baton"|"raw"|"peer", urls, token, tasks, perTask}}: perTask clients
+//   per task, client k of a task on urls[k % urls.length]; baton clients subscribe with the /ws
+//   protocol and wait for the reply, raw clients name their task in the URL (?task=), peer clients
+//   are socket.io-client sockets (WebSocket transport) that name their task in the handshake
+//   query and record each `update` event (socket.io parses the frame before the handler runs).
 // - {"count": group}: updates received so far, and snapshots received after the subscription
 //   (a resync: the server could not keep up with that client).
 // - {"dump": {group, file}}: writes the receipts recorded since the last dump as Float64 triples.
@@ -12,6 +14,7 @@
 // - {"close": true}
 import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { io, type Socket } from 'socket.io-client';
 import WebSocket from 'ws';
 
 const UPDATE = '{"v":1,"type":"update"';
@@ -46,10 +49,11 @@ class Receipts {
 
 const groups = new Map<string, Receipts>();
 const sockets: WebSocket[] = [];
+const peers: Socket[] = [];
 
 interface Connect {
   group: string;
-  kind: 'baton' | 'raw';
+  kind: 'baton' | 'raw' | 'peer';
   urls: string[];
   token: string;
   tasks: string[];
@@ -70,6 +74,11 @@ async function connect(c: Connect) {
     const index = Number(taskId.slice(taskId.lastIndexOf('-') + 1));
     for (let k = 0; k < c.perTask; k++, j++) {
       const base = c.urls[k % c.urls.length]!;
+      if (c.kind === 'peer') {
+        opened.push(peer(base, taskId, index, rec));
+        if (j % 50 === 49) await Promise.all(opened.slice(-50));
+        continue;
+      }
       const url = c.kind === 'raw' ? `${base}/?task=${encodeURIComponent(taskId)}` : base;
       const ws = new WebSocket(url, { headers: { authorization: `Bearer ${c.token}` } });
       sockets.push(ws);
@@ -106,6 +115,22 @@ async function connect(c: Connect) {
   say({ connected: j, group: c.group });
 }
 
+function peer(url: string, taskId: string, index: number, rec: Receipts): Promise<void> {
+  const socket = io(url, {
+    transports: ['websocket'],
+    query: { task: taskId },
+    forceNew: true,
+    // A dropped connection would lose updates silently: the run fails on the gap instead.
+    reconnection: false,
+  });
+  peers.push(socket);
+  socket.on('update', (u: { seq: number }) => rec.add(index, u.seq, now()));
+  return new Promise<void>((resolve, reject) => {
+    socket.once('connect', () => resolve());
+    socket.once('connect_error', reject);
+  });
+}
+
 createInterface({ input: process.stdin }).on('line', (line) => {
   const cmd = JSON.parse(line) as {
     connect?: Connect;
@@ -129,6 +154,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     say({ clock: now() });
   } else if (cmd.close) {
     for (const ws of sockets) ws.terminate();
+    for (const s of peers) s.disconnect();
     process.exit(0);
   }
 });

@@ -7,8 +7,14 @@
 //   them is stamped with the time just before the append call.
 // - raw: the same facts' JSON, pipelined XADD to plain streams (the raw relay forwards each entry
 //   as seq 1, 2, … of its task), stamped just before the pipeline is sent.
+// - peer: the same facts, each emitted as seq 1, 2, … of its task to the task's room with
+//   `io.to(task).emit('update', …)` by a socket.io server that serves no clients but shares the
+//   redis-streams adapter with the peer's nodes (bench/e2e-peer.ts): how a producer process pushes
+//   live updates with socket.io (the adapter has no separate emitter). Each emit is one XADD to
+//   the adapter's stream; each is stamped just before its emit. An emit returns nothing to wait
+//   for, so a backlog shows in the latencies, not in the load's lag.
 //
-// Config: argv[2] is JSON {redisUrl, prefix, shards, tasks, sessions, rawPrefix}.
+// Config: argv[2] is JSON {redisUrl, prefix, shards, tasks, sessions, rawPrefix, peer?}.
 // stdin: {"run": {mode, rate, ms, file}} plays `rate` facts/s for `ms` and answers with what it
 // sent; the stamps go to `file` as Float64 triples (task index, seq, send time in ms on
 // CLOCK_MONOTONIC). {"close": true} exits.
@@ -17,6 +23,9 @@ import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { EventStore, connectRedis } from '@baton/store';
 import { taskKey, type StreamEntry } from '@baton/protocol';
+import { createAdapter } from '@socket.io/redis-streams-adapter';
+import { Redis } from 'ioredis';
+import { Server } from 'socket.io';
 import { TaskPlayer, UpdatePredictor, type PlayedFact } from './replay-facts';
 
 interface Config {
@@ -26,6 +35,8 @@ interface Config {
   tasks: number;
   sessions: number;
   rawPrefix: string;
+  /** Start the socket.io producer (the peer's lane). */
+  peer?: boolean;
 }
 
 const cfg = JSON.parse(process.argv[2]!) as Config;
@@ -53,7 +64,13 @@ function lane(seedBase: number, ids: string[]): Lane {
   };
 }
 
-const lanes = { baton: lane(1, batonIds), raw: lane(1, taskIds) };
+type Mode = 'baton' | 'raw' | 'peer';
+const lanes: Record<Mode, Lane> = {
+  baton: lane(1, batonIds),
+  raw: lane(1, taskIds),
+  peer: lane(1, taskIds),
+};
+const producer = cfg.peer ? new Server({ adapter: createAdapter(new Redis(cfg.redisUrl)) }) : null;
 
 function now(): number {
   return Number(process.hrtime.bigint()) / 1e6;
@@ -114,7 +131,20 @@ async function sendRaw(batch: Map<number, PlayedFact[]>, stamps: Stamps): Promis
   for (const [t, s] of seqs) stamps.add(t, s, at);
 }
 
-async function play(mode: 'baton' | 'raw', rate: number, ms: number, file: string) {
+function sendPeer(batch: Map<number, PlayedFact[]>, stamps: Stamps): Promise<void> {
+  const l = lanes.peer;
+  for (const [t, facts] of batch) {
+    const taskId = taskIds[t]!;
+    for (const f of facts) {
+      const seq = ++l.rawSeq[t]!;
+      stamps.add(t, seq, now());
+      producer!.to(taskId).emit('update', { taskId, seq, data: f.entry });
+    }
+  }
+  return Promise.resolve();
+}
+
+async function play(mode: Mode, rate: number, ms: number, file: string) {
   const l = lanes[mode];
   const stamps = new Stamps();
   const total = Math.round((rate * ms) / 1000);
@@ -134,7 +164,11 @@ async function play(mode: 'baton' | 'raw', rate: number, ms: number, file: strin
         list.push(l.players[task]!.next());
         batch.set(task, list);
       }
-      await (mode === 'baton' ? sendBaton(batch, stamps) : sendRaw(batch, stamps));
+      await (mode === 'baton'
+        ? sendBaton(batch, stamps)
+        : mode === 'raw'
+          ? sendRaw(batch, stamps)
+          : sendPeer(batch, stamps));
     }
     const wait = start + (i * 1000) / rate - now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
@@ -146,7 +180,7 @@ async function play(mode: 'baton' | 'raw', rate: number, ms: number, file: strin
 
 createInterface({ input: process.stdin }).on('line', (line) => {
   const cmd = JSON.parse(line) as {
-    run?: { mode: 'baton' | 'raw'; rate: number; ms: number; file: string };
+    run?: { mode: Mode; rate: number; ms: number; file: string };
     close?: boolean;
   };
   if (cmd.run) {
@@ -158,6 +192,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   } else if (cmd.close) {
     void store.close().finally(() => {
       raw.disconnect();
+      void producer?.close();
       process.exit(0);
     });
   }

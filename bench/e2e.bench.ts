@@ -25,6 +25,7 @@ import { SCHEMA_VERSION, taskKey, type StreamEntry } from '@baton/protocol';
 import { startRedis } from '@baton/redis-server';
 import { EventStore, connectRedis, type Lease, type RedisClient } from '@baton/store';
 import { formatResults, type BenchResult } from './lib';
+import { recordUnits } from './units';
 import {
   nowMs,
   spawnGateway,
@@ -60,7 +61,10 @@ const SCALE_TASKS_PER_SHARD = 4;
 const SCALE_FACTS_PER_TASK = 780;
 const CPU_WORK = 1_000_000;
 
-type Mode = 'baton' | 'raw';
+/** Baton, the raw pipeline, and the peer (socket.io + its Redis streams adapter). */
+type Mode = 'baton' | 'raw' | 'peer';
+const MODES = ['baton', 'raw', 'peer'] as const;
+const PEER_NODES = 2;
 
 /** BENCH_E2E=one,three,admission,scaling runs only those parts (while working on one). */
 const PARTS = process.env.BENCH_E2E?.split(',');
@@ -176,15 +180,16 @@ class Bench {
   private readonly sent: Record<Mode, number[][]> = {
     baton: Array.from({ length: TASKS }, () => []),
     raw: Array.from({ length: TASKS }, () => []),
+    peer: Array.from({ length: TASKS }, () => []),
   };
-  private expected: Record<Mode, number> = { baton: 0, raw: 0 };
+  private expected: Record<Mode, number> = { baton: 0, raw: 0, peer: 0 };
   private files = 0;
 
   constructor(
     readonly dir: string,
     readonly load: Proc,
     readonly clients: Proc,
-    readonly groups: Record<Mode, string>,
+    readonly groups: Partial<Record<Mode, string>>,
   ) {}
 
   private file(): string {
@@ -208,30 +213,41 @@ class Bench {
   }
 
   /** Waits until every client has every update sent so far; false if that takes over `ms`. */
-  async drain(mode: Mode, ms: number): Promise<{ drained: boolean; resyncs: number }> {
+  async drain(
+    mode: Mode,
+    ms: number,
+  ): Promise<{ drained: boolean; resyncs: number; missing: number }> {
     const end = nowMs() + ms;
     for (;;) {
-      const c = (await this.clients.ask({ count: this.groups[mode] })) as {
+      const c = (await this.clients.ask({ count: this.groups[mode]! })) as {
         received: number;
         resyncs: number;
       };
-      if (c.received >= this.expected[mode]) return { drained: true, resyncs: c.resyncs };
-      if (nowMs() > end) return { drained: false, resyncs: c.resyncs };
+      const missing = this.expected[mode] - c.received;
+      if (missing <= 0) return { drained: true, resyncs: c.resyncs, missing };
+      if (nowMs() > end) return { drained: false, resyncs: c.resyncs, missing };
       await sleep(20);
     }
   }
 
+  /** Says what an update that was not predicted is (set where the updates can be read). */
+  explain: (task: number, seq: number) => Promise<string> = () => Promise.resolve('');
+
   /** The receipts since the last call, as latencies (ms), sorted; and the raw receipts. */
   async receipts(mode: Mode): Promise<{ latencies: Float64Array; raw: Float64Array }> {
     const file = this.file();
-    await this.clients.ask({ dump: { group: this.groups[mode], file } });
+    await this.clients.ask({ dump: { group: this.groups[mode]!, file } });
     const r = readTriples(file);
     const lat = new Float64Array(r.length / 3);
     let n = 0;
     const s = this.sent[mode];
     for (let i = 0; i < r.length; i += 3) {
       const at = s[r[i]!]![r[i + 1]!];
-      if (at === undefined) throw new Error(`bench: ${mode} update ${r[i]}/${r[i + 1]} not sent`);
+      if (at === undefined) {
+        throw new Error(
+          `bench: ${mode} update ${r[i]}/${r[i + 1]} not sent (seqs stamped for that task: ${s[r[i]!]!.length - 1}) ${await this.explain(r[i]!, r[i + 1]!)}`,
+        );
+      }
       lat[n++] = r[i + 2]! - at;
     }
     return { latencies: lat.subarray(0, n).sort(), raw: r };
@@ -265,7 +281,7 @@ async function startClients(): Promise<Proc> {
   return clients;
 }
 
-async function startLoad(d: Deployment, rawPrefix: string): Promise<Proc> {
+async function startLoad(d: Deployment, rawPrefix: string, peer = false): Promise<Proc> {
   const load = spawnNode('load', 'bench/e2e-load.ts', {}, [
     JSON.stringify({
       redisUrl: d.redisUrl,
@@ -274,6 +290,7 @@ async function startLoad(d: Deployment, rawPrefix: string): Promise<Proc> {
       tasks: TASKS,
       sessions: SESSIONS,
       rawPrefix,
+      peer,
     }),
   ]);
   await load.next();
@@ -352,15 +369,18 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
     await Promise.all(running.splice(0).map((p) => p.stop()));
   };
   try {
-    // ---- 1 + 2: one projector, one gateway; raw pipeline beside it ------------------------
+    // ---- 1 + 2: one projector, one gateway; raw pipeline and the peer beside it -----------
     let raw: Window = { p50: NaN, p99: NaN, n: 0 };
     if (want('one')) {
-      progress('1 projector + 1 gateway, and the raw pipeline');
+      progress('1 projector + 1 gateway, the raw pipeline and the socket.io peer');
       const d1: Deployment = { redisUrl: server.url, prefix: 'e2e1', shards: SHARDS };
       const store1 = EventStore.connect({ url: server.url }, { prefix: d1.prefix, shards: SHARDS });
       const rawKeys = taskIds.map((t) => `raw1:${t}`);
       const [, g1, relay, clients, load] = await Promise.all([
-        Promise.resolve(track(spawnProjector(d1, 'e2e1-p1'))),
+        // Baton's lane is paused while the others play: a session quiet that long on a busy
+        // machine would get the quiet timer's update, which the load cannot predict. A worker
+        // never pauses every session at once; the timer is not what this measures.
+        Promise.resolve(track(spawnProjector(d1, 'e2e1-p1', { PROJECTOR_QUIET_MS: '600000' }))),
         spawnGateway(d1, 'e2e1-g1').then((g) => (track(g.proc), g)),
         (async () => {
           const r = track(
@@ -371,8 +391,18 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           return { proc: r, url: String((await r.next()).url) };
         })(),
         startClients().then(track),
-        startLoad(d1, 'raw1').then(track),
+        startLoad(d1, 'raw1', true).then(track),
       ]);
+      const peerUrls = await Promise.all(
+        Array.from({ length: PEER_NODES }, async (_, i) => {
+          const p = track(
+            spawnNode(`peer${i + 1}`, 'bench/e2e-peer.ts', {}, [
+              JSON.stringify({ redisUrl: server.url }),
+            ]),
+          );
+          return String((await p.next()).url);
+        }),
+      );
       await waitBalanced(store1, 1);
       await clients.ask({
         connect: {
@@ -394,30 +424,68 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           perTask: SUBSCRIBERS,
         },
       });
-      const b1 = new Bench(dir, load, clients, { baton: 'baton', raw: 'raw' });
+      // Client k of each task on node k % 2: the subscribers split evenly over the two nodes.
+      await clients.ask({
+        connect: {
+          group: 'peer',
+          kind: 'peer',
+          urls: peerUrls,
+          token: '',
+          tasks: taskIds,
+          perTask: SUBSCRIBERS,
+        },
+      });
+      const b1 = new Bench(dir, load, clients, { baton: 'baton', raw: 'raw', peer: 'peer' });
+      b1.explain = async (t, seq) => {
+        const k = key(taskIds[t]!);
+        const page = (await redis.xrevrange(
+          store1.keys.updates(store1.shardOf(k)),
+          '+',
+          '-',
+          'COUNT',
+          20_000,
+        )) as [string, string[]][];
+        const hit = page.find(([, f]) => f[1] === k && f[3] === String(seq));
+        return hit ? hit[1].join(' ').slice(0, 600) : '(not in the update stream)';
+      };
       // Warm-up (JIT, connections, first executions): not counted.
-      for (const mode of ['baton', 'raw'] as const) {
+      for (const mode of MODES) {
         await b1.play(mode, RATE, WARMUP_MS);
         await b1.drain(mode, 10_000);
         await b1.receipts(mode);
       }
-      const lat: Record<Mode, Float64Array[]> = { baton: [], raw: [] };
-      const cpu: Record<Mode, Map<string, number>> = { baton: new Map(), raw: new Map() };
-      const commands: Record<Mode, Map<string, number>> = { baton: new Map(), raw: new Map() };
+      const lat: Record<Mode, Float64Array[]> = { baton: [], raw: [], peer: [] };
+      const cpu: Record<Mode, Map<string, number>> = {
+        baton: new Map(),
+        raw: new Map(),
+        peer: new Map(),
+      };
+      const commands: Record<Mode, Map<string, number>> = {
+        baton: new Map(),
+        raw: new Map(),
+        peer: new Map(),
+      };
       const meter = new CpuMeter(() => running, redis);
-      const measuredMs: Record<Mode, number> = { baton: 0, raw: 0 };
+      const measuredMs: Record<Mode, number> = { baton: 0, raw: 0, peer: 0 };
       for (let w = 0; w < WINDOWS; w++) {
-        for (const mode of w % 2 === 0
-          ? (['baton', 'raw'] as const)
-          : (['raw', 'baton'] as const)) {
+        // Each mode goes first, second and last in turn, so drift in the machine's load hits all.
+        for (const mode of MODES.map((_, i) => MODES[(i + w) % MODES.length]!)) {
           await meter.start();
           const t0 = nowMs();
           await b1.play(mode, RATE, WINDOW_MS);
-          const d = await b1.drain(mode, 10_000);
-          if (!d.drained) throw new Error(`bench: ${mode} did not deliver everything at ${RATE}/s`);
+          // Late deliveries are counted (they are the tail); lost ones fail the run.
+          const d = await b1.drain(mode, 40_000);
+          if (!d.drained) {
+            throw new Error(
+              `bench: ${mode} did not deliver everything at ${RATE}/s within 40 s (${d.missing} deliveries missing)`,
+            );
+          }
           measuredMs[mode] += nowMs() - t0;
           await meter.stop(cpu[mode], commands[mode]);
-          lat[mode].push((await b1.receipts(mode)).latencies);
+          const got = (await b1.receipts(mode)).latencies;
+          lat[mode].push(got);
+          const one = summary([got]);
+          progress(`window ${w + 1} ${mode}: p50 ${fmtMs(one.p50)}, p99 ${fmtMs(one.p99)}`);
         }
       }
       // Then one more window with an observer that sees Baton's updates land in Redis, which
@@ -439,6 +507,7 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
       await observer.stop();
       const bat = summary(lat.baton);
       raw = summary(lat.raw);
+      const peer = summary(lat.peer);
       const label = `${TASKS} tasks × ${SUBSCRIBERS} subscribers, ${RATE.toLocaleString('en-US')} facts/s`;
       results.push(
         {
@@ -464,6 +533,34 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           atMost: 15,
         },
         {
+          name: `peer: socket.io 4.8 + @socket.io/redis-streams-adapter 0.3, ${PEER_NODES} nodes, a producer emitting each fact to its task's room, ${label}: append → receive p50 (${peer.n.toLocaleString('en-US')} deliveries)`,
+          value: peer.p50,
+          unit: 'ms',
+          baseline: raw.p50,
+          ratio: peer.p50 / raw.p50,
+        },
+        {
+          name: 'peer: p99',
+          value: peer.p99,
+          unit: 'ms',
+          baseline: raw.p99,
+          ratio: peer.p99 / raw.p99,
+        },
+        {
+          name: 'Baton, 1 projector + 1 gateway, vs the peer: p50',
+          value: bat.p50,
+          unit: 'ms',
+          baseline: peer.p50,
+          ratio: bat.p50 / peer.p50,
+        },
+        {
+          name: 'Baton vs the peer: p99',
+          value: bat.p99,
+          unit: 'ms',
+          baseline: peer.p99,
+          ratio: bat.p99 / peer.p99,
+        },
+        {
           name: `in one more window with an observer process (blocked XREAD of the update streams): append → update in Redis (load → projector → Redis) p50, of ${fmtMs(split.p50)} append → receive in that window`,
           value: pub.p50,
           unit: 'ms',
@@ -479,8 +576,9 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
         },
       );
       const facts = (WINDOWS * RATE * WINDOW_MS) / 1e3;
+      const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
       const perFact = (m: Map<string, number>) => {
-        const total = [...m.values()].reduce((a, b) => a + b, 0);
+        const total = sum(m);
         const top = [...m]
           .sort((a, b) => b[1] - a[1])
           .filter(([, n]) => n / facts >= 0.05)
@@ -493,16 +591,33 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           .map(([n, s]) => `${n} ${((s * 1e5) / ms).toFixed(0)}%`)
           .join(', ');
       details.push(
-        `CPU during the ${RATE.toLocaleString('en-US')} facts/s windows, in % of one core (the machine has 2): Baton — ${share(cpu.baton, measuredMs.baton)}; raw — ${share(cpu.raw, measuredMs.raw)}.`,
-        `Redis commands per fact in those windows: Baton ${perFact(commands.baton)}; raw ${perFact(commands.raw)}.`,
+        `CPU during the ${RATE.toLocaleString('en-US')} facts/s windows, in % of one core (the machine has 2): Baton — ${share(cpu.baton, measuredMs.baton)}; raw — ${share(cpu.raw, measuredMs.raw)}; peer — ${share(cpu.peer, measuredMs.peer)}.`,
+        `Redis commands per fact in those windows: Baton ${perFact(commands.baton)}; raw ${perFact(commands.raw)}; peer ${perFact(commands.peer)}.`,
       );
+      results.push({
+        name: `Redis commands per fact at ${RATE.toLocaleString('en-US')} facts/s (INFO commandstats over the windows, commands inside Lua scripts included), vs the raw pipeline`,
+        value: sum(commands.baton) / facts,
+        unit: 'commands',
+        baseline: sum(commands.raw) / facts,
+        ratio: sum(commands.baton) / sum(commands.raw),
+        atMost: 4,
+      });
+      // CPU per fact of each role, for the capacity model (bench/capacity.bench.ts).
+      const cpuPerFact = (name: string) => ((cpu.baton.get(name) ?? NaN) * 1e6) / facts;
+      recordUnits('e2e', {
+        projectorCpuPerFactUs: cpuPerFact('e2e1-p1'),
+        gatewayCpuPerFactUs: cpuPerFact('e2e1-g1'),
+        redisCpuPerFactUs: cpuPerFact('redis-server'),
+        updatesPerFact: bat.n / SUBSCRIBERS / facts,
+        othersCpuShare: (cpu.baton.get('others') ?? 0) / (measuredMs.baton / 1e3),
+      });
 
       // Saturation: step up until a rate is not held.
-      const best: Record<Mode, number> = { baton: 0, raw: 0 };
+      const best: Record<Mode, number> = { baton: 0, raw: 0, peer: 0 };
       const steps: string[] = [];
-      const alive: Record<Mode, boolean> = { baton: true, raw: true };
+      const alive: Record<Mode, boolean> = { baton: true, raw: true, peer: true };
       for (const rate of LADDER) {
-        for (const mode of ['baton', 'raw'] as const) {
+        for (const mode of MODES) {
           if (!alive[mode]) continue;
           let s = await step(b1, mode, rate, STEP_MS, meter);
           const say = (retry: boolean) =>
@@ -519,7 +634,7 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           if (s.held) best[mode] = rate;
           else alive[mode] = false;
         }
-        if (!alive.baton && !alive.raw) break;
+        if (!alive.baton && !alive.raw && !alive.peer) break;
       }
       results.push(
         {
@@ -533,6 +648,21 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           unit: 'facts/s',
           baseline: best.raw,
           ratio: best.baton / best.raw,
+          goal: 0.6,
+        },
+        {
+          name: `peer (socket.io, ${PEER_NODES} nodes): highest rate held, same steps${best.peer === LADDER[LADDER.length - 1] ? ' — the top step: its limit is higher' : ''}`,
+          value: best.peer,
+          unit: 'facts/s',
+          baseline: best.raw,
+          ratio: best.peer / best.raw,
+        },
+        {
+          name: 'Baton vs the peer: highest rate held',
+          value: best.baton,
+          unit: 'facts/s',
+          baseline: best.peer,
+          ratio: best.baton / best.peer,
         },
       );
       details.push(`Saturation steps (${STEP_MS / 1000} s each): ${steps.join('; ')}.`);
