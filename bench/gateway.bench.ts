@@ -297,6 +297,7 @@ async function idleConnections(redisUrl: string): Promise<BenchResult[]> {
         unit: 'B',
         baseline: rawPer,
         ratio: gwPer / rawPer,
+        atMost: 4_096,
       },
     ];
   } finally {
