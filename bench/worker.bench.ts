@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startWorker } from '@baton/worker';
 import { formatResults, median, type BenchResult } from './lib';
+import { recordUnits } from './units';
 
 const FRAMES = 20_000;
 /** Distinct tool calls in a recording. */
@@ -31,6 +32,8 @@ const ROUNDS = 3;
 /** Executions at once in the concurrent variant (the default WORKER_CONCURRENCY). */
 const CONCURRENT = 4;
 const PREFIX = 'wbench';
+/** Executions held at once for the memory per execution (agents idle after their turn). */
+const HELD = 16;
 
 /**
  * One prompt; then `frames` tool frames over TOOLS tool calls: each starts once, then reports
@@ -97,6 +100,15 @@ function recording(frames: number): string {
 }
 
 type XEntry = [string, string[]];
+
+/** Heap after a full GC (run with --expose-gc, as `npm run bench` does). */
+async function heap(): Promise<number> {
+  await new Promise((r) => setImmediate(r));
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  gc?.();
+  return process.memoryUsage().heapUsed;
+}
 const msOf = (id: string) => Number(id.slice(0, id.indexOf('-')));
 
 /** The facts of a finished execution: those of the turn, and the time between their ids. */
@@ -126,6 +138,7 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
   const dir = mkdtempSync(join(tmpdir(), 'baton-bench-'));
   writeFileSync(join(dir, 'tools.jsonl'), recording(FRAMES));
   writeFileSync(join(dir, 'tools-quarter.jsonl'), recording(FRAMES / CONCURRENT));
+  writeFileSync(join(dir, 'tools-short.jsonl'), recording(TOOLS));
   const worker = await startWorker({
     redisUrl: server.url,
     prefix: PREFIX,
@@ -141,10 +154,10 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
   let n = 0;
 
   /** Starts executions of `file`, delivers their prompt, waits for their turns' ends. */
-  const play = async (file: string, count: number) => {
+  const play = async (file: string, count: number, hold = false) => {
     const lease = await store.leases.acquire(0, 'bench-owner', 600_000);
     if (!lease.acquired) throw new Error('bench: shard 0 is held');
-    const refs = [];
+    const refs: { taskId: string; sessionId: string; executionId: string }[] = [];
     for (let i = 0; i < count; i++) {
       // Every task in shard 0, so one lease lets the bench write their inboxes.
       let taskId = '';
@@ -176,6 +189,14 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
         },
       ]);
     }
+    const stop = async () => {
+      for (const ref of refs) {
+        await store.inbox.append(lease.lease, ref.taskId, ref.executionId, [
+          { v: 1, ...ref, type: 'execution.stop', data: { reason: 'operator' } },
+        ]);
+      }
+      await store.leases.release(lease.lease);
+    };
     for (const ref of refs) {
       const key = store.keys.taskStream(ref.taskId);
       for (;;) {
@@ -183,20 +204,28 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
         if (last[0] && last[0][1][1]!.includes('"turn.ended"')) break;
         await new Promise((r) => setTimeout(r, 20));
       }
-      await store.inbox.append(lease.lease, ref.taskId, ref.executionId, [
-        { v: 1, ...ref, type: 'execution.stop', data: { reason: 'operator' } },
-      ]);
+      if (!hold) {
+        await store.inbox.append(lease.lease, ref.taskId, ref.executionId, [
+          { v: 1, ...ref, type: 'execution.stop', data: { reason: 'operator' } },
+        ]);
+      }
     }
-    await store.leases.release(lease.lease);
-    return refs;
+    if (!hold) await store.leases.release(lease.lease);
+    return Object.assign(refs, { stop });
   };
+  const cpuPerFact: number[] = [];
+  let bytesPerExecution = NaN;
 
   try {
     for (let round = 0; round < ROUNDS; round++) {
       // One execution at full speed.
+      const c0 = process.cpuUsage();
       const [one] = await play('tools', 1);
+      const c1 = process.cpuUsage(c0);
       const t = await turnFacts(client, store.keys.taskStream(one!.taskId));
       single.push((t.json.length * 1000) / t.ms);
+      // This process is the worker (the agent is a child): its CPU per fact, polling included.
+      cpuPerFact.push((c1.user + c1.system) / t.json.length);
 
       // The same facts, raw.
       const key = `raw:${round}`;
@@ -229,6 +258,38 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
       concurrent.push((facts * 1000) / Math.max(1, ms));
       await client.del(key);
     }
+    // Memory per execution: HELD executions idle after one short turn (their agents alive,
+    // waiting for the next prompt), against the same worker once they are stopped. One queue
+    // slot per execution, so the worker runs with HELD slots.
+    await worker.stop();
+    const held = await startWorker({
+      redisUrl: server.url,
+      prefix: PREFIX,
+      shards: 8,
+      concurrency: HELD,
+      recordingsDir: dir,
+      logLevel: 'error',
+    });
+    try {
+      const idle = await heap();
+      const refs = await play('tools-short', HELD, true);
+      const holding = await heap();
+      await refs.stop();
+      for (const ref of refs) {
+        const key = store.keys.taskStream(ref.taskId);
+        for (let i = 0; ; i++) {
+          const last = (await client.xrevrange(key, '+', '-', 'COUNT', 1)) as XEntry[];
+          if (last[0] && last[0][1][1]!.includes('"execution.ended"')) break;
+          if (i > 1_500) throw new Error('bench: an execution did not end');
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+      const after = await heap();
+      // Whatever the worker keeps after its executions end (caches) is not theirs.
+      bytesPerExecution = (holding - Math.max(idle, after)) / HELD;
+    } finally {
+      await held.stop();
+    }
   } finally {
     await worker.stop();
     await queue.close();
@@ -238,6 +299,10 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
     rmSync(dir, { recursive: true, force: true });
   }
   const rawRate = median(raw);
+  recordUnits('worker', {
+    workerCpuPerFactUs: median(cpuPerFact),
+    workerBytesPerExecution: bytesPerExecution,
+  });
   return [
     { name: 'raw pipelined XADD of the same facts', value: rawRate, unit: 'facts/s' },
     {
@@ -246,6 +311,7 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
       unit: 'facts/s',
       baseline: rawRate,
       ratio: median(single) / rawRate,
+      goal: 0.4,
     },
     {
       name: `worker: ${CONCURRENT} replays at once at speed 0, total`,
@@ -253,6 +319,16 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
       unit: 'facts/s',
       baseline: rawRate,
       ratio: median(concurrent) / rawRate,
+    },
+    {
+      name: 'worker: CPU per fact, 1 replay at speed 0 (the worker process; the agent excluded)',
+      value: median(cpuPerFact),
+      unit: 'µs',
+    },
+    {
+      name: `worker: heap per execution, ${HELD} held idle after a turn (the agent process excluded)`,
+      value: bytesPerExecution,
+      unit: 'B',
     },
   ];
 }
