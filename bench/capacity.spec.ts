@@ -1,4 +1,12 @@
-import { formatPlans, plan, type Load, type Machine, type RedisNode, type Units } from './capacity';
+import {
+  formatPlans,
+  plan,
+  redisBytesPerSession,
+  type Load,
+  type Machine,
+  type RedisNode,
+  type Units,
+} from './capacity';
 
 const GB = 2 ** 30;
 const units: Units = {
@@ -66,6 +74,11 @@ describe('capacity plan', () => {
       boundBy: 'cpu',
       kind: 'Cluster of 20 masters',
     });
+  });
+
+  it('keeps the facts of a session in Redis for as long as they are retained', () => {
+    // 2 facts/s × 100 B × one hour, + 5 KB of view and snapshot.
+    expect(redisBytesPerSession(5_000, 100, 2, 3_600)).toBe(5_000 + 720_000);
   });
 
   it('adds the base memory of each process', () => {

@@ -105,6 +105,20 @@ function role(
   };
 }
 
+/**
+ * Redis memory one active session holds: what the projector keeps per session (view, snapshot,
+ * its share of the updates), plus every fact it appends for as long as the stream keeps it
+ * (the retention behind the snapshot, plus the time until the snapshot).
+ */
+export function redisBytesPerSession(
+  fixedBytes: number,
+  bytesPerFact: number,
+  factsPerSecond: number,
+  retainedSeconds: number,
+): number {
+  return fixedBytes + bytesPerFact * factsPerSecond * retainedSeconds;
+}
+
 export function plan(units: Units, load: Load, machine: Machine, redis: RedisNode): Plan {
   const factsPerSecond = load.activeSessions * load.factsPerSessionPerSecond;
   const connections = load.activeSessions * load.watchersPerSession;

@@ -13,6 +13,7 @@ import { runProjectorBench } from './projector.bench';
 import { runGatewayBench } from './gateway.bench';
 import { runE2eBench } from './e2e.bench';
 import { runHistoryBench } from './history.bench';
+import { runCapacityBench } from './capacity.bench';
 
 const NOTES_MARKER = '<!-- notes below are kept by bench/run.ts -->';
 
@@ -92,6 +93,15 @@ const SUITES: Suite[] = [
       'Raw baselines, same machine, same run, same load, same clients: the pipeline = pipelined XADD of the same facts’ JSON → a relay process (blocked XREAD + JSON.parse, each entry sent to its task’s 10 clients, corked per batch like the gateway); the round trip = ws request → XADD → a decider process (blocked XREAD + JSON.parse) → XADD → blocked XREAD → ws reply. ' +
       'Sizes are cut to keep the full run within 10 minutes: 5 s windows, 4 s saturation steps, 150,000 facts for the scaling runs, 2,000 prompts; each latency figure still rests on ≥ 100,000 deliveries (20,000 facts), each saturation step on ≥ 4,000 facts, each scaling figure on ≥ 1.5 s of catch-up.',
     run: runE2eBench,
+  },
+  {
+    key: 'capacity',
+    title: 'Capacity model',
+    note:
+      'Per-unit costs multiplied out (bench/capacity.ts, unit-tested) into machines per role and a Redis for 10,000 and 100,000 concurrently active sessions with 10 watchers each. ' +
+      'CPU per fact: the e2e windows at 1,000 facts/s (CPU of the projector, gateway and redis-server processes / facts); the worker’s CPU per fact and heap per execution: the worker suite; it runs last so that a full run models from this run’s figures (a partial run uses the last ones recorded, dated below). ' +
+      'Backed by one larger run: one in-process gateway holding 20,000 WebSocket connections (2,000 tasks × 10, clients in 4 child processes, the fd limit raised) with rounds of one update per task, and one in-process projector taking over 10,000 sessions (1,000 tasks × 10, played from the bundled recordings); Redis memory from INFO used_memory deltas.',
+    run: runCapacityBench,
   },
 ];
 

@@ -1,0 +1,456 @@
+/**
+ * The capacity model: per-unit costs measured here and by the other suites, multiplied out
+ * (bench/capacity.ts) into machines per role and a Redis for 10,000 and 100,000 concurrently
+ * active sessions with 10 watchers each. Backed by one larger run that fits this machine:
+ *
+ * - one gateway (in this process) holding 20,000 WebSocket connections (2,000 tasks × 10
+ *   watchers; the clients in 4 child processes): heap and RSS per connection, and the fan-out
+ *   latency of rounds of one update per task (publish → receive, every delivery);
+ * - one projector (in this process) taking over 1,000 tasks × 10 sessions (10,000 sessions)
+ *   played from the bundled recordings: catch-up time, heap per session, and the Redis memory
+ *   (INFO used_memory) per fact in the streams and per session of what the projector adds (views,
+ *   snapshots, updates).
+ *
+ * CPU per fact comes from the e2e suite's windows at 1,000 facts/s (projector, gateway, Redis
+ * processes), the worker's CPU per fact and memory per execution from the worker suite: a partial
+ * run models from the figures they recorded last (bench/units.ts), and says when.
+ *
+ * Run: npm run bench -- capacity
+ */
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BUNDLED_RECORDINGS_DIR, parseRecording } from '@baton/acp';
+import { startGateway } from '@baton/gateway';
+import { SCHEMA_VERSION, taskKey, type StreamEntry, type Update } from '@baton/protocol';
+import { startProjector } from '@baton/projector';
+import { startRedis } from '@baton/redis-server';
+import { EventStore, connectRedis, type Lease, type RedisClient } from '@baton/store';
+import {
+  formatPlans,
+  plan,
+  redisBytesPerSession,
+  type Load,
+  type Machine,
+  type RedisNode,
+  type Units,
+} from './capacity';
+import { formatResults, type BenchResult } from './lib';
+import { JWT_SECRET, nowMs, spawnNode, token, type Proc } from './procs';
+import { recordings, TaskPlayer, type ExecutionRefLike } from './replay-facts';
+import { readUnits, recordUnits } from './units';
+
+const GW_TASKS = 2_000;
+const WATCHERS = 10;
+const CLIENT_PROCS = 4;
+const GW_SHARDS = 16;
+const FANOUT_ROUNDS = 5;
+const ROUND_GAP_MS = 1_000;
+const PJ_TASKS = 1_000;
+const PJ_SESSIONS = 10;
+const PJ_FACTS_PER_TASK = 200;
+const RETENTION_MS = 86_400_000;
+const SNAPSHOT_MS = 30_000;
+
+const GB = 2 ** 30;
+/** What a machine is in the plan. */
+const MACHINE: Machine = {
+  name: '8-core 32 GB',
+  cores: 8,
+  memoryBytes: 32 * GB,
+  cpuTarget: 0.7,
+  memoryTarget: 0.75,
+  processBaseBytes: 100 * 2 ** 20,
+};
+/** A Redis master on such a machine: its one main thread, and maxmemory leaving room to fork. */
+const REDIS: RedisNode = { cpuTarget: 0.7, memoryBytes: 24 * GB };
+const SESSIONS_PLANNED = [10_000, 100_000];
+
+const progress = (what: string) => process.stderr.write(`  capacity: ${what}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+async function heap(): Promise<number> {
+  await new Promise((r) => setImmediate(r));
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+async function usedMemory(client: RedisClient): Promise<number> {
+  return Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1] ?? NaN);
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/**
+ * 20,000 connections need more descriptors than a default limit: the limit of this process (the
+ * gateway's) is raised where that is allowed (CAP_SYS_RESOURCE), and the clients inherit it.
+ * Where it is not, the run holds as many connections as the limit leaves room for.
+ */
+function gatewayTasks(): number {
+  try {
+    execFileSync('prlimit', ['--pid', String(process.pid), '--nofile=65536:65536'], {
+      stdio: 'ignore',
+    });
+  } catch {
+    // Not allowed here: the limit stays as it is.
+  }
+  const limits = readFileSync('/proc/self/limits', 'utf8');
+  const soft = Number(/Max open files\s+(\d+)/.exec(limits)?.[1] ?? 1024);
+  // Room for Redis connections, the listener and the rest of the process.
+  const fit = Math.floor((soft - 500) / WATCHERS / CLIENT_PROCS) * CLIENT_PROCS;
+  return Math.min(GW_TASKS, fit);
+}
+
+/** Facts per second an execution appends, on the recordings' own clocks. */
+function recordedRates(): { all: number; demo: number } {
+  let facts = 0;
+  let ms = 0;
+  let demoFacts = 0;
+  let demoMs = 0;
+  for (const file of readdirSync(BUNDLED_RECORDINGS_DIR)) {
+    if (!file.endsWith('.jsonl')) continue;
+    const frames = parseRecording(readFileSync(join(BUNDLED_RECORDINGS_DIR, file), 'utf8'));
+    const span = Date.parse(frames[frames.length - 1]!.at) - Date.parse(frames[0]!.at);
+    // As many facts as the bench's players make of it (coalesced, with start and end).
+    const n = playedFacts(file.replace(/\.jsonl$/, ''));
+    facts += n;
+    ms += span;
+    if (file.startsWith('demo-')) {
+      demoFacts += n;
+      demoMs += span;
+    }
+  }
+  return { all: (facts * 1e3) / ms, demo: (demoFacts * 1e3) / demoMs };
+}
+
+let factsByRecording: Map<string, number> | undefined;
+function playedFacts(name: string): number {
+  factsByRecording ??= new Map(recordings().map((r) => [r.name, r.bodies.length + 2]));
+  return factsByRecording.get(name) ?? 0;
+}
+
+async function gatewayRun(redisUrl: string, redis: RedisClient, tasks: number) {
+  const prefix = 'capg';
+  const ids = Array.from({ length: tasks }, (_, i) => `cap-${i}`);
+  const store = new EventStore(redis, { prefix, shards: GW_SHARDS });
+  for (let i = 0; i < ids.length; i += 200) {
+    await Promise.all(ids.slice(i, i + 200).map((id) => store.tenants.add('bench', id)));
+  }
+  const gateway = await startGateway({
+    redisUrl,
+    prefix,
+    shards: GW_SHARDS,
+    port: 0,
+    jwtSecret: JWT_SECRET,
+    logLevel: 'error',
+    maxConnectionsPerTenant: tasks * WATCHERS * 2,
+    maxSubscriptionsPerTenant: tasks * WATCHERS * 2,
+  });
+  const procs: Proc[] = [];
+  try {
+    const heap0 = await heap();
+    const rss0 = process.memoryUsage().rss;
+    const perProc = tasks / CLIENT_PROCS;
+    const t0 = nowMs();
+    for (let c = 0; c < CLIENT_PROCS; c++) {
+      const p = spawnNode(`cap-clients-${c}`, 'bench/e2e-clients.ts', {});
+      procs.push(p);
+      await p.next();
+    }
+    await Promise.all(
+      procs.map((p, c) =>
+        p.ask({
+          connect: {
+            group: 'g',
+            kind: 'baton',
+            urls: [`${gateway.url.replace('http', 'ws')}/ws`],
+            token: token('bench', 'read'),
+            tasks: ids.slice(c * perProc, (c + 1) * perProc),
+            perTask: WATCHERS,
+          },
+        }),
+      ),
+    );
+    const connectMs = nowMs() - t0;
+    const connections = tasks * WATCHERS;
+    const heapPer = ((await heap()) - heap0) / connections;
+    const rssPer = (process.memoryUsage().rss - rss0) / connections;
+    progress(`${connections} connections in ${(connectMs / 1e3).toFixed(1)} s`);
+
+    // Fan-out: rounds of one update per task, published by the bench as the shards' owner.
+    const leases: Lease[] = [];
+    for (let s = 0; s < GW_SHARDS; s++) {
+      const r = await store.leases.acquire(s, 'bench-owner', 600_000);
+      if (!r.acquired) throw new Error('bench: lease');
+      leases.push(r.lease);
+    }
+    const sent = new Map<string, number>();
+    for (let round = 1; round <= FANOUT_ROUNDS; round++) {
+      const roundStart = nowMs();
+      await Promise.all(
+        ids.map((id, t) => {
+          const k = taskKey('bench', id);
+          const u: Update = {
+            v: SCHEMA_VERSION,
+            taskId: k,
+            seq: round,
+            entry: `${round}-0`,
+            last: true,
+            type: 'session.activity',
+            data: {
+              sessionId: `s${round % 10}`,
+              state: 'running',
+              foregroundActivity: 'generating',
+              activeSubagentCount: 0,
+              supportsSteering: false,
+              runningGeneration: 1,
+              admission: 'coarse',
+              attention: null,
+            },
+          };
+          sent.set(`${t}/${round}`, nowMs());
+          return store.publishUpdates(leases[store.shardOf(k)]!, k, [u]);
+        }),
+      );
+      const wait = roundStart + ROUND_GAP_MS - nowMs();
+      if (wait > 0) await sleep(wait);
+    }
+    const expected = connections * FANOUT_ROUNDS;
+    const end = nowMs() + 60_000;
+    for (;;) {
+      const counts = await Promise.all(procs.map((p) => p.ask({ count: 'g' })));
+      const got = counts.reduce((a, c) => a + Number(c.received), 0);
+      if (got >= expected) break;
+      if (nowMs() > end) throw new Error(`bench: ${got} of ${expected} deliveries`);
+      await sleep(50);
+    }
+    const lat: number[] = [];
+    for (const [c, p] of procs.entries()) {
+      const file = join(process.env.TMPDIR ?? '/tmp', `baton-capacity-${process.pid}-${c}.bin`);
+      await p.ask({ dump: { group: 'g', file } });
+      const b = readFileSync(file);
+      const r = new Float64Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
+      for (let i = 0; i < r.length; i += 3) {
+        const at = sent.get(`${r[i]}/${r[i + 1]}`);
+        if (at === undefined) throw new Error(`bench: update ${r[i]}/${r[i + 1]} not sent`);
+        lat.push(r[i + 2]! - at);
+      }
+    }
+    const sorted = Float64Array.from(lat).sort();
+    return {
+      connections,
+      tasks,
+      connectMs,
+      heapPer,
+      rssPer,
+      p50: percentile(sorted, 50),
+      p99: percentile(sorted, 99),
+      deliveries: sorted.length,
+    };
+  } finally {
+    await Promise.all(procs.map((p) => p.ask({ close: true }).catch(() => undefined)));
+    await Promise.all(procs.map((p) => p.kill()));
+    await gateway.stop();
+  }
+}
+
+async function projectorRun(redisUrl: string, redis: RedisClient) {
+  const prefix = 'capp';
+  const shards = 8;
+  const store = new EventStore(redis, { prefix, shards });
+  const m0 = await usedMemory(redis);
+  let facts = 0;
+  const ids = Array.from({ length: PJ_TASKS }, (_, i) => `cap-p-${i}`);
+  for (let i = 0; i < ids.length; i += 50) {
+    await Promise.all(
+      ids.slice(i, i + 50).map(async (id, j) => {
+        const player = new TaskPlayer(id, PJ_SESSIONS, 'bench-capacity', 5_000 + i + j);
+        const entries: StreamEntry[] = [];
+        const live = new Map<string, ExecutionRefLike>();
+        for (let f = 0; f < PJ_FACTS_PER_TASK; f++) {
+          const p = player.next();
+          if (p.starts) live.set(p.starts.executionId, p.starts);
+          if (p.ends) live.delete(p.ends.executionId);
+          entries.push(p.entry);
+        }
+        // Executions still running hold a lease, as their worker would.
+        await Promise.all([...live.values()].map((r) => store.executions.renewLease(r, 600_000)));
+        await store.append(id, entries);
+        facts += entries.length;
+      }),
+    );
+  }
+  const m1 = await usedMemory(redis);
+  // The fixed heap of a projector that owns nothing, so the per-session figure is the sessions'.
+  const h0 = await heap();
+  const empty = await startProjector({ redisUrl, prefix: 'cape', shards, logLevel: 'silent' });
+  await empty.ready();
+  const base = (await heap()) - h0;
+  await empty.stop();
+  const h1 = await heap();
+  const t0 = nowMs();
+  const p = await startProjector({
+    redisUrl,
+    prefix,
+    shards,
+    logLevel: 'silent',
+    snapshotMs: 100,
+  });
+  await p.ready();
+  const catchUpMs = nowMs() - t0;
+  // Its first snapshots (quiet tasks after snapshotMs) belong to what a session costs Redis.
+  await sleep(2_000);
+  const sessions = PJ_TASKS * PJ_SESSIONS;
+  const heapPer = ((await heap()) - h1 - base) / sessions;
+  const m2 = await usedMemory(redis);
+  await p.stop();
+  return {
+    sessions,
+    facts,
+    catchUpMs,
+    heapPer,
+    redisPerFact: (m1 - m0) / facts,
+    redisFixedPerSession: (m2 - m1) / sessions,
+  };
+}
+
+export async function runCapacityBench(): Promise<{ results: BenchResult[]; details: string }> {
+  const tasks = gatewayTasks();
+  const server = await startRedis();
+  const redis = connectRedis({ url: server.url });
+  try {
+    // The gateway first: its RSS delta is then not pages the projector run freed and left mapped.
+    progress(`one gateway, ${(tasks * WATCHERS).toLocaleString('en-US')} connections`);
+    const gw = await gatewayRun(server.url, redis, tasks);
+    progress(`one projector, ${(PJ_TASKS * PJ_SESSIONS).toLocaleString('en-US')} sessions`);
+    const pj = await projectorRun(server.url, redis);
+    const rates = recordedRates();
+    recordUnits('capacity', {
+      projectorBytesPerSession: pj.heapPer,
+      gatewayBytesPerConnection: Math.max(gw.heapPer, gw.rssPer),
+      gatewayFanoutP99Ms: gw.p99,
+      projectorCatchUpMs: pj.catchUpMs,
+      redisBytesPerFact: pj.redisPerFact,
+      redisFixedBytesPerSession: pj.redisFixedPerSession,
+    });
+    const all = readUnits();
+    const u = (suite: string, name: string) => all[suite]?.values[name] ?? NaN;
+    const sessionRate = rates.demo;
+    const retainedS = (RETENTION_MS + SNAPSHOT_MS) / 1e3;
+    const units: Units = {
+      projectorCpuPerFactUs: u('e2e', 'projectorCpuPerFactUs'),
+      gatewayCpuPerFactUs: u('e2e', 'gatewayCpuPerFactUs'),
+      redisCpuPerFactUs: u('e2e', 'redisCpuPerFactUs'),
+      workerCpuPerFactUs: u('worker', 'workerCpuPerFactUs'),
+      projectorBytesPerSession: pj.heapPer,
+      gatewayBytesPerConnection: Math.max(gw.heapPer, gw.rssPer),
+      workerBytesPerExecution: u('worker', 'workerBytesPerExecution'),
+      redisBytesPerSession: redisBytesPerSession(
+        pj.redisFixedPerSession,
+        pj.redisPerFact,
+        sessionRate,
+        retainedS,
+      ),
+    };
+    const load = (activeSessions: number): Load => ({
+      activeSessions,
+      watchersPerSession: WATCHERS,
+      factsPerSessionPerSecond: sessionRate,
+      measuredWatchers: WATCHERS,
+    });
+    const plans = SESSIONS_PLANNED.map((n) => plan(units, load(n), MACHINE, REDIS));
+    const noRetention = SESSIONS_PLANNED.map((n) =>
+      plan(
+        {
+          ...units,
+          redisBytesPerSession: redisBytesPerSession(
+            pj.redisFixedPerSession,
+            pj.redisPerFact,
+            sessionRate,
+            SNAPSHOT_MS / 1e3,
+          ),
+        },
+        load(n),
+        MACHINE,
+        REDIS,
+      ),
+    );
+    const when = (suite: string) =>
+      all[suite]
+        ? `${suite} suite, ${all[suite].at.slice(0, 16).replace('T', ' ')} UTC`
+        : `${suite} suite: not run yet (n/a)`;
+    const kb = (b: number) => `${(b / 1024).toFixed(1)} KB`;
+    const results: BenchResult[] = [
+      {
+        name: `one gateway, ${gw.connections.toLocaleString('en-US')} WebSocket connections (${gw.tasks.toLocaleString('en-US')} tasks × ${WATCHERS}, clients in ${CLIENT_PROCS} processes${gw.connections < GW_TASKS * WATCHERS ? `; ${(GW_TASKS * WATCHERS).toLocaleString('en-US')} do not fit the fd limit of this machine, which cannot be raised here` : ''}): heap per connection`,
+        value: gw.heapPer,
+        unit: 'B',
+        atMost: 4_096,
+      },
+      {
+        name: 'the same: RSS per connection (heap, ws buffers and the rest of the process; not the kernel’s socket buffers)',
+        value: gw.rssPer,
+        unit: 'B',
+      },
+      {
+        name: `the same: fan-out, ${FANOUT_ROUNDS} rounds of one update per task ${ROUND_GAP_MS.toLocaleString('en-US')} ms apart (${gw.deliveries.toLocaleString('en-US')} deliveries), publish → receive p50`,
+        value: gw.p50,
+        unit: 'ms',
+      },
+      { name: 'the same: fan-out p99', value: gw.p99, unit: 'ms' },
+      {
+        name: `one projector taking over ${pj.sessions.toLocaleString('en-US')} sessions (${PJ_TASKS.toLocaleString('en-US')} tasks, ${pj.facts.toLocaleString('en-US')} facts from the recordings): catch-up`,
+        value: pj.catchUpMs,
+        unit: 'ms',
+      },
+      {
+        name: 'the same: heap per session (goal 2,048 B)',
+        value: pj.heapPer,
+        unit: 'B',
+        atMost: 2_048,
+      },
+      { name: 'Redis memory per fact in a task stream', value: pj.redisPerFact, unit: 'B' },
+      {
+        name: 'Redis memory per session the projector adds (view, snapshot, updates)',
+        value: pj.redisFixedPerSession,
+        unit: 'B',
+      },
+    ];
+    const fmtUs = (v: number) => `${v.toFixed(0)} µs`;
+    const details = [
+      `**Capacity model** (bench/capacity.ts). Assumed load: each active session appends ${sessionRate.toFixed(2)} facts/s (the bundled recordings of real sessions at their own pace, demo-*.jsonl; all recordings together give ${rates.all.toFixed(1)} facts/s, their fixtures being compressed), each session its own task with ${WATCHERS} watchers. ` +
+        `A machine is ${MACHINE.cores} cores and ${MACHINE.memoryBytes / GB} GB: one Node process per core at ≤ ${MACHINE.cpuTarget * 100}% of it, processes holding ≤ ${MACHINE.memoryTarget * 100}% of the memory, ${MACHINE.processBaseBytes / 2 ** 20} MB base each; a Redis master uses ≤ ${REDIS.cpuTarget * 100}% of its main thread and ${REDIS.memoryBytes / GB} GB maxmemory (one per such machine; replicas not counted).`,
+      `Units: CPU per fact — projector ${fmtUs(units.projectorCpuPerFactUs)}, gateway ${fmtUs(units.gatewayCpuPerFactUs)} (fan-out to ${WATCHERS} watchers), Redis ${fmtUs(units.redisCpuPerFactUs)} (${when('e2e')}, 1 projector + 1 gateway at 1,000 facts/s); worker ${fmtUs(units.workerCpuPerFactUs)} (${when('worker')}). ` +
+        `Memory — projector ${kb(units.projectorBytesPerSession)} per session, gateway ${kb(units.gatewayBytesPerConnection)} per connection (the larger of heap and RSS above), worker ${kb(units.workerBytesPerExecution)} per execution, agent process excluded (${when('worker')}); ` +
+        `Redis ${kb(units.redisBytesPerSession)} per active session with the default retention (24 h of entries behind the snapshot, ${pj.redisPerFact.toFixed(0)} B per fact × ${sessionRate.toFixed(2)} facts/s × ${retainedS.toLocaleString('en-US')} s, + ${kb(pj.redisFixedPerSession)}).`,
+      formatPlans(plans, MACHINE),
+      `With retention 0 (streams trimmed up to their snapshot, the history query then limited to what is not yet snapshotted), Redis needs: ${noRetention.map((p) => `${p.load.activeSessions.toLocaleString('en-US')} sessions — ${p.redis.kind} (bound by ${p.redis.boundBy})`).join('; ')}.`,
+    ];
+    return { results, details: details.join('\n\n') };
+  } finally {
+    redis.disconnect();
+    await server.stop();
+  }
+}
+
+if (require.main === module) {
+  void runCapacityBench().then(
+    (r) => {
+      console.log(formatResults(r.results));
+      console.log(r.details);
+      process.exit(0);
+    },
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
