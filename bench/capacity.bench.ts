@@ -157,7 +157,6 @@ async function gatewayRun(redisUrl: string, redis: RedisClient, tasks: number) {
   const procs: Proc[] = [];
   try {
     const heap0 = await heap();
-    const rss0 = process.memoryUsage().rss;
     const perProc = tasks / CLIENT_PROCS;
     const t0 = nowMs();
     for (let c = 0; c < CLIENT_PROCS; c++) {
@@ -182,7 +181,6 @@ async function gatewayRun(redisUrl: string, redis: RedisClient, tasks: number) {
     const connectMs = nowMs() - t0;
     const connections = tasks * WATCHERS;
     const heapPer = ((await heap()) - heap0) / connections;
-    const rssPer = (process.memoryUsage().rss - rss0) / connections;
     progress(`${connections} connections in ${(connectMs / 1e3).toFixed(1)} s`);
 
     // Fan-out: rounds of one update per task, published by the bench as the shards' owner.
@@ -250,7 +248,6 @@ async function gatewayRun(redisUrl: string, redis: RedisClient, tasks: number) {
       tasks,
       connectMs,
       heapPer,
-      rssPer,
       p50: percentile(sorted, 50),
       p99: percentile(sorted, 99),
       deliveries: sorted.length,
@@ -327,15 +324,16 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
   const server = await startRedis();
   const redis = connectRedis({ url: server.url });
   try {
-    // The gateway first: its RSS delta is then not pages the projector run freed and left mapped.
-    progress(`one gateway, ${(tasks * WATCHERS).toLocaleString('en-US')} connections`);
-    const gw = await gatewayRun(server.url, redis, tasks);
+    // The projector first: after the gateway's run, the garbage of 20,000 closed connections is
+    // still being collected and made its heap deltas meaningless (negative).
     progress(`one projector, ${(PJ_TASKS * PJ_SESSIONS).toLocaleString('en-US')} sessions`);
     const pj = await projectorRun(server.url, redis);
+    progress(`one gateway, ${(tasks * WATCHERS).toLocaleString('en-US')} connections`);
+    const gw = await gatewayRun(server.url, redis, tasks);
     const rates = recordedRates();
     recordUnits('capacity', {
       projectorBytesPerSession: pj.heapPer,
-      gatewayBytesPerConnection: Math.max(gw.heapPer, gw.rssPer),
+      gatewayBytesPerConnection: gw.heapPer,
       gatewayFanoutP99Ms: gw.p99,
       projectorCatchUpMs: pj.catchUpMs,
       redisBytesPerFact: pj.redisPerFact,
@@ -351,7 +349,7 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
       redisCpuPerFactUs: u('e2e', 'redisCpuPerFactUs'),
       workerCpuPerFactUs: u('worker', 'workerCpuPerFactUs'),
       projectorBytesPerSession: pj.heapPer,
-      gatewayBytesPerConnection: Math.max(gw.heapPer, gw.rssPer),
+      gatewayBytesPerConnection: gw.heapPer,
       workerBytesPerExecution: u('worker', 'workerBytesPerExecution'),
       redisBytesPerSession: redisBytesPerSession(
         pj.redisFixedPerSession,
@@ -396,11 +394,6 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
         atMost: 4_096,
       },
       {
-        name: 'the same: RSS per connection (heap, ws buffers and the rest of the process; not the kernel’s socket buffers)',
-        value: gw.rssPer,
-        unit: 'B',
-      },
-      {
         name: `the same: fan-out, ${FANOUT_ROUNDS} rounds of one update per task ${ROUND_GAP_MS.toLocaleString('en-US')} ms apart (${gw.deliveries.toLocaleString('en-US')} deliveries), publish → receive p50`,
         value: gw.p50,
         unit: 'ms',
@@ -429,7 +422,7 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
       `**Capacity model** (bench/capacity.ts). Assumed load: each active session appends ${sessionRate.toFixed(2)} facts/s (the bundled recordings of real sessions at their own pace, demo-*.jsonl; all recordings together give ${rates.all.toFixed(1)} facts/s, their fixtures being compressed), each session its own task with ${WATCHERS} watchers. ` +
         `A machine is ${MACHINE.cores} cores and ${MACHINE.memoryBytes / GB} GB: one Node process per core at ≤ ${MACHINE.cpuTarget * 100}% of it, processes holding ≤ ${MACHINE.memoryTarget * 100}% of the memory, ${MACHINE.processBaseBytes / 2 ** 20} MB base each; a Redis master uses ≤ ${REDIS.cpuTarget * 100}% of its main thread and ${REDIS.memoryBytes / GB} GB maxmemory (one per such machine; replicas not counted).`,
       `Units: CPU per fact — projector ${fmtUs(units.projectorCpuPerFactUs)}, gateway ${fmtUs(units.gatewayCpuPerFactUs)} (fan-out to ${WATCHERS} watchers), Redis ${fmtUs(units.redisCpuPerFactUs)} (${when('e2e')}, 1 projector + 1 gateway at 1,000 facts/s); worker ${fmtUs(units.workerCpuPerFactUs)} (${when('worker')}). ` +
-        `Memory — projector ${kb(units.projectorBytesPerSession)} per session, gateway ${kb(units.gatewayBytesPerConnection)} per connection (the larger of heap and RSS above), worker ${kb(units.workerBytesPerExecution)} per execution, agent process excluded (${when('worker')}); ` +
+        `Memory — projector ${kb(units.projectorBytesPerSession)} per session, gateway ${kb(units.gatewayBytesPerConnection)} per connection (heap; RSS deltas of this process are not reliable after the runs before it), worker ${kb(units.workerBytesPerExecution)} per execution, agent process excluded (${when('worker')}); ` +
         `Redis ${kb(units.redisBytesPerSession)} per active session with the default retention (24 h of entries behind the snapshot, ${pj.redisPerFact.toFixed(0)} B per fact × ${sessionRate.toFixed(2)} facts/s × ${retainedS.toLocaleString('en-US')} s, + ${kb(pj.redisFixedPerSession)}).`,
       formatPlans(plans, MACHINE),
       `With retention 0 (streams trimmed up to their snapshot, the history query then limited to what is not yet snapshotted), Redis needs: ${noRetention.map((p) => `${p.load.activeSessions.toLocaleString('en-US')} sessions — ${p.redis.kind} (bound by ${p.redis.boundBy})`).join('; ')}.`,
