@@ -21,9 +21,16 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { SCHEMA_VERSION, taskKey, type StreamEntry } from '@baton/protocol';
 import { startRedis } from '@baton/redis-server';
-import { EventStore, connectRedis, type Lease, type RedisClient } from '@baton/store';
+import {
+  EventStore,
+  connectRedis,
+  parseRedisUrl,
+  type Lease,
+  type RedisClient,
+} from '@baton/store';
 import { formatResults, type BenchResult } from './lib';
 import { recordUnits } from './units';
 import {
@@ -102,6 +109,32 @@ async function redisCommands(client: RedisClient): Promise<Map<string, number>> 
   const out = new Map<string, number>();
   for (const m of (await client.info('commandstats')).matchAll(/cmdstat_([^:]+):calls=(\d+)/g)) {
     out.set(m[1]!, Number(m[2]));
+  }
+  return out;
+}
+
+/**
+ * Requests clients sent Redis (round trips, pipelined or not), by command, while `during` runs:
+ * the commands MONITOR shows from a client address. INFO commandstats (and
+ * total_commands_processed, in Redis 7) also count every command a Lua script calls, which
+ * MONITOR shows with the source `lua`; those are left out here. MONITOR costs Redis CPU, so it
+ * runs in a window of its own, not in the ones the latencies come from.
+ */
+async function clientRequests(
+  url: string,
+  during: () => Promise<unknown>,
+): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const monitor = await new Redis(parseRedisUrl(url)).monitor();
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (source === 'lua') return;
+    const c = (args[0] ?? '?').toLowerCase();
+    out.set(c, (out.get(c) ?? 0) + 1);
+  });
+  try {
+    await during();
+  } finally {
+    monitor.disconnect();
   }
   return out;
 }
@@ -505,6 +538,18 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
       const split = summary([(await b1.receipts('baton')).latencies]);
       const pub = summary([await b1.published(observer)]);
       await observer.stop();
+      // And one window per mode under MONITOR: what clients sent Redis, scripts' commands apart.
+      const requests: Record<'baton' | 'raw', { facts: number; calls: Map<string, number> }> = {
+        baton: { facts: 0, calls: new Map() },
+        raw: { facts: 0, calls: new Map() },
+      };
+      for (const mode of ['baton', 'raw'] as const) {
+        requests[mode].calls = await clientRequests(server.url, async () => {
+          requests[mode].facts = (await b1.play(mode, RATE, WINDOW_MS)).sent;
+          await b1.drain(mode, 10_000);
+        });
+        await b1.receipts(mode);
+      }
       const bat = summary(lat.baton);
       raw = summary(lat.raw);
       const peer = summary(lat.peer);
@@ -577,14 +622,22 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
       );
       const facts = (WINDOWS * RATE * WINDOW_MS) / 1e3;
       const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-      const perFact = (m: Map<string, number>) => {
-        const total = sum(m);
+      const perFact = (m: Map<string, number>, n = facts) => {
         const top = [...m]
           .sort((a, b) => b[1] - a[1])
-          .filter(([, n]) => n / facts >= 0.05)
-          .map(([c, n]) => `${c} ${(n / facts).toFixed(2)}`);
-        return `${(total / facts).toFixed(1)} (${top.join(', ')})`;
+          .filter(([, c]) => c / n >= 0.05)
+          .map(([c, k]) => `${c} ${(k / n).toFixed(2)}`);
+        return `${(sum(m) / n).toFixed(1)} (${top.join(', ')})`;
       };
+      const reqPerFact = (mode: 'baton' | 'raw') =>
+        sum(requests[mode].calls) / requests[mode].facts;
+      results.push({
+        name: `Baton: client requests to Redis per fact (what MONITOR shows from clients, in a window of its own; scripts' commands apart), vs the raw pipeline`,
+        value: reqPerFact('baton'),
+        unit: 'requests',
+        baseline: reqPerFact('raw'),
+        ratio: reqPerFact('baton') / reqPerFact('raw'),
+      });
       const share = (m: Map<string, number>, ms: number) =>
         [...m]
           .sort((a, b) => b[1] - a[1])
@@ -593,6 +646,7 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
       details.push(
         `CPU during the ${RATE.toLocaleString('en-US')} facts/s windows, in % of one core (the machine has 2): Baton — ${share(cpu.baton, measuredMs.baton)}; raw — ${share(cpu.raw, measuredMs.raw)}; peer — ${share(cpu.peer, measuredMs.peer)}.`,
         `Redis commands per fact in those windows: Baton ${perFact(commands.baton)}; raw ${perFact(commands.raw)}; peer ${perFact(commands.peer)}.`,
+        `Client requests to Redis per fact (one window each under MONITOR): Baton ${perFact(requests.baton.calls, requests.baton.facts)}; raw ${perFact(requests.raw.calls, requests.raw.facts)}.`,
       );
       results.push({
         name: `Redis commands per fact at ${RATE.toLocaleString('en-US')} facts/s (INFO commandstats over the windows, commands inside Lua scripts included), vs the raw pipeline`,
