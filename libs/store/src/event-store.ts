@@ -14,7 +14,7 @@ import { StoreContext, type Page } from './families/shared';
 import { Snapshots } from './families/snapshots';
 import { TaskStreams, type FeedNote, type StoredEntry } from './families/task-streams';
 import { Tenants } from './families/tenants';
-import { Updates, type StoredUpdate } from './families/updates';
+import { Updates, type Committed, type Step, type StoredUpdate } from './families/updates';
 import { Views } from './families/views';
 import { DEFAULT_PREFIX, DEFAULT_SHARDS, KeyLayout } from './keys';
 import { defineScripts } from './scripts';
@@ -201,6 +201,18 @@ export class EventStore {
     updates: readonly Update[],
   ): Promise<{ published: number; lastSeq: number }> {
     return this.updates.publish(lease, taskId, updates);
+  }
+
+  /**
+   * One fenced write of an owner's step, in one call with one lease check: appends `entries` (its
+   * decisions) if the stream's last id is `expectedLastId` (else {@link ConflictError}), publishes
+   * `updates` as {@link publishUpdates} does (an update of the k-th new entry given as
+   * `{ of: k, update }`, its entry id filled in by Redis), and stores `view` if its seq is the last
+   * published seq after the call and no view is stored at that seq yet. Nothing is written when
+   * any check fails ({@link FencedError}, {@link ConflictError}, {@link GapError}).
+   */
+  commit(lease: Lease, taskId: string, step: Step): Promise<Committed> {
+    return this.updates.commit(lease, taskId, step);
   }
 
   /** Updates of a shard after `afterId` (exclusive), envelope-checked. */

@@ -7,7 +7,7 @@ export type { RawFrame } from './families/raw-frames';
 export type { Page } from './families/shared';
 export type { Snapshot } from './families/snapshots';
 export type { FeedNote, StoredEntry } from './families/task-streams';
-export type { StoredUpdate } from './families/updates';
+export type { Committed, Step, StoredUpdate } from './families/updates';
 export { StreamTail } from './tail';
 export { decodeStoredEntry, decodeStoredUpdate, type Decoded } from './stored';
 export {

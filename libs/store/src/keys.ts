@@ -27,7 +27,7 @@
  * | baton:{b:7}:xleasettl            | hash   | execution leases: [task, session, exec] -> ttl ms  |
  * | baton:{b:7}:xgen:<taskId>        | hash   | session id -> last execution generation handed out   |
  * | baton:{b:7}:views                | hash   | task id -> current TaskView JSON (the read model)    |
- * | baton:{b:7}:vseq                 | hash   | task id -> update seq of the stored view             |
+ * |                                  |        | (its version is the task's `useq`: see commit-6.lua) |
  * | baton:{t:<tenant>}:tasks         | set    | the task ids (a client's, not keys) of one tenant    |
  * | baton:{b:7}:tasks                | set    | every task id the shard's owners have loaded         |
  * | baton:projectors                 | zset   | live projector instances -> heartbeat expiry         |
@@ -127,9 +127,6 @@ export class KeyLayout {
   }
   views(shard: number): string {
     return `${this.shardBase(shard)}:views`;
-  }
-  viewSeqs(shard: number): string {
-    return `${this.shardBase(shard)}:vseq`;
   }
   /**
    * Task ids of a shard an owner has seen: a new owner finds tasks whose feed notes were trimmed

@@ -56,6 +56,21 @@ const SCRIPTS = {
     ],
     StreamId[]
   >(3),
+  commit: declare<
+    [lease: string, stream: string, feed: string, updates: string, seqs: string, views: string],
+    [
+      epoch: number,
+      taskId: string,
+      expectedLastId: StreamId,
+      feedMaxLen: number,
+      updatesMaxLen: number,
+      entryCount: number,
+      viewSeq: number | '',
+      view: Json | '',
+      ...entriesThenSeqEntryUpdate: Arg[],
+    ],
+    [published: number, lastSeq: number, viewStored: 0 | 1, ...ids: StreamId[]]
+  >(6),
   appendBounded: declare<
     [stream: string],
     [maxLen: number, ...directionLine: string[]],
@@ -85,11 +100,6 @@ const SCRIPTS = {
   leaseRelease: declare<[lease: string], [owner: string, epoch: number], 0 | 1>(1),
   leaseRenew: declare<[lease: string], [owner: string, epoch: number, ttl: Ms], Ms>(1),
   projectorsHeartbeat: declare<[instances: string], [instance: string, ttl: Ms], string[]>(1),
-  publishUpdates: declare<
-    [lease: string, updates: string, seqs: string],
-    [epoch: number, taskId: string, maxLen: number, ...seqUpdate: Arg[]],
-    [published: number, lastSeq: number]
-  >(3),
   snapshotWrite: declare<
     [lease: string, snapshot: string, checkpoints: string],
     [epoch: number, id: StreamId, state: Json, checkpointEvery: Ms],
@@ -100,11 +110,6 @@ const SCRIPTS = {
     [epoch: number, retain: Ms],
     number
   >(4),
-  viewWrite: declare<
-    [lease: string, views: string, seqs: string],
-    [epoch: number, taskId: string, seq: number, view: Json],
-    0 | 1
-  >(3),
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -62,6 +62,6 @@ export function zodReason(err: z.ZodError): string {
 export const decodeStoredEntry = (json: string | undefined): Decoded<StreamEntry> =>
   decodeTrusted(json, ENTRY_TYPES);
 
-/** An update read back from a shard's update stream (validated by publishUpdates). */
+/** An update read back from a shard's update stream (validated by commit-6.lua's callers). */
 export const decodeStoredUpdate = (json: string | undefined): Decoded<Update> =>
   decodeTrusted(json, UPDATE_TYPES);

@@ -70,7 +70,6 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       k.executionLeaseTtls(s),
       k.executionGenerations(t),
       k.views(s),
-      k.viewSeqs(s),
       k.shardTasks(s),
     ];
     const client = backend.client();
@@ -471,30 +470,155 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     await store.executions.dropLease(a);
   });
 
-  it('stores task views fenced and never older than the stored one', async () => {
+  const view = (t: string, seq: number, subagents = seq) => ({
+    taskId: t,
+    status: 'active' as const,
+    seq,
+    activity: { foregroundActivity: null, activeSubagentCount: subagents },
+    sessions: [],
+  });
+
+  it('stores task views fenced, only at the last published seq, keeping the first at a seq', async () => {
     const t = 'task-v';
     const shard = store.shardOf(t);
     const a = await mustAcquire(store, shard, 'projector-a');
-    const view = (seq: number) => ({
-      taskId: t,
-      status: 'active' as const,
-      seq,
-      activity: { foregroundActivity: null, activeSubagentCount: seq },
-      sessions: [],
-    });
     expect(await store.views.read(t)).toBeNull();
-    expect(await store.views.write(a, view(2))).toBe(true);
-    expect(await store.views.write(a, view(1))).toBe(false);
-    expect(await store.views.read(t)).toEqual(view(2));
+    // Nothing published yet: the view of seq 0 is the current one.
+    expect(await store.views.write(a, view(t, 0))).toBe(true);
+    await store.publishUpdates(a, t, [update(t, 1), update(t, 2)]);
+    // A view behind or ahead of what is published is not the task's current view.
+    expect(await store.views.write(a, view(t, 1))).toBe(false);
+    expect(await store.views.write(a, view(t, 3))).toBe(false);
+    expect(await store.views.write(a, view(t, 2))).toBe(true);
+    // Readers cache a view by its seq: another view at the same seq does not replace it.
+    expect(await store.views.write(a, view(t, 2, 9))).toBe(false);
+    expect(await store.views.read(t)).toEqual(view(t, 2));
     expect(await store.leases.list()).toEqual([
       { shard, owner: 'projector-a', epoch: a.epoch, expiresAt: a.expiresAt },
     ]);
 
     expect(await store.leases.release(a)).toBe(true);
     const b = await mustAcquire(store, shard, 'projector-b');
-    await expect(store.views.write(a, view(3))).rejects.toThrow(FencedError);
-    expect(await store.views.write(b, view(3))).toBe(true);
+    await store.publishUpdates(b, t, [update(t, 3)]);
+    await expect(store.views.write(a, view(t, 3))).rejects.toThrow(FencedError);
+    expect(await store.views.write(b, view(t, 3))).toBe(true);
     expect((await store.views.read(t))?.seq).toBe(3);
+  });
+
+  it('commits a step in one call: decisions, their updates with their ids, the view', async () => {
+    const t = 'task-c';
+    const shard = store.shardOf(t);
+    const a = await mustAcquire(store, shard, 'projector-a');
+    const [factId] = await store.append(t, [fact(t, 'w1', 1)]);
+    const ofDecision = (seq: number) => {
+      const { entry: _entry, ...u } = update(t, seq);
+      return u;
+    };
+    const r = await store.commit(a, t, {
+      expectedLastId: factId!,
+      entries: [decision(t, 1), decision(t, 2)],
+      updates: [
+        update(t, 1),
+        { of: 1, update: ofDecision(2) },
+        { of: 2, update: { ...ofDecision(3), last: false } },
+        { of: 2, update: ofDecision(4) },
+      ],
+      view: view(t, 4),
+    });
+    expect(r).toEqual({
+      ids: [expect.any(String), expect.any(String)],
+      published: 4,
+      lastSeq: 4,
+      viewStored: true,
+    });
+    expect((await store.readTask(t)).items.map((i) => i.id)).toEqual([factId, ...r.ids]);
+    const published = (await store.readUpdates(shard)).items.map((i) => i.update);
+    expect(published.map((u) => [u.seq, u.entry, u.last])).toEqual([
+      [1, '1-0', true],
+      [2, r.ids[0], true],
+      [3, r.ids[1], false],
+      [4, r.ids[1], true],
+    ]);
+    expect(published[3]).toEqual({ ...update(t, 4), entry: r.ids[1] });
+    expect(await store.views.read(t)).toEqual(view(t, 4));
+    expect(await store.lastUpdateSeq(t)).toBe(4);
+  });
+
+  it('refuses a whole step when fenced, behind the stream or leaving a gap', async () => {
+    const t = 'task-r';
+    const shard = store.shardOf(t);
+    const a = await mustAcquire(store, shard, 'projector-a');
+    const [id1] = await store.append(t, [fact(t, 'w1', 1)]);
+    await store.commit(a, t, { updates: [update(t, 1)], view: view(t, 1) });
+    const [id2] = await store.append(t, [fact(t, 'w1', 2)]);
+    const nothingWritten = async () => {
+      expect((await store.readTask(t)).items.map((i) => i.id)).toEqual([id1, id2]);
+      expect(await store.lastUpdateSeq(t)).toBe(1);
+      expect((await store.views.read(t))?.seq).toBe(1);
+    };
+    // Behind the stream: someone appended after what the owner folded.
+    await expect(
+      store.commit(a, t, {
+        expectedLastId: id1!,
+        entries: [decision(t, 1)],
+        updates: [update(t, 2)],
+        view: view(t, 2),
+      }),
+    ).rejects.toEqual(new ConflictError(id2!));
+    await nothingWritten();
+    // A gap: the decisions are not appended either.
+    await expect(
+      store.commit(a, t, {
+        expectedLastId: id2!,
+        entries: [decision(t, 1)],
+        updates: [update(t, 3)],
+        view: view(t, 3),
+      }),
+    ).rejects.toEqual(new GapError(1, 3));
+    await nothingWritten();
+    // Fenced: a new owner took the shard.
+    expect(await store.leases.release(a)).toBe(true);
+    const b = await mustAcquire(store, shard, 'projector-b');
+    await expect(
+      store.commit(a, t, {
+        expectedLastId: id2!,
+        entries: [decision(t, 1)],
+        updates: [update(t, 2)],
+        view: view(t, 2),
+      }),
+    ).rejects.toThrow(FencedError);
+    await nothingWritten();
+    // The new owner re-publishes from the start: seqs already published are skipped, and the
+    // view it writes is the one at the last published seq.
+    const r = await store.commit(b, t, {
+      updates: [update(t, 1), update(t, 2)],
+      view: view(t, 2),
+    });
+    expect(r).toEqual({ ids: [], published: 1, lastSeq: 2, viewStored: true });
+    expect((await store.readUpdates(shard)).items.map((i) => i.update.seq)).toEqual([1, 2]);
+    // Re-publishing everything again writes nothing, and keeps the view stored at that seq.
+    expect(
+      await store.commit(b, t, { updates: [update(t, 1), update(t, 2)], view: view(t, 2, 7) }),
+    ).toEqual({ ids: [], published: 0, lastSeq: 2, viewStored: false });
+    expect(await store.views.read(t)).toEqual(view(t, 2));
+    // An owner behind what is published (its view older than the last seq) never stores it.
+    expect(await store.commit(b, t, { updates: [update(t, 1)], view: view(t, 1) })).toEqual({
+      ids: [],
+      published: 0,
+      lastSeq: 2,
+      viewStored: false,
+    });
+    expect((await store.views.read(t))?.seq).toBe(2);
+  });
+
+  it('refuses an update of an entry the step does not append', async () => {
+    const t = 'task-i';
+    const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');
+    const { entry: _entry, ...u } = update(t, 1);
+    await expect(store.commit(lease, t, { updates: [{ of: 1, update: u }] })).rejects.toThrow(
+      InvalidEntryError,
+    );
+    await expect(store.commit(lease, t, { updates: [u] })).rejects.toThrow(InvalidEntryError);
   });
 
   it('lists the task ids of each tenant; only add writes', async () => {

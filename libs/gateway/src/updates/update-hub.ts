@@ -193,9 +193,12 @@ export class UpdateHub {
       const recent = this.views.recent(taskId, maxAgeMs);
       if (recent) return recent;
     }
+    // The stored view is written with the updates it reflects, so the last published seq is its
+    // version (commit-6.lua); between the chunks of a long catch-up it may run ahead of the view,
+    // which then reads as a miss until the chunk that carries the view.
     const shard = this.store.shardOf(taskId);
-    const raw = await this.store.redis.hget(this.store.keys.viewSeqs(shard), taskId);
-    if (raw === null) return emptyView(taskId);
+    const raw = await this.store.redis.hget(this.store.keys.updateSeqs(shard), taskId);
+    if (raw === null) return (await this.store.views.read(taskId)) ?? emptyView(taskId);
     const seq = Number(raw);
     const hit = this.views.get(taskId, seq);
     if (hit) return hit;

@@ -3,7 +3,7 @@ import { clientView } from '../tenancy';
 
 interface Entry {
   taskId: string;
-  /** The view's seq: a stored view never changes for a seq (viewWrite-3.lua keeps the first). */
+  /** The view's seq: a stored view never changes for a seq (commit-6.lua keeps the first). */
   seq: number;
   /** When the view was last known to be the task's current one. */
   checkedAt: number;

@@ -28,14 +28,7 @@ export class TaskStreams {
   constructor(private readonly ctx: StoreContext) {}
 
   private validateIn(taskId: string, entries: readonly unknown[]): StreamEntry[] {
-    return entries.map((raw, index) => {
-      const r = StreamEntry.safeParse(raw);
-      if (!r.success) throw new InvalidEntryError(index, zodReason(r.error));
-      if (r.data.taskId !== taskId) {
-        throw new InvalidEntryError(index, `taskId ${r.data.taskId} does not belong in ${taskId}`);
-      }
-      return r.data;
-    });
+    return validateEntries(taskId, entries);
   }
 
   /** See {@link EventStore.append}. */
@@ -148,4 +141,16 @@ export class TaskStreams {
       return new Refused('feed note without t or l');
     });
   }
+}
+
+/** The entries, validated as stream entries of `taskId` ({@link InvalidEntryError} otherwise). */
+export function validateEntries(taskId: string, entries: readonly unknown[]): StreamEntry[] {
+  return entries.map((raw, index) => {
+    const r = StreamEntry.safeParse(raw);
+    if (!r.success) throw new InvalidEntryError(index, zodReason(r.error));
+    if (r.data.taskId !== taskId) {
+      throw new InvalidEntryError(index, `taskId ${r.data.taskId} does not belong in ${taskId}`);
+    }
+    return r.data;
+  });
 }

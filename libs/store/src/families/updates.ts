@@ -1,10 +1,31 @@
-import { Update } from '@baton/protocol';
+import { Update, type StreamEntry, type TaskView } from '@baton/protocol';
 import { InvalidEntryError } from '../errors';
 import type { ScriptArgs } from '../scripts';
 import { decodeStoredUpdate, zodReason } from '../stored';
 import type { StreamTail } from '../tail';
 import type { Lease } from './leases';
+import { validateEntries } from './task-streams';
 import { field, Refused, type Fields, type Page, type StoreContext } from './shared';
+
+/**
+ * What one owner step writes (see {@link EventStore.commit}). `updates` are ascending by seq; an
+ * update of one of `entries` is given as `{ of: k, update }` (k from 1), since its entry's id is
+ * only known once appended.
+ */
+export interface Step {
+  readonly expectedLastId?: string;
+  readonly entries?: readonly StreamEntry[];
+  readonly updates: readonly (Update | { readonly of: number; readonly update: Update })[];
+  readonly view?: TaskView;
+}
+
+export interface Committed {
+  /** The ids of `entries`, in order. */
+  ids: string[];
+  published: number;
+  lastSeq: number;
+  viewStored: boolean;
+}
 
 export interface StoredUpdate {
   id: string;
@@ -16,7 +37,10 @@ function decodeUpdate(id: string, fields: Fields): StoredUpdate | Refused {
   return r.ok ? { id, update: r.value } : new Refused(r.reason);
 }
 
-/** Client updates: each shard's update stream (`updates`) and the last seq per task (`useq`). */
+/**
+ * Client updates: each shard's update stream (`updates`) and the last seq per task (`useq`); and
+ * the owner's step write, which appends its decisions and stores the view with them.
+ */
 export class Updates {
   constructor(private readonly ctx: StoreContext) {}
 
@@ -26,25 +50,65 @@ export class Updates {
     taskId: string,
     updates: readonly Update[],
   ): Promise<{ published: number; lastSeq: number }> {
+    const { published, lastSeq } = await this.commit(lease, taskId, { updates });
+    return { published, lastSeq };
+  }
+
+  /** See {@link EventStore.commit}. */
+  async commit(lease: Lease, taskId: string, step: Step): Promise<Committed> {
     this.ctx.checkLease(lease, taskId);
     const { keys, opts } = this.ctx;
-    const args: ScriptArgs<'publishUpdates'> = [lease.epoch, taskId, opts.updatesMaxLen];
-    updates.forEach((u, index) => {
+    const entries = validateEntries(taskId, step.entries ?? []);
+    const view = step.view;
+    if (view && view.taskId !== taskId) {
+      throw new InvalidEntryError(0, `view of ${view.taskId} written for ${taskId}`);
+    }
+    const args: ScriptArgs<'commit'> = [
+      lease.epoch,
+      taskId,
+      step.expectedLastId ?? '',
+      opts.feedMaxLen,
+      opts.updatesMaxLen,
+      entries.length,
+      view ? view.seq : '',
+      view ? JSON.stringify(view) : '',
+    ];
+    for (const e of entries) args.push(JSON.stringify(e));
+    step.updates.forEach((item, index) => {
+      const of = 'of' in item ? item.of : 0;
+      const u = 'of' in item ? item.update : item;
       const r = Update.safeParse(u);
       if (!r.success) throw new InvalidEntryError(index, zodReason(r.error));
-      if (r.data.entry === undefined || r.data.last === undefined) {
+      if (r.data.last === undefined || (of === 0 && r.data.entry === undefined)) {
         throw new InvalidEntryError(index, 'an update must name its entry and mark its last');
       }
       if (r.data.taskId !== taskId) {
         throw new InvalidEntryError(index, `update of ${r.data.taskId} published for ${taskId}`);
       }
-      args.push(r.data.seq, JSON.stringify(r.data));
+      if (of === 0) {
+        args.push(r.data.seq, 0, JSON.stringify(r.data));
+        return;
+      }
+      if (!Number.isInteger(of) || of < 1 || of > entries.length) {
+        throw new InvalidEntryError(index, `update of entry ${of} of ${entries.length} appended`);
+      }
+      // Its entry's id is Redis's to choose: the script closes the JSON with it.
+      const { entry: _entry, ...rest } = r.data;
+      const open = JSON.stringify({ ...rest, entry: '' });
+      args.push(r.data.seq, of, open.slice(0, -2));
     });
-    const [published, lastSeq] = await this.ctx.scripts.publishUpdates(
-      [keys.lease(lease.shard), keys.updates(lease.shard), keys.updateSeqs(lease.shard)],
+    const [published, lastSeq, stored, ...ids] = await this.ctx.scripts.commit(
+      [
+        keys.lease(lease.shard),
+        keys.taskStream(taskId),
+        keys.feed(lease.shard),
+        keys.updates(lease.shard),
+        keys.updateSeqs(lease.shard),
+        keys.views(lease.shard),
+      ],
       args,
     );
-    return { published, lastSeq };
+    return { ids, published, lastSeq, viewStored: stored === 1 };
   }
 
   async read(shard: number, afterId: string, count: number): Promise<Page<StoredUpdate>> {

@@ -3,19 +3,43 @@ import { decodeChecked } from '../stored';
 import type { Lease } from './leases';
 import type { StoreContext } from './shared';
 
-/** Read models: each shard's current task views (`views`) and their update seqs (`vseq`). */
+/**
+ * Read models: each shard's current task views (`views`). A view is stored in the same call as the
+ * updates it reflects (commit-6.lua), so its version is the task's last published update seq
+ * (`useq`), with no seq of its own to keep.
+ */
 export class Views {
   constructor(private readonly ctx: StoreContext) {}
 
-  /** Stores a task's current view, fenced; a view older than the stored one is ignored. */
+  /**
+   * Stores a task's current view, fenced, if its seq is the task's last published update seq and
+   * no view is stored at that seq yet (the owner's steps write views with their updates: see
+   * {@link EventStore.commit}).
+   */
   async write(lease: Lease, view: TaskView): Promise<boolean> {
     this.ctx.checkLease(lease, view.taskId);
-    const { keys } = this.ctx;
-    const r = await this.ctx.scripts.viewWrite(
-      [keys.lease(lease.shard), keys.views(lease.shard), keys.viewSeqs(lease.shard)],
-      [lease.epoch, view.taskId, view.seq, JSON.stringify(view)],
+    const { keys, opts } = this.ctx;
+    const [, , stored] = await this.ctx.scripts.commit(
+      [
+        keys.lease(lease.shard),
+        keys.taskStream(view.taskId),
+        keys.feed(lease.shard),
+        keys.updates(lease.shard),
+        keys.updateSeqs(lease.shard),
+        keys.views(lease.shard),
+      ],
+      [
+        lease.epoch,
+        view.taskId,
+        '',
+        opts.feedMaxLen,
+        opts.updatesMaxLen,
+        0,
+        view.seq,
+        JSON.stringify(view),
+      ],
     );
-    return r === 1;
+    return stored === 1;
   }
 
   /** The task's current view, or null when no owner has written one yet. */

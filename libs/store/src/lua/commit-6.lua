@@ -1,0 +1,115 @@
+--[[
+  One fenced write of a task owner's step: its decisions (an expected-version append), the client
+  updates it folded (the gapless per-task sequence), and the task's view, in one call with one
+  lease check. Every check runs before anything is written, so a refused call writes nothing.
+
+  Updates: seqs already published are skipped (a new owner re-publishing is harmless); a seq past
+  last + 1 is a gap. An update of an entry this call appends does not know its id yet: its JSON
+  ends with `"entry":"` and the script closes it with the id and `"}`.
+
+  View: the stored view always reflects exactly the updates published up to the seq it carries
+  (written in the same call as them), so there is no separate seq to keep for it: readers take the
+  task's last published seq as the view's version. The view is stored only when its seq is the last
+  published seq after this call, which makes it never older than the stored one; and a view already
+  stored at that seq is kept (readers cache a view by seq), which only needs reading it when this
+  call published nothing (a new owner's first step).
+
+  Input:
+    KEYS[1] shard lease hash
+    KEYS[2] task stream
+    KEYS[3] shard feed stream
+    KEYS[4] shard update stream
+    KEYS[5] shard hash: task id -> last published update seq
+    KEYS[6] shard hash: task id -> view JSON
+
+    ARGV[1] epoch
+    ARGV[2] task id
+    ARGV[3] expected last id of the task stream (checked only when entries are appended)
+    ARGV[4] feed MAXLEN (approximate)
+    ARGV[5] update stream MAXLEN (approximate)
+    ARGV[6] number of entries n
+    ARGV[7] view seq ('' for no view)
+    ARGV[8] view JSON ('' for no view)
+    ARGV[9 .. 8 + n] entry JSON, one per entry
+    ARGV[9 + n ..] triples: seq, k, update JSON (seqs ascending; k = 0: the JSON is complete;
+                   k >= 1: the update of the k-th entry above, its JSON open at the entry id)
+
+  Output:
+    {published, last published seq, 1 if the view was stored else 0, new entry id ...}
+    errors: "FENCED ...", "CONFLICT <actual last id>", "GAP <last> <seq>"
+]]
+local leaseKey = KEYS[1]
+local streamKey = KEYS[2]
+local feedKey = KEYS[3]
+local updatesKey = KEYS[4]
+local seqsKey = KEYS[5]
+local viewsKey = KEYS[6]
+
+local epoch = ARGV[1]
+local taskId = ARGV[2]
+local expectedLastId = ARGV[3]
+local feedMaxLen = ARGV[4]
+local updatesMaxLen = ARGV[5]
+local n = tonumber(ARGV[6])
+local viewSeq = ARGV[7]
+local view = ARGV[8]
+local FIRST_ENTRY = 9
+local FIRST_TRIPLE = FIRST_ENTRY + n
+
+--- @include "includes/fence"
+
+local fenced = baton_fence(leaseKey, epoch)
+if fenced then return redis.error_reply(fenced) end
+if n > 0 then
+  local actual = baton_last_id(streamKey)
+  if actual ~= expectedLastId then return redis.error_reply('CONFLICT ' .. actual) end
+end
+local last = tonumber(redis.call('HGET', seqsKey, taskId) or '0')
+local expect = last
+for i = FIRST_TRIPLE, #ARGV, 3 do
+  local seq = tonumber(ARGV[i])
+  if seq > expect + 1 then
+    return redis.error_reply('GAP ' .. expect .. ' ' .. seq)
+  end
+  if seq == expect + 1 then expect = seq end
+end
+
+local out = {0, 0, 0}
+for i = FIRST_ENTRY, FIRST_TRIPLE - 1 do
+  out[#out + 1] = redis.call('XADD', streamKey, '*', 'e', ARGV[i])
+end
+if n > 0 then
+  redis.call('XADD', feedKey, 'MAXLEN', '~', feedMaxLen, '*', 't', taskId, 'l', out[#out])
+end
+
+local published = 0
+for i = FIRST_TRIPLE, #ARGV, 3 do
+  local seq = tonumber(ARGV[i])
+  if seq == last + 1 then
+    local k = tonumber(ARGV[i + 1])
+    local json = ARGV[i + 2]
+    if k > 0 then json = json .. out[3 + k] .. '"}' end
+    redis.call('XADD', updatesKey, 'MAXLEN', '~', updatesMaxLen, '*', 't', taskId, 's', seq, 'u', json)
+    last = seq
+    published = published + 1
+  end
+end
+if published > 0 then redis.call('HSET', seqsKey, taskId, last) end
+
+local stored = 0
+if view ~= '' and tonumber(viewSeq) == last then
+  local write = published > 0
+  if not write then
+    local current = redis.call('HGET', viewsKey, taskId)
+    local ok, decoded = pcall(cjson.decode, current or '')
+    write = not ok or type(decoded) ~= 'table' or tonumber(decoded.seq or -1) < last
+  end
+  if write then
+    redis.call('HSET', viewsKey, taskId, view)
+    stored = 1
+  end
+end
+out[1] = published
+out[2] = last
+out[3] = stored
+return out
