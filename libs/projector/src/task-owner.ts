@@ -19,9 +19,11 @@ import {
   FencedError,
   GapError,
   StaleSnapshotError,
+  type Committed,
   type EventStore,
   type ExecutionRef,
   type Lease,
+  type Step,
 } from '@baton/store';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
@@ -273,9 +275,7 @@ export class TaskOwner {
   private async step(): Promise<void> {
     if (!this.loaded) await this.load();
     await this.catchUp();
-    await this.flush();
-    await this.decideAndAppend();
-    await this.flush();
+    await this.decideAndCommit();
     await this.deliver();
     await this.dropLeases();
     await this.maybeSnapshot();
@@ -336,6 +336,11 @@ export class TaskOwner {
       const u = f.updates[i]!;
       if (u.seq > this.publishedSeq) this.unpublished.push({ ...u, entry: id, last: i === n - 1 });
     }
+    this.folded(id, entry);
+  }
+
+  /** What folding an entry means besides the state and its updates. */
+  private folded(id: string, entry: StreamEntry): void {
     // An answer to a permission request wakes the agent: its silence until then was ours.
     if ('executionId' in entry || entry.type === 'permission.answered')
       this.lastAgentAt.set(entry.sessionId, performance.now());
@@ -343,27 +348,61 @@ export class TaskOwner {
     this.entriesSinceSnapshot += 1;
   }
 
-  /** Publishes folded updates (the gapless per-task sequence), then the view that reflects them. */
-  private async flush(): Promise<void> {
-    const { store, metrics } = this.ctx;
-    while (this.unpublished.length > 0) {
-      const chunk = this.unpublished.slice(0, PUBLISH_CHUNK);
-      let r: { published: number; lastSeq: number };
-      try {
-        r = await store.publishUpdates(this.ctx.lease(), this.taskId, chunk);
-      } catch (err) {
-        if (err instanceof GapError) this.onGap(err);
-        throw err;
+  /**
+   * Writes the step in one fenced call (store.commit): the decisions `entries` (appended right
+   * after lastId), every update not published yet — the folded entries' and the decisions' — and
+   * the view, when its seq moved. The decisions are folded ahead, on a copy: their updates go in
+   * the same call, and the state is ours only once they are in the stream. Only a catch-up too
+   * large for one call (bounded ARGV) publishes its first chunks in calls of their own.
+   */
+  private async commit(entries: readonly StreamEntry[]): Promise<void> {
+    let state = this.state;
+    const ahead: { of: number; update: Update }[] = [];
+    entries.forEach((e, k) => {
+      const f = fold(state, e);
+      state = f.state;
+      const n = f.updates.length;
+      for (let i = 0; i < n; i++) {
+        const u = f.updates[i]!;
+        if (u.seq > this.publishedSeq)
+          ahead.push({ of: k + 1, update: { ...u, last: i === n - 1 } });
       }
+    });
+    while (this.unpublished.length > 0 && this.unpublished.length + ahead.length > PUBLISH_CHUNK) {
+      const chunk = this.unpublished.slice(0, PUBLISH_CHUNK);
+      await this.write({ updates: chunk });
       this.unpublished.splice(0, chunk.length);
-      this.publishedSeq = Math.max(this.publishedSeq, r.lastSeq);
-      if (r.published > 0)
-        metrics.updatesPublished.inc({ shard: String(this.ctx.shard) }, r.published);
     }
-    if (this.state.seq > this.viewSeq) {
-      await store.views.write(this.ctx.lease(), taskView(this.state));
-      this.viewSeq = this.state.seq;
+    const view = state.seq > this.viewSeq ? taskView(state) : undefined;
+    if (entries.length === 0 && this.unpublished.length === 0 && !view) return;
+    const r = await this.write({
+      ...(entries.length > 0 ? { expectedLastId: this.lastId, entries } : {}),
+      updates: ahead.length > 0 ? [...this.unpublished, ...ahead] : this.unpublished,
+      ...(view ? { view } : {}),
+    });
+    this.unpublished.length = 0;
+    if (entries.length > 0) {
+      this.state = state;
+      // Appended right after lastId, in this order: folding them is folding the stream.
+      entries.forEach((e, i) => this.folded(r.ids[i]!, e));
+      this.ctx.metrics.entriesFolded.inc({ shard: String(this.ctx.shard) }, entries.length);
     }
+    if (view) this.viewSeq = state.seq;
+  }
+
+  private async write(step: Step): Promise<Committed> {
+    const { store, metrics } = this.ctx;
+    let r: Committed;
+    try {
+      r = await store.commit(this.ctx.lease(), this.taskId, step);
+    } catch (err) {
+      if (err instanceof GapError) this.onGap(err);
+      throw err;
+    }
+    this.publishedSeq = Math.max(this.publishedSeq, r.lastSeq);
+    if (r.published > 0)
+      metrics.updatesPublished.inc({ shard: String(this.ctx.shard) }, r.published);
+    return r;
   }
 
   /**
@@ -386,8 +425,13 @@ export class TaskOwner {
     throw new RestartStep();
   }
 
-  private async decideAndAppend(): Promise<void> {
-    const { store, metrics } = this.ctx;
+  /**
+   * Decides on the folded state and writes what the step owes in one call per round of decisions
+   * (see commit): with no decision, the updates and view of what was folded. A conflict (someone
+   * appended after what we folded) writes nothing: catch up and decide again.
+   */
+  private async decideAndCommit(): Promise<void> {
+    const { metrics } = this.ctx;
     for (let conflicts = 0; ;) {
       const timer = this.timers[0];
       const drafts = decide(this.state, timer);
@@ -396,6 +440,7 @@ export class TaskOwner {
           this.timers.shift();
           continue;
         }
+        await this.commit([]);
         return;
       }
       const entries = drafts.map(
@@ -411,16 +456,16 @@ export class TaskOwner {
             ...d,
           }) as StreamEntry,
       );
-      let ids: string[];
       try {
-        ids = await store.appendFenced(this.ctx.lease(), this.taskId, this.lastId, entries);
+        await this.commit(entries);
       } catch (err) {
         const outcome =
           err instanceof ConflictError ? 'conflict' : err instanceof FencedError ? 'fenced' : null;
         if (outcome) for (const d of drafts) metrics.decisions.inc({ type: d.type, outcome });
         if (!(err instanceof ConflictError)) throw err;
-        // Someone appended after what we folded: catch up and decide again on the new state.
         if (++conflicts > MAX_CONFLICTS) {
+          // Publish what is folded; the next turn of the loop decides again.
+          await this.commit([]);
           this.wanted = true;
           return;
         }
@@ -432,9 +477,6 @@ export class TaskOwner {
         this.timers.shift();
         metrics.timers.inc({ type: timer.type });
       }
-      // Appended right after lastId, in this order: folding them is folding the stream.
-      entries.forEach((e, i) => this.apply(ids[i]!, e));
-      metrics.entriesFolded.inc({ shard: String(this.ctx.shard) }, entries.length);
     }
   }
 
