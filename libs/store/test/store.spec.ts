@@ -202,6 +202,20 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect(await store.publishUpdates(b, t, [update(t, 1)])).toEqual({ published: 1, lastSeq: 1 });
   });
 
+  it('fences a write once the lease TTL ran out, with nobody else holding the shard', async () => {
+    const t = 'task-ttl';
+    const shard = store.shardOf(t);
+    const a = await mustAcquire(store, shard, 'projector-a', 50);
+    await new Promise((r) => setTimeout(r, 120));
+    await expect(
+      store.commit(a, t, { expectedLastId: '0-0', entries: [decision(t, 1)], updates: [] }),
+    ).rejects.toThrow(FencedError);
+    await expect(store.commit(a, t, { updates: [update(t, 1)] })).rejects.toThrow(FencedError);
+    await expect(store.leases.renew(a, 30_000)).rejects.toThrow(FencedError);
+    expect((await store.readTask(t)).items).toHaveLength(0);
+    expect(await store.lastUpdateSeq(t)).toBe(0);
+  });
+
   it('leases: held, renewed, released, and the epoch only grows', async () => {
     const shard = 3;
     const a = await mustAcquire(store, shard, 'a');

@@ -4,21 +4,19 @@
   import one another). Not a script by itself: it has no key count in its name.
 ]]
 
--- A write is fenced when the shard's lease does not carry the writer's epoch or has expired by the
--- server's clock. The key's own PEXPIRE normally removes an expired lease; comparing expiresAt with
--- TIME as well keeps the check exact even before Redis actively expires the key.
 local function baton_now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- A write is fenced when the shard's lease does not carry the writer's epoch. An expired lease is
+-- no lease: leaseAcquire and leaseRenew set the key's PEXPIRE with its expiresAt, and Redis never
+-- returns a key past its expiry to a read (it checks on every access, by the script's start time
+-- inside a script), whether or not it has removed it yet. So no TIME is needed here.
 local function baton_fence(lease_key, epoch)
-  local l = redis.call('HMGET', lease_key, 'epoch', 'expiresAt')
-  if not l[1] or l[1] ~= epoch then
-    return 'FENCED lease epoch is ' .. tostring(l[1] or 'none') .. ', writer has ' .. epoch
-  end
-  if tonumber(l[2]) <= baton_now_ms() then
-    return 'FENCED lease expired'
+  local held = redis.call('HGET', lease_key, 'epoch')
+  if not held or held ~= epoch then
+    return 'FENCED lease epoch is ' .. tostring(held or 'none') .. ', writer has ' .. epoch
   end
   return nil
 end
