@@ -18,6 +18,7 @@ import { promptIdOfKey, promptOf, waitsForPerson } from './state';
 import type { PromptRecord, SessionState, SettledPrompt, TaskState } from './state';
 import {
   activeSubagentCount,
+  activityInputsMoved,
   foregroundActivity,
   liveRegistrations,
   moreActive,
@@ -134,22 +135,6 @@ function foldTask(state: TaskState, entry: TaskEntry): Folded {
     state: { ...next, seq: state.seq + updates.length },
     updates,
   };
-}
-
-function activityInputsMoved(before: SessionState, after: SessionState): boolean {
-  return (
-    before.deleted !== after.deleted ||
-    before.requested !== after.requested ||
-    before.failure !== after.failure ||
-    before.generating !== after.generating ||
-    before.turn !== after.turn ||
-    before.steer !== after.steer ||
-    before.execution !== after.execution ||
-    before.background !== after.background ||
-    before.config !== after.config ||
-    before.queue !== after.queue ||
-    before.permissions !== after.permissions
-  );
 }
 
 /**

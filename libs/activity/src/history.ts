@@ -9,9 +9,9 @@ import type {
   TaskHistory,
   TurnRecord,
 } from '@baton/protocol';
-import { fold } from './fold';
+import { evolve } from './evolve';
 import { initialTaskState, type SessionState, type TaskState, type Turn } from './state';
-import { attention, backgroundWork, foregroundActivity } from './views';
+import { activityInputsMoved, attention, backgroundWork, foregroundActivity } from './views';
 
 /**
  * What happened in a task, when: computed from its stream by the same fold that makes the live
@@ -33,6 +33,16 @@ export interface HistoryOptions {
 
 /** The ms part of a Redis stream id (`<ms>-<seq>`). */
 export function entryTime(id: string): number {
+  // Digit by digit: Number(id.slice(…)) allocates a string per entry read, and a history reads
+  // every entry of its range. Anything but up to 15 digits (exact in a double) before the '-'
+  // takes the slow path.
+  let ms = 0;
+  for (let i = 0; i < id.length && i <= 15; i++) {
+    const c = id.charCodeAt(i);
+    if (c === 45) return i === 0 ? 0 : ms;
+    if (c < 48 || c > 57) break;
+    ms = ms * 10 + (c - 48);
+  }
   return Number(id.slice(0, id.indexOf('-')));
 }
 
@@ -55,6 +65,8 @@ class SessionRecorder {
   private readonly items = new Map<string, BackgroundRecord>();
   private readonly prompts = new Map<string, PromptHistory>();
   private readonly executions = new Map<string, ExecutionRecord>();
+  /** The state the activity lane was last derived from. */
+  private laneOf: SessionState | undefined;
   truncated = false;
 
   constructor(
@@ -90,6 +102,12 @@ class SessionRecorder {
   }
 
   activity(s: SessionState, at: number): void {
+    // Most entries (output, tool frames) leave every input of the lane the same object: then the
+    // lane is the one already open (or the list is full), and deriving it again is most of the
+    // cost of a history. Property 11 (test/properties.spec.ts) checks this against deriving it
+    // after every entry.
+    if (this.laneOf !== undefined && !activityInputsMoved(this.laneOf, s)) return;
+    this.laneOf = s;
     const next = activityLane(s);
     const list = this.out.activity;
     const same = (a: ActivityInterval | undefined) =>
@@ -111,15 +129,22 @@ class SessionRecorder {
 
   turn(before: Turn | null, after: SessionState, at: number, entry: StreamEntry | undefined) {
     const now = after.turn;
+    // A turn is its prompt and generation; evolve copies it on most entries of a turn (output
+    // moves its epoch), and comparing the two fields spares building two keys for each of them.
+    if (
+      now === before ||
+      (now && before && now.promptId === before.promptId && now.generation === before.generation)
+    )
+      return;
     const key = (t: Turn) => `${t.promptId}\n${t.generation}`;
-    if (before && (!now || key(now) !== key(before))) {
+    if (before) {
       const r = this.turns.get(key(before));
       if (r && r.end === null) {
         r.end = at;
         r.stopReason = endReason(entry);
       }
     }
-    if (now && (!before || key(now) !== key(before)) && !this.turns.has(key(now))) {
+    if (now && !this.turns.has(key(now))) {
       const r: TurnRecord = {
         promptId: now.promptId,
         generation: now.generation,
@@ -283,6 +308,99 @@ function endReason(entry: StreamEntry | undefined): string | undefined {
 }
 
 /**
+ * Folds a task's entries into its history one at a time, as they are read: `add` each entry in
+ * stream order (its time is its stream id's, {@link entryTime}), then `finish`. Entries before
+ * `from` only build the state the range starts from; the caller stops at the range's end.
+ */
+export class HistoryFold {
+  private readonly from: number;
+  private readonly maxItems: number;
+  private readonly recorders = new Map<string, SessionRecorder>();
+  private state: TaskState;
+  private opened = false;
+  private last: number;
+  private count = 0;
+
+  constructor(
+    private readonly taskId: string,
+    private readonly options: Omit<HistoryOptions, 'to'> = {},
+    /** The state before the first entry added: the initial state, or a snapshot's. */
+    start: TaskState = initialTaskState(taskId),
+  ) {
+    this.from = options.from ?? 0;
+    this.maxItems = options.maxItems ?? 10_000;
+    this.state = start;
+    this.last = this.from;
+  }
+
+  add(at: number, entry: StreamEntry): void {
+    if (at >= this.from && !this.opened) this.openAll();
+    const before = this.state;
+    // evolve, not fold: the history reads the states, never the updates fold would number.
+    const state = (this.state = evolve(before, entry));
+    if (at < this.from) return;
+    this.count++;
+    this.last = at;
+    if ('sessionId' in entry) this.record(entry.sessionId, before, state, entry, at);
+    else for (const sessionId in state.sessions) this.record(sessionId, before, state, entry, at);
+  }
+
+  /** The history up to `to` (default: the last entry added's time). */
+  finish(to?: number): TaskHistory {
+    if (!this.opened) this.openAll();
+    const sessions = [...this.recorders.values()]
+      .map((r) => r.out)
+      .sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0));
+    return {
+      taskId: this.taskId,
+      from: this.from,
+      to: to ?? this.last,
+      sessions,
+      entries: this.count,
+      truncated: [...this.recorders.values()].some((r) => r.truncated),
+    };
+  }
+
+  private record(
+    sessionId: string,
+    before: TaskState,
+    state: TaskState,
+    entry: StreamEntry,
+    at: number,
+  ): void {
+    const after = state.sessions[sessionId];
+    if (!after) return;
+    // Before the check for a change: a session an entry names gets its (maybe empty) history.
+    const r = this.recorder(sessionId);
+    const prev = before.sessions[sessionId];
+    if (!r || after === prev) return;
+    r.entry(entry, at, prev);
+    r.activity(after, at);
+    r.turn(prev?.turn ?? null, after, at, entry);
+    r.background(prev, after, at, entry);
+  }
+
+  private recorder(sessionId: string): SessionRecorder | undefined {
+    if (this.options.sessionId !== undefined && sessionId !== this.options.sessionId) {
+      return undefined;
+    }
+    let r = this.recorders.get(sessionId);
+    if (!r) {
+      r = new SessionRecorder(sessionId, this.maxItems);
+      this.recorders.set(sessionId, r);
+    }
+    return r;
+  }
+
+  private openAll(): void {
+    this.opened = true;
+    for (const s of Object.values(this.state.sessions)) {
+      if (!s.deleted) this.recorder(s.id)?.open(s, this.from);
+    }
+  }
+}
+
+/**
  * The history of a task over `[from, to]`, from `start` (the state before the first of
  * `entries`: the initial state, or a snapshot's) and the stream entries after it, in order.
  */
@@ -292,61 +410,12 @@ export function taskHistory(
   options: HistoryOptions = {},
   start: TaskState = initialTaskState(taskId),
 ): TaskHistory {
-  const from = options.from ?? 0;
   const to = options.to ?? Number.MAX_SAFE_INTEGER;
-  const maxItems = options.maxItems ?? 10_000;
-  const recorders = new Map<string, SessionRecorder>();
-  let state = start;
-  let opened = false;
-  let last = from;
-  let count = 0;
-  const recorder = (sessionId: string): SessionRecorder | undefined => {
-    if (options.sessionId !== undefined && sessionId !== options.sessionId) return undefined;
-    let r = recorders.get(sessionId);
-    if (!r) {
-      r = new SessionRecorder(sessionId, maxItems);
-      recorders.set(sessionId, r);
-    }
-    return r;
-  };
-  const openAll = (at: number) => {
-    opened = true;
-    for (const s of Object.values(state.sessions)) {
-      if (!s.deleted) recorder(s.id)?.open(s, at);
-    }
-  };
+  const h = new HistoryFold(taskId, options, start);
   for (const { id, entry } of entries) {
     const at = entryTime(id);
     if (at > to) break;
-    if (at >= from && !opened) openAll(from);
-    const before = state;
-    state = fold(state, entry).state;
-    if (at < from) continue;
-    count++;
-    last = at;
-    const touched = 'sessionId' in entry ? [entry.sessionId] : Object.keys(state.sessions);
-    for (const sessionId of touched) {
-      const after = state.sessions[sessionId];
-      const r = after ? recorder(sessionId) : undefined;
-      if (!after || !r) continue;
-      const prev = before.sessions[sessionId];
-      if (after === prev) continue;
-      r.entry(entry, at, prev);
-      r.activity(after, at);
-      r.turn(prev?.turn ?? null, after, at, entry);
-      r.background(prev, after, at, entry);
-    }
+    h.add(at, entry);
   }
-  if (!opened) openAll(from);
-  const sessions = [...recorders.values()]
-    .map((r) => r.out)
-    .sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0));
-  return {
-    taskId,
-    from,
-    to: options.to ?? last,
-    sessions,
-    entries: count,
-    truncated: [...recorders.values()].some((r) => r.truncated),
-  };
+  return h.finish(options.to);
 }

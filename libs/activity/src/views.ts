@@ -224,6 +224,27 @@ export function sameAttention(a: Attention | null, b: Attention | null): boolean
   );
 }
 
+/**
+ * False when `after` holds the same objects as `before` for every field a session's activity
+ * (sessionActivity, activityLane) is a function of: evolve shares what it did not change, so the
+ * activity is the same and need not be derived again.
+ */
+export function activityInputsMoved(before: SessionState, after: SessionState): boolean {
+  return (
+    before.deleted !== after.deleted ||
+    before.requested !== after.requested ||
+    before.failure !== after.failure ||
+    before.generating !== after.generating ||
+    before.turn !== after.turn ||
+    before.steer !== after.steer ||
+    before.execution !== after.execution ||
+    before.background !== after.background ||
+    before.config !== after.config ||
+    before.queue !== after.queue ||
+    before.permissions !== after.permissions
+  );
+}
+
 export function sessionActivity(s: SessionState): SessionActivityView {
   return {
     state: coarseState(s),

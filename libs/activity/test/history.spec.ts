@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { ActivityInterval, StreamEntry } from '@baton/protocol';
-import { activityLane, taskHistory } from '../src';
+import { activityLane, entryTime, taskHistory } from '../src';
 import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from './owner';
 
 /** The stream as Redis would keep it: entry i at t0 + 100·i ms. */
@@ -249,6 +249,23 @@ describe('history over generated histories', () => {
           ],
         ],
       },
+    );
+  });
+});
+
+describe('entryTime', () => {
+  it('is the ms part of a stream id, as Number(id.slice(0, id.indexOf("-"))) reads it', () => {
+    const id = fc.oneof(
+      fc
+        .tuple(fc.bigInt({ min: 0n, max: 10n ** 20n }), fc.nat())
+        .map(([ms, seq]) => `${ms}-${seq}`),
+      fc.string({ unit: fc.constantFrom('0', '1', '9', '-', 'a', ' ', '.', 'e') }),
+    );
+    fc.assert(
+      fc.property(id, (id) => {
+        expect(entryTime(id)).toBe(Number(id.slice(0, id.indexOf('-'))));
+      }),
+      { numRuns: 2_000 },
     );
   });
 });

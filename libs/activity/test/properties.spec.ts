@@ -1,7 +1,10 @@
+import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { groupOf, type StreamEntry } from '@baton/protocol';
 import {
   activeSubagentCount,
+  activityInputsMoved,
+  activityLane,
   admissionGate,
   attention,
   parkable,
@@ -13,6 +16,8 @@ import {
   fold,
   initialTaskState,
   liveRegistrations,
+  taskHistory,
+  type SessionState,
   type TaskState,
 } from '../src';
 import type { Timer } from '../src';
@@ -1224,5 +1229,58 @@ describe('properties of the domain core over generated interleavings', () => {
       RUNS,
     );
     expect(parkedSeen).toBeGreaterThan(0);
+  });
+
+  it('11. history: evolve makes the states fold makes, and the activity lane derived only when one of its inputs moved is the lane derived after every entry', () => {
+    const seen = { derived: 0, kept: 0, lanes: new Set<string>() };
+    fc.assert(
+      fc.property(permissionScenario, (steps) => {
+        const { owner } = run(steps);
+        quiesce(owner);
+        let folded = initialTaskState('t1');
+        let evolved = initialTaskState('t1');
+        // Per session, the state its lane was last derived from (as the history's recorder does).
+        const laneOf = new Map<string, SessionState>();
+        for (const e of owner.entries) {
+          folded = fold(folded, e).state;
+          evolved = evolve(evolved, e);
+          // isDeepStrictEqual: jest's toEqual at every entry made this the slowest property.
+          if (!isDeepStrictEqual({ ...evolved, seq: 0 }, { ...folded, seq: 0 }))
+            expect({ ...evolved, seq: 0 }).toEqual({ ...folded, seq: 0 });
+          for (const s of Object.values(evolved.sessions)) {
+            const from = laneOf.get(s.id);
+            if (from && !activityInputsMoved(from, s)) {
+              seen.kept++;
+              expect(activityLane(s)).toEqual(activityLane(from));
+            } else {
+              seen.derived++;
+              laneOf.set(s.id, s);
+              seen.lanes.add(activityLane(s).state);
+            }
+          }
+        }
+        // And the history ends in the lane each session shows.
+        const entries = owner.entries.map((entry, i) => ({ id: `${1_000 + i}-0`, entry }));
+        for (const h of taskHistory('t1', entries).sessions) {
+          const last = h.activity.at(-1);
+          if (last)
+            expect(last).toEqual({
+              ...activityLane(evolved.sessions[h.sessionId]!),
+              from: last.from,
+              to: null,
+            });
+        }
+      }),
+      RUNS,
+    );
+    expect(seen.kept).toBeGreaterThan(seen.derived);
+    expect([...seen.lanes].sort()).toEqual([
+      'background',
+      'failed',
+      'generating',
+      'idle',
+      'waiting',
+      'waiting_for_person',
+    ]);
   });
 });
