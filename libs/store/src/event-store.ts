@@ -155,6 +155,20 @@ export class EventStore {
   }
 
   /**
+   * Every page of a task stream after `afterId` (exclusive; `'0-0'` from the start) up to
+   * `until` (ms since the epoch, inclusive; default: the end), envelope-checked as
+   * {@link readTask} reads them, with the next page read ahead while the caller uses this one.
+   */
+  readTaskPages(
+    taskId: string,
+    afterId = '0-0',
+    opts: { count?: number; until?: number } = {},
+  ): AsyncGenerator<Page<StoredEntry>, void, undefined> {
+    const end = opts.until === undefined ? '+' : String(opts.until);
+    return this.tasks.pages(taskId, afterId, opts.count ?? 1_000, end);
+  }
+
+  /**
    * True when entries were ever removed from the front of the task stream (trimmed behind a
    * snapshot): then the stream alone no longer rebuilds the task.
    */

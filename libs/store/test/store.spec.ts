@@ -133,6 +133,34 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect(await store.lastId('t3')).toBe(after);
   });
 
+  it('reads every page of a task stream ahead, up to a time, and stops where the caller stops', async () => {
+    const entries = Array.from({ length: 25 }, (_, i) => fact('t3p', 'w1', i + 1));
+    const ids = await store.append('t3p', entries);
+    const seqs = async (after: string, opts: { count?: number; until?: number }) => {
+      const pages: number[][] = [];
+      for await (const page of store.readTaskPages('t3p', after, opts)) {
+        pages.push(page.items.map((i) => i.entry.writer.seq));
+      }
+      return pages;
+    };
+    // Exclusive start; a full last page is followed by one empty read, which ends it.
+    expect(await seqs(ids[4]!, { count: 10 })).toEqual([
+      [6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+      [16, 17, 18, 19, 20, 21, 22, 23, 24, 25],
+    ]);
+    // `until` takes every entry of its millisecond and none after.
+    const ms = (id: string) => Number(id.split('-')[0]);
+    const until = ms(ids[12]!);
+    const upTo = entries.filter((_, i) => ms(ids[i]!) <= until).map((e) => e.writer.seq);
+    expect((await seqs('0-0', { count: 4, until })).flat()).toEqual(upTo);
+    // A caller that stops early leaves the read ahead unanswered, and nothing fails.
+    for await (const page of store.readTaskPages('t3p', '0-0', { count: 5 })) {
+      expect(page.items).toHaveLength(5);
+      break;
+    }
+    expect(await store.redis.ping()).toBe('PONG');
+  });
+
   it('appends fenced only at the current epoch and the expected last id', async () => {
     const shard = store.shardOf('t4');
     const lease = await mustAcquire(store, shard, 'projector-a');
@@ -368,8 +396,12 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
 
     const page = await store.readTask(t);
     expect(page.items.map((i) => i.entry.writer.seq)).toEqual([1, 2]);
-    // Readers of the same stream (replicas, a replay) do not duplicate the dead letters.
+    // Readers of the same stream (replicas, a replay, pages read ahead) do not duplicate the
+    // dead letters.
     await store.readTask(t);
+    const paged = [];
+    for await (const p of store.readTaskPages(t, '0-0', { count: 2 })) paged.push(...p.items);
+    expect(paged).toEqual(page.items);
     const dead = await store.deadLetters.read(shard);
     expect(dead.items.map((d) => d.sourceId)).toEqual([notJson, badShape, noField, foreign, newer]);
     expect(dead.items.every((d) => d.source === key)).toBe(true);

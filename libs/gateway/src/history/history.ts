@@ -1,9 +1,8 @@
 import {
   entryTime,
-  fold,
+  HistoryFold,
   initialTaskState,
   stateFromSnapshot,
-  taskHistory,
   type TaskState,
 } from '@baton/activity';
 import type { StreamEntry, TaskHistory } from '@baton/protocol';
@@ -23,6 +22,9 @@ const Time = z
     }
     return ms;
   });
+
+/** Entries per XRANGE page of a history query. */
+const PAGE = 1_000;
 
 /** The widest range one query may ask for. */
 export const MAX_HISTORY_RANGE_MS = 31 * 24 * 3600 * 1000;
@@ -94,54 +96,53 @@ export class History {
       start = base.state;
       after = base.id;
     }
-    const entries: { id: string; entry: StreamEntry }[] = [];
-    let inRange = 0;
-    let truncated = false;
-    let next: number | undefined;
-    for (;;) {
-      const page = await this.store.readTask(key, after, 1_000);
-      let done = page.items.length === 0;
-      for (const item of page.items) {
-        const at = entryTime(item.id);
-        if (at > until) {
-          done = true;
-          break;
-        }
-        // Before the range: folded at once into the state the range starts from, not kept.
-        if (at < from) {
-          start = fold(start, item.entry).state;
-          continue;
-        }
-        if (++inRange > this.limits.maxEntries) {
-          // Pages meet at a millisecond: what shares this one goes to the next page.
-          while (entries.length > 0 && entryTime(entries[entries.length - 1]!.id) === at) {
-            entries.pop();
-          }
-          truncated = true;
-          next = at;
-          done = true;
-          break;
-        }
-        entries.push({ id: item.id, entry: item.entry });
-      }
-      if (done || page.lastId === after) break;
-      after = page.lastId;
-    }
-    const h = taskHistory(
+    const h = new HistoryFold(
       key,
-      entries,
       {
         from,
-        to: next !== undefined ? next - 1 : until,
         maxItems: this.limits.maxItems,
         ...(q.sessionId !== undefined ? { sessionId: q.sessionId } : {}),
       },
       start,
     );
+    // Folded page by page while the next page is read. The entries of one millisecond wait until
+    // a later one comes: a cut by maxEntries never splits a millisecond (the next query starts
+    // at it), so what shares the cut's millisecond is never folded.
+    const held: StreamEntry[] = [];
+    let heldAt = -1;
+    let inRange = 0;
+    let truncated = false;
+    let next: number | undefined;
+    read: for await (const page of this.store.readTaskPages(key, after, { count: PAGE, until })) {
+      if (page.items.length === 0) break;
+      for (const item of page.items) {
+        const at = entryTime(item.id);
+        if (at > until) break read;
+        // Before the range: folded into the state the range starts from.
+        if (at < from) {
+          h.add(at, item.entry);
+          continue;
+        }
+        if (++inRange > this.limits.maxEntries) {
+          if (heldAt === at) held.length = 0;
+          truncated = true;
+          next = at;
+          break read;
+        }
+        if (at !== heldAt) {
+          for (const e of held) h.add(heldAt, e);
+          held.length = 0;
+          heldAt = at;
+        }
+        held.push(item.entry);
+      }
+    }
+    for (const e of held) h.add(heldAt, e);
+    const history = h.finish(next !== undefined ? next - 1 : until);
     return {
-      ...h,
+      ...history,
       taskId: clientTaskId,
-      truncated: h.truncated || truncated,
+      truncated: history.truncated || truncated,
       ...(next !== undefined ? { next } : {}),
       ...(trimmed ? { trimmed: true } : {}),
     };

@@ -84,6 +84,53 @@ export class StoreContext {
   ): Promise<Page<T>> {
     const start = afterId === '0-0' ? '-' : `(${afterId}`;
     const raw = (await this.redis.xrange(key, start, '+', 'COUNT', count)) as XEntry[];
+    return this.decodePage(key, shard, afterId, raw, decode);
+  }
+
+  /**
+   * The pages of stream `key` (of `shard`) after `afterId` up to `endId` (inclusive; a bare ms
+   * takes every entry of that ms), as {@link page} reads them, but the next page's XRANGE is sent
+   * before this one is decoded and handed over: Redis reads and serializes page N+1 while the
+   * caller parses and uses page N. One read at most is ahead; a caller that stops early leaves
+   * its reply unread. Ends after the first page shorter than `count`.
+   */
+  async *pages<T>(
+    key: string,
+    shard: number,
+    afterId: string,
+    count: number,
+    decode: Decode<T>,
+    endId = '+',
+  ): AsyncGenerator<Page<T>, void, undefined> {
+    const xrange = (after: string) =>
+      this.redis.xrange(key, after === '0-0' ? '-' : `(${after}`, endId, 'COUNT', count) as Promise<
+        XEntry[]
+      >;
+    let ahead: Promise<XEntry[]> | undefined = xrange(afterId);
+    let after = afterId;
+    try {
+      while (ahead) {
+        const raw: XEntry[] = await ahead;
+        ahead = raw.length === count ? xrange(raw[raw.length - 1]![0]) : undefined;
+        if (raw.length === 0) return;
+        const page = await this.decodePage(key, shard, after, raw, decode);
+        after = page.lastId;
+        yield page;
+      }
+    } finally {
+      // A read ahead the caller stopped before: its failure is nobody's.
+      ahead?.catch(() => undefined);
+    }
+  }
+
+  /** Decodes a page synchronously; the entries refused are dead-lettered after it, in order. */
+  private async decodePage<T>(
+    key: string,
+    shard: number,
+    afterId: string,
+    raw: XEntry[],
+    decode: Decode<T>,
+  ): Promise<Page<T>> {
     const items: T[] = [];
     let refused: [string, Fields, string][] | undefined;
     for (const [id, fields] of raw) {

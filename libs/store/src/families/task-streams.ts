@@ -4,11 +4,20 @@ import { withReplicas, type ScriptArgs, type ScriptKeys } from '../scripts';
 import { decodeStoredEntry, zodReason } from '../stored';
 import type { StreamTail } from '../tail';
 import type { Lease } from './leases';
-import { field, Refused, type Page, type StoreContext } from './shared';
+import { field, Refused, type Decode, type Page, type StoreContext } from './shared';
 
 export interface StoredEntry {
   id: string;
   entry: StreamEntry;
+}
+
+/** Entries of the stream of `taskId`, envelope-checked; another task's entry is refused. */
+function decoderOf(taskId: string): Decode<StoredEntry> {
+  return (id, fields) => {
+    const r = decodeStoredEntry(field(fields, 'e'));
+    if (r.ok && r.value.taskId === taskId) return { id, entry: r.value };
+    return new Refused(r.ok ? `taskId ${r.value.taskId} in the stream of ${taskId}` : r.reason);
+  };
 }
 
 export interface FeedNote {
@@ -96,11 +105,18 @@ export class TaskStreams {
    */
   async read(taskId: string, afterId: string, count: number): Promise<Page<StoredEntry>> {
     const key = this.ctx.keys.taskStream(taskId);
-    return this.ctx.page(key, this.ctx.shardOf(taskId), afterId, count, (id, fields) => {
-      const r = decodeStoredEntry(field(fields, 'e'));
-      if (r.ok && r.value.taskId === taskId) return { id, entry: r.value };
-      return new Refused(r.ok ? `taskId ${r.value.taskId} in the stream of ${taskId}` : r.reason);
-    });
+    return this.ctx.page(key, this.ctx.shardOf(taskId), afterId, count, decoderOf(taskId));
+  }
+
+  /** See {@link EventStore.readTaskPages}. */
+  pages(
+    taskId: string,
+    afterId: string,
+    count: number,
+    endId: string,
+  ): AsyncGenerator<Page<StoredEntry>, void, undefined> {
+    const key = this.ctx.keys.taskStream(taskId);
+    return this.ctx.pages(key, this.ctx.shardOf(taskId), afterId, count, decoderOf(taskId), endId);
   }
 
   /** See {@link EventStore.wasTrimmed}. */
