@@ -79,7 +79,8 @@ const SUITES: Suite[] = [
     title: 'History query (apps/gateway, libs/activity)',
     note:
       'One session’s day: a recorded stream (as in the fold benchmark) of 60,000 entries with a snapshot after the first 10,000; the query’s range starts just after it, so 50,000 entries are read (XRANGE pages, JSON.parse, envelope check) and folded into the history (activity intervals, turns, background items, prompts, executions). ' +
-      'Baseline: raw XRANGE pages + JSON.parse of the same range, same run, interleaved, median of 5.',
+      'Baseline: raw XRANGE pages + JSON.parse of the same range, one page after the other, same run, interleaved, median of 7. ' +
+      'Beside it, to tell the query’s time apart: the same raw read with the next page requested before this one is parsed (as the query reads), and the history’s fold alone on the entries already parsed.',
     run: runHistoryBench,
   },
   {
