@@ -408,3 +408,34 @@ export function sortedIndexOf(sorted: readonly string[], id: string): number {
   }
   return -lo - 1;
 }
+
+/**
+ * Nothing in the task waits on its owner: no live execution (its lease, the missing-lease check,
+ * parking), no turn, steer or output (the watchdog, the cancel grace, the quiet period), no open
+ * prompt, queue, pending command or requested execution (admission, dispatch, the start bound),
+ * no permission request (its timeout, its delivery), no background work. Such a task changes only
+ * when a new entry comes, so its owner may put it away (snapshot first) and fold it again then:
+ * no clock of the owner has anything to raise for it.
+ */
+export function atRest(state: TaskState): boolean {
+  if (state.pending.length > 0) return false;
+  for (const id in state.sessions) {
+    const s = state.sessions[id]!;
+    const x = s.execution;
+    if (
+      (x !== null && x.phase !== 'ended') ||
+      s.turn !== null ||
+      s.steer !== null ||
+      s.generating ||
+      s.requested !== null ||
+      s.queue.length > 0 ||
+      s.pending.length > 0 ||
+      s.permissions.length > 0 ||
+      s.background.length > 0
+    ) {
+      return false;
+    }
+    for (const _ in s.prompts) return false;
+  }
+  return true;
+}
