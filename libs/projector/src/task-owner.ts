@@ -1,6 +1,7 @@
 import { backoffDelay } from '@baton/backoff';
 import {
   STATE_VERSION,
+  atRest,
   decide,
   fold,
   initialTaskState,
@@ -104,6 +105,8 @@ export class TaskOwner {
   private failures = 0;
   private retry: NodeJS.Timeout | undefined;
   private gapRebuilt = false;
+  /** Local monotonic time of the last entry folded (or of the load): what eviction waits on. */
+  quietSince = performance.now();
 
   constructor(
     readonly taskId: string,
@@ -220,6 +223,30 @@ export class TaskOwner {
     for (const key of this.waitingSince.keys()) if (!waits.has(key)) this.waitingSince.delete(key);
   }
 
+  /**
+   * Nothing of this task is held only here: it is folded up to what was noted, published, its
+   * view written and its snapshot current, no step runs, waits or retries, no timer or lease drop
+   * is queued, and its state is at rest (no clock of the owner has anything to raise for it). A
+   * new owner loaded from the snapshot then reaches this very state, and publishes on from the
+   * same seq (it reads the last published one). What the owner keeps beside the state (its
+   * clocks, deliveries done, agent times) matters only for work a task at rest does not have.
+   */
+  mayEvict(): boolean {
+    return (
+      this.loaded &&
+      !this.running &&
+      !this.wanted &&
+      this.failures === 0 &&
+      this.timers.length === 0 &&
+      this.leaseDrops.size === 0 &&
+      this.unpublished.length === 0 &&
+      this.entriesSinceSnapshot === 0 &&
+      this.viewSeq === this.state.seq &&
+      !this.behind() &&
+      atRest(this.state)
+    );
+  }
+
   /** Live executions in the folded state (for the shard's missing-lease check). */
   liveExecutions(): ExecutionRef[] {
     const out: ExecutionRef[] = [];
@@ -308,6 +335,7 @@ export class TaskOwner {
     this.publishedSeq = published;
     this.loaded = true;
     this.loadedAt = performance.now();
+    this.quietSince = this.loadedAt;
     this.lastSnapshotAt = this.loadedAt;
   }
 
@@ -346,6 +374,7 @@ export class TaskOwner {
       this.lastAgentAt.set(entry.sessionId, performance.now());
     this.lastId = id;
     this.entriesSinceSnapshot += 1;
+    this.quietSince = performance.now();
   }
 
   /**
