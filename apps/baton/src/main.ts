@@ -96,6 +96,7 @@ async function main(argv: string[]): Promise<void> {
     quietMs: config.PROJECTOR_QUIET_MS,
     permissionTimeoutMs: config.PROJECTOR_PERMISSION_TIMEOUT_MS,
     parkIdleMs: config.PROJECTOR_PARK_IDLE_MS,
+    evictIdleMs: config.PROJECTOR_EVICT_IDLE_MS,
     executionStartMs: config.EXECUTION_START_TIMEOUT_MS,
     metricsPort: null,
   });

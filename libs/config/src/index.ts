@@ -134,6 +134,11 @@ export const PROJECTOR = {
     '30000',
     'Agent output outside any turn is shown as generating until it has been quiet this long',
   ),
+  PROJECTOR_EVICT_IDLE_MS: setting(
+    int(0, 30 * 86_400_000),
+    '600000',
+    'A task with nothing going on (no live execution, turn, queued prompt, request or timer) and no new entry for this long leaves the projector’s memory once its snapshot is current; its next entry loads it again (0: never)',
+  ),
   PROJECTOR_METRICS_PORT: setting(
     int(0, 65_535),
     '9464',

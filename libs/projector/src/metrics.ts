@@ -21,6 +21,8 @@ export class Metrics {
   readonly snapshots: Counter<'shard'>;
   readonly timers: Counter<'type'>;
   readonly errors: Counter<'op'>;
+  readonly tasksLoaded: Counter<'shard'>;
+  readonly tasksEvicted: Counter<'shard'>;
 
   constructor(stats: () => ShardStats[]) {
     const registers = [this.registry];
@@ -79,6 +81,29 @@ export class Metrics {
       labelNames: ['op'],
       registers,
     });
+    this.tasksLoaded = new Counter({
+      name: 'baton_projector_tasks_loaded_total',
+      help: 'Tasks taken into memory (a shard taken over, a new task, a task put away that came back)',
+      labelNames: ['shard'],
+      registers,
+    });
+    this.tasksEvicted = new Counter({
+      name: 'baton_projector_tasks_evicted_total',
+      help: 'Tasks put away (at rest and quiet for PROJECTOR_EVICT_IDLE_MS; their snapshot kept)',
+      labelNames: ['shard'],
+      registers,
+    });
+    const held = new Gauge({
+      name: 'baton_projector_tasks_held',
+      help: 'Tasks held in memory, all owned shards together',
+      registers,
+      collect() {
+        let n = 0;
+        for (const s of stats()) n += s.tasks;
+        this.set(n);
+      },
+    });
+    void held;
     const owned = new Gauge({
       name: 'baton_projector_owned_shards',
       help: 'Shards this instance owns',

@@ -23,6 +23,8 @@ export const ProjectorOptions = z
     /** An execution whose session has been idle this long is parked (0: never). */
     parkIdleMs: int(0, 30 * 86_400_000).default(1_800_000),
     executionStartMs: int(1_000, 7 * 86_400_000).default(600_000),
+    /** A task at rest and quiet this long leaves memory (its snapshot stays); 0: never. */
+    evictIdleMs: int(0, 30 * 86_400_000).default(600_000),
     /** Port of /metrics; 0 picks a free one; null (the default in-process) serves none. */
     metricsPort: int(0, 65_535).nullable().default(null),
     logLevel: COMMON.LOG_LEVEL.schema.default('warn'),

@@ -51,6 +51,7 @@ class Projector implements ShardHost {
   readonly permissionTimeoutMs: number;
   readonly parkIdleMs: number;
   readonly executionStartMs: number;
+  readonly evictIdleMs: number;
   private readonly runners = new Map<number, ShardRunner>();
   private readonly cursors = new Map<number, string>();
   private readonly ownership: ShardOwnership;
@@ -87,6 +88,7 @@ class Projector implements ShardHost {
     this.permissionTimeoutMs = opts.permissionTimeoutMs;
     this.parkIdleMs = opts.parkIdleMs;
     this.executionStartMs = opts.executionStartMs;
+    this.evictIdleMs = opts.evictIdleMs;
     this.log = createLogger(opts.instanceId, opts.logLevel);
     this.store = EventStore.connect(
       redisTargetFromUrl(opts.redisUrl),

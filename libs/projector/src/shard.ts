@@ -5,6 +5,7 @@ import {
   type FeedNote,
   type Lease,
 } from '@baton/store';
+import { tasksToEvict } from './eviction';
 import type { Logger } from './logger';
 import type { Metrics, ShardStats } from './metrics';
 import { TaskOwner, type TaskContext } from './task-owner';
@@ -25,6 +26,8 @@ export interface ShardHost {
   readonly parkIdleMs: number;
   readonly quietMs: number;
   readonly executionStartMs: number;
+  /** A task at rest and quiet this long is put away (its snapshot kept); 0: never. */
+  readonly evictIdleMs: number;
   /**
    * Local monotonic time (performance.now()) since which this instance has reached Redis with
    * no gap longer than a shard lease: the end of its last outage, or its start.
@@ -216,6 +219,11 @@ export class ShardRunner implements TaskContext {
       } else this.strikes.clear();
     }
     for (const t of this.tasks.values()) t.tick(now);
+    // Ticked first: a task with a timer to raise has just asked for a step, so it is not evicted.
+    const quiet = tasksToEvict(this.tasks, now, this.host.evictIdleMs);
+    for (const id of quiet) this.tasks.delete(id);
+    if (quiet.length > 0)
+      this.metrics.tasksEvicted.inc({ shard: String(this.shard) }, quiet.length);
   }
 
   stats(): ShardStats {
@@ -260,6 +268,7 @@ export class ShardRunner implements TaskContext {
     if (!t) {
       t = new TaskOwner(taskId, this);
       this.tasks.set(taskId, t);
+      this.metrics.tasksLoaded.inc({ shard: String(this.shard) });
       if (discovered) this.register(taskId);
     }
     return t;
