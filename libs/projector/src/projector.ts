@@ -22,6 +22,8 @@ export interface ProjectorHandle {
   readonly instanceId: string;
   /** Shards this instance owns now, ascending. */
   ownedShards(): number[];
+  /** Ids of the tasks held in memory now (a task put away is not among them until it comes back). */
+  heldTasks(): string[];
   readonly registry: Registry;
   /** Port /metrics and /healthz are served on, or null when they are not served. */
   readonly metricsPort: number | null;
@@ -201,6 +203,10 @@ class Projector implements ShardHost {
     this.ownership.lose(shard, `write fenced: ${err.message}`);
   }
 
+  heldTasks(): string[] {
+    return [...this.runners.values()].flatMap((r) => [...r.tasks.keys()]);
+  }
+
   ownedShards(): number[] {
     return [...this.runners.keys()].sort((a, b) => a - b);
   }
@@ -345,6 +351,7 @@ export async function startProjector(options: ProjectorOptions): Promise<Project
   return {
     instanceId: p.instanceId,
     ownedShards: () => p.ownedShards(),
+    heldTasks: () => p.heldTasks(),
     registry: p.metrics.registry,
     get metricsPort() {
       return p.metricsPort;

@@ -1,0 +1,188 @@
+// Eviction with a real projector (in-process) and a real redis-server: a task at rest and quiet
+// leaves memory, comes back from its snapshot on its next entry with the same state and a gapless
+// update seq; a task with pending work (a queued prompt, a timer) stays until the work is done.
+import { stateFromSnapshot } from '@baton/activity';
+import type { StreamEntry } from '@baton/protocol';
+import { startRedis, type RedisServer } from '@baton/redis-server';
+import { EventStore, connectRedis, type StoredEntry } from '@baton/store';
+import { startProjector, type ProjectorHandle, type ProjectorOptions } from '../src/projector';
+import {
+  GENERIC_CAPS,
+  Writer,
+  foldAll,
+  freshPrefix,
+  readStream,
+  readUpdatesByTask,
+  sameJson,
+  updateProblems,
+  waitFor,
+  type CommandType,
+  type Data,
+  type FactType,
+} from './support';
+
+jest.setTimeout(60_000);
+
+let redis: RedisServer;
+const handles: ProjectorHandle[] = [];
+const stores: EventStore[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await Promise.all(handles.map((h) => h.stop()));
+  for (const s of stores) {
+    await s.close();
+    s.redis.disconnect();
+  }
+  await redis?.stop();
+});
+
+const SHARDS = 2;
+
+async function setup(o: Partial<ProjectorOptions> = {}) {
+  const prefix = freshPrefix();
+  const store = new EventStore(connectRedis({ url: redis.url }), { prefix, shards: SHARDS });
+  stores.push(store);
+  const p = await startProjector({
+    redisUrl: redis.url,
+    prefix,
+    shards: SHARDS,
+    leaseTtlMs: 1_000,
+    renewMs: 100,
+    snapshotMs: 100,
+    evictIdleMs: 300,
+    logLevel: 'silent',
+    ...o,
+  });
+  handles.push(p);
+  await p.ready();
+  return { store, p };
+}
+
+async function metric(h: ProjectorHandle, name: string): Promise<number> {
+  const text = await h.registry.metrics();
+  let sum = 0;
+  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm')))
+    sum += Number(m[1]);
+  return sum;
+}
+
+/** One session of one task, written as a worker and a gateway would. */
+class Task {
+  readonly worker = new Writer('worker', `w-${Math.random().toString(36).slice(2)}`);
+  readonly gateway = new Writer('gateway', `g-${Math.random().toString(36).slice(2)}`);
+  readonly x: { taskId: string; sessionId: string; executionId: string; generation: number };
+  constructor(
+    readonly store: EventStore,
+    readonly taskId: string,
+  ) {
+    this.x = { taskId, sessionId: 's1', executionId: `${taskId}-x1`, generation: 1 };
+  }
+  fact<T extends FactType>(type: T, data: Data<T>) {
+    return this.store.append(this.taskId, [this.worker.fact(this.x, type, data)]);
+  }
+  command<T extends CommandType>(type: T, data: Data<T>) {
+    return this.store.append(this.taskId, [this.gateway.command(this.taskId, 's1', type, data)]);
+  }
+  submit(key: string) {
+    return this.command('prompt.submit', {
+      commandId: `c-${key}`,
+      promptId: `p-${key}`,
+      idempotencyKey: key,
+      text: `prompt ${key}`,
+      origin: 'human',
+    });
+  }
+  stream(): Promise<StoredEntry[]> {
+    return readStream(this.store, this.taskId);
+  }
+  async has(type: StreamEntry['type']) {
+    return (await this.stream()).some((e) => e.entry.type === type);
+  }
+  /** A short task: an execution runs one prompt and ends, its worker drops its lease. */
+  async runOneTurn(key: string) {
+    await this.store.executions.renewLease(this.x, 600_000);
+    await this.fact('execution.started', { startedAt: '2026-12-02T00:00:00Z' });
+    await this.fact('capabilities.negotiated', GENERIC_CAPS);
+    await this.submit(key);
+    await waitFor('admission', () => this.has('prompt.admitted'));
+    await this.fact('prompt.dispatched', { promptId: `p-${key}`, admissionGeneration: 1 });
+    await this.fact('turn.ended', { admissionGeneration: 1, stopReason: 'end_turn' });
+    await this.fact('execution.ended', { reason: 'completed' });
+    await this.store.executions.dropLease(this.x);
+  }
+  /** Published updates are gapless and those of a from-scratch fold; the view is the fold's. */
+  async exact(): Promise<string[]> {
+    const entries = await this.stream();
+    const expected = foldAll(this.taskId, entries);
+    const published = (await readUpdatesByTask(this.store, SHARDS)).get(this.taskId) ?? [];
+    const problems = updateProblems(this.taskId, published, expected.updates);
+    if (!sameJson(await this.store.views.read(this.taskId), expected.view))
+      problems.push(`${this.taskId}: view differs from the fold`);
+    return problems;
+  }
+}
+
+const held = (p: ProjectorHandle, taskId: string) => p.heldTasks().includes(taskId);
+
+it('puts a quiet task at rest away after a snapshot, and loads it again on its next entry, exact and gapless', async () => {
+  const { store, p } = await setup();
+  const t = new Task(store, 'short');
+  await t.runOneTurn('a');
+  await waitFor('the task put away', () => !held(p, 'short'));
+  expect(await metric(p, 'baton_projector_tasks_evicted_total')).toBe(1);
+  expect(await metric(p, 'baton_projector_tasks_held')).toBe(0);
+  // Put away only once its snapshot held everything it had folded.
+  const entries = await t.stream();
+  const snap = await store.snapshots.read('short');
+  expect(snap?.id).toBe(entries[entries.length - 1]!.id);
+  expect(stateFromSnapshot(snap!.state, 'short')).toEqual(foldAll('short', entries).state);
+  expect(await t.exact()).toEqual([]);
+
+  // Its next entry brings it back: a second execution runs a second prompt.
+  const loaded = await metric(p, 'baton_projector_tasks_loaded_total');
+  const again = new Task(store, 'short');
+  again.x.executionId = 'short-x2';
+  again.x.generation = 2;
+  await again.store.executions.renewLease(again.x, 600_000);
+  await again.fact('execution.started', { startedAt: '2026-12-02T00:00:01Z' });
+  await again.fact('capabilities.negotiated', GENERIC_CAPS);
+  await again.submit('b');
+  await waitFor('the second admission', async () =>
+    (await t.stream()).some(
+      (e) => e.entry.type === 'prompt.admitted' && e.entry.data.promptId === 'p-b',
+    ),
+  );
+  expect(await metric(p, 'baton_projector_tasks_loaded_total')).toBe(loaded + 1);
+  // Admitted under the next generation: the reloaded state remembered the first.
+  const admitted = (await t.stream()).filter((e) => e.entry.type === 'prompt.admitted');
+  expect(
+    admitted.map((e) => (e.entry.data as { admissionGeneration: number }).admissionGeneration),
+  ).toEqual([1, 2]);
+  await waitFor('published', async () => (await t.exact()).length === 0);
+  expect(await t.exact()).toEqual([]);
+});
+
+it('keeps a task with a queued prompt or a timer to raise, while a quiet one beside it goes', async () => {
+  const { store, p } = await setup({ executionStartMs: 4_000 });
+  // A prompt with no execution to run it waits in the queue (for as long as it takes).
+  const queued = new Task(store, 'queued');
+  await queued.submit('q');
+  await waitFor('queued', () => queued.has('prompt.queued'));
+  // An execution requested and never started: its start bound is a timer of the owner.
+  const requested = new Task(store, 'requested');
+  await requested.command('execution.request', { commandId: 'c-x', executionId: 'requested-x1' });
+  await waitFor('requested', () => requested.has('execution.requested'));
+  const witness = new Task(store, 'witness');
+  await witness.runOneTurn('w');
+  await waitFor('the witness put away', () => !held(p, 'witness'));
+  expect(held(p, 'queued')).toBe(true);
+  expect(held(p, 'requested')).toBe(true);
+  // The timer still fires (no worker started the execution), and then the task is at rest.
+  await waitFor('the request expired', () => requested.has('execution.request_expired'));
+  await waitFor('the expired request put away', () => !held(p, 'requested'));
+  expect(held(p, 'queued')).toBe(true);
+  for (const t of [queued, requested, witness]) expect(await t.exact()).toEqual([]);
+});
