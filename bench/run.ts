@@ -14,6 +14,7 @@ import { runGatewayBench } from './gateway.bench';
 import { runE2eBench } from './e2e.bench';
 import { runHistoryBench } from './history.bench';
 import { runCapacityBench } from './capacity.bench';
+import { runSoakBench } from './soak.bench';
 
 const NOTES_MARKER = '<!-- notes below are kept by bench/run.ts -->';
 
@@ -82,6 +83,14 @@ const SUITES: Suite[] = [
       'Baseline: raw XRANGE pages + JSON.parse of the same range, one page after the other, same run, interleaved, median of 7. ' +
       'Beside it, to tell the query’s time apart: the same raw read with the next page requested before this one is parsed (as the query reads), and the history’s fold alone on the entries already parsed.',
     run: runHistoryBench,
+  },
+  {
+    key: 'soak',
+    title: 'Soak: memory after many short tasks',
+    note:
+      'One in-process projector (startProjector) against its own redis-server. Short tasks come and go, 500 in flight: each is four facts in one append (execution started, capabilities, ACP session, execution ended), folded, published, its view written, snapshotted and put away. ' +
+      '`heapUsed` after a full GC once 1,000 tasks are through and put away, then after 100,000 more. Bounds are shortened so the run fits in a minute: snapshot 100 ms and eviction 500 ms after a task’s last entry (defaults 30 s and 10 min).',
+    run: runSoakBench,
   },
   {
     key: 'e2e',
