@@ -268,6 +268,11 @@ export const GATEWAY = {
     '67108864',
     'Memory for task views serialized once per version and shared by every subscriber (0: no cache)',
   ),
+  GATEWAY_CACHE_IDLE_MS: setting(
+    int(0, 30 * 86_400_000),
+    '600000',
+    'A task’s cached view and tenancy that no request or subscription used for this long are dropped (read again from Redis when next asked for); 0: kept until their bounds push them out',
+  ),
   GATEWAY_HEARTBEAT_MS: setting(
     int(100, 600_000),
     '15000',

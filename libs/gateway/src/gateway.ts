@@ -60,6 +60,7 @@ export function resolveOptions(o: GatewayOptions): ResolvedOptions {
     maxConnectionsPerTenant: o.maxConnectionsPerTenant ?? DEFAULTS.maxConnectionsPerTenant,
     maxSubscriptionsPerTenant: o.maxSubscriptionsPerTenant ?? DEFAULTS.maxSubscriptionsPerTenant,
     viewCacheBytes: o.viewCacheBytes ?? DEFAULTS.viewCacheBytes,
+    cacheIdleMs: o.cacheIdleMs ?? DEFAULTS.cacheIdleMs,
     maxMessagesPerSecond: o.maxMessagesPerSecond ?? DEFAULTS.maxMessagesPerSecond,
     maxBufferedBytes: o.maxBufferedBytes ?? DEFAULTS.maxBufferedBytes,
     heartbeatMs: o.heartbeatMs ?? DEFAULTS.heartbeatMs,

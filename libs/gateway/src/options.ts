@@ -26,6 +26,8 @@ export interface GatewayOptions {
   maxSubscriptionsPerTenant?: number;
   /** Bytes of serialized task views kept to share among subscribers; 0: none. */
   viewCacheBytes?: number;
+  /** A task's cached view and tenancy not used for this long are dropped; 0: kept to their bounds. */
+  cacheIdleMs?: number;
   maxMessagesPerSecond?: number;
   maxBufferedBytes?: number;
   heartbeatMs?: number;
@@ -89,6 +91,7 @@ export function gatewayLimits(
     | 'maxConnectionsPerTenant'
     | 'maxSubscriptionsPerTenant'
     | 'viewCacheBytes'
+    | 'cacheIdleMs'
     | 'maxMessagesPerSecond'
     | 'maxBufferedBytes'
     | 'heartbeatMs'
@@ -104,6 +107,7 @@ export function gatewayLimits(
     maxConnectionsPerTenant: config.GATEWAY_MAX_CONNECTIONS_PER_TENANT,
     maxSubscriptionsPerTenant: config.GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT,
     viewCacheBytes: config.GATEWAY_VIEW_CACHE_BYTES,
+    cacheIdleMs: config.GATEWAY_CACHE_IDLE_MS,
     maxMessagesPerSecond: config.GATEWAY_MAX_MESSAGES_PER_SECOND,
     maxBufferedBytes: config.GATEWAY_MAX_BUFFERED_BYTES,
     heartbeatMs: config.GATEWAY_HEARTBEAT_MS,

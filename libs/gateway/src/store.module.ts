@@ -48,12 +48,16 @@ class StoreShutdown implements OnApplicationShutdown {
       inject: [STORE, LOGGER, OPTIONS],
       // The tail starts before the server listens: every update after this point reaches it.
       useFactory: async (store: EventStore, log: Logger, o: ResolvedOptions) => {
-        const hub = new UpdateHub(store, log, o.viewCacheBytes);
+        const hub = new UpdateHub(store, log, o.viewCacheBytes, o.cacheIdleMs);
         await hub.start();
         return hub;
       },
     },
-    { provide: Tenancy, inject: [STORE], useFactory: (store: EventStore) => new Tenancy(store) },
+    {
+      provide: Tenancy,
+      inject: [STORE, OPTIONS],
+      useFactory: (store: EventStore, o: ResolvedOptions) => new Tenancy(store, o.cacheIdleMs),
+    },
     StoreShutdown,
   ],
   exports: [STORE, UpdateHub, Tenancy],

@@ -31,16 +31,47 @@ export function clientUpdate<U extends Update>(u: U): U {
  * and to anyone else it does not exist. A tenant's task list (for listing, and for the reads
  * that answer "not found" for a task it never wrote) is written only before a write to the task,
  * never by a read or a subscription. Entries are never removed, so what this process has seen
- * written is cached.
+ * written is cached: the tasks in use, by last use (at most MAX_CACHED, none unused for
+ * `idleMs`), so a gateway that served many tasks over time does not hold every one it saw.
  */
 export class Tenancy {
-  private readonly known = new Set<string>();
+  /** Task keys known to be their tenant's, in order of last use, with its time (Date.now()). */
+  private readonly known = new Map<string, number>();
+  private sweptAt: number;
 
-  constructor(private readonly store: EventStore) {}
+  constructor(
+    private readonly store: EventStore,
+    /** 0: kept until MAX_CACHED pushes them out. */
+    private readonly idleMs = 0,
+    private readonly now: () => number = () => Date.now(),
+  ) {
+    this.sweptAt = now();
+  }
+
+  /** True when the key is known; marks it used. */
+  private knows(key: string): boolean {
+    if (!this.known.has(key)) return false;
+    this.known.delete(key);
+    this.known.set(key, this.now());
+    return true;
+  }
 
   private remember(key: string) {
-    if (this.known.size >= MAX_CACHED) this.known.delete(this.known.values().next().value!);
-    this.known.add(key);
+    const now = this.now();
+    if (this.idleMs > 0 && now - this.sweptAt >= this.idleMs / 4) {
+      this.sweptAt = now;
+      for (const [k, usedAt] of this.known) {
+        if (now - usedAt < this.idleMs) break;
+        this.known.delete(k);
+      }
+    }
+    if (this.known.size >= MAX_CACHED) this.known.delete(this.known.keys().next().value!);
+    this.known.set(key, now);
+  }
+
+  /** Task keys held (for tests and the soak benchmark). */
+  get size(): number {
+    return this.known.size;
   }
 
   /** The key of the tenant's task: everything below the gateway names the task by it. */
@@ -51,7 +82,7 @@ export class Tenancy {
   /** Before a write to the task (a command, an execution): records it among the tenant's tasks. */
   async write(tenant: string, taskId: string): Promise<string> {
     const key = taskKey(tenant, taskId);
-    if (!this.known.has(key)) {
+    if (!this.knows(key)) {
       await this.store.tenants.add(tenant, taskId);
       this.remember(key);
     }
@@ -61,7 +92,7 @@ export class Tenancy {
   /** The key of a task the tenant has written to; NotFoundError when it has none of that id. */
   async existing(tenant: string, taskId: string): Promise<string> {
     const key = taskKey(tenant, taskId);
-    if (!this.known.has(key)) {
+    if (!this.knows(key)) {
       if (!(await this.store.tenants.has(tenant, taskId))) throw taskNotFound(taskId);
       this.remember(key);
     }

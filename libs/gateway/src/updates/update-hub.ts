@@ -93,8 +93,9 @@ export class UpdateHub {
     private readonly store: EventStore,
     private readonly log: Logger,
     viewCacheBytes = 0,
+    cacheIdleMs = 0,
   ) {
-    this.views = new ViewCache(viewCacheBytes);
+    this.views = new ViewCache(viewCacheBytes, cacheIdleMs);
   }
 
   /** Starts following every shard from its current end. */

@@ -67,4 +67,22 @@ describe('ViewCache', () => {
     expect(c.recent('t', 1_000)).toBe(v);
     jest.restoreAllMocks();
   });
+
+  it('drops the views nobody used for the idle period, and keeps those in use', () => {
+    let now = 0;
+    const c = new ViewCache(1_000_000, 1_000, () => now);
+    for (let i = 0; i < 100; i++) c.put(view(`old${i}`, 1));
+    now = 600;
+    c.put(view('kept', 1));
+    expect(c.get('old7', 1)).toBeDefined(); // used again: no longer idle
+    now = 1_300;
+    c.put(view('new', 1));
+    expect(c.size).toBe(3);
+    expect(c.get('old8', 1)).toBeUndefined();
+    expect(c.get('old7', 1)).toBeDefined();
+    expect(c.get('kept', 1)).toBeDefined();
+    expect(c.bytes).toBe(
+      ['old7', 'kept', 'new'].reduce((n, id) => n + JSON.stringify(view(id, 1)).length, 0),
+    );
+  });
 });

@@ -15,6 +15,8 @@ interface Entry {
   /** /ws snapshot frames by session filter and resync flag. */
   frames: Map<string, Buffer>;
   bytes: number;
+  /** Last use (Date.now()): entries are kept in order of it, least recently used first. */
+  usedAt: number;
 }
 
 /**
@@ -22,7 +24,9 @@ interface Entry {
  * subscribe, a resync or a REST read of a version already seen costs neither a read of the view
  * from Redis nor its parsing nor its serialization, and the snapshot frames sent to many
  * sockets are one Buffer (ws does not copy a Buffer it is given). Bounded by bytes, least
- * recently used first out; only the newest version of a task is kept.
+ * recently used first out; only the newest version of a task is kept. A view nobody asked for
+ * in `idleMs` is dropped too, so a gateway that has served many tasks over time holds the views
+ * of those still in use, not the bound's worth of every task it ever served.
  */
 export class ViewCache {
   private readonly byTask = new Map<string, Entry>();
@@ -30,7 +34,16 @@ export class ViewCache {
   private readonly owners = new WeakMap<TaskView, { entry: Entry; session: string }>();
   private total = 0;
 
-  constructor(readonly maxBytes: number) {}
+  private sweptAt: number;
+
+  constructor(
+    readonly maxBytes: number,
+    /** 0: kept until the byte bound pushes them out. */
+    readonly idleMs = 0,
+    private readonly now: () => number = () => Date.now(),
+  ) {
+    this.sweptAt = now();
+  }
 
   get enabled(): boolean {
     return this.maxBytes > 0;
@@ -48,7 +61,7 @@ export class ViewCache {
   get(taskId: string, seq: number): TaskView | undefined {
     const e = this.byTask.get(taskId);
     if (!e || e.seq !== seq) return undefined;
-    e.checkedAt = Date.now();
+    e.checkedAt = e.usedAt = this.now();
     this.byTask.delete(taskId);
     this.byTask.set(taskId, e);
     return e.view;
@@ -57,7 +70,8 @@ export class ViewCache {
   /** The cached view of `taskId` if it was current at most `maxAgeMs` ago. */
   recent(taskId: string, maxAgeMs: number): TaskView | undefined {
     const e = this.byTask.get(taskId);
-    if (!e || Date.now() - e.checkedAt > maxAgeMs) return undefined;
+    if (!e || this.now() - e.checkedAt > maxAgeMs) return undefined;
+    e.usedAt = this.now();
     this.byTask.delete(taskId);
     this.byTask.set(taskId, e);
     return e.view;
@@ -69,10 +83,13 @@ export class ViewCache {
     if (old && old.seq >= view.seq) return old.seq === view.seq ? old.view : view;
     if (old) this.drop(old);
     const json = JSON.stringify(clientView(view));
+    const now = this.now();
+    this.sweep(now);
     const e: Entry = {
       taskId: view.taskId,
       seq: view.seq,
-      checkedAt: Date.now(),
+      checkedAt: now,
+      usedAt: now,
       view,
       json,
       sessions: new Map(),
@@ -126,6 +143,20 @@ export class ViewCache {
       this.evict(o.entry);
     }
     return frame;
+  }
+
+  /**
+   * Drops the views not used for `idleMs`, at most every quarter of it (on a put: a gateway that
+   * reads nothing new keeps what it has, within the byte bound). The map is in order of use, so
+   * this stops at the first view still in use.
+   */
+  private sweep(now: number): void {
+    if (this.idleMs <= 0 || now - this.sweptAt < this.idleMs / 4) return;
+    this.sweptAt = now;
+    for (const e of this.byTask.values()) {
+      if (now - e.usedAt < this.idleMs) return;
+      this.drop(e);
+    }
   }
 
   private drop(e: Entry): void {
