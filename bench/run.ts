@@ -88,8 +88,8 @@ const SUITES: Suite[] = [
     key: 'soak',
     title: 'Soak: memory after many short tasks',
     note:
-      'One in-process projector (startProjector) against its own redis-server. Short tasks come and go, 500 in flight: each is four facts in one append (execution started, capabilities, ACP session, execution ended), folded, published, its view written, snapshotted and put away. ' +
-      '`heapUsed` after a full GC once 1,000 tasks are through and put away, then after 100,000 more. Bounds are shortened so the run fits in a minute: snapshot 100 ms and eviction 500 ms after a task’s last entry (defaults 30 s and 10 min).',
+      'One in-process projector (startProjector) and one in-process gateway (startGateway) against their own redis-server. Short tasks come and go, 500 in flight: each is four facts in one append (execution started, capabilities, ACP session, execution ended), folded, published, its view written, snapshotted and put away; once published, a client subscribes to it over /ws, reads its view over REST and unsubscribes. ' +
+      '`heapUsed` of the process after a full GC once 1,000 tasks are through and put away, then after up to 100,000 more (stopped at 45 s; the row says how many). Bounds are shortened so the run fits in a minute: snapshot 100 ms and eviction 500 ms after a task’s last entry, the gateway’s cached view and tenancy dropped 500 ms after their last use (defaults 30 s, 10 min, 10 min).',
     run: runSoakBench,
   },
   {

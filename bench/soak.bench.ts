@@ -1,16 +1,22 @@
 /**
  * Soak: memory bounded by what is active, not by everything ever seen. One in-process projector
- * against its own redis-server; short tasks come and go (each: an execution starts, negotiates,
- * reports its ACP session and ends — four facts, one append), at most WINDOW tasks in flight.
+ * and one in-process gateway against their own redis-server; short tasks come and go (each: an
+ * execution starts, negotiates, reports its ACP session and ends — four facts, one append), at
+ * most WINDOW tasks in flight; once a task is published a client subscribes to it over /ws, reads
+ * its view over REST and unsubscribes.
  * The heap after a full GC is read once 1,000 tasks have been folded, published and put away,
  * and again after 100,000 more. Eviction bounds are short so the run fits its budget: a task is
- * snapshotted 100 ms after its last entry and put away 500 ms after it (defaults: 30 s and
- * 10 min); what is measured is that nothing per task stays once it is put away.
+ * snapshotted 100 ms after its last entry and put away 500 ms after it, the gateway's
+ * cached view and tenancy 500 ms after their last use (defaults: 30 s, 10 min, 10 min); what is measured is that nothing per task stays once it is put away.
  *
  * Run alone: node --expose-gc dist/bench/soak.bench.js
  */
+import { createHmac } from 'node:crypto';
+import { once } from 'node:events';
+import WebSocket from 'ws';
 import { fold, initialTaskState } from '@baton/activity';
-import { SCHEMA_VERSION, type StreamEntry } from '@baton/protocol';
+import { startGateway } from '@baton/gateway';
+import { SCHEMA_VERSION, taskKey, type StreamEntry } from '@baton/protocol';
 import { startRedis } from '@baton/redis-server';
 import { EventStore, connectRedis } from '@baton/store';
 import { startProjector, type ProjectorHandle } from '@baton/projector';
@@ -27,6 +33,60 @@ const MAX_SECONDS = Number(process.env.SOAK_SECONDS ?? 45);
 /** Tasks appended and not yet seen published (their view written) at once. */
 const WINDOW = 500;
 const EVICT_IDLE_MS = 500;
+const TENANT = 'soak';
+const SECRET = 'soak-secret-0123456789abcdefghijklmnop';
+
+function token(): string {
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const head = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ tenant: TENANT, scope: 'read', exp: Math.floor(Date.now() / 1000) + 3600 })}`;
+  return `${head}.${createHmac('sha256', SECRET).update(head).digest('base64url')}`;
+}
+
+/** A client of the gateway: one WebSocket (requests by id) and REST reads. */
+class Client {
+  private n = 0;
+  private readonly waiting = new Map<string, (m: { ok: boolean; error?: unknown }) => void>();
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly url: string,
+  ) {
+    ws.on('message', (data: Buffer) => {
+      const m = JSON.parse(data.toString()) as { type: string; id?: string; ok: boolean };
+      if (m.type !== 'reply' || m.id === undefined) return;
+      this.waiting.get(m.id)?.(m);
+      this.waiting.delete(m.id);
+    });
+  }
+  static async open(url: string): Promise<Client> {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/ws`, {
+      headers: { authorization: `Bearer ${token()}` },
+    });
+    await once(ws, 'open');
+    return new Client(ws, url);
+  }
+  private request(op: string, taskId: string): Promise<void> {
+    const id = `r${++this.n}`;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, (m) =>
+        m.ok ? resolve() : reject(new Error(`bench: ${op} ${JSON.stringify(m.error)}`)),
+      );
+      this.ws.send(JSON.stringify({ v: 1, id, op, taskId }));
+    });
+  }
+  /** What a page does with a task it shows for a moment: subscribe, read its view, unsubscribe. */
+  async glance(taskId: string): Promise<void> {
+    await this.request('subscribe', taskId);
+    const r = await fetch(`${this.url}/v1/tasks/${taskId}`, {
+      headers: { authorization: `Bearer ${token()}` },
+    });
+    if (!r.ok) throw new Error(`bench: GET view ${r.status}`);
+    await r.json();
+    await this.request('unsubscribe', taskId);
+  }
+  close(): void {
+    this.ws.close();
+  }
+}
 
 const CAPS = {
   agent: { name: 'soak-agent' },
@@ -73,15 +133,20 @@ async function metric(h: ProjectorHandle, name: string): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Runs tasks `from`..`to` - 1 through the projector, WINDOW at a time, until each is published. */
+/**
+ * Runs tasks `from`..`to` - 1 through the projector, WINDOW at a time, until each is published;
+ * the client glances at each once it is.
+ */
 async function run(
   store: EventStore,
+  client: Client,
   from: number,
   to: number,
   deadline = Infinity,
 ): Promise<number> {
   // A task is through once its view is at the seq the fold of its four facts ends at.
-  const done = shortTask('x').reduce((st, e) => fold(st, e).state, initialTaskState('x')).seq;
+  const x = taskKey(TENANT, 'x');
+  const done = shortTask(x).reduce((st, e) => fold(st, e).state, initialTaskState(x)).seq;
   let next = from;
   const inFlight = new Set<string>();
   const views = async () => {
@@ -89,17 +154,19 @@ async function run(
     const seqs = await Promise.all(
       ids.map((id) => store.redis.hget(store.keys.viewSeqs(store.shardOf(id)), id)),
     );
-    ids.forEach((id, i) => {
-      if (seqs[i] !== null && Number(seqs[i]) >= done) inFlight.delete(id);
-    });
+    const through = ids.filter((_, i) => seqs[i] !== null && Number(seqs[i]) >= done);
+    await Promise.all(through.map((key) => client.glance(key.slice(TENANT.length + 1))));
+    for (const key of through) inFlight.delete(key);
   };
   while (next < to || inFlight.size > 0) {
     if (performance.now() > deadline) to = next;
     const batch: Promise<unknown>[] = [];
     while (next < to && inFlight.size < WINDOW) {
-      const id = `soak-${next++}`;
-      inFlight.add(id);
-      batch.push(store.append(id, shortTask(id)));
+      const id = `task-${next++}`;
+      const key = taskKey(TENANT, id);
+      inFlight.add(key);
+      // As a gateway records a task among its tenant's before the first write to it.
+      batch.push(store.tenants.add(TENANT, id).then(() => store.append(key, shortTask(key))));
     }
     await Promise.all(batch);
     await sleep(20);
@@ -128,14 +195,27 @@ export async function runSoakBench(): Promise<SuiteOutput> {
     evictIdleMs: EVICT_IDLE_MS,
     retentionMs: 0,
   });
+  const gateway = await startGateway({
+    redisUrl: server.url,
+    prefix: 'soak',
+    shards: SHARDS,
+    port: 0,
+    jwtSecret: SECRET,
+    logLevel: 'error',
+    cacheIdleMs: EVICT_IDLE_MS,
+    maxSubscriptions: WINDOW,
+    maxSubscriptionsPerTenant: WINDOW,
+    maxMessagesPerSecond: 1_000_000,
+  });
+  const page = await Client.open(gateway.url);
   try {
     await p.ready();
     const t0 = performance.now();
-    await run(store, 0, FIRST);
+    await run(store, page, 0, FIRST);
     await settled(p);
     const after1k = heap();
     const t1 = performance.now();
-    const more = await run(store, FIRST, FIRST + MORE, t1 + MAX_SECONDS * 1_000);
+    const more = await run(store, page, FIRST, FIRST + MORE, t1 + MAX_SECONDS * 1_000);
     const t2 = performance.now();
     const peakHeld = await metric(p, 'baton_projector_tasks_held');
     await settled(p);
@@ -148,7 +228,7 @@ export async function runSoakBench(): Promise<SuiteOutput> {
     return {
       results: [
         {
-          name: `projector heap after a full GC, 1,000 short tasks folded, published and put away${hasGc ? '' : ' (run with --expose-gc)'}`,
+          name: `projector + gateway heap after a full GC, 1,000 short tasks folded, published, glanced at (subscribe, REST view, unsubscribe) and put away${hasGc ? '' : ' (run with --expose-gc)'}`,
           value: mb(after1k),
           unit: 'MB',
         },
@@ -161,7 +241,7 @@ export async function runSoakBench(): Promise<SuiteOutput> {
           goal: 0.9,
         },
         {
-          name: `short tasks through one projector (4 facts each, ${WINDOW} in flight; fold, publish, view, snapshot, put away)`,
+          name: `short tasks through one projector and one gateway (4 facts each, ${WINDOW} in flight)`,
           value: rate,
           unit: 'tasks/s',
         },
@@ -169,6 +249,8 @@ export async function runSoakBench(): Promise<SuiteOutput> {
       details: `Tasks loaded ${(await metric(p, 'baton_projector_tasks_loaded_total')).toLocaleString('en-US')}, put away ${evicted.toLocaleString('en-US')}, held at the end of the ${n} ${peakHeld.toLocaleString('en-US')} (bound: those quiet for less than ${EVICT_IDLE_MS} ms), held after settling ${p.heldTasks().length}; first 1,000 took ${((t1 - t0) / 1e3).toFixed(1)} s.`,
     };
   } finally {
+    page.close();
+    await gateway.stop();
     await p.stop();
     client.disconnect();
     await server.stop();
