@@ -32,7 +32,8 @@ const MORE = Number(process.env.SOAK_TASKS ?? 100_000);
 const MAX_SECONDS = Number(process.env.SOAK_SECONDS ?? 45);
 /** Tasks appended and not yet seen published (their view written) at once. */
 const WINDOW = 500;
-const EVICT_IDLE_MS = 500;
+/** SOAK_NO_EVICT=1: the same run with nothing put away (the before of an A/B). */
+const EVICT_IDLE_MS = process.env.SOAK_NO_EVICT === '1' ? 0 : 500;
 const TENANT = 'soak';
 const SECRET = 'soak-secret-0123456789abcdefghijklmnop';
 
@@ -176,6 +177,7 @@ async function run(
 }
 
 async function settled(p: ProjectorHandle): Promise<void> {
+  if (EVICT_IDLE_MS === 0) return;
   for (let i = 0; p.heldTasks().length > 0; i++) {
     if (i > 600) throw new Error(`bench: ${p.heldTasks().length} tasks never put away`);
     await sleep(50);
