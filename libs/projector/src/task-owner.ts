@@ -335,7 +335,10 @@ export class TaskOwner {
     this.publishedSeq = published;
     this.loaded = true;
     this.loadedAt = performance.now();
-    this.quietSince = this.loadedAt;
+    // Quiet since its last entry (a stream id is the server's time): a takeover then puts away
+    // at once the tasks that were long quiet, instead of holding every one for the idle period.
+    const lastAt = this.lastId === '0-0' ? Date.now() : Number(this.lastId.split('-')[0]);
+    this.quietSince = this.loadedAt - Math.max(0, Date.now() - lastAt);
     this.lastSnapshotAt = this.loadedAt;
   }
 
