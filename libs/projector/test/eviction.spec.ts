@@ -186,3 +186,46 @@ it('keeps a task with a queued prompt or a timer to raise, while a quiet one bes
   expect(held(p, 'queued')).toBe(true);
   for (const t of [queued, requested, witness]) expect(await t.exact()).toEqual([]);
 });
+
+it('a new owner puts away at once the tasks quiet since before it took the shard, not the fresh ones', async () => {
+  const IDLE = 5_000;
+  const first = await setup({ evictIdleMs: 0 });
+  const { store } = first;
+  const old = new Task(store, 'old');
+  await old.runOneTurn('o');
+  const lastOf = async (t: Task) => (await t.stream()).at(-1)!.id;
+  await waitFor(
+    'its snapshot',
+    async () => (await store.snapshots.read('old'))?.id === (await lastOf(old)),
+  );
+  const oldAt = Number((await lastOf(old)).split('-')[0]);
+  await waitFor(
+    'the old task quiet for the idle period',
+    () => Date.now() - oldAt > IDLE,
+    30_000,
+    200,
+  );
+  const fresh = new Task(store, 'fresh');
+  await fresh.runOneTurn('f');
+  await waitFor(
+    'its snapshot',
+    async () => (await store.snapshots.read('fresh'))?.id === (await lastOf(fresh)),
+  );
+  await first.p.stop();
+  const second = await startProjector({
+    redisUrl: redis.url,
+    prefix: store.keys.prefix,
+    shards: SHARDS,
+    leaseTtlMs: 1_000,
+    renewMs: 100,
+    snapshotMs: 100,
+    evictIdleMs: IDLE,
+    logLevel: 'silent',
+  });
+  handles.push(second);
+  await second.ready();
+  await waitFor('the old task put away', () => !held(second, 'old'));
+  expect(held(second, 'fresh')).toBe(true);
+  await waitFor('the fresh one too, once quiet for the period', () => !held(second, 'fresh'));
+  for (const t of [old, fresh]) expect(await t.exact()).toEqual([]);
+});
