@@ -247,6 +247,11 @@ export class TaskOwner {
     );
   }
 
+  /** The shard put this task away: a retry timer left from a step that since succeeded goes. */
+  putAway(): void {
+    clearTimeout(this.retry);
+  }
+
   /** Live executions in the folded state (for the shard's missing-lease check). */
   liveExecutions(): ExecutionRef[] {
     const out: ExecutionRef[] = [];
