@@ -221,7 +221,10 @@ export class ShardRunner implements TaskContext {
     for (const t of this.tasks.values()) t.tick(now);
     // Ticked first: a task with a timer to raise has just asked for a step, so it is not evicted.
     const quiet = tasksToEvict(this.tasks, now, this.host.evictIdleMs);
-    for (const id of quiet) this.tasks.delete(id);
+    for (const id of quiet) {
+      this.tasks.get(id)!.putAway();
+      this.tasks.delete(id);
+    }
     if (quiet.length > 0)
       this.metrics.tasksEvicted.inc({ shard: String(this.shard) }, quiet.length);
   }
