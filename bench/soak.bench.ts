@@ -145,7 +145,8 @@ async function run(
   to: number,
   deadline = Infinity,
 ): Promise<number> {
-  // A task is through once its view is at the seq the fold of its four facts ends at.
+  // A task is through once its view is at the seq the fold of its four facts ends at (the view is
+  // written with the updates it reflects: its version is the last published seq).
   const x = taskKey(TENANT, 'x');
   const done = shortTask(x).reduce((st, e) => fold(st, e).state, initialTaskState(x)).seq;
   let next = from;
@@ -153,7 +154,7 @@ async function run(
   const views = async () => {
     const ids = [...inFlight];
     const seqs = await Promise.all(
-      ids.map((id) => store.redis.hget(store.keys.viewSeqs(store.shardOf(id)), id)),
+      ids.map((id) => store.redis.hget(store.keys.updateSeqs(store.shardOf(id)), id)),
     );
     const through = ids.filter((_, i) => seqs[i] !== null && Number(seqs[i]) >= done);
     await Promise.all(through.map((key) => client.glance(key.slice(TENANT.length + 1))));
