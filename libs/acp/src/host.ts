@@ -177,6 +177,17 @@ export const choosePermission = (
     : { outcome: { outcome: 'selected', optionId: option.optionId } };
 };
 
+/**
+ * Whether an agent's message must reach the SDK. `session/update` notifications need not: the
+ * host's facts come from the tap, its notification handler ignores them, and the SDK's client
+ * would only validate each one against its zod schema (a union of every update variant, which
+ * builds an issue for each variant that does not match) before dropping it — a quarter of a
+ * worker's CPU in a stream of tool updates. A variant the SDK does not know was only logged as an
+ * error. Requests, responses and other notifications (a cancelled request) still go through.
+ */
+const forSdk = (message: unknown): boolean =>
+  !(recordOf(message)?.method === 'session/update' && !('id' in (message as object)));
+
 export class AgentHost {
   private state: AcpState = initialAcpState();
   private readonly dispatched = new Set<string>();
@@ -250,17 +261,19 @@ export class AgentHost {
     this.options.onFact(fact);
   }
 
-  private onLine(direction: Direction, line: string): void {
+  /** Reduces one raw line; false when the SDK need not see it (see `forSdk`). */
+  private onLine(direction: Direction, line: string): boolean {
     const frame = parseLine(direction, line, this.now());
     this.options.onRawFrame?.(frame, line);
     if (direction === 'agent->client' && classify(frame.message) === 'invalid') {
       this.protocolViolation(line);
-      return;
+      return true;
     }
     const r = reduceFrame(this.state, frame);
     this.state = r.state;
-    r.facts.forEach((f) => this.emit(f));
+    for (const f of r.facts) this.emit(f);
     if (r.state.refused !== undefined) this.refuse(r.state.refused);
+    return direction === 'client->agent' || forSdk(frame.message);
   }
 
   /** An agent in a protocol version Baton does not speak: the execution fails, saying so. */

@@ -1,9 +1,12 @@
 import fc from 'fast-check';
 import { lineTap, type Direction } from '../src';
 
-const run = async (chunks: Uint8Array[]) => {
+const run = async (chunks: Uint8Array[], withhold: (line: string) => boolean = () => false) => {
   const seen: [Direction, string][] = [];
-  const tap = lineTap('agent->client', (d, l) => seen.push([d, l]));
+  const tap = lineTap('agent->client', (d, l) => {
+    seen.push([d, l]);
+    return !withhold(l);
+  });
   const out: Uint8Array[] = [];
   const reading = (async () => {
     const reader = tap.readable.getReader();
@@ -49,6 +52,43 @@ describe('lineTap', () => {
           const { seen, out } = await run(split(bytes, cuts));
           expect(out).toBe(text);
           expect(seen).toEqual(lines.map((l) => ['agent->client', l]));
+        },
+      ),
+    );
+  });
+
+  it('withholds the lines the sink refuses, and passes the others on unchanged', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            text: fc
+              .string({ unit: 'grapheme', minLength: 1 })
+              .filter((s) => !s.includes('\n') && s.trim() !== '' && !s.endsWith('\r')),
+            withheld: fc.boolean(),
+            crlf: fc.boolean(),
+          }),
+          { maxLength: 8 },
+        ),
+        fc.array(fc.nat(), { maxLength: 10 }),
+        fc.boolean(),
+        async (lines, cuts, trailingNewline) => {
+          // A line's own identity decides: the same text may appear kept and withheld.
+          const tagged = lines.map((l, i) => `${l.withheld ? 'W' : 'K'}${i}:${l.text}`);
+          const ending = (i: number) => (lines[i]!.crlf ? '\r\n' : '\n');
+          const last = lines.length - 1;
+          const text = tagged
+            .map((t, i) => t + (i < last || trailingNewline ? ending(i) : ''))
+            .join('');
+          const kept = tagged
+            .map((t, i) =>
+              t.startsWith('K') ? t + (i < last || trailingNewline ? ending(i) : '') : '',
+            )
+            .join('');
+          const bytes = new TextEncoder().encode(text);
+          const { seen, out } = await run(split(bytes, cuts), (l) => l.startsWith('W'));
+          expect(out).toBe(kept);
+          expect(seen).toEqual(tagged.map((t) => ['agent->client', t]));
         },
       ),
     );

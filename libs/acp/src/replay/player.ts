@@ -87,6 +87,8 @@ export class ReplayAgent {
 
   /** Called by the agent's own output tap: a response line has really been written. */
   sawOutgoing(line: string): void {
+    // Only an answer being waited for matters; the notifications between answers are not parsed.
+    if (this.written.size === 0) return;
     let msg: unknown;
     try {
       msg = JSON.parse(line);
