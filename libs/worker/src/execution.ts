@@ -12,7 +12,6 @@ import {
   recordedAdvertisement,
   replayAgentCommand,
   type ClientAdvertisement,
-  toFact,
   type CoalesceState,
   type FactBody,
   type Frame,
@@ -150,15 +149,23 @@ export class Execution {
     this.log = log.child({ ...this.ref });
     this.facts = new Pump<Fact>({
       send: async (batch) => {
-        try {
-          await this.store.append(this.ref.taskId, batch);
-        } catch (err) {
-          // Invalid entries cannot become valid by retrying; anything else is Redis, retried.
-          if (err instanceof InvalidEntryError) {
-            this.log.error({ err }, 'facts refused by the store');
+        let rest = batch;
+        while (rest.length > 0) {
+          try {
+            await this.store.append(this.ref.taskId, rest);
             return;
+          } catch (err) {
+            // Anything but an invalid entry is Redis, retried. An invalid fact (a dialect bug)
+            // cannot become valid by retrying: nothing of the batch was written, so it alone is
+            // dropped and the rest sent again.
+            if (!(err instanceof InvalidEntryError)) throw err;
+            const bad = rest[err.index];
+            this.log.error(
+              { err: err.reason, type: bad?.type },
+              'dialect produced an invalid fact',
+            );
+            rest = rest.filter((_, i) => i !== err.index);
           }
-          throw err;
         }
       },
       onRetry: (err, attempt) =>
@@ -499,25 +506,22 @@ export class Execution {
     );
   }
 
+  /**
+   * Envelopes facts and queues them for the store, which validates each one on its way into Redis
+   * (once: the pump drops one the store refuses). A seq left unused by a dropped fact is a gap the
+   * store's dedupe ignores (it compares with the highest seq seen).
+   */
   private emit(bodies: FactBody[]): void {
     for (const body of bodies) {
-      try {
-        const fact = toFact(
-          {
-            v: 1,
-            taskId: this.ref.taskId,
-            sessionId: this.ref.sessionId,
-            executionId: this.ref.executionId,
-            generation: this.generation,
-            writer: { role: 'worker', instance: this.writerInstance, seq: this.seq + 1 },
-          },
-          body,
-        );
-        this.seq++;
-        this.facts.push(fact);
-      } catch (err) {
-        this.log.error({ err: String(err), type: body.type }, 'dialect produced an invalid fact');
-      }
+      this.facts.push({
+        v: 1,
+        taskId: this.ref.taskId,
+        sessionId: this.ref.sessionId,
+        executionId: this.ref.executionId,
+        generation: this.generation,
+        writer: { role: 'worker', instance: this.writerInstance, seq: ++this.seq },
+        ...body,
+      } as Fact);
     }
   }
 
