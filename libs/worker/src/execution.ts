@@ -29,7 +29,7 @@ import {
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import type { Logger } from './logger';
-import { Pump } from './pump';
+import { Pump, sendDroppingRefused } from './pump';
 import { resolveRecording } from './recordings';
 import { prepareWorkspace } from './workspace';
 
@@ -148,26 +148,19 @@ export class Execution {
     this.ref = { taskId: job.taskId, sessionId: job.sessionId, executionId: job.executionId };
     this.log = log.child({ ...this.ref });
     this.facts = new Pump<Fact>({
-      send: async (batch) => {
-        let rest = batch;
-        while (rest.length > 0) {
-          try {
-            await this.store.append(this.ref.taskId, rest);
-            return;
-          } catch (err) {
-            // Anything but an invalid entry is Redis, retried. An invalid fact (a dialect bug)
-            // cannot become valid by retrying: nothing of the batch was written, so it alone is
-            // dropped and the rest sent again.
-            if (!(err instanceof InvalidEntryError)) throw err;
-            const bad = rest[err.index];
+      // Anything but an invalid entry is Redis, retried by the pump. An invalid fact (a dialect
+      // bug) cannot become valid by retrying: it alone is dropped, the rest of its batch sent.
+      send: (batch) =>
+        sendDroppingRefused(
+          batch,
+          (facts) => this.store.append(this.ref.taskId, facts),
+          (err) => (err instanceof InvalidEntryError ? err.index : undefined),
+          (fact, err) =>
             this.log.error(
-              { err: err.reason, type: bad?.type },
+              { err: (err as InvalidEntryError).reason, type: fact.type },
               'dialect produced an invalid fact',
-            );
-            rest = rest.filter((_, i) => i !== err.index);
-          }
-        }
-      },
+            ),
+        ),
       onRetry: (err, attempt) =>
         this.log.warn({ err, attempt }, 'appending facts failed; retrying'),
       onGiveUp: (err, batch) =>

@@ -97,3 +97,28 @@ export class Pump<T> {
     return ok;
   }
 }
+
+/**
+ * Sends `batch`; when the receiver refuses one item of it (`refusedAt` names its index, the
+ * receiver having written nothing), drops that item alone, says so, and sends the rest. Any
+ * other error is thrown, for the pump to retry the batch.
+ */
+export async function sendDroppingRefused<T>(
+  batch: readonly T[],
+  send: (items: readonly T[]) => Promise<unknown>,
+  refusedAt: (err: unknown) => number | undefined,
+  onDrop: (item: T, err: unknown) => void,
+): Promise<void> {
+  let rest = batch;
+  while (rest.length > 0) {
+    try {
+      await send(rest);
+      return;
+    } catch (err) {
+      const index = refusedAt(err);
+      if (index === undefined || index < 0 || index >= rest.length) throw err;
+      onDrop(rest[index]!, err);
+      rest = rest.filter((_, i) => i !== index);
+    }
+  }
+}

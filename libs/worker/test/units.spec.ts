@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Pump } from '../src/pump';
+import { Pump, sendDroppingRefused } from '../src/pump';
 import { RecordingError, resolveRecording } from '../src/recordings';
 
 describe('resolveRecording', () => {
@@ -120,5 +120,45 @@ describe('Pump', () => {
     expect(await stuck.drain(100)).toBe(false);
     await stuck.drain();
     expect(given).toEqual([[1], [2]]);
+  });
+});
+
+describe('sendDroppingRefused', () => {
+  class Refused extends Error {
+    constructor(readonly index: number) {
+      super(`item ${index} refused`);
+    }
+  }
+  /** Refuses (writing nothing) any batch holding a negative item, naming the first. */
+  const receiver = () => {
+    const written: number[] = [];
+    const send = (items: readonly number[]) => {
+      const bad = items.findIndex((i) => i < 0);
+      if (bad !== -1) return Promise.reject(new Refused(bad));
+      written.push(...items);
+      return Promise.resolve();
+    };
+    return { written, send };
+  };
+  const refusedAt = (err: unknown) => (err instanceof Refused ? err.index : undefined);
+
+  it('drops each refused item alone and sends the rest, in order', async () => {
+    const { written, send } = receiver();
+    const dropped: number[] = [];
+    await sendDroppingRefused([-1, 1, 2, -2, 3, -3], send, refusedAt, (i) => dropped.push(i));
+    expect(written).toEqual([1, 2, 3]);
+    expect(dropped).toEqual([-1, -2, -3]);
+  });
+
+  it('throws any other error, for the batch to be retried as it was', async () => {
+    const boom = new Error('redis');
+    await expect(
+      sendDroppingRefused(
+        [1],
+        () => Promise.reject(boom),
+        refusedAt,
+        () => undefined,
+      ),
+    ).rejects.toBe(boom);
   });
 });
