@@ -15,8 +15,10 @@ export interface PumpOptions<T> {
   onRetry?: (err: unknown, attempt: number) => void;
   onGiveUp?: (err: unknown, batch: T[]) => void;
   /**
-   * Items waiting (pushed, not yet acknowledged) past which `onFull` is told, once: the caller
-   * stops producing (nothing is dropped, so order and completeness hold).
+   * Items waiting (pushed, not yet acknowledged) while sends fail, past which `onFull` is told,
+   * once: the caller stops producing (nothing is dropped, so order and completeness hold). A
+   * backlog behind sends that succeed (a producer faster than the store's round trips) is not an
+   * outage and is not counted.
    */
   maxPending?: number;
   onFull?: (pending: number) => void;
@@ -28,19 +30,25 @@ export class Pump<T> {
   private aborted = false;
   private inFlight = 0;
   private full = false;
+  /** The batch in flight has failed and not yet been acknowledged. */
+  private failing = false;
 
   constructor(private readonly options: PumpOptions<T>) {}
 
   push(...items: T[]): void {
     if (items.length === 0) return;
     this.queue.push(...items);
+    this.checkFull();
+    // Deferred to a microtask: the rest of what arrives in this tick joins the batch.
+    this.running ??= Promise.resolve().then(() => this.run());
+  }
+
+  private checkFull(): void {
     const max = this.options.maxPending;
-    if (max !== undefined && !this.full && this.pending > max) {
+    if (max !== undefined && this.failing && !this.full && this.pending > max) {
       this.full = true;
       this.options.onFull?.(this.pending);
     }
-    // Deferred to a microtask: the rest of what arrives in this tick joins the batch.
-    this.running ??= Promise.resolve().then(() => this.run());
   }
 
   /** Items pushed and not yet acknowledged (or given up). */
@@ -66,8 +74,11 @@ export class Pump<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.options.send(batch);
+        this.failing = false;
         return;
       } catch (err) {
+        this.failing = true;
+        this.checkFull();
         if (this.aborted || attempt >= (this.options.maxAttempts ?? Infinity)) {
           this.options.onGiveUp?.(err, batch);
           return;

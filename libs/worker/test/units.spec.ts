@@ -94,11 +94,31 @@ describe('Pump', () => {
     for (let i = 1; i <= 6; i++) pump.push(i);
     await new Promise((r) => setTimeout(r, 150));
     expect(pump.pending).toBe(6);
-    expect(full).toEqual([4]);
+    expect(full).toEqual([6]);
     down = false;
     await pump.drain();
     expect(sent).toEqual([1, 2, 3, 4, 5, 6]);
     expect(pump.pending).toBe(0);
+  });
+
+  it('counts no backlog behind sends that succeed as an outage', async () => {
+    const full: number[] = [];
+    let release!: () => void;
+    const pump = new Pump<number>({
+      send: () => new Promise<void>((r) => (release = r)),
+      maxBatch: 2,
+      maxPending: 3,
+      onFull: (pending) => full.push(pending),
+    });
+    for (let i = 1; i <= 6; i++) pump.push(i);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(pump.pending).toBe(6);
+    for (let i = 0; i < 3; i++) {
+      release();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await pump.drain();
+    expect(full).toEqual([]);
   });
 
   it('gives up after its attempts, or at a drain deadline, and says so', async () => {
