@@ -271,7 +271,6 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
       logLevel: 'error',
     });
     try {
-      const idle = await heap();
       const refs = await play('tools-short', HELD, true);
       const holding = await heap();
       await refs.stop();
@@ -285,8 +284,10 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
         }
       }
       const after = await heap();
-      // Whatever the worker keeps after its executions end (caches) is not theirs.
-      bytesPerExecution = (holding - Math.max(idle, after)) / HELD;
+      // Against the same worker once they ended, not before they started: what the first worker
+      // left behind was still being freed then (the difference came out negative), and whatever
+      // the worker keeps after its executions end (caches) is not theirs.
+      bytesPerExecution = (holding - after) / HELD;
     } finally {
       await held.stop();
     }
