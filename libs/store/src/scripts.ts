@@ -48,7 +48,7 @@ const SCRIPTS = {
   appendFenced: declare<
     [lease: string, stream: string, feed: string],
     [
-      epoch: number,
+      fence: string,
       expectedLastId: StreamId,
       taskId: string,
       feedMaxLen: number,
@@ -59,7 +59,7 @@ const SCRIPTS = {
   commit: declare<
     [lease: string, stream: string, feed: string, updates: string, seqs: string, views: string],
     [
-      epoch: number,
+      fence: string,
       taskId: string,
       expectedLastId: StreamId,
       feedMaxLen: number,
@@ -89,7 +89,7 @@ const SCRIPTS = {
   executionLeasesExpired: declare<[leases: string, ttls: string], [limit: number], string[]>(2),
   inboxAppend: declare<
     [lease: string, inbox: string],
-    [epoch: number, maxLen: number, ...messages: Json[]],
+    [fence: string, maxLen: number, ...messages: Json[]],
     StreamId[]
   >(2),
   leaseAcquire: declare<
@@ -102,12 +102,12 @@ const SCRIPTS = {
   projectorsHeartbeat: declare<[instances: string], [instance: string, ttl: Ms], string[]>(1),
   snapshotWrite: declare<
     [lease: string, snapshot: string, checkpoints: string],
-    [epoch: number, id: StreamId, state: Json, checkpointEvery: Ms],
+    [fence: string, id: StreamId, state: Json, checkpointEvery: Ms],
     'OK'
   >(3),
   trim: declare<
     [lease: string, snapshot: string, stream: string, checkpoints: string],
-    [epoch: number, retain: Ms],
+    [fence: string, retain: Ms],
     number
   >(4),
 } as const;

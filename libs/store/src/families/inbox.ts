@@ -2,7 +2,7 @@ import { InboxMessage } from '@baton/protocol';
 import { InvalidEntryError } from '../errors';
 import { decodeChecked, zodReason } from '../stored';
 import type { StreamTail } from '../tail';
-import type { Lease } from './leases';
+import { fenceToken, type Lease } from './leases';
 import { field, Refused, type Fields, type Page, type StoreContext } from './shared';
 
 export interface StoredInboxMessage {
@@ -33,7 +33,7 @@ export class Inbox {
     const { keys, opts } = this.ctx;
     return this.ctx.scripts.inboxAppend(
       [keys.lease(lease.shard), keys.inbox(taskId, executionId)],
-      [lease.epoch, opts.inboxMaxLen, ...valid.map((m) => JSON.stringify(m))],
+      [fenceToken(lease), opts.inboxMaxLen, ...valid.map((m) => JSON.stringify(m))],
     );
   }
 

@@ -9,6 +9,14 @@ export interface Lease {
   expiresAt: number;
 }
 
+/**
+ * What a fenced write names its writer by: the lease's epoch and owner. Both, because a failover
+ * that lost an acquisition can hand the same epoch number out again, to another owner.
+ */
+export function fenceToken(lease: Lease): string {
+  return `${lease.epoch}:${lease.owner}`;
+}
+
 export type AcquireResult =
   { acquired: true; lease: Lease } | { acquired: false; owner: string; expiresAt: number };
 

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { compareIds } from '../ids';
-import type { Lease } from './leases';
+import { fenceToken, type Lease } from './leases';
 import type { StoreContext } from './shared';
 
 export interface Snapshot<S> {
@@ -30,7 +30,7 @@ export class Snapshots {
     const { keys } = this.ctx;
     await this.ctx.scripts.snapshotWrite(
       [keys.lease(lease.shard), keys.snapshot(taskId), keys.checkpoints(taskId)],
-      [lease.epoch, id, JSON.stringify(state), checkpointEveryMs],
+      [fenceToken(lease), id, JSON.stringify(state), checkpointEveryMs],
     );
   }
 
@@ -70,7 +70,7 @@ export class Snapshots {
         keys.taskStream(taskId),
         keys.checkpoints(taskId),
       ],
-      [lease.epoch, retainMs],
+      [fenceToken(lease), retainMs],
     );
   }
 }

@@ -3,7 +3,7 @@ import { InvalidEntryError } from '../errors';
 import { withReplicas, type ScriptArgs, type ScriptKeys } from '../scripts';
 import { decodeStoredEntry, zodReason } from '../stored';
 import type { StreamTail } from '../tail';
-import type { Lease } from './leases';
+import { fenceToken, type Lease } from './leases';
 import { field, Refused, type Decode, type Page, type StoreContext } from './shared';
 
 export interface StoredEntry {
@@ -90,7 +90,7 @@ export class TaskStreams {
     return this.ctx.scripts.appendFenced(
       [keys.lease(lease.shard), keys.taskStream(taskId), keys.feed(lease.shard)],
       [
-        lease.epoch,
+        fenceToken(lease),
         expectedLastId,
         taskId,
         opts.feedMaxLen,

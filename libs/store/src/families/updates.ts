@@ -3,7 +3,7 @@ import { InvalidEntryError } from '../errors';
 import type { ScriptArgs } from '../scripts';
 import { decodeStoredUpdate, zodReason } from '../stored';
 import type { StreamTail } from '../tail';
-import type { Lease } from './leases';
+import { fenceToken, type Lease } from './leases';
 import { validateEntries } from './task-streams';
 import { field, Refused, type Fields, type Page, type StoreContext } from './shared';
 
@@ -64,7 +64,7 @@ export class Updates {
       throw new InvalidEntryError(0, `view of ${view.taskId} written for ${taskId}`);
     }
     const args: ScriptArgs<'commit'> = [
-      lease.epoch,
+      fenceToken(lease),
       taskId,
       step.expectedLastId ?? '',
       opts.feedMaxLen,

@@ -1,6 +1,6 @@
 import { TaskView } from '@baton/protocol';
 import { decodeChecked } from '../stored';
-import type { Lease } from './leases';
+import { fenceToken, type Lease } from './leases';
 import type { StoreContext } from './shared';
 
 /**
@@ -29,7 +29,7 @@ export class Views {
         keys.views(lease.shard),
       ],
       [
-        lease.epoch,
+        fenceToken(lease),
         view.taskId,
         '',
         opts.feedMaxLen,

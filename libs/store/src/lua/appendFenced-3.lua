@@ -7,7 +7,7 @@
     KEYS[2] task stream
     KEYS[3] shard feed stream
 
-    ARGV[1] writer's epoch
+    ARGV[1] fencing token: <epoch>:<owner> of the writer's lease
     ARGV[2] expected last id of the stream ('0-0' for an empty one)
     ARGV[3] task id
     ARGV[4] feed MAXLEN (approximate)
@@ -21,7 +21,7 @@ local leaseKey = KEYS[1]
 local streamKey = KEYS[2]
 local feedKey = KEYS[3]
 
-local epoch = ARGV[1]
+local token = ARGV[1]
 local expectedLastId = ARGV[2]
 local taskId = ARGV[3]
 local feedMaxLen = ARGV[4]
@@ -29,7 +29,7 @@ local FIRST_ENTRY = 5
 
 --- @include "includes/fence"
 
-local fenced = baton_fence(leaseKey, epoch)
+local fenced = baton_fence(leaseKey, token)
 if fenced then return redis.error_reply(fenced) end
 local actual = baton_last_id(streamKey)
 if actual ~= expectedLastId then return redis.error_reply('CONFLICT ' .. actual) end

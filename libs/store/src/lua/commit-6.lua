@@ -22,7 +22,7 @@
     KEYS[5] shard hash: task id -> last published update seq
     KEYS[6] shard hash: task id -> view JSON
 
-    ARGV[1] epoch
+    ARGV[1] fencing token: <epoch>:<owner> of the writer's lease
     ARGV[2] task id
     ARGV[3] expected last id of the task stream (checked only when entries are appended)
     ARGV[4] feed MAXLEN (approximate)
@@ -45,7 +45,7 @@ local updatesKey = KEYS[4]
 local seqsKey = KEYS[5]
 local viewsKey = KEYS[6]
 
-local epoch = ARGV[1]
+local token = ARGV[1]
 local taskId = ARGV[2]
 local expectedLastId = ARGV[3]
 local feedMaxLen = ARGV[4]
@@ -58,7 +58,7 @@ local FIRST_TRIPLE = FIRST_ENTRY + n
 
 --- @include "includes/fence"
 
-local fenced = baton_fence(leaseKey, epoch)
+local fenced = baton_fence(leaseKey, token)
 if fenced then return redis.error_reply(fenced) end
 if n > 0 then
   local actual = baton_last_id(streamKey)

@@ -5,7 +5,7 @@
     KEYS[1] shard lease hash
     KEYS[2] execution inbox stream
 
-    ARGV[1] epoch
+    ARGV[1] fencing token: <epoch>:<owner> of the writer's lease
     ARGV[2] inbox MAXLEN (approximate)
     ARGV[3 ..] message JSON, one per message
 
@@ -16,13 +16,13 @@
 local leaseKey = KEYS[1]
 local inboxKey = KEYS[2]
 
-local epoch = ARGV[1]
+local token = ARGV[1]
 local maxLen = ARGV[2]
 local FIRST_MESSAGE = 3
 
 --- @include "includes/fence"
 
-local fenced = baton_fence(leaseKey, epoch)
+local fenced = baton_fence(leaseKey, token)
 if fenced then return redis.error_reply(fenced) end
 local ids = {}
 for i = FIRST_MESSAGE, #ARGV do

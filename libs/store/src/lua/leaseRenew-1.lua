@@ -21,11 +21,8 @@ local ttlMs = ARGV[3]
 
 --- @include "includes/fence"
 
-local fenced = baton_fence(leaseKey, epoch)
+local fenced = baton_fence(leaseKey, epoch .. ':' .. owner)
 if fenced then return redis.error_reply(fenced) end
-if redis.call('HGET', leaseKey, 'owner') ~= owner then
-  return redis.error_reply('FENCED lease held by another owner')
-end
 local expires = baton_now_ms() + tonumber(ttlMs)
 redis.call('HSET', leaseKey, 'expiresAt', expires)
 redis.call('PEXPIRE', leaseKey, ttlMs)

@@ -10,7 +10,7 @@
     KEYS[2] task snapshot hash (state, id, epoch)
     KEYS[3] task checkpoints hash (stream id -> state JSON)
 
-    ARGV[1] epoch
+    ARGV[1] fencing token: <epoch>:<owner> of the writer's lease
     ARGV[2] stream id covered
     ARGV[3] state JSON
     ARGV[4] checkpoint interval in ms (0: no checkpoints)
@@ -23,20 +23,20 @@ local leaseKey = KEYS[1]
 local snapshotKey = KEYS[2]
 local checkpointsKey = KEYS[3]
 
-local epoch = ARGV[1]
+local token = ARGV[1]
 local id = ARGV[2]
 local state = ARGV[3]
 local checkpointEveryMs = ARGV[4]
 
 --- @include "includes/fence"
 
-local fenced = baton_fence(leaseKey, epoch)
+local fenced = baton_fence(leaseKey, token)
 if fenced then return redis.error_reply(fenced) end
 local cur = redis.call('HGET', snapshotKey, 'id')
 if cur and baton_id_cmp(id, cur) < 0 then
   return redis.error_reply('STALE ' .. cur)
 end
-redis.call('HSET', snapshotKey, 'id', id, 'state', state, 'epoch', epoch)
+redis.call('HSET', snapshotKey, 'id', id, 'state', state, 'epoch', baton_token_epoch(token))
 local every = tonumber(checkpointEveryMs) or 0
 if every > 0 then
   local ms = tonumber(string.match(id, '^(%d+)'))

@@ -12,7 +12,7 @@
     KEYS[3] task stream
     KEYS[4] task checkpoints hash (stream id -> state JSON)
 
-    ARGV[1] epoch
+    ARGV[1] fencing token: <epoch>:<owner> of the writer's lease
     ARGV[2] retention in ms (0: trim right up to the snapshot)
 
   Output:
@@ -24,12 +24,12 @@ local snapshotKey = KEYS[2]
 local streamKey = KEYS[3]
 local checkpointsKey = KEYS[4]
 
-local epoch = ARGV[1]
+local token = ARGV[1]
 local retainMs = ARGV[2]
 
 --- @include "includes/fence"
 
-local fenced = baton_fence(leaseKey, epoch)
+local fenced = baton_fence(leaseKey, token)
 if fenced then return redis.error_reply(fenced) end
 local id = redis.call('HGET', snapshotKey, 'id')
 if not id then return 0 end

@@ -9,16 +9,25 @@ local function baton_now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- A write is fenced when the shard's lease does not carry the writer's epoch. An expired lease is
--- no lease: leaseAcquire and leaseRenew set the key's PEXPIRE with its expiresAt, and Redis never
--- returns a key past its expiry to a read (it checks on every access, by the script's start time
--- inside a script), whether or not it has removed it yet. So no TIME is needed here.
-local function baton_fence(lease_key, epoch)
-  local held = redis.call('HGET', lease_key, 'epoch')
-  if not held or held ~= epoch then
-    return 'FENCED lease epoch is ' .. tostring(held or 'none') .. ', writer has ' .. epoch
+-- A write is fenced unless the shard's lease is held by the writer: its fencing token names both
+-- the epoch and the owner, "<epoch>:<owner>". The owner counts too: a failover that lost an
+-- acquisition (asynchronous replication) hands the same epoch number out again, to another owner.
+-- An expired lease is no lease: leaseAcquire and leaseRenew set the key's PEXPIRE with its
+-- expiresAt, and Redis never returns a key past its expiry to a read (it checks on every access,
+-- by the script's start time inside a script), whether or not it has removed it yet. So no TIME
+-- is needed here.
+local function baton_fence(lease_key, token)
+  local l = redis.call('HMGET', lease_key, 'epoch', 'owner')
+  local held = l[1] and (l[1] .. ':' .. tostring(l[2])) or 'none'
+  if held ~= token then
+    return 'FENCED lease is ' .. held .. ', writer has ' .. token
   end
   return nil
+end
+
+-- The epoch of a fencing token: its digits before the first ':'.
+local function baton_token_epoch(token)
+  return string.match(token, '^(%d+):')
 end
 
 -- Stream ids compare as (ms, seq) pairs; both parts stay below 2^53, exact in Lua numbers.

@@ -1,7 +1,7 @@
-// Review (not a fix): the fence compares the lease's epoch only. After a failover that lost the
-// acquisition's INCR and lease write (asynchronous replication), the next acquisition on the
-// promoted replica hands out the same epoch number to another owner; the first owner's writes
-// then pass the fence until its next renewal finds another owner.
+// A failover that lost an acquisition's INCR and lease write (asynchronous replication) lets the
+// next acquisition, on the promoted replica, hand out the same epoch number to another owner. The
+// fence names the writer by epoch and owner, so the first owner's writes are refused at once, not
+// only from its next renewal on (what an epoch-only fence did).
 import { EventStore, FencedError } from '../src';
 import { decision, freshPrefix, startBackend, update, type Backend } from './fixtures';
 
@@ -33,7 +33,8 @@ describe('fence after a failover that lost an acquisition', () => {
     if (!b.acquired) throw new Error('b could not acquire');
     expect(b.lease.epoch).toBe(a.lease.epoch); // the same number, another owner
 
-    // A still believes it owns the shard (its renewal is not due yet) and writes.
+    // A still believes it owns the shard (its renewal is not due yet) and writes: every fenced
+    // write of A is refused, and B's goes through.
     await expect(
       store.commit(a.lease, t, {
         expectedLastId: '0-0',
@@ -41,5 +42,16 @@ describe('fence after a failover that lost an acquisition', () => {
         updates: [update(t, 1)],
       }),
     ).rejects.toThrow(FencedError);
+    await expect(store.leases.renew(a.lease, 30_000)).rejects.toThrow(FencedError);
+    await expect(store.snapshots.write(a.lease, t, '0-1', { seq: 0 }, 0)).rejects.toThrow(
+      FencedError,
+    );
+    await expect(
+      store.commit(b.lease, t, {
+        expectedLastId: '0-0',
+        entries: [decision(t, 1)],
+        updates: [update(t, 1)],
+      }),
+    ).resolves.toBeDefined();
   });
 });
