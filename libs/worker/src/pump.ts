@@ -22,6 +22,13 @@ export interface PumpOptions<T> {
    */
   maxPending?: number;
   onFull?: (pending: number) => void;
+  /**
+   * Items waiting behind sends that succeed past which `backlog()` asks the producer to wait
+   * (until half of it is left): a producer faster than the store is slowed to its pace instead
+   * of held in memory. While sends fail, `backlog()` never waits: then `maxPending` is the bound,
+   * and the producer must keep going for it to be reached.
+   */
+  highWater?: number;
 }
 
 export class Pump<T> {
@@ -32,6 +39,8 @@ export class Pump<T> {
   private full = false;
   /** The batch in flight has failed and not yet been acknowledged. */
   private failing = false;
+  /** Producers waiting for the backlog to fall, released together. */
+  private waiters: (() => void)[] = [];
 
   constructor(private readonly options: PumpOptions<T>) {}
 
@@ -51,6 +60,26 @@ export class Pump<T> {
     }
   }
 
+  /**
+   * A promise while the backlog is past `highWater` and sends succeed (the producer should wait
+   * for it before producing more); undefined otherwise.
+   */
+  backlog(): Promise<void> | undefined {
+    const high = this.options.highWater;
+    if (high === undefined || this.failing || this.aborted || this.pending <= high) return;
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private release(): void {
+    if (this.waiters.length === 0) return;
+    const high = this.options.highWater ?? Infinity;
+    if (this.failing || this.aborted || this.pending <= high / 2) {
+      const waiters = this.waiters;
+      this.waiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
   /** Items pushed and not yet acknowledged (or given up). */
   get pending(): number {
     return this.queue.length + this.inFlight;
@@ -63,10 +92,12 @@ export class Pump<T> {
         this.inFlight = batch.length;
         await this.sendUntilAcknowledged(batch);
         this.inFlight = 0;
+        this.release();
       }
     } finally {
       this.inFlight = 0;
       this.running = undefined;
+      this.release();
     }
   }
 
@@ -79,6 +110,7 @@ export class Pump<T> {
       } catch (err) {
         this.failing = true;
         this.checkFull();
+        this.release();
         if (this.aborted || attempt >= (this.options.maxAttempts ?? Infinity)) {
           this.options.onGiveUp?.(err, batch);
           return;
@@ -104,7 +136,10 @@ export class Pump<T> {
     const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), deadlineMs)));
     const ok = await Promise.race([done, late]);
     clearTimeout(timer);
-    if (!ok) this.aborted = true;
+    if (!ok) {
+      this.aborted = true;
+      this.release();
+    }
     return ok;
   }
 }

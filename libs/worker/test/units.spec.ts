@@ -121,6 +121,49 @@ describe('Pump', () => {
     expect(full).toEqual([]);
   });
 
+  it('asks a producer ahead of sends that succeed to wait until half its high water is left, never while sends fail', async () => {
+    const releases: (() => void)[] = [];
+    let failing = false;
+    const pump = new Pump<number>({
+      send: () =>
+        failing
+          ? Promise.reject(new Error('redis down'))
+          : new Promise<void>((r) => releases.push(r)),
+      maxBatch: 2,
+      highWater: 4,
+    });
+    const tick = () => new Promise((r) => setTimeout(r, 5));
+    for (let i = 1; i <= 4; i++) pump.push(i);
+    expect(pump.backlog()).toBeUndefined(); // at the high water, not past it
+    pump.push(5, 6);
+    await tick();
+    const wait = pump.backlog();
+    expect(wait).toBeInstanceOf(Promise);
+    let waited = false;
+    void wait!.then(() => (waited = true));
+    releases.shift()!(); // 4 left: still past half
+    await tick();
+    expect(waited).toBe(false);
+    releases.shift()!(); // 2 left: half the high water
+    await tick();
+    expect(waited).toBe(true);
+    // An outage: the backlog grows but nobody is asked to wait (maxPending is that bound), and a
+    // producer already waiting is let go.
+    for (let i = 7; i <= 12; i++) pump.push(i);
+    await tick();
+    const before = pump.backlog();
+    expect(before).toBeInstanceOf(Promise);
+    let letGo = false;
+    void before!.then(() => (letGo = true));
+    failing = true;
+    releases.shift()!();
+    await tick();
+    await tick();
+    expect(letGo).toBe(true);
+    expect(pump.backlog()).toBeUndefined();
+    void pump.drain(0);
+  });
+
   it('gives up after its attempts, or at a drain deadline, and says so', async () => {
     const given: number[][] = [];
     const limited = new Pump<number>({
