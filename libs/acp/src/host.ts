@@ -12,7 +12,7 @@ import { Readable, Writable } from 'node:stream';
 import type { FactBody } from './facts';
 import { classify, parseLine, type Direction, type Frame } from './frames';
 import { BATON_META_KEY, initialAcpState, reduceFrame, type AcpState } from './reducer';
-import { tappedNdJsonStream } from './tap';
+import { tappedNdJsonStream, type ReadGate } from './tap';
 
 /**
  * Hosts one ACP agent process for one execution: spawns it in its own process group, speaks ACP
@@ -147,6 +147,12 @@ export interface AgentHostOptions {
   killGraceMs?: number;
   /** How long the session setup (`initialize` to `session/set_mode`) may take before it is hung. */
   setupTimeoutMs?: number;
+  /**
+   * Asked after each chunk of the agent's stdout: a promise holds the next read until it settles,
+   * so a host that cannot keep up (facts waiting for Redis) makes the agent's writes block instead
+   * of holding its output in memory.
+   */
+  readGate?: ReadGate;
 }
 
 export interface ExitInfo {
@@ -357,6 +363,8 @@ export class AgentHost {
         Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>,
         Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>,
         (direction, line) => this.onLine(direction, line),
+        'client->agent',
+        options.readGate,
       ),
     );
     const exitedEarly = this.exited.then((e) => {

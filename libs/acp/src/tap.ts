@@ -8,6 +8,12 @@ import type { Direction } from './frames';
  */
 export type RawLineSink = (direction: Direction, line: string) => boolean | void;
 
+/**
+ * Asked after each chunk read from the peer: a promise holds the next read until it settles. Not
+ * reading is how a reader pushes back: the pipe fills and the peer's writes block.
+ */
+export type ReadGate = () => Promise<void> | undefined;
+
 const NEWLINE = 0x0a;
 
 const concat = (parts: readonly Uint8Array[]): Uint8Array => {
@@ -34,6 +40,7 @@ const concat = (parts: readonly Uint8Array[]): Uint8Array => {
 export const lineTap = (
   direction: Direction,
   sink: RawLineSink,
+  gate?: ReadGate,
 ): TransformStream<Uint8Array, Uint8Array> => {
   const decoder = new TextDecoder();
   /** The start of a line that began in earlier chunks (copies: chunks are not ours to keep). */
@@ -64,6 +71,8 @@ export const lineTap = (
       if (from === 0 && start === chunk.length) controller.enqueue(chunk);
       else if (start > from) controller.enqueue(chunk.subarray(from, start));
       if (start < chunk.length) pending.push(chunk.slice(start));
+      // The stream asks for the next chunk only once this promise settles.
+      return gate?.();
     },
     flush(controller) {
       // The SDK also handles a last line without a newline; so must the log.
@@ -78,17 +87,18 @@ export const lineTap = (
 /**
  * An SDK `Stream` over a pair of byte streams with both directions tapped. `toPeer` is where this
  * side writes (a child's stdin, or an agent's stdout); `fromPeer` is what it reads. `outgoing`
- * names the direction of what this side writes.
+ * names the direction of what this side writes; `gate` can hold the reading of `fromPeer`.
  */
 export const tappedNdJsonStream = (
   toPeer: WritableStream<Uint8Array>,
   fromPeer: ReadableStream<Uint8Array>,
   sink: RawLineSink,
   outgoing: Direction = 'client->agent',
+  gate?: ReadGate,
 ): Stream => {
   const incoming: Direction = outgoing === 'client->agent' ? 'agent->client' : 'client->agent';
   const out = lineTap(outgoing, sink);
   // A write error surfaces on the SDK side as a failed send; nothing to add here.
   out.readable.pipeTo(toPeer).catch(() => undefined);
-  return ndJsonStream(out.writable, fromPeer.pipeThrough(lineTap(incoming, sink)));
+  return ndJsonStream(out.writable, fromPeer.pipeThrough(lineTap(incoming, sink, gate)));
 };

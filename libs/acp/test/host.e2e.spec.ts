@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -274,6 +274,55 @@ describe('AgentHost with the replay agent (real child processes, stdio ACP)', ()
     expect(facts[1]).toMatchObject({ data: { reason: 'failed' } });
   });
 
+  it('a read gate holds the agent at its pipe: nothing more is read while it is shut, and nothing is lost', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'baton-acp-')), 'long-turn.jsonl');
+    writeFileSync(file, longTurn(5_000));
+    const play = async (gated: boolean) => {
+      const facts: FactBody[] = [];
+      let frames = 0;
+      let gate: { promise: Promise<void>; open: () => void } | undefined;
+      const { command, args } = replayAgentCommand(file, { pace: 0 });
+      const host = await AgentHost.start({
+        command,
+        args,
+        sessionCwd: '/tmp',
+        clock: () => NOW,
+        onFact: (f) => facts.push(f),
+        onRawFrame: () => frames++,
+        readGate: () => gate?.promise,
+      });
+      try {
+        if (gated) {
+          let open!: () => void;
+          gate = { promise: new Promise<void>((r) => (open = r)), open };
+        }
+        const turn = host.prompt({ promptId: 'p1', admissionGeneration: 1, text: 'go' });
+        if (gate) {
+          const before = frames;
+          await until(() => frames > before);
+          // Shut: the host has read one chunk of the turn and reads no more, however long it
+          // waits (the agent's writes block on the full pipe instead of piling up in memory).
+          await new Promise((r) => setTimeout(r, 300));
+          const held = frames;
+          await new Promise((r) => setTimeout(r, 300));
+          expect(frames).toBe(held);
+          expect(held).toBeLessThan(5_000);
+          const g = gate;
+          gate = undefined;
+          g.open();
+        }
+        await turn;
+      } finally {
+        await host.close();
+      }
+      return facts;
+    };
+    const free = await play(false);
+    const gated = await play(true);
+    expect(gated.length).toBeGreaterThan(5_000);
+    expect(gated).toEqual(free);
+  });
+
   it('a prompt that cannot reach the agent is reported as a failed dispatch', async () => {
     const run = await startHost('generic-turn');
     await run.host.close();
@@ -288,6 +337,54 @@ describe('AgentHost with the replay agent (real child processes, stdio ACP)', ()
     );
   });
 });
+
+/** A recording of one turn of `updates` tool frames (~150 bytes each: far more than a pipe holds). */
+function longTurn(updates: number): string {
+  const at = '2026-11-10T10:00:00.000Z';
+  const line = (direction: string, message: unknown) => JSON.stringify({ direction, at, message });
+  const lines = [
+    line('client->agent', { jsonrpc: '2.0', id: 0, method: 'initialize' }),
+    line('agent->client', {
+      jsonrpc: '2.0',
+      id: 0,
+      result: { protocolVersion: 1, agentInfo: { name: 'long-agent', version: '1.0.0' } },
+    }),
+    line('client->agent', { jsonrpc: '2.0', id: 1, method: 'session/new' }),
+    line('agent->client', { jsonrpc: '2.0', id: 1, result: { sessionId: 's' } }),
+    line('client->agent', { jsonrpc: '2.0', id: 2, method: 'session/prompt' }),
+  ];
+  for (let i = 0; i < updates; i++) {
+    const update =
+      i === 0
+        ? {
+            sessionUpdate: 'tool_call',
+            toolCallId: 't1',
+            title: 'Run the suite',
+            kind: 'execute',
+            status: 'in_progress',
+          }
+        : {
+            sessionUpdate: 'tool_call_update',
+            toolCallId: 't1',
+            status: i === updates - 1 ? 'completed' : 'in_progress',
+            content: [
+              {
+                type: 'content',
+                content: { type: 'text', text: `line ${i} of the suite's output` },
+              },
+            ],
+          };
+    lines.push(
+      line('agent->client', {
+        jsonrpc: '2.0',
+        method: 'session/update',
+        params: { sessionId: 's', update },
+      }),
+    );
+  }
+  lines.push(line('agent->client', { jsonrpc: '2.0', id: 2, result: { stopReason: 'end_turn' } }));
+  return lines.join('\n') + '\n';
+}
 
 /** A zombie (exited, not yet reaped) counts as dead. */
 function alive(pid: number): boolean {

@@ -103,6 +103,8 @@ class StoppedBeforeStart extends Error {
 
 /** How long a stopping worker waits for an execution's last facts to be acknowledged. */
 const SHUTDOWN_DRAIN_MS = 10_000;
+/** Facts waiting for Redis (appends succeeding) past which the agent's output is not read. */
+const FACT_HIGH_WATER = 2_000;
 
 /**
  * One agent execution, from its generation to its end: the lease that proves it alive, the agent
@@ -168,6 +170,9 @@ export class Execution {
       // Through an outage the agent keeps running and its facts wait here, in order. Past the
       // bound the agent is stopped rather than a fact dropped: what it said so far is kept.
       maxPending: settings.factBuffer,
+      // Past this backlog behind appends that succeed, the agent's stdout is not read until half
+      // of it is in Redis: a fast agent is held to the store's pace, not buffered in memory.
+      highWater: FACT_HIGH_WATER,
       onFull: (pending) => {
         this.log.error(
           { facts: pending, bound: settings.factBuffer },
@@ -264,6 +269,7 @@ export class Execution {
         setupTimeoutMs: settings.setupTimeoutMs,
         killGraceMs: settings.killGraceMs,
         onFact: (f) => this.onFact(f),
+        readGate: () => this.facts.backlog(),
         onRawFrame: (frame, line) => this.onRawFrame(frame, line),
         onStderr: (chunk) => log.debug({ stderr: chunk.slice(0, 2_000) }, 'agent stderr'),
       });
