@@ -36,7 +36,8 @@ export class BehindError extends Error {
 
 export interface SubscriptionHooks {
   onResync(reason: 'not_retained' | 'slow_consumer'): void;
-  onError(err: unknown): void;
+  /** Catching up failed (it is retried); `taskId` is the subscription's. */
+  onError(err: unknown, taskId: string): void;
   onDelivered(): void;
 }
 
@@ -202,7 +203,7 @@ export class Subscription {
         return;
       } catch (err) {
         if (this.closed) return;
-        this.hooks.onError(err);
+        this.hooks.onError(err, this.taskId);
         await delay(backoffDelay(attempt, RETRY));
       }
     }

@@ -5,6 +5,7 @@ import {
   type PromptResult,
   type QueueListResult,
   type SubscribeResult,
+  type TaskView,
   type WireError,
 } from '@baton/protocol';
 import type { Socket } from 'node:net';
@@ -16,9 +17,14 @@ import type { Logger } from '../logger';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ResolvedOptions } from '../options';
 import { resumeForPrompt, type Executions } from '../rest/executions';
-import { BehindError, Subscription } from '../subscriptions/subscription';
+import {
+  BehindError,
+  Subscription,
+  type SubscriptionHooks,
+  type SubscriptionSink,
+} from '../subscriptions/subscription';
+import type { UpdateFrame, UpdateHub } from '../updates/update-hub';
 import { clientUpdate, type Tenancy } from '../tenancy';
-import type { UpdateHub } from '../updates/update-hub';
 import { Connection } from './connection';
 import { idOf, parseMessage, readJson } from './frames';
 import type { TenantLimits } from './tenant-limits';
@@ -47,6 +53,9 @@ export function requireScope(p: Principal, scope: Scope): void {
 
 /** One /ws client: Baton's own protocol (libs/protocol wire.ts). */
 export class ClientConnection extends Connection {
+  /** Where this connection's subscriptions send: one for all of them. */
+  private readonly sink: SubscriptionSink;
+
   /** subscribe and unsubscribe run one at a time, in the order they came. */
   private ops: Promise<void> = Promise.resolve();
   private readonly stops = new Map<Subscription, () => void>();
@@ -58,6 +67,7 @@ export class ClientConnection extends Connection {
     private readonly s: Services,
   ) {
     super(ws, socket, s.hub.writes, principal, 'ws', s.opts, s.metrics, s.log, s.limits);
+    this.sink = new SocketSink(this, s.hub);
   }
 
   handleFrame(data: string | Buffer): void {
@@ -256,34 +266,12 @@ export class ClientConnection extends Connection {
     if (old) this.unsubscribe(msg.taskId, old);
     const over = this.tenantLimitMessage(msg.taskId);
     if (over) throw new WireFailure('too_many_subscriptions', over);
-    const sub = new Subscription(
-      key,
-      msg.sessionId,
-      this.s.hub,
-      {
-        writable: (bytes) => this.writable(bytes),
-        snapshot: (task, resync) => {
-          // One Buffer per version of the view, shared by every subscriber it goes to (all of
-          // one tenant: it carries the client's task id, not the key).
-          const frame = this.s.hub.snapshotFrame(task, resync);
-          if (!this.writable(frame.length)) return false;
-          this.sendFrame(frame, frame.length);
-          return true;
-        },
-        update: (frame) => this.sendFrame(frame.payload, frame.bytes),
-      },
-      {
-        onResync: (reason) => this.s.metrics.resyncs.inc({ reason }),
-        onError: (err) =>
-          this.s.log.warn({ err, taskId: msg.taskId }, 'subscription catch-up failed'),
-        onDelivered: () => this.s.metrics.delivered++,
-      },
-    );
+    // The sink and the hooks are shared (per connection, per process): no closure here may
+    // outlive the request, or it would keep this call's context (the message and all) per
+    // subscription for as long as it lives.
+    const sub = new Subscription(key, msg.sessionId, this.s.hub, this.sink, hooksOf(this.s));
     this.subs.set(msg.taskId, sub);
-    this.stops.set(
-      sub,
-      this.s.hub.listen(key, (frame) => sub.offer(frame)),
-    );
+    this.stops.set(sub, this.s.hub.listen(key, sub.offer.bind(sub)));
     try {
       await sub.start(msg.afterSeq, (r) => {
         const result: SubscribeResult = {
@@ -340,4 +328,45 @@ function commandOf(
           : {}),
       };
   }
+}
+
+/** A /ws connection as its subscriptions' sink. */
+class SocketSink implements SubscriptionSink {
+  constructor(
+    private readonly c: ClientConnection,
+    private readonly hub: UpdateHub,
+  ) {}
+
+  writable(bytes: number): boolean {
+    return this.c.writable(bytes);
+  }
+
+  snapshot(view: TaskView, resync: boolean): boolean {
+    // One Buffer per version of the view, shared by every subscriber it goes to (all of one
+    // tenant: it carries the client's task id, not the key).
+    const frame = this.hub.snapshotFrame(view, resync);
+    if (!this.c.writable(frame.length)) return false;
+    this.c.sendFrame(frame, frame.length);
+    return true;
+  }
+
+  update(frame: UpdateFrame): void {
+    this.c.sendFrame(frame.payload, frame.bytes);
+  }
+}
+
+const hooksByProcess = new WeakMap<Services, SubscriptionHooks>();
+
+/** The /ws subscriptions' hooks: metrics and logs of the process, one object for all. */
+function hooksOf(s: Services): SubscriptionHooks {
+  let hooks = hooksByProcess.get(s);
+  if (!hooks) {
+    hooks = {
+      onResync: (reason) => s.metrics.resyncs.inc({ reason }),
+      onError: (err, taskId) => s.log.warn({ err, taskId }, 'subscription catch-up failed'),
+      onDelivered: () => s.metrics.delivered++,
+    };
+    hooksByProcess.set(s, hooks);
+  }
+  return hooks;
 }

@@ -87,7 +87,9 @@ export class WsEndpoints {
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    socket.on('error', () => socket.destroy());
+    // A function of the module, not a closure here: a closure would share this call's context
+    // and keep the upgrade request (headers and all, ~1 KB) for as long as the socket lives.
+    socket.on('error', destroyOnError);
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     const endpoint = this.endpoints.get(path);
     if (!endpoint) {
@@ -96,7 +98,11 @@ export class WsEndpoints {
     }
     const admission = await this.admit(req, socket, endpoint);
     if (!admission || socket.destroyed) return;
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.connect(ws, req, endpoint, admission));
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      // ws handles the socket's errors from here on.
+      socket.off('error', destroyOnError);
+      this.connect(ws, req, endpoint, admission);
+    });
   }
 
   /** Authenticates the upgrade and holds the tenant's place for as long as its socket lives. */
@@ -165,6 +171,10 @@ export class WsEndpoints {
   close(): void {
     this.wss.close();
   }
+}
+
+function destroyOnError(this: Duplex): void {
+  this.destroy();
 }
 
 function hasNoToken(req: IncomingMessage): boolean {
