@@ -356,8 +356,12 @@ export class TaskOwner {
       for (const { id, entry } of page.items) this.apply(id, entry);
       if (page.items.length > 0)
         metrics.entriesFolded.inc({ shard: String(this.ctx.shard) }, page.items.length);
-      // Past dead-lettered entries too: the expected last id of a fenced append counts them.
-      if (compareIds(page.lastId, this.lastId) > 0) this.lastId = page.lastId;
+      // Past dead-lettered entries too: the expected last id of a fenced append counts them, and
+      // so must the next snapshot (or each reload of the task would read and refuse them again).
+      if (compareIds(page.lastId, this.lastId) > 0) {
+        this.lastId = page.lastId;
+        this.entriesSinceSnapshot += 1;
+      }
       if (page.items.length < PAGE) break;
     }
     if (compareIds(this.lastId, this.notedId) >= 0) this.behindSince = null;

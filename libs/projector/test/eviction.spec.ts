@@ -165,6 +165,30 @@ it('puts a quiet task at rest away after a snapshot, and loads it again on its n
   expect(await t.exact()).toEqual([]);
 });
 
+it('puts a task away only once its snapshot covers the entries it refused, so a reload does not read them again', async () => {
+  const { store, p } = await setup();
+  const t = new Task(store, 'refused');
+  await t.runOneTurn('a');
+  await waitFor('the task put away', () => !held(p, 'refused'));
+  // An entry of another schema version (dead-lettered on read), with the note that wakes its owner.
+  const loaded = await metric(p, 'baton_projector_tasks_loaded_total');
+  const bad = (await store.redis.xadd(
+    store.keys.taskStream('refused'),
+    '*',
+    'e',
+    JSON.stringify({ v: 999, taskId: 'refused', type: 'from.the.future', data: {} }),
+  ))!;
+  await store.redis.xadd(store.keys.feed(store.shardOf('refused')), '*', 't', 'refused', 'l', bad);
+  await waitFor('the task loaded for it', async () => {
+    return (await metric(p, 'baton_projector_tasks_loaded_total')) > loaded;
+  });
+  await waitFor('the task put away again', () => !held(p, 'refused'));
+  expect((await store.snapshots.read('refused'))?.id).toBe(bad);
+  const dead = (await store.deadLetters.read(store.shardOf('refused'))).items;
+  expect(dead.map((d) => d.sourceId)).toEqual([bad]);
+  expect(await t.exact()).toEqual([]);
+});
+
 it('keeps a task with a queued prompt or a timer to raise, while a quiet one beside it goes', async () => {
   const { store, p } = await setup({ executionStartMs: 4_000 });
   // A prompt with no execution to run it waits in the queue (for as long as it takes).
