@@ -35,7 +35,7 @@ import {
   type RedisNode,
   type Units,
 } from './capacity';
-import { formatResults, type BenchResult } from './lib';
+import { formatResults, heapAfterGc, type BenchResult } from './lib';
 import { JWT_SECRET, nowMs, spawnNode, token, type Proc } from './procs';
 import { recordings, TaskPlayer, type ExecutionRefLike } from './replay-facts';
 import { readUnits, recordUnits } from './units';
@@ -68,17 +68,6 @@ const SESSIONS_PLANNED = [10_000, 100_000];
 
 const progress = (what: string) => process.stderr.write(`  capacity: ${what}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function gc(): void {
-  (globalThis as { gc?: () => void }).gc?.();
-}
-
-async function heap(): Promise<number> {
-  await new Promise((r) => setImmediate(r));
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
 
 async function usedMemory(client: RedisClient): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1] ?? NaN);
@@ -156,7 +145,7 @@ async function gatewayRun(redisUrl: string, redis: RedisClient, tasks: number) {
   });
   const procs: Proc[] = [];
   try {
-    const heap0 = await heap();
+    const heap0 = await heapAfterGc();
     const perProc = tasks / CLIENT_PROCS;
     const t0 = nowMs();
     for (let c = 0; c < CLIENT_PROCS; c++) {
@@ -180,7 +169,7 @@ async function gatewayRun(redisUrl: string, redis: RedisClient, tasks: number) {
     );
     const connectMs = nowMs() - t0;
     const connections = tasks * WATCHERS;
-    const heapPer = ((await heap()) - heap0) / connections;
+    const heapPer = ((await heapAfterGc()) - heap0) / connections;
     progress(`${connections} connections in ${(connectMs / 1e3).toFixed(1)} s`);
 
     // Fan-out: rounds of one update per task, published by the bench as the shards' owner.
@@ -287,12 +276,12 @@ async function projectorRun(redisUrl: string, redis: RedisClient) {
   }
   const m1 = await usedMemory(redis);
   // The fixed heap of a projector that owns nothing, so the per-session figure is the sessions'.
-  const h0 = await heap();
+  const h0 = await heapAfterGc();
   const empty = await startProjector({ redisUrl, prefix: 'cape', shards, logLevel: 'silent' });
   await empty.ready();
-  const base = (await heap()) - h0;
+  const base = (await heapAfterGc()) - h0;
   await empty.stop();
-  const h1 = await heap();
+  const h1 = await heapAfterGc();
   const t0 = nowMs();
   const p = await startProjector({
     redisUrl,
@@ -306,7 +295,7 @@ async function projectorRun(redisUrl: string, redis: RedisClient) {
   // Its first snapshots (quiet tasks after snapshotMs) belong to what a session costs Redis.
   await sleep(2_000);
   const sessions = PJ_TASKS * PJ_SESSIONS;
-  const heapPer = ((await heap()) - h1 - base) / sessions;
+  const heapPer = ((await heapAfterGc()) - h1 - base) / sessions;
   const m2 = await usedMemory(redis);
   await p.stop();
   return {

@@ -26,7 +26,7 @@ import { EventStore, type Lease } from '@baton/store';
 import type WebSocket from 'ws';
 import { WebSocketServer } from 'ws';
 import { startGateway } from '@baton/gateway';
-import { median, type BenchResult } from './lib';
+import { heapAfterGc, median, type BenchResult } from './lib';
 
 const SECRET = 'bench-secret-0123456789abcdefghijklmnop';
 const IDLE_CONNECTIONS = 2_000;
@@ -223,18 +223,6 @@ async function fanout(redisUrl: string): Promise<BenchResult[]> {
   }
 }
 
-function gc(): void {
-  (globalThis as { gc?: () => void }).gc?.();
-}
-
-/** Heap after a full GC (run with --expose-gc, as `npm run bench` does). */
-async function heap(): Promise<number> {
-  await new Promise((r) => setImmediate(r));
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
-
 async function idleConnections(redisUrl: string): Promise<BenchResult[]> {
   const prefix = 'idle';
   const gateway = await startGateway({
@@ -264,10 +252,10 @@ async function idleConnections(redisUrl: string): Promise<BenchResult[]> {
   ) => {
     const c = clientsProcess();
     const steps: number[] = [];
-    let last = await heap();
+    let last = await heapAfterGc();
     for (let i = 0; i < IDLE_CONNECTIONS; i += BATCH) {
       await connect(c, i);
-      const now = await heap();
+      const now = await heapAfterGc();
       steps.push((now - last) / BATCH);
       last = now;
     }

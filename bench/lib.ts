@@ -76,3 +76,16 @@ export function formatResults(results: readonly BenchResult[]): string {
 export function resultsOf(out: SuiteOutput): { results: BenchResult[]; details?: string } {
   return Array.isArray(out) ? { results: out } : out;
 }
+
+/**
+ * The heap in use after a full collection (run with --expose-gc, as `npm run bench` does; without
+ * it, whatever is in use). A turn of the event loop first lets closed sockets and timers let go;
+ * collected twice, since what the first collection frees can hold more (weak maps, finalizers).
+ */
+export async function heapAfterGc(): Promise<number> {
+  await new Promise((r) => setImmediate(r));
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  gc?.();
+  return process.memoryUsage().heapUsed;
+}

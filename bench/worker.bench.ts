@@ -22,7 +22,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startWorker } from '@baton/worker';
-import { formatResults, median, type BenchResult } from './lib';
+import { formatResults, heapAfterGc, median, type BenchResult } from './lib';
 import { recordUnits } from './units';
 
 const FRAMES = 20_000;
@@ -101,14 +101,6 @@ function recording(frames: number): string {
 
 type XEntry = [string, string[]];
 
-/** Heap after a full GC (run with --expose-gc, as `npm run bench` does). */
-async function heap(): Promise<number> {
-  await new Promise((r) => setImmediate(r));
-  const gc = (globalThis as { gc?: () => void }).gc;
-  gc?.();
-  gc?.();
-  return process.memoryUsage().heapUsed;
-}
 const msOf = (id: string) => Number(id.slice(0, id.indexOf('-')));
 
 /** The facts of a finished execution: those of the turn, and the time between their ids. */
@@ -272,7 +264,7 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
     });
     try {
       const refs = await play('tools-short', HELD, true);
-      const holding = await heap();
+      const holding = await heapAfterGc();
       await refs.stop();
       for (const ref of refs) {
         const key = store.keys.taskStream(ref.taskId);
@@ -283,7 +275,7 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
           await new Promise((r) => setTimeout(r, 20));
         }
       }
-      const after = await heap();
+      const after = await heapAfterGc();
       // Against the same worker once they ended, not before they started: what the first worker
       // left behind was still being freed then (the difference came out negative), and whatever
       // the worker keeps after its executions end (caches) is not theirs.
