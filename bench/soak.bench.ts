@@ -20,7 +20,7 @@ import { SCHEMA_VERSION, taskKey, type StreamEntry } from '@baton/protocol';
 import { startRedis } from '@baton/redis-server';
 import { EventStore, connectRedis } from '@baton/store';
 import { startProjector, type ProjectorHandle } from '@baton/projector';
-import { formatResults, type SuiteOutput } from './lib';
+import { formatResults, heapAfterGc, type SuiteOutput } from './lib';
 
 const SHARDS = 8;
 const FIRST = 1_000;
@@ -98,18 +98,6 @@ const CAPS = {
   unambiguousCompletionKinds: [],
 } as const;
 
-function gc(): void {
-  const g = (globalThis as { gc?: () => void }).gc;
-  // Twice: what the first collection frees can hold more (weak maps, finalizers).
-  g?.();
-  g?.();
-}
-
-function heap(): number {
-  gc();
-  return process.memoryUsage().heapUsed;
-}
-
 function shortTask(taskId: string): StreamEntry[] {
   const x = { taskId, sessionId: 's1', executionId: `${taskId}-x1`, generation: 1 };
   const writer = (seq: number) => ({ role: 'worker' as const, instance: 'soak', seq });
@@ -124,12 +112,10 @@ function shortTask(taskId: string): StreamEntry[] {
   ].map((e, i) => ({ v: SCHEMA_VERSION, ...x, writer: writer(i + 1), ...e }) as StreamEntry);
 }
 
+/** A counter's or gauge's value, summed over its labels. */
 async function metric(h: ProjectorHandle, name: string): Promise<number> {
-  const text = await h.registry.metrics();
-  let sum = 0;
-  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm')))
-    sum += Number(m[1]);
-  return sum;
+  const m = h.registry.getSingleMetric(name);
+  return m ? (await m.get()).values.reduce((sum, v) => sum + v.value, 0) : 0;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -216,13 +202,13 @@ export async function runSoakBench(): Promise<SuiteOutput> {
     const t0 = performance.now();
     await run(store, page, 0, FIRST);
     await settled(p);
-    const after1k = heap();
+    const after1k = await heapAfterGc();
     const t1 = performance.now();
     const more = await run(store, page, FIRST, FIRST + MORE, t1 + MAX_SECONDS * 1_000);
     const t2 = performance.now();
     const peakHeld = await metric(p, 'baton_projector_tasks_held');
     await settled(p);
-    const after100k = heap();
+    const after100k = await heapAfterGc();
     const evicted = await metric(p, 'baton_projector_tasks_evicted_total');
     const hasGc = typeof (globalThis as { gc?: unknown }).gc === 'function';
     const mb = (b: number) => b / 2 ** 20;

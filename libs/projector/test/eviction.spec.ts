@@ -10,6 +10,7 @@ import {
   GENERIC_CAPS,
   Writer,
   foldAll,
+  metricSum,
   freshPrefix,
   readStream,
   readUpdatesByTask,
@@ -61,13 +62,7 @@ async function setup(o: Partial<ProjectorOptions> = {}) {
   return { store, p };
 }
 
-async function metric(h: ProjectorHandle, name: string): Promise<number> {
-  const text = await h.registry.metrics();
-  let sum = 0;
-  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm')))
-    sum += Number(m[1]);
-  return sum;
-}
+const metric = (h: ProjectorHandle, name: string) => metricSum(h.registry, name);
 
 /** One session of one task, written as a worker and a gateway would. */
 class Task {

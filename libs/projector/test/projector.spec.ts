@@ -12,6 +12,7 @@ import {
   GENERIC_CAPS,
   Writer,
   foldAll,
+  metricSum,
   freshPrefix,
   readStream,
   sameJson,
@@ -113,13 +114,8 @@ class Task {
   }
 }
 
-async function metric(h: ProjectorHandle, name: string): Promise<number> {
-  const text = await h.registry.metrics();
-  let sum = 0;
-  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm')))
-    sum += Number(m[1]);
-  return sum;
-}
+const metric = (h: ProjectorHandle, name: string, labels?: Record<string, string>) =>
+  metricSum(h.registry, name, labels);
 
 it('admits, hands the prompt to the execution inbox, publishes gapless updates and writes the view', async () => {
   const prefix = freshPrefix();
@@ -215,7 +211,7 @@ it('a write refused by the fence (the lease was taken meanwhile) drops the shard
   await t.submit('a');
   await waitFor('the shard dropped', () => p.ownedShards().length === 0);
   expect(await metric(p, 'baton_projector_fenced_writes_total')).toBeGreaterThanOrEqual(1);
-  expect(await metric(p, 'baton_projector_lease_changes_total{change="lost"}')).toBe(1);
+  expect(await metric(p, 'baton_projector_lease_changes_total', { change: 'lost' })).toBe(1);
   const decisions = (await t.stream()).filter((e) => e.entry.writer.role === 'projector');
   expect(decisions.map((e) => e.entry.type)).not.toContain('prompt.admitted');
   expect(await t.inbox()).toEqual([]);
@@ -247,7 +243,9 @@ it('declares an execution lost when its lease lapses, or when it holds none at a
   // The admitted prompt that never reached the agent is back at the head of the queue.
   expect(v!.sessions[0]!.queue.entries.map((q) => q.promptId)).toEqual(['p-a']);
   expect(await healthy.has('execution.lost')).toBe(false);
-  expect(await metric(p, 'baton_projector_timers_total{type="execution_lease_expired"}')).toBe(2);
+  expect(await metric(p, 'baton_projector_timers_total', { type: 'execution_lease_expired' })).toBe(
+    2,
+  );
 });
 
 it('watchdog: a silent dispatched turn fails if the agent never spoke, and is advised stalled once if it did', async () => {

@@ -15,6 +15,7 @@ import {
   type Update,
 } from '@baton/protocol';
 import type { EventStore, StoredEntry } from '@baton/store';
+import type { Registry } from 'prom-client';
 
 const ROOT = join(__dirname, '..', '..', '..');
 
@@ -379,4 +380,21 @@ export function updateProblems(
 /** Equal as JSON values (key order and undefined fields aside). */
 export function sameJson(a: unknown, b: unknown): boolean {
   return isDeepStrictEqual(JSON.parse(JSON.stringify(a)), JSON.parse(JSON.stringify(b)));
+}
+
+/**
+ * A counter's or gauge's value in `registry`, summed over the label sets that carry `labels`
+ * (0 when there is none).
+ */
+export async function metricSum(
+  registry: Registry,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
+  const metric = registry.getSingleMetric(name);
+  if (!metric) return 0;
+  let sum = 0;
+  for (const v of (await metric.get()).values)
+    if (Object.entries(labels).every(([k, want]) => v.labels[k] === want)) sum += v.value;
+  return sum;
 }
