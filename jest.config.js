@@ -15,6 +15,10 @@ const projects = ['libs', 'apps']
 module.exports = {
   projects,
   globalSetup: '<rootDir>/jest.global-setup.js',
+  // Names what a test left open, and kills a child left running; jest then exits rather than
+  // wait on what is left (a leaked handle once held a passed run open until CI's deadline).
+  globalTeardown: '<rootDir>/jest.global-teardown.js',
+  forceExit: true,
   coverageProvider: 'v8',
   collectCoverageFrom: ['libs/*/src/**/*.ts', '!**/*.spec.ts', '!**/index.ts'],
   coverageReporters: ['text-summary', 'text'],
