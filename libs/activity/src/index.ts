@@ -7,3 +7,4 @@ export * from './background-work-reducer';
 export * from './ahp-chat';
 export { STATE_VERSION, snapshotOf, stateFromSnapshot, type TaskSnapshot } from './snapshot';
 export * from './history';
+export * from './history-query';

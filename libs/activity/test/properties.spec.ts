@@ -20,6 +20,12 @@ import {
   initialTaskState,
   liveRegistrations,
   taskHistory,
+  entryTime,
+  historyQuery,
+  HistorySpanBuilder,
+  spanFromJson,
+  type HistoryBase,
+  type HistorySpan,
   type SessionState,
   type TaskState,
 } from '../src';
@@ -1342,6 +1348,150 @@ describe('properties of the domain core over generated interleavings', () => {
     // The property is about states at rest: the generator must reach them, and cut at them.
     expect(atRestSeen).toBeGreaterThan(500);
     expect(cutsAtRest).toBeGreaterThan(50);
+  });
+
+  it('13. history read model: a history read through stored spans between checkpoints, then the stream, is the history folded entry by entry — for any range, session, list bound and cut', async () => {
+    const seen = { spansRead: 0, spansBuilt: 0, cuts: 0, cutsInSpans: 0, fromMidSpan: 0 };
+    await fc.assert(
+      fc.asyncProperty(
+        permissionScenario,
+        // Gaps between entries' times: 0 puts two entries in one millisecond.
+        fc.array(fc.constantFrom(0, 0, 1, 4), { minLength: 64, maxLength: 64 }),
+        fc.uniqueArray(fc.nat(), { maxLength: 6 }),
+        fc.record({
+          since: fc.nat(),
+          length: fc.nat(),
+          sessionId: fc.constantFrom(undefined, 's1', 's2'),
+          maxItems: fc.constantFrom(1, 2, 10_000),
+          maxEntries: fc.constantFrom(1, 3, 10, 1_000_000),
+          page: fc.integer({ min: 1, max: 7 }),
+          snapshot: fc.boolean(),
+        }),
+        fc.func(fc.boolean()),
+        async (steps, gaps, cuts, q, stored) => {
+          const { owner } = run(steps);
+          quiesce(owner);
+          let t = 1_000;
+          const entries = owner.entries.map((entry, i) => {
+            t += gaps[i % gaps.length]!;
+            return { id: `${t}-${i}`, entry };
+          });
+          const end = t;
+          // States after each entry, as a checkpoint or the snapshot stores them (JSON).
+          const stateAt = (k: number) =>
+            stateFromSnapshot(
+              JSON.parse(
+                JSON.stringify(
+                  snapshotOf(
+                    entries
+                      .slice(0, k + 1)
+                      .reduce((st, e) => fold(st, e.entry).state, initialTaskState('t1')),
+                  ),
+                ),
+              ),
+              't1',
+            )!;
+          const at = [...new Set(cuts.map((c) => c % entries.length))].sort((a, b) => a - b);
+          const bases: HistoryBase[] = at.map((k) => ({
+            id: entries[k]!.id,
+            state: stateAt(k),
+            checkpoint: true,
+          }));
+          if (q.snapshot) {
+            const k = entries.length - 1;
+            bases.push({ id: entries[k]!.id, state: stateAt(k), checkpoint: false });
+          }
+          // The spans between consecutive checkpoints, built as the owner builds them; some are
+          // missing (not built yet), and the query folds their entries instead.
+          const spans = new Map<string, HistorySpan>();
+          const direct = new Map<string, HistorySpan>();
+          for (let i = 0; i + 1 < at.length; i++) {
+            const b = new HistorySpanBuilder(entries[at[i]!]!.id, stateAt(at[i]!));
+            for (const e of entries.slice(at[i]! + 1, at[i + 1]! + 1)) b.add(e.id, e.entry);
+            const span = b.finish();
+            direct.set(span.from, span);
+            const json = JSON.stringify(span);
+            if (stored(span.from)) spans.set(span.from, spanFromJson(json, span.from)!);
+          }
+          const since = 999 + (q.since % (end - 998));
+          const until = since + (q.length % (end - since + 2));
+          const built: HistorySpan[] = [];
+          let read = 0;
+          const got = await historyQuery({
+            taskId: 't1',
+            since,
+            until,
+            ...(q.sessionId ? { sessionId: q.sessionId } : {}),
+            maxEntries: q.maxEntries,
+            maxItems: q.maxItems,
+            bases,
+            spans: new Map(
+              [...spans].map(([from, span]) => {
+                // Count the spans the query reads.
+                const counted = { ...span };
+                Object.defineProperty(counted, 't', {
+                  get: () => {
+                    read++;
+                    return span.t;
+                  },
+                });
+                return [from, counted];
+              }),
+            ),
+            trimmed: false,
+            async *read(after) {
+              const rest = entries.slice(entries.findIndex((e) => e.id === after) + 1);
+              for (let i = 0; i < rest.length; i += q.page) yield rest.slice(i, i + q.page);
+            },
+            built: (span) => built.push(span),
+          });
+
+          // The oracle: every entry folded from the start; a cut by maxEntries is before the
+          // millisecond of the first entry left out.
+          const inRange = entries.filter(
+            (e) => entryTime(e.id) >= since && entryTime(e.id) <= until,
+          );
+          const next =
+            inRange.length > q.maxEntries ? entryTime(inRange[q.maxEntries]!.id) : undefined;
+          const want = taskHistory(
+            't1',
+            entries.filter((e) => next === undefined || entryTime(e.id) < next),
+            {
+              from: since,
+              to: next !== undefined ? next - 1 : until,
+              maxItems: q.maxItems,
+              ...(q.sessionId ? { sessionId: q.sessionId } : {}),
+            },
+          );
+          expect(got).toEqual({
+            ...want,
+            truncated: want.truncated || next !== undefined,
+            ...(next !== undefined ? { next } : {}),
+          });
+          // A span the query folded is the one the owner builds.
+          for (const span of built) expect(span).toEqual(direct.get(span.from));
+          seen.spansRead += read > 0 ? 1 : 0;
+          seen.spansBuilt += built.length > 0 ? 1 : 0;
+          if (next !== undefined) seen.cuts++;
+          if (next !== undefined && read > 0) seen.cutsInSpans++;
+          if (
+            at.some(
+              (k, i) =>
+                i + 1 < at.length &&
+                entryTime(entries[k]!.id) < since &&
+                since < entryTime(entries[at[i + 1]!]!.id),
+            )
+          )
+            seen.fromMidSpan++;
+        },
+      ),
+      RUNS,
+    );
+    // The generator reaches what the property is about.
+    expect(seen.spansRead).toBeGreaterThan(50);
+    expect(seen.spansBuilt).toBeGreaterThan(50);
+    expect(seen.cutsInSpans).toBeGreaterThan(10);
+    expect(seen.fromMidSpan).toBeGreaterThan(50);
   });
 });
 
