@@ -11,6 +11,7 @@ import { Inbox } from './families/inbox';
 import { Leases, Projectors, ShardTasks, type Lease } from './families/leases';
 import { RawFrames } from './families/raw-frames';
 import { StoreContext, type Page } from './families/shared';
+import { HistorySpans } from './families/history-spans';
 import { Snapshots } from './families/snapshots';
 import { TaskStreams, type FeedNote, type StoredEntry } from './families/task-streams';
 import { Tenants } from './families/tenants';
@@ -71,6 +72,7 @@ export class EventStore {
   readonly projectors: Projectors;
   readonly shardTasks: ShardTasks;
   readonly snapshots: Snapshots;
+  readonly historySpans: HistorySpans;
   readonly inbox: Inbox;
   readonly executions: Executions;
   readonly views: Views;
@@ -101,6 +103,7 @@ export class EventStore {
     this.projectors = new Projectors(this.ctx);
     this.shardTasks = new ShardTasks(this.ctx);
     this.snapshots = new Snapshots(this.ctx);
+    this.historySpans = new HistorySpans(this.ctx, this.tasks);
     this.inbox = new Inbox(this.ctx);
     this.executions = new Executions(this.ctx);
     this.views = new Views(this.ctx);

@@ -14,6 +14,8 @@
  * | baton:{b:7}:tw:<taskId>          | hash   | append dedupe: writer instance -> highest seq        |
  * | baton:{b:7}:tsnap:<taskId>       | hash   | snapshot: `state` JSON, stream `id` covered, `epoch` |
  * | baton:{b:7}:tckpt:<taskId>       | hash   | checkpoints: stream id -> state JSON (history base)  |
+ * | baton:{b:7}:thist:<taskId>       | hash   | history spans: checkpoint id -> the observations up  |
+ * |                                  |        | to the next checkpoint (the history's read model)    |
  * | baton:{b:7}:feed                 | stream | one note per append: task `t`, last id `l`           |
  * | baton:{b:7}:lease                | hash   | lease: `owner`, `epoch`, `expiresAt`; PEXPIREs       |
  * | baton:{b:7}:epoch                | string | fencing epoch counter; never deleted or expired      |
@@ -85,6 +87,9 @@ export class KeyLayout {
   }
   checkpoints(taskId: string): string {
     return `${this.shardBase(this.shardOf(taskId))}:tckpt:${taskId}`;
+  }
+  historySpans(taskId: string): string {
+    return `${this.shardBase(this.shardOf(taskId))}:thist:${taskId}`;
   }
   feed(shard: number): string {
     return `${this.shardBase(shard)}:feed`;

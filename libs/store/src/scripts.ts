@@ -103,13 +103,18 @@ const SCRIPTS = {
   snapshotWrite: declare<
     [lease: string, snapshot: string, checkpoints: string],
     [fence: string, id: StreamId, state: Json, checkpointEvery: Ms],
-    'OK'
+    StreamId | ''
   >(3),
+  historySpanWrite: declare<
+    [checkpoints: string, spans: string],
+    [from: StreamId, to: StreamId, span: Json],
+    0 | 1
+  >(2),
   trim: declare<
-    [lease: string, snapshot: string, stream: string, checkpoints: string],
+    [lease: string, snapshot: string, stream: string, checkpoints: string, spans: string],
     [fence: string, retain: Ms],
     number
-  >(4),
+  >(5),
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

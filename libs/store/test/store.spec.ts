@@ -297,7 +297,9 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       Array.from({ length: 5 }, (_, i) => fact(t, 'w1', i + 1)),
     )) as string[];
     // A checkpoint is kept at the first snapshot, none again until the interval has passed.
-    await store.snapshots.write(lease, t, first[4]!, { folded: 5 }, 60_000);
+    expect(await store.snapshots.write(lease, t, first[4]!, { folded: 5 }, 60_000)).toEqual({
+      previousCheckpoint: null,
+    });
     await store.snapshots.write(lease, t, first[4]!, { folded: 5 }, 60_000);
     expect(await store.snapshots.checkpoints(t)).toEqual([{ id: first[4], state: { folded: 5 } }]);
     // Nothing is older than a long retention: nothing goes.
@@ -307,15 +309,33 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       t,
       Array.from({ length: 5 }, (_, i) => fact(t, 'w1', i + 6)),
     )) as string[];
-    await store.snapshots.write(lease, t, later[4]!, { folded: 10 }, 1);
+    // A second checkpoint names the one before it: the history span between them can be built.
+    expect(await store.snapshots.write(lease, t, later[4]!, { folded: 10 }, 1)).toEqual({
+      previousCheckpoint: first[4],
+    });
     expect((await store.snapshots.checkpoints(t)).map((c) => c.id)).toEqual([first[4], later[4]]);
+    const span = { v: 1 as const, from: first[4]!, to: later[4]!, t: [0, 1], o: [] };
+    expect(await store.historySpans.write(t, span)).toBe(true);
+    // A span must run between two kept checkpoints.
+    expect(await store.historySpans.write(t, { ...span, to: later[3]! })).toBe(false);
+    expect([...(await store.historySpans.read(t))]).toEqual([[first[4], span]]);
     // A 30 ms retention: the first checkpoint is older than that, the second not. The stream is
     // cut at the first (what follows it can still be folded), not at the snapshot.
     expect(await store.snapshots.trim(lease, t, 30)).toBe(4);
     expect((await store.readTask(t)).items.map((i) => i.id)).toEqual([first[4], ...later]);
+    expect((await store.historySpans.read(t)).size).toBe(1);
     // No retention: up to the snapshot, as always.
     expect(await store.snapshots.trim(lease, t)).toBe(5);
     expect((await store.readTask(t)).items.map((i) => i.id)).toEqual([later[4]]);
+    // A third checkpoint, then a trim that cuts at the second: the span that started at the
+    // first goes with it, and cannot be written back.
+    await new Promise((r) => setTimeout(r, 40));
+    const last = (await store.append(t, [fact(t, 'w1', 11)])) as string[];
+    await store.snapshots.write(lease, t, last[0]!, { folded: 11 }, 1);
+    await store.snapshots.trim(lease, t, 30);
+    expect((await store.snapshots.checkpoints(t)).map((c) => c.id)).toEqual([later[4], last[0]]);
+    expect((await store.historySpans.read(t)).size).toBe(0);
+    expect(await store.historySpans.write(t, span)).toBe(false);
   });
 
   it('publishes updates without gaps and skips what was already published', async () => {

@@ -10,14 +10,18 @@ export interface Snapshot<S> {
   epoch: number;
 }
 
-/** Task snapshots (`tsnap:`), checkpoints (`tckpt:`) and trimming task streams behind them. */
+/**
+ * Task snapshots (`tsnap:`), checkpoints (`tckpt:`) and trimming task streams behind them (with
+ * the history spans, `thist:`, that start at the checkpoints a trim removes).
+ */
 export class Snapshots {
   constructor(private readonly ctx: StoreContext) {}
 
   /**
    * Stores `state` as covering the task stream up to `id`, fenced; never moves back. With
    * `checkpointEveryMs`, it is also kept as a checkpoint when the newest one is that much older
-   * (see {@link Snapshots.trim} and the history query).
+   * (see {@link Snapshots.trim} and the history query). Returns the checkpoint before it when it
+   * was kept as one (not the first): the history span between the two can then be built.
    */
   async write(
     lease: Lease,
@@ -25,13 +29,20 @@ export class Snapshots {
     id: string,
     state: unknown,
     checkpointEveryMs = 0,
-  ): Promise<void> {
+  ): Promise<{ previousCheckpoint: string | null }> {
     this.ctx.checkLease(lease, taskId);
     const { keys } = this.ctx;
-    await this.ctx.scripts.snapshotWrite(
+    const previous = await this.ctx.scripts.snapshotWrite(
       [keys.lease(lease.shard), keys.snapshot(taskId), keys.checkpoints(taskId)],
       [fenceToken(lease), id, JSON.stringify(state), checkpointEveryMs],
     );
+    return { previousCheckpoint: previous === '' ? null : previous };
+  }
+
+  /** One checkpoint's state, as stored. */
+  async checkpoint(taskId: string, id: string): Promise<unknown> {
+    const json = await this.ctx.redis.hget(this.ctx.keys.checkpoints(taskId), id);
+    return json === null ? undefined : (JSON.parse(json) as unknown);
   }
 
   /** The task's checkpoints (states it can be folded forward from), oldest first. */
@@ -69,6 +80,7 @@ export class Snapshots {
         keys.snapshot(taskId),
         keys.taskStream(taskId),
         keys.checkpoints(taskId),
+        keys.historySpans(taskId),
       ],
       [fenceToken(lease), retainMs],
     );

@@ -16,7 +16,8 @@
     ARGV[4] checkpoint interval in ms (0: no checkpoints)
 
   Output:
-    'OK'
+    the id of the checkpoint before this one when the snapshot was kept as a checkpoint and is
+    not the first: the history span between the two can now be built; else ''
     errors: "FENCED ...", "STALE <current id>" when the stored snapshot covers a later id
 ]]
 local leaseKey = KEYS[1]
@@ -39,14 +40,16 @@ end
 redis.call('HSET', snapshotKey, 'id', id, 'state', state, 'epoch', baton_token_epoch(token))
 local every = tonumber(checkpointEveryMs) or 0
 if every > 0 then
-  local ms = tonumber(string.match(id, '^(%d+)'))
-  local newest = -1
+  local newest = nil
   for _, c in ipairs(redis.call('HKEYS', checkpointsKey)) do
-    local m = tonumber(string.match(c, '^(%d+)'))
-    if m > newest then newest = m end
+    if not newest or baton_id_cmp(c, newest) > 0 then newest = c end
   end
-  if newest < 0 or ms - newest >= every then
+  local ms = tonumber(string.match(id, '^(%d+)'))
+  if not newest then
     redis.call('HSET', checkpointsKey, id, state)
+  elseif ms - tonumber(string.match(newest, '^(%d+)')) >= every then
+    redis.call('HSET', checkpointsKey, id, state)
+    return newest
   end
 end
-return 'OK'
+return ''

@@ -4,13 +4,15 @@
 
   With a retention, what is younger than it (by the server's clock) stays, and so does a state
   to fold it from: the stream is cut at the newest checkpoint no younger than the retention's
-  start, and the checkpoints before it go. With no such checkpoint yet, nothing is trimmed.
+  start, and the checkpoints before it go, with the history spans that start at them. With no
+  such checkpoint yet, nothing is trimmed.
 
   Input:
     KEYS[1] shard lease hash
     KEYS[2] task snapshot hash
     KEYS[3] task stream
     KEYS[4] task checkpoints hash (stream id -> state JSON)
+    KEYS[5] task history spans hash (checkpoint id -> span JSON)
 
     ARGV[1] fencing token: <epoch>:<owner> of the writer's lease
     ARGV[2] retention in ms (0: trim right up to the snapshot)
@@ -23,6 +25,7 @@ local leaseKey = KEYS[1]
 local snapshotKey = KEYS[2]
 local streamKey = KEYS[3]
 local checkpointsKey = KEYS[4]
+local spansKey = KEYS[5]
 
 local token = ARGV[1]
 local retainMs = ARGV[2]
@@ -46,7 +49,10 @@ if retain > 0 then
   end
   if not base then return 0 end
   for _, c in ipairs(ids) do
-    if baton_id_cmp(c, base) < 0 then redis.call('HDEL', checkpointsKey, c) end
+    if baton_id_cmp(c, base) < 0 then
+      redis.call('HDEL', checkpointsKey, c)
+      redis.call('HDEL', spansKey, c)
+    end
   end
   id = base
 end

@@ -1,0 +1,30 @@
+--[[
+  Keep a task's history span: what each entry between two of its checkpoints changed (see
+  libs/activity HistorySpan). Not fenced: a span is derived from the stream by the same fold
+  whoever builds it (the owner when it keeps a checkpoint, a history query that found none), so
+  any two writers write the same. Kept only while both its checkpoints are, so a span a retention
+  trim removed never comes back.
+
+  Input:
+    KEYS[1] task checkpoints hash (stream id -> state JSON)
+    KEYS[2] task history spans hash (checkpoint id -> span JSON)
+
+    ARGV[1] the checkpoint the span starts after
+    ARGV[2] the checkpoint it ends at
+    ARGV[3] span JSON
+
+  Output:
+    1 when kept, 0 when a checkpoint of it is gone
+]]
+local checkpointsKey = KEYS[1]
+local spansKey = KEYS[2]
+
+local from = ARGV[1]
+local to = ARGV[2]
+local span = ARGV[3]
+
+if redis.call('HEXISTS', checkpointsKey, from) == 0 or redis.call('HEXISTS', checkpointsKey, to) == 0 then
+  return 0
+end
+redis.call('HSET', spansKey, from, span)
+return 1
