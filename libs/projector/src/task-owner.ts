@@ -644,13 +644,14 @@ export class TaskOwner {
         this.ctx.retentionMs > 0
           ? Math.max(this.ctx.snapshotMs, Math.floor(this.ctx.retentionMs / 24))
           : 0;
-      await store.snapshots.write(
+      const { previousCheckpoint } = await store.snapshots.write(
         this.ctx.lease(),
         this.taskId,
         this.lastId,
         snapshotOf(this.state),
         checkpointEveryMs,
       );
+      if (previousCheckpoint !== null) await this.keepHistorySpan(previousCheckpoint);
     } catch (err) {
       if (!(err instanceof StaleSnapshotError)) throw err;
     }
@@ -658,6 +659,24 @@ export class TaskOwner {
     this.ctx.metrics.snapshots.inc({ shard: String(this.ctx.shard) });
     this.entriesSinceSnapshot = 0;
     this.lastSnapshotAt = now;
+  }
+
+  /**
+   * A new checkpoint closes a span of the history's read model: what each entry since the one
+   * before changed, so a history query reads that instead of folding the entries again. It is
+   * derived: when it cannot be built here, the first history query that needs it builds it.
+   */
+  private async keepHistorySpan(previousCheckpoint: string): Promise<void> {
+    const { store } = this.ctx;
+    try {
+      const span = await store.historySpans.build(this.taskId, previousCheckpoint, this.lastId);
+      if (span) await store.historySpans.write(this.taskId, span);
+    } catch (err) {
+      this.ctx.log.warn(
+        { err, taskId: this.taskId, from: previousCheckpoint, to: this.lastId },
+        'history span not built (a history query will build it)',
+      );
+    }
   }
 
   private assertActive(): void {

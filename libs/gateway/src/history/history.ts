@@ -1,11 +1,5 @@
-import {
-  entryTime,
-  HistoryFold,
-  initialTaskState,
-  stateFromSnapshot,
-  type TaskState,
-} from '@baton/activity';
-import type { StreamEntry, TaskHistory } from '@baton/protocol';
+import { historyQuery, stateFromSnapshot, type HistorySpan } from '@baton/activity';
+import type { TaskHistory } from '@baton/protocol';
 import type { EventStore } from '@baton/store';
 import { z } from 'zod';
 import { WireFailure } from '../errors';
@@ -44,9 +38,11 @@ export interface HistoryLimits {
 }
 
 /**
- * The history query: reads the task stream and folds it with libs/activity's taskHistory. A range
- * that starts after the task's snapshot folds from the snapshot, so a long stream is not folded
- * from zero for every request; a stream trimmed behind the range's start says so (`trimmed`).
+ * The history query (libs/activity historyQuery): from the newest checkpoint or snapshot at or
+ * before the range's start, through the history spans between checkpoints (the read model the
+ * owner writes), then the task stream after the last of them. A long stream is therefore neither
+ * folded from zero nor refolded between checkpoints; a stream trimmed behind the range's start
+ * says so (`trimmed`).
  */
 export class History {
   constructor(
@@ -69,82 +65,43 @@ export class History {
         'since',
       );
     }
-    let start: TaskState = initialTaskState(key);
-    let after = '0-0';
-    let from = since;
-    const [snap, checkpoints, trimmedStream] = await Promise.all([
+    const [snap, checkpoints, spans, trimmed] = await Promise.all([
       this.store.snapshots.read(key),
       this.store.snapshots.checkpoints(key),
+      this.store.historySpans.read(key),
       this.store.wasTrimmed(key),
     ]);
     // States to fold forward from, oldest first: the checkpoints, then the latest snapshot.
-    const bases = [...checkpoints, ...(snap ? [snap] : [])].flatMap((b) => {
+    const bases = [
+      ...checkpoints.map((c) => ({ ...c, checkpoint: true })),
+      ...(snap ? [{ id: snap.id, state: snap.state, checkpoint: false }] : []),
+    ].flatMap((b) => {
       const state = stateFromSnapshot(b.state, key);
-      return state ? [{ id: b.id, state }] : [];
+      return state ? [{ id: b.id, state, checkpoint: b.checkpoint }] : [];
     });
-    // The newest state at or before the range's start saves folding what comes before it. A
-    // trimmed stream cannot be folded from its start: then the oldest state there is, and what
-    // happened before it is gone (`trimmed`).
-    let base = bases.filter((b) => entryTime(b.id) <= since).at(-1);
-    let trimmed = false;
-    if (!base && trimmedStream) {
-      base = bases[0];
-      trimmed = true;
-      if (base) from = Math.max(since, entryTime(base.id));
+    const built: HistorySpan[] = [];
+    const history = await historyQuery({
+      taskId: key,
+      since,
+      until,
+      ...(q.sessionId !== undefined ? { sessionId: q.sessionId } : {}),
+      maxEntries: this.limits.maxEntries,
+      maxItems: this.limits.maxItems,
+      bases,
+      spans,
+      trimmed,
+      read: (after) => this.entries(key, after, until),
+      built: (span) => built.push(span),
+    });
+    // Spans the owner had not written (the query folded their entries): kept for the next query.
+    for (const span of built) await this.store.historySpans.write(key, span);
+    return { ...history, taskId: clientTaskId };
+  }
+
+  /** The stream after `after` up to `until`, page by page; the next page is read meanwhile. */
+  private async *entries(key: string, after: string, until: number) {
+    for await (const page of this.store.readTaskPages(key, after, { count: PAGE, until })) {
+      yield page.items;
     }
-    if (base) {
-      start = base.state;
-      after = base.id;
-    }
-    const h = new HistoryFold(
-      key,
-      {
-        from,
-        maxItems: this.limits.maxItems,
-        ...(q.sessionId !== undefined ? { sessionId: q.sessionId } : {}),
-      },
-      start,
-    );
-    // Folded page by page while the next page is read. The entries of one millisecond wait until
-    // a later one comes: a cut by maxEntries never splits a millisecond (the next query starts
-    // at it), so what shares the cut's millisecond is never folded.
-    const held: StreamEntry[] = [];
-    let heldAt = -1;
-    let inRange = 0;
-    let truncated = false;
-    let next: number | undefined;
-    read: for await (const page of this.store.readTaskPages(key, after, { count: PAGE, until })) {
-      if (page.items.length === 0) break;
-      for (const item of page.items) {
-        const at = entryTime(item.id);
-        if (at > until) break read;
-        // Before the range: folded into the state the range starts from.
-        if (at < from) {
-          h.add(at, item.entry);
-          continue;
-        }
-        if (++inRange > this.limits.maxEntries) {
-          if (heldAt === at) held.length = 0;
-          truncated = true;
-          next = at;
-          break read;
-        }
-        if (at !== heldAt) {
-          for (const e of held) h.add(heldAt, e);
-          held.length = 0;
-          heldAt = at;
-        }
-        held.push(item.entry);
-      }
-    }
-    for (const e of held) h.add(heldAt, e);
-    const history = h.finish(next !== undefined ? next - 1 : until);
-    return {
-      ...history,
-      taskId: clientTaskId,
-      truncated: history.truncated || truncated,
-      ...(next !== undefined ? { next } : {}),
-      ...(trimmed ? { trimmed: true } : {}),
-    };
   }
 }
