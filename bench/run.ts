@@ -79,9 +79,9 @@ const SUITES: Suite[] = [
     key: 'history',
     title: 'History query (apps/gateway, libs/activity)',
     note:
-      'One session’s day: a recorded stream (as in the fold benchmark) of 60,000 entries with a snapshot after the first 10,000; the query’s range starts just after it, so 50,000 entries are read (XRANGE pages, JSON.parse, envelope check) and folded into the history (activity intervals, turns, background items, prompts, executions). ' +
-      'Baseline: raw XRANGE pages + JSON.parse of the same range, one page after the other, same run, interleaved, median of 7. ' +
-      'Beside it, to tell the query’s time apart: the same raw read with the next page requested before this one is parsed (as the query reads), and the history’s fold alone on the entries already parsed.',
+      'One session’s day: a recorded stream (as in the fold benchmark) of 60,000 entries; a checkpoint after the first 10,000 (where the range starts) and then every 2,000 (a day’s 24 or so, as the owner keeps them), with the history span between each two written as the owner writes it. The query reads the 25 spans and folds the stream after the last one. ' +
+      'Baseline: raw XRANGE pages + JSON.parse of the 50,000 entries of the range, one page after the other, same run, interleaved, median of 7. ' +
+      'Beside it: the same query where no span is stored (it reads and folds the 50,000 entries, and writes the spans back; its answer is checked equal), the spans’ Redis memory against the stream’s, the raw read with the next page requested before this one is parsed (as the query reads the stream), and the history’s fold alone on the entries already parsed.',
     run: runHistoryBench,
   },
   {
