@@ -83,6 +83,45 @@ it('a tenant holding GATEWAY_MAX_CONNECTIONS_PER_TENANT connections is refused m
   await Promise.all([...held, b].map((c) => c.close()));
 });
 
+it('an /ahp connection that authenticates in-protocol takes a place of its tenant, and gives it back at close', async () => {
+  // Three places for tenant conn-c: two /ws connections and one /ahp authenticated in-protocol.
+  const c = tokenFor('conn-c');
+  const ws = [await Client.connect(gw.wsUrl, c), await Client.connect(gw.wsUrl, c)];
+  const authenticate = async (x: Client) => {
+    expect(
+      (await x.rpc('initialize', { protocolVersions: ['1.0.0'], clientId: 'in-protocol' })).result,
+    ).toBeDefined();
+    return x.rpc('authenticate', {
+      channel: 'ahp-root://',
+      resource: 'urn:baton:gateway',
+      token: c,
+    });
+  };
+  const first = await Client.connect(gw.wsUrl, undefined, '/ahp');
+  expect((await authenticate(first)).result).toEqual({});
+  // A fourth, by the same route, is refused with a reason, and stays unauthenticated.
+  const second = await Client.connect(gw.wsUrl, undefined, '/ahp');
+  const refused = await authenticate(second);
+  expect(refused.error).toMatchObject({
+    message: expect.stringMatching(/3 connections on this gateway/),
+    data: { code: 'too_many_connections' },
+  });
+  expect((await second.rpc('listSessions', {})).error).toMatchObject({ code: -32007 });
+  // The authenticated /ahp connection closes: its place comes back, and the next try is let in.
+  await first.close();
+  const admitted = await waitFor(async () => {
+    const r = await second.rpc('authenticate', {
+      channel: 'ahp-root://',
+      resource: 'urn:baton:gateway',
+      token: c,
+    });
+    return r.result ? r : undefined;
+  }, 'the /ahp place to be given back');
+  expect(admitted.result).toEqual({});
+  expect((await second.rpc('listSessions', {})).result).toMatchObject({ items: expect.any(Array) });
+  await Promise.all([...ws, second].map((x) => x.close()));
+});
+
 it('a tenant holding GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT subscriptions is refused more, on either endpoint', async () => {
   const c = tokenFor('subs-c');
   const [one, two, ahp] = [

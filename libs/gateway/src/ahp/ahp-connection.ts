@@ -212,6 +212,8 @@ export class AhpConnection extends Connection {
   private sending: Promise<unknown> = Promise.resolve();
   /** The highest serverSeq this connection has seen the host at. */
   private seenSeq = 0;
+  /** The tenant whose connection place an in-protocol authentication took (given back at close). */
+  private place: string | undefined;
   /** Dispatched turns waiting for their echo: channel + turn id → origin. */
   private readonly echoes = new Map<string, { clientId: string; clientSeq: number }>();
 
@@ -566,8 +568,7 @@ export class AhpConnection extends Connection {
       return () => ({});
     }
     // The connection now counts against its tenant's connections on this gateway.
-    const release = this.s.limits.openConnection(principal.tenant);
-    if (!release) {
+    if (!this.s.limits.openConnection(principal.tenant)) {
       throw new RpcError(
         AHP_ERRORS.TooManySubscriptions,
         `the tenant holds ${this.s.limits.maxConnections} connections on this gateway ` +
@@ -575,7 +576,7 @@ export class AhpConnection extends Connection {
         { code: 'too_many_connections' },
       );
     }
-    this.ws.once('close', release);
+    this.place = principal.tenant;
     this.anonymous = false;
     clearTimeout(this.authTimer);
     this.reauthenticate(principal);
@@ -814,6 +815,8 @@ export class AhpConnection extends Connection {
 
   protected override onDispose(): void {
     clearTimeout(this.authTimer);
+    if (this.place !== undefined) this.s.limits.closeConnection(this.place);
+    this.place = undefined;
     this.unsubscribe(AHP_ROOT);
     for (const [channel, c] of [...this.chans]) if (c.kind === 'session') this.unsubscribe(channel);
   }

@@ -48,6 +48,10 @@ export class UpdateFrame {
 }
 
 export type UpdateListener = (frame: UpdateFrame) => void;
+/** A listener that is an object: held as itself, with no function made for it. */
+export interface UpdateFollower {
+  offer(frame: UpdateFrame): void;
+}
 
 type XEntry = [string, string[]];
 
@@ -77,7 +81,7 @@ export function emptyView(taskId: string): TaskView {
  * update published after the gateway started, whatever its clients watch.
  */
 export class UpdateHub {
-  private readonly listeners = new Map<string, Set<UpdateListener>>();
+  private readonly listeners = new Map<string, Set<UpdateListener | UpdateFollower>>();
   private readonly tenantListeners = new Map<string, Set<UpdateListener>>();
   private tail: StreamTail<StoredUpdate> | undefined;
   /** Corks the sockets of subscribers while one batch from the tail is fanned out. */
@@ -141,9 +145,10 @@ export class UpdateHub {
     }
     const set = this.listeners.get(frame.update.taskId);
     if (!set) return;
-    for (const fn of set) {
+    for (const l of set) {
       try {
-        fn(frame);
+        if (typeof l === 'function') l(frame);
+        else l.offer(frame);
       } catch (err) {
         this.log.error({ err, taskId: frame.update.taskId }, 'update listener failed');
       }
@@ -152,13 +157,25 @@ export class UpdateHub {
 
   /** Calls `fn` with every update of `taskId` from now on; returns the way to stop. */
   listen(taskId: string, fn: UpdateListener): () => void {
+    this.follow(taskId, fn);
+    return () => this.unfollow(taskId, fn);
+  }
+
+  /**
+   * {@link listen} for a listener that is an object (a /ws subscription): it is offered every
+   * update of `taskId` until {@link unfollow}. An idle connection holds nothing more for it.
+   */
+  follow(taskId: string, l: UpdateListener | UpdateFollower): void {
     let set = this.listeners.get(taskId);
     if (!set) this.listeners.set(taskId, (set = new Set()));
-    set.add(fn);
-    return () => {
-      set.delete(fn);
-      if (set.size === 0 && this.listeners.get(taskId) === set) this.listeners.delete(taskId);
-    };
+    set.add(l);
+  }
+
+  unfollow(taskId: string, l: UpdateListener | UpdateFollower): void {
+    const set = this.listeners.get(taskId);
+    if (!set) return;
+    set.delete(l);
+    if (set.size === 0) this.listeners.delete(taskId);
   }
 
   /** Calls `fn` with every update of every task of `tenant` from now on (the AHP root channel). */

@@ -51,14 +51,13 @@ export function requireScope(p: Principal, scope: Scope): void {
   }
 }
 
-/** One /ws client: Baton's own protocol (libs/protocol wire.ts). */
-export class ClientConnection extends Connection {
-  /** Where this connection's subscriptions send: one for all of them. */
-  private readonly sink: SubscriptionSink;
-
-  /** subscribe and unsubscribe run one at a time, in the order they came. */
-  private ops: Promise<void> = Promise.resolve();
-  private readonly stops = new Map<Subscription, () => void>();
+/**
+ * One /ws client: Baton's own protocol (libs/protocol wire.ts). It is its subscriptions' sink
+ * itself (no object per connection for it).
+ */
+export class ClientConnection extends Connection implements SubscriptionSink {
+  /** subscribe and unsubscribe run one at a time, in the order they came (none: all done). */
+  private ops: Promise<void> | undefined;
 
   constructor(
     ws: WebSocket,
@@ -67,7 +66,6 @@ export class ClientConnection extends Connection {
     private readonly s: Services,
   ) {
     super(ws, socket, s.hub.writes, principal, 'ws', s.opts, s.metrics, s.log, s.limits);
-    this.sink = new SocketSink(this, s.hub);
   }
 
   handleFrame(data: string | Buffer): void {
@@ -100,6 +98,20 @@ export class ClientConnection extends Connection {
     });
   }
 
+  /** {@link SubscriptionSink}: the view as one Buffer per version, shared by its subscribers. */
+  snapshot(view: TaskView, resync: boolean): boolean {
+    // Every subscriber it goes to is of one tenant: it carries the client's task id, not the key.
+    const frame = this.s.hub.snapshotFrame(view, resync);
+    if (!this.writable(frame.length)) return false;
+    this.sendFrame(frame, frame.length);
+    return true;
+  }
+
+  /** {@link SubscriptionSink}: an update, as the hub encoded it once for every subscriber. */
+  update(frame: UpdateFrame): void {
+    this.sendFrame(frame.payload, frame.bytes);
+  }
+
   internalError(): void {
     this.fail(undefined, { code: 'internal', message: 'internal error' });
   }
@@ -124,8 +136,13 @@ export class ClientConnection extends Connection {
   }
 
   private serial(op: () => Promise<void>): Promise<void> {
-    const next = this.ops.then(op);
-    this.ops = next.catch(() => undefined);
+    const next = (this.ops ?? Promise.resolve()).then(op);
+    const done = next.then(settled, settled);
+    // An idle connection keeps no settled chain.
+    void done.then(() => {
+      if (this.ops === done) this.ops = undefined;
+    });
+    this.ops = done;
     return next;
   }
 
@@ -269,9 +286,9 @@ export class ClientConnection extends Connection {
     // The sink and the hooks are shared (per connection, per process): no closure here may
     // outlive the request, or it would keep this call's context (the message and all) per
     // subscription for as long as it lives.
-    const sub = new Subscription(key, msg.sessionId, this.s.hub, this.sink, hooksOf(this.s));
+    const sub = new Subscription(key, msg.sessionId, this.s.hub, this, hooksOf(this.s));
     this.subs.set(msg.taskId, sub);
-    this.stops.set(sub, this.s.hub.listen(key, sub.offer.bind(sub)));
+    this.s.hub.follow(key, sub);
     try {
       await sub.start(msg.afterSeq, (r) => {
         const result: SubscribeResult = {
@@ -296,10 +313,11 @@ export class ClientConnection extends Connection {
 
   protected releaseSubscription(sub: Subscription): void {
     sub.close();
-    this.stops.get(sub)?.();
-    this.stops.delete(sub);
+    this.s.hub.unfollow(sub.taskId, sub);
   }
 }
+
+function settled(): void {}
 
 function commandOf(
   msg: Extract<
@@ -331,30 +349,6 @@ function commandOf(
 }
 
 /** A /ws connection as its subscriptions' sink. */
-class SocketSink implements SubscriptionSink {
-  constructor(
-    private readonly c: ClientConnection,
-    private readonly hub: UpdateHub,
-  ) {}
-
-  writable(bytes: number): boolean {
-    return this.c.writable(bytes);
-  }
-
-  snapshot(view: TaskView, resync: boolean): boolean {
-    // One Buffer per version of the view, shared by every subscriber it goes to (all of one
-    // tenant: it carries the client's task id, not the key).
-    const frame = this.hub.snapshotFrame(view, resync);
-    if (!this.c.writable(frame.length)) return false;
-    this.c.sendFrame(frame, frame.length);
-    return true;
-  }
-
-  update(frame: UpdateFrame): void {
-    this.c.sendFrame(frame.payload, frame.bytes);
-  }
-}
-
 const hooksByProcess = new WeakMap<Services, SubscriptionHooks>();
 
 /** The /ws subscriptions' hooks: metrics and logs of the process, one object for all. */

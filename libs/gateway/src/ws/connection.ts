@@ -6,7 +6,7 @@ import type { Logger } from '../logger';
 import type { Endpoint, GatewayMetrics } from '../metrics/metrics';
 import type { ResolvedOptions } from '../options';
 import type { Subscription } from '../subscriptions/subscription';
-import { RateLimiter } from './frames';
+import { takeToken, type TokenBucket } from './frames';
 import { TenantCountedMap, type TenantLimits } from './tenant-limits';
 
 const OPEN = 1;
@@ -28,10 +28,25 @@ export const REPLY_HEADROOM = 64 * 1024;
 export const CLOSE_GRACE_MS = { slowConsumer: 1_000, other: 10_000 } as const;
 
 /**
+ * The connection of each socket, for the socket's event listeners: they are functions shared by
+ * every connection (`this` is the socket), not closures made per connection.
+ */
+const CONNECTIONS = new WeakMap<WebSocket, Connection>();
+
+export function connectionOf(ws: WebSocket): Connection | undefined {
+  return CONNECTIONS.get(ws);
+}
+
+function onPong(this: WebSocket): void {
+  const c = CONNECTIONS.get(this);
+  if (c) c.lastSeen = Date.now();
+}
+
+/**
  * What every client connection (/ws and /ahp) shares: bounded sending with a slow-consumer
  * protocol, rate limiting, heartbeats, idle timeout, token expiry and its subscriptions.
  */
-export abstract class Connection {
+export abstract class Connection implements TokenBucket {
   /** Subscriptions by key (task id on /ws, channel on /ahp), counted against the tenant. */
   readonly subs: Map<string, Subscription>;
   /** Last sign of life (any frame, a pong). */
@@ -39,7 +54,9 @@ export abstract class Connection {
   /** Last client message. */
   lastActivity = Date.now();
   lastPing = Date.now();
-  private readonly limiter: RateLimiter;
+  /** The rate limit's token bucket (GATEWAY_MAX_MESSAGES_PER_SECOND), held in place. */
+  tokens: number;
+  tokensAt = Date.now();
   private behindSince: number | undefined;
   private drainTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -63,8 +80,9 @@ export abstract class Connection {
     protected readonly limits?: TenantLimits,
   ) {
     this.subs = new TenantCountedMap<Subscription>(limits, principal_.tenant);
-    this.limiter = new RateLimiter(opts.maxMessagesPerSecond);
-    ws.on('pong', () => (this.lastSeen = Date.now()));
+    this.tokens = opts.maxMessagesPerSecond;
+    CONNECTIONS.set(ws, this);
+    ws.on('pong', onPong);
     metrics.connections.inc({ endpoint });
   }
 
@@ -87,7 +105,7 @@ export abstract class Connection {
     const now = Date.now();
     this.lastSeen = now;
     this.lastActivity = now;
-    return this.limiter.take(now);
+    return takeToken(this, this.opts.maxMessagesPerSecond, now);
   }
 
   /**
@@ -315,6 +333,10 @@ export abstract class Connection {
     return this.closed;
   }
 
+  /** A frame of the client's, as it came (text as a string, binary as a Buffer). */
+  abstract handleFrame(data: string | Buffer): void;
+  /** Handling a frame failed on our side: the client is told, without details. */
+  abstract internalError(): void;
   /** Stops a subscription and whatever fed it. */
   protected abstract releaseSubscription(sub: Subscription): void;
   protected onDispose(): void {}

@@ -143,23 +143,17 @@ export function parseMessage(value: unknown): ParsedFrame {
 }
 
 /** A token bucket: `rate` messages per second, bursts up to `rate`. */
-export class RateLimiter {
-  private tokens: number;
-  private last: number;
+export interface TokenBucket {
+  tokens: number;
+  /** When the bucket was last looked at (ms). */
+  tokensAt: number;
+}
 
-  constructor(
-    private readonly rate: number,
-    now: number = Date.now(),
-  ) {
-    this.tokens = rate;
-    this.last = now;
-  }
-
-  take(now: number = Date.now()): boolean {
-    this.tokens = Math.min(this.rate, this.tokens + ((now - this.last) * this.rate) / 1000);
-    this.last = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
-    return true;
-  }
+/** Takes a token from `b` at `now`; false when there is none. */
+export function takeToken(b: TokenBucket, rate: number, now: number): boolean {
+  b.tokens = Math.min(rate, b.tokens + ((now - b.tokensAt) * rate) / 1000);
+  b.tokensAt = now;
+  if (b.tokens < 1) return false;
+  b.tokens -= 1;
+  return true;
 }

@@ -12,17 +12,17 @@ export class TenantLimits {
     readonly maxSubscriptions: number,
   ) {}
 
-  /** Takes a connection of `tenant`; returns how to give it back (once), or null when full. */
-  openConnection(tenant: string): (() => void) | null {
+  /** Takes a connection of `tenant`; false when it holds as many as it may. */
+  openConnection(tenant: string): boolean {
     const n = this.connections.get(tenant) ?? 0;
-    if (n >= this.maxConnections) return null;
+    if (n >= this.maxConnections) return false;
     this.connections.set(tenant, n + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      dec(this.connections, tenant);
-    };
+    return true;
+  }
+
+  /** Gives back a connection {@link openConnection} took (once per connection: the caller's). */
+  closeConnection(tenant: string): void {
+    dec(this.connections, tenant);
   }
 
   connectionsOf(tenant: string): number {

@@ -6,7 +6,7 @@ import { AhpConnection } from '../ahp/ahp-connection';
 import { AuthError, Authenticator, type Principal } from '../auth/auth';
 import { SERVICES } from '../options';
 import { ClientConnection, type Services } from './client-connection';
-import { ConnectionRegistry, type Connection } from './connection';
+import { ConnectionRegistry, connectionOf, type Connection } from './connection';
 import { TenantLimits } from './tenant-limits';
 
 /**
@@ -19,18 +19,13 @@ export const UNAUTHENTICATED = '\u0000unauthenticated';
 /** An /ahp connection before `authenticate`: no tenant, no scope. */
 const anonymous = (): Principal => ({ tenant: UNAUTHENTICATED, scopes: new Set() });
 
-type Framed = Connection & {
-  handleFrame(data: string | Buffer): void;
-  internalError(): void;
-};
-
 /** Who an upgrade is for: a token's principal, or (on /ahp only) nobody yet. */
 type Admission = { principal: Principal; anonymous: boolean };
 
 interface Endpoint {
   /** Whether the protocol can authenticate after the upgrade (AHP's `authenticate`). */
   readonly inProtocolAuth: boolean;
-  open(ws: WebSocket, req: IncomingMessage, a: Admission): Framed;
+  open(ws: WebSocket, req: IncomingMessage, a: Admission): Connection;
 }
 
 /**
@@ -47,6 +42,16 @@ interface Endpoint {
 export class WsEndpoints {
   private readonly wss: WebSocketServer;
   private readonly endpoints: ReadonlyMap<string, Endpoint>;
+  /**
+   * The tenant whose connection place each admitted TCP socket holds, given back when it closes.
+   * With the listeners below, one function for every socket: a closure per connection would
+   * keep its context for the connection's life (issue 20: an idle connection's heap).
+   */
+  private readonly places = new WeakMap<Duplex, string>();
+  private readonly onSocketClose: (this: Duplex) => void;
+  private readonly onMessage: (this: WebSocket, data: RawData, isBinary: boolean) => void;
+  private readonly onClose: (this: WebSocket) => void;
+  private readonly onError: (this: WebSocket, err: Error) => void;
 
   constructor(
     @Inject(SERVICES) private readonly s: Services,
@@ -60,6 +65,34 @@ export class WsEndpoints {
       // Connections live in the registry (heartbeats, shutdown); ws need not track them twice.
       clientTracking: false,
     });
+    const { places } = this;
+    this.onSocketClose = function (this: Duplex) {
+      const tenant = places.get(this);
+      if (tenant === undefined) return;
+      places.delete(this);
+      limits.closeConnection(tenant);
+    };
+    this.onMessage = function (this: WebSocket, data: RawData, isBinary: boolean) {
+      const c = connectionOf(this);
+      if (!c) return;
+      const frame = isBinary ? toBuffer(data) : toBuffer(data).toString('utf8');
+      try {
+        c.handleFrame(frame);
+      } catch (err) {
+        // A bug of ours must not cost the client its answer: it gets an internal error.
+        s.log.error({ err, endpoint: c.endpoint }, 'frame handling failed');
+        c.internalError();
+      }
+    };
+    this.onClose = function (this: WebSocket) {
+      const c = connectionOf(this);
+      if (!c) return;
+      c.dispose();
+      registry.remove(c);
+    };
+    this.onError = function (this: WebSocket, err: Error) {
+      s.log.debug({ err, endpoint: connectionOf(this)?.endpoint }, 'socket error');
+    };
     this.endpoints = new Map<string, Endpoint>([
       [
         '/ws',
@@ -132,8 +165,7 @@ export class WsEndpoints {
       }
     }
     const tenant = admission.principal.tenant;
-    const release = this.limits.openConnection(tenant);
-    if (!release) {
+    if (!this.limits.openConnection(tenant)) {
       this.s.metrics.errors.inc({ code: 'too_many_connections' });
       const reason = admission.anonymous
         ? 'too many unauthenticated connections on this gateway'
@@ -143,29 +175,21 @@ export class WsEndpoints {
       return undefined;
     }
     // The place is the TCP socket's, so a handshake that fails later gives it back too.
-    if (socket.destroyed) release();
-    else socket.once('close', release);
+    if (socket.destroyed) {
+      this.limits.closeConnection(tenant);
+    } else {
+      this.places.set(socket, tenant);
+      socket.on('close', this.onSocketClose);
+    }
     return admission;
   }
 
   private connect(ws: WebSocket, req: IncomingMessage, endpoint: Endpoint, a: Admission): void {
     const c = endpoint.open(ws, req, a);
     this.registry.add(c);
-    ws.on('message', (data: RawData, isBinary: boolean) => {
-      const frame = isBinary ? toBuffer(data) : toBuffer(data).toString('utf8');
-      try {
-        c.handleFrame(frame);
-      } catch (err) {
-        // A bug of ours must not cost the client its answer: it gets an internal error.
-        this.s.log.error({ err, endpoint: c.endpoint }, 'frame handling failed');
-        c.internalError();
-      }
-    });
-    ws.once('close', () => {
-      c.dispose();
-      this.registry.remove(c);
-    });
-    ws.on('error', (err) => this.s.log.debug({ err, endpoint: c.endpoint }, 'socket error'));
+    ws.on('message', this.onMessage);
+    ws.on('close', this.onClose); // once: ws emits it once
+    ws.on('error', this.onError);
   }
 
   close(): void {
