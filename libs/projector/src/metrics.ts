@@ -23,6 +23,7 @@ export class Metrics {
   readonly errors: Counter<'op'>;
   readonly tasksLoaded: Counter<'shard'>;
   readonly tasksEvicted: Counter<'shard'>;
+  readonly tasksTrimmed: Counter<'shard'>;
 
   constructor(stats: () => ShardStats[]) {
     const registers = [this.registry];
@@ -90,6 +91,12 @@ export class Metrics {
     this.tasksEvicted = new Counter({
       name: 'baton_projector_tasks_evicted_total',
       help: 'Tasks put away (at rest and quiet for PROJECTOR_EVICT_IDLE_MS; their snapshot kept)',
+      labelNames: ['shard'],
+      registers,
+    });
+    this.tasksTrimmed = new Counter({
+      name: 'baton_projector_tasks_trimmed_total',
+      help: 'Retention trims of tasks put away (PROJECTOR_RETENTION_MS after their last entry)',
       labelNames: ['shard'],
       registers,
     });

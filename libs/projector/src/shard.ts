@@ -1,14 +1,21 @@
 import {
   compareIds,
-  type FencedError,
+  FencedError,
   type EventStore,
   type FeedNote,
   type Lease,
+  type PutAway,
 } from '@baton/store';
 import { tasksToEvict } from './eviction';
 import type { Logger } from './logger';
 import type { Metrics, ShardStats } from './metrics';
 import { TaskOwner, type TaskContext } from './task-owner';
+
+/** Slack on a put-away task's trim time, for the projector's clock against the server's. */
+const TRIM_SLACK_MS = 1_000;
+/** How often (at most) a shard looks for due trims of tasks put away; how many it takes at once. */
+const TRIM_SWEEP_MS = 10_000;
+const TRIM_BATCH = 100;
 
 /** What a shard needs from the projector that owns it. */
 export interface ShardHost {
@@ -63,6 +70,8 @@ export class ShardRunner implements TaskContext {
   private idleWaiters: (() => void)[] = [];
   private readonly toRegister: string[] = [];
   private registering = false;
+  /** Local monotonic time of the next look for due trims (0: at the first tick). */
+  private nextTrimSweep = 0;
   /** Live executions seen without a lease, by consecutive checks. */
   private readonly strikes = new Map<string, number>();
 
@@ -221,12 +230,71 @@ export class ShardRunner implements TaskContext {
     for (const t of this.tasks.values()) t.tick(now);
     // Ticked first: a task with a timer to raise has just asked for a step, so it is not evicted.
     const quiet = tasksToEvict(this.tasks, now, this.host.evictIdleMs);
+    const away: PutAway[] = [];
     for (const id of quiet) {
-      this.tasks.get(id)!.putAway();
+      const t = this.tasks.get(id)!;
+      t.putAway();
       this.tasks.delete(id);
+      away.push({ taskId: id, trimDueAt: this.trimDueAt(t.lastId) });
     }
-    if (quiet.length > 0)
+    if (quiet.length > 0) {
       this.metrics.tasksEvicted.inc({ shard: String(this.shard) }, quiet.length);
+      await this.putAway(away);
+    }
+    await this.trimPutAway();
+  }
+
+  /**
+   * When the retention lets the trim cut everything behind a quiet task's last entry (every
+   * checkpoint is at or before it): one trim then does all a trim can for it. None without a
+   * retention (each snapshot trimmed right up to itself) or without entries.
+   */
+  private trimDueAt(lastId: string): number | undefined {
+    const retention = this.host.retentionMs;
+    if (retention <= 0 || lastId === '0-0') return undefined;
+    return Number(lastId.split('-')[0]) + retention + TRIM_SLACK_MS;
+  }
+
+  /**
+   * Tasks put away leave the set a new owner loads. If this fails they stay in it: a later owner
+   * loads them, finds them at rest, and puts them away again.
+   */
+  private async putAway(away: readonly PutAway[]): Promise<void> {
+    try {
+      await this.store.shardTasks.putAway(this.current, away);
+    } catch (err) {
+      if (err instanceof FencedError) return this.fenced(err);
+      this.metrics.errors.inc({ op: 'put_away' });
+      this.log.warn({ err, shard: this.shard, tasks: away.length }, 'tasks put away stay listed');
+    }
+  }
+
+  /**
+   * The retention trims of tasks put away, when due: an owner trims a task's stream at its
+   * snapshots, and a task put away takes none, so its last retained day would stay for good.
+   * The trim needs no state of the task (the snapshot and checkpoints are in Redis), so the task is
+   * not loaded for it. Checked every TRIM_SWEEP_MS (a tenth of a shorter retention), at once
+   * again while a full batch was due. Only this shard's timer round adds to the schedule (a put
+   * away), and rounds do not overlap, so no new due time lands between reading and removing.
+   */
+  private async trimPutAway(): Promise<void> {
+    const retention = this.host.retentionMs;
+    const now = performance.now();
+    if (retention <= 0 || now < this.nextTrimSweep || !this.isActive) return;
+    this.nextTrimSweep = now + Math.min(TRIM_SWEEP_MS, retention / 10);
+    const due = await this.store.shardTasks.trimsDue(this.shard, Date.now(), TRIM_BATCH);
+    for (const taskId of due) {
+      if (!this.isActive) return;
+      try {
+        await this.store.snapshots.trim(this.current, taskId, retention);
+      } catch (err) {
+        if (err instanceof FencedError) return this.fenced(err);
+        throw err;
+      }
+    }
+    await this.store.shardTasks.trimmed(this.shard, due);
+    if (due.length > 0) this.metrics.tasksTrimmed.inc({ shard: String(this.shard) }, due.length);
+    if (due.length === TRIM_BATCH) this.nextTrimSweep = now;
   }
 
   stats(): ShardStats {

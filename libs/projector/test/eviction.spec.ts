@@ -4,7 +4,7 @@
 import { stateFromSnapshot } from '@baton/activity';
 import type { StreamEntry } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis, type StoredEntry } from '@baton/store';
+import { EventStore, compareIds, connectRedis, type StoredEntry } from '@baton/store';
 import { startProjector, type ProjectorHandle, type ProjectorOptions } from '../src/projector';
 import {
   GENERIC_CAPS,
@@ -102,9 +102,15 @@ class Task {
     await this.fact('execution.started', { startedAt: '2026-12-02T00:00:00Z' });
     await this.fact('capabilities.negotiated', GENERIC_CAPS);
     await this.submit(key);
-    await waitFor('admission', () => this.has('prompt.admitted'));
-    await this.fact('prompt.dispatched', { promptId: `p-${key}`, admissionGeneration: 1 });
-    await this.fact('turn.ended', { admissionGeneration: 1, stopReason: 'end_turn' });
+    const admitted = async () =>
+      (await this.stream()).find(
+        (e) => e.entry.type === 'prompt.admitted' && e.entry.data.promptId === `p-${key}`,
+      );
+    await waitFor('admission', async () => (await admitted()) !== undefined);
+    const entry = (await admitted())!.entry;
+    const generation = entry.type === 'prompt.admitted' ? entry.data.admissionGeneration : 0;
+    await this.fact('prompt.dispatched', { promptId: `p-${key}`, admissionGeneration: generation });
+    await this.fact('turn.ended', { admissionGeneration: generation, stopReason: 'end_turn' });
     await this.fact('execution.ended', { reason: 'completed' });
     await this.store.executions.dropLease(this.x);
   }
@@ -231,6 +237,9 @@ it('a new owner puts away at once the tasks quiet since before it took the shard
     async () => (await store.snapshots.read('fresh'))?.id === (await lastOf(fresh)),
   );
   await first.p.stop();
+  // The feed has moved on past their notes, as a busy shard's bounded feed does: only the set says
+  // which tasks a new owner loads.
+  for (const s of [0, 1]) await store.redis.xtrim(store.keys.feed(s), 'MAXLEN', 0);
   const second = await startProjector({
     redisUrl: redis.url,
     prefix: store.keys.prefix,
@@ -247,4 +256,99 @@ it('a new owner puts away at once the tasks quiet since before it took the shard
   expect(held(second, 'fresh')).toBe(true);
   await waitFor('the fresh one too, once quiet for the period', () => !held(second, 'fresh'));
   for (const t of [old, fresh]) expect(await t.exact()).toEqual([]);
+});
+
+it('a takeover loads only the tasks not put away; a put-away task still comes back on its next entry, and a stale owner cannot put one away', async () => {
+  const first = await setup();
+  const { store } = first;
+  const short = ['gone-1', 'gone-2', 'gone-3'].map((id) => new Task(store, id));
+  for (const [i, t] of short.entries()) await t.runOneTurn(`k${i}`);
+  const queued = new Task(store, 'waiting');
+  await queued.submit('q');
+  await waitFor('queued', () => queued.has('prompt.queued'));
+  await waitFor('the short tasks put away', () => short.every((t) => !held(first.p, t.taskId)));
+  // What a new owner will load: the task with work left, not the three at rest.
+  const listed = async () =>
+    (await Promise.all([0, 1].map((s) => store.shardTasks.list(s)))).flat().sort();
+  await waitFor('the put-away tasks unlisted', async () => (await listed()).length === 1);
+  expect(await listed()).toEqual(['waiting']);
+  // An owner whose lease is gone (an older epoch) cannot put the held task away.
+  const shard = store.shardOf('waiting');
+  const stale = { shard, owner: 'stale', epoch: 0, expiresAt: Date.now() + 60_000 };
+  await expect(store.shardTasks.putAway(stale, [{ taskId: 'waiting' }])).rejects.toThrow(/FENCED/);
+  expect(await listed()).toEqual(['waiting']);
+
+  await first.p.stop();
+  // The feed has moved on past their notes, as a busy shard's bounded feed does: only the set says
+  // which tasks a new owner loads.
+  for (const s of [0, 1]) await store.redis.xtrim(store.keys.feed(s), 'MAXLEN', 0);
+  const second = await startProjector({
+    redisUrl: redis.url,
+    prefix: store.keys.prefix,
+    shards: SHARDS,
+    leaseTtlMs: 1_000,
+    renewMs: 100,
+    snapshotMs: 100,
+    evictIdleMs: 300,
+    logLevel: 'silent',
+  });
+  handles.push(second);
+  await second.ready();
+  expect(await metric(second, 'baton_projector_tasks_loaded_total')).toBe(1);
+  expect(held(second, 'waiting')).toBe(true);
+  // A put-away task's next entry reaches the new owner through the feed: it runs a second prompt.
+  const back = new Task(store, 'gone-2');
+  back.x.executionId = 'gone-2-x2';
+  back.x.generation = 2;
+  await store.executions.renewLease(back.x, 600_000);
+  await back.fact('execution.started', { startedAt: '2026-12-02T00:00:01Z' });
+  await back.fact('capabilities.negotiated', GENERIC_CAPS);
+  await back.submit('again');
+  await waitFor('the second admission', async () =>
+    (await back.stream()).some(
+      (e) => e.entry.type === 'prompt.admitted' && e.entry.data.promptId === 'p-again',
+    ),
+  );
+  expect(await listed()).toEqual(['gone-2', 'waiting']);
+  await waitFor('published', async () => (await back.exact()).length === 0);
+  for (const t of [...short, queued]) expect(await t.exact()).toEqual([]);
+});
+
+it('trims the retained history of a task put away once the retention has passed, without loading it', async () => {
+  const RETENTION = 2_000;
+  const { store, p } = await setup({ retentionMs: RETENTION });
+  const t = new Task(store, 'kept');
+  await t.runOneTurn('a');
+  await waitFor('put away', () => !held(p, 'kept'));
+  // A second turn, later: a checkpoint at its end, the one the trim can cut at.
+  const again = new Task(store, 'kept');
+  again.x.executionId = 'kept-x2';
+  again.x.generation = 2;
+  await again.runOneTurn('b');
+  const entries = await t.stream();
+  const lastId = entries.at(-1)!.id;
+  await waitFor('put away again, snapshot at its end', async () => {
+    return !held(p, 'kept') && (await store.snapshots.read('kept'))?.id === lastId;
+  });
+  const shard = store.shardOf('kept');
+  const due = Number(await store.redis.zscore(store.keys.shardTrims(shard), 'kept'));
+  expect(due).toBeGreaterThanOrEqual(Number(lastId.split('-')[0]) + RETENTION);
+  // Younger than the retention: the whole stream is still there.
+  expect((await t.stream()).length).toBe(entries.length);
+  const loaded = await metric(p, 'baton_projector_tasks_loaded_total');
+  await waitFor(
+    'the trim, once due',
+    async () => (await metric(p, 'baton_projector_tasks_trimmed_total')) === 1,
+    15_000,
+  );
+  // Cut at the newest checkpoint: everything before it went, and nothing was loaded for it.
+  const checkpoints = (await store.redis.hkeys(store.keys.checkpoints('kept'))).sort(compareIds);
+  const rest = await t.stream();
+  expect(rest.length).toBeLessThan(entries.length);
+  expect(rest[0]!.id).toBe(checkpoints.at(-1));
+  expect(rest.at(-1)!.id).toBe(lastId);
+  expect(checkpoints.every((c) => compareIds(c, rest[0]!.id) >= 0)).toBe(true);
+  expect(await store.redis.zcard(store.keys.shardTrims(shard))).toBe(0);
+  expect(await metric(p, 'baton_projector_tasks_loaded_total')).toBe(loaded);
+  expect(held(p, 'kept')).toBe(false);
 });

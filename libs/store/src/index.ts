@@ -2,7 +2,7 @@ export { EventStore, type EventStoreOptions } from './event-store';
 export type { DeadLetter } from './families/dead-letters';
 export type { ExecutionRef, ExpiredExecutionLease } from './families/executions';
 export type { StoredInboxMessage } from './families/inbox';
-export type { AcquireResult, Lease } from './families/leases';
+export type { AcquireResult, Lease, PutAway } from './families/leases';
 export type { RawFrame } from './families/raw-frames';
 export type { Page } from './families/shared';
 export type { Snapshot } from './families/snapshots';

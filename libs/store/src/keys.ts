@@ -31,7 +31,10 @@
  * | baton:{b:7}:views                | hash   | task id -> current TaskView JSON (the read model)    |
  * |                                  |        | (its version is the task's `useq`: see commit-6.lua) |
  * | baton:{t:<tenant>}:tasks         | set    | the task ids (a client's, not keys) of one tenant    |
- * | baton:{b:7}:tasks                | set    | every task id the shard's owners have loaded         |
+ * | baton:{b:7}:tasks                | set    | the task ids a new owner loads: every task the       |
+ * |                                  |        | shard's owners have seen and not put away            |
+ * | baton:{b:7}:trims                | zset   | task put away -> server time (ms) its retention      |
+ * |                                  |        | trim is due                                          |
  * | baton:projectors                 | zset   | live projector instances -> heartbeat expiry         |
  *
  * A task id here is the task's key, `<tenant>/<client task id>` (libs/protocol task-key.ts): the
@@ -134,11 +137,16 @@ export class KeyLayout {
     return `${this.shardBase(shard)}:views`;
   }
   /**
-   * Task ids of a shard an owner has seen: a new owner finds tasks whose feed notes were trimmed
-   * away through it.
+   * Task ids of a shard an owner has seen and not put away: a new owner loads them (their feed
+   * notes may have been trimmed away). A task put away is at rest in its snapshot; its next entry's
+   * note brings it back.
    */
   shardTasks(shard: number): string {
     return `${this.shardBase(shard)}:tasks`;
+  }
+  /** Tasks put away whose streams the retention still has to trim, by when (server ms). */
+  shardTrims(shard: number): string {
+    return `${this.shardBase(shard)}:trims`;
   }
   /** Not in a shard: projector instances of the deployment, for balancing shards among them. */
   projectors(): string {

@@ -110,6 +110,11 @@ const SCRIPTS = {
     [from: StreamId, to: StreamId, span: Json],
     0 | 1
   >(2),
+  tasksPutAway: declare<
+    [lease: string, tasks: string, trims: string],
+    [fence: string, ...taskIdTrimDue: (string | Ms | '')[]],
+    number
+  >(3),
   trim: declare<
     [lease: string, snapshot: string, stream: string, checkpoints: string, spans: string],
     [fence: string, retain: Ms],

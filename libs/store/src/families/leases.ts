@@ -89,12 +89,57 @@ export class Projectors {
   }
 }
 
+/** A task an owner puts away, and when the retention's trim of its stream is due (server ms). */
+export interface PutAway {
+  taskId: string;
+  trimDueAt?: number;
+}
+
 /**
- * The task ids of each shard that its owners have loaded (`tasks`). Feeds are bounded, so a new
- * owner finds a task whose notes were trimmed away here (with its snapshot).
+ * The task ids of each shard that a new owner loads (`tasks`): those its owners have seen and not
+ * put away. Feeds are bounded, so a new owner finds here a task whose notes were trimmed away. A
+ * task put away is at rest in its snapshot and leaves the set, so a takeover costs what is active,
+ * not every task the shard ever saw; its next entry's feed note brings it back (and into the set).
+ * Tasks put away whose streams still hold entries the retention will trim are in `trims`.
  */
 export class ShardTasks {
   constructor(private readonly ctx: StoreContext) {}
+
+  /**
+   * Takes tasks out of the set a new owner loads and schedules their retention trims, fenced: a
+   * stale owner cannot put away a task the new owner holds. Returns how many left the set.
+   */
+  async putAway(lease: Lease, tasks: readonly PutAway[]): Promise<number> {
+    if (tasks.length === 0) return 0;
+    const args: (string | number)[] = [];
+    for (const t of tasks) {
+      this.ctx.checkLease(lease, t.taskId);
+      args.push(t.taskId, t.trimDueAt === undefined ? '' : Math.ceil(t.trimDueAt));
+    }
+    const { keys } = this.ctx;
+    return this.ctx.scripts.tasksPutAway(
+      [keys.lease(lease.shard), keys.shardTasks(lease.shard), keys.shardTrims(lease.shard)],
+      [fenceToken(lease), ...args],
+    );
+  }
+
+  /** Tasks put away whose retention trim is due at `now` (server ms), oldest first. */
+  async trimsDue(shard: number, now: number, limit: number): Promise<string[]> {
+    return this.ctx.redis.zrangebyscore(
+      this.ctx.keys.shardTrims(shard),
+      '-inf',
+      Math.floor(now),
+      'LIMIT',
+      0,
+      limit,
+    );
+  }
+
+  /** The trims of these tasks were done (or are owed no more). */
+  async trimmed(shard: number, taskIds: readonly string[]): Promise<void> {
+    if (taskIds.length === 0) return;
+    await this.ctx.redis.zrem(this.ctx.keys.shardTrims(shard), ...taskIds);
+  }
 
   async add(shard: number, taskIds: readonly string[]): Promise<void> {
     if (taskIds.length === 0) return;
