@@ -70,6 +70,11 @@ export class ShardRunner implements TaskContext {
   private idleWaiters: (() => void)[] = [];
   private readonly toRegister: string[] = [];
   private registering = false;
+  /** The last feed note handled; the last before which every named task was registered. */
+  private lastNoteId: string | null = null;
+  private registeredThrough: string | null = null;
+  /** How far this owner has cut the feed. */
+  private trimmedThrough: string | null = null;
   /** Local monotonic time of the next look for due trims (0: at the first tick). */
   private nextTrimSweep = 0;
   /** Live executions seen without a lease, by consecutive checks. */
@@ -167,6 +172,7 @@ export class ShardRunner implements TaskContext {
 
   onNote(note: FeedNote): void {
     if (!this.isActive) return;
+    this.lastNoteId = note.id;
     this.task(note.taskId, true).noted(note.lastId);
     if (!this.feedDone && this.endId !== null && compareIds(note.id, this.endId) >= 0) {
       this.feedDone = true;
@@ -241,7 +247,29 @@ export class ShardRunner implements TaskContext {
       this.metrics.tasksEvicted.inc({ shard: String(this.shard) }, quiet.length);
       await this.putAway(away);
     }
+    await this.trimFeed();
     await this.trimPutAway();
+  }
+
+  /**
+   * Cuts the feed behind the notes handled: each names a task that is now in the shard's task set
+   * (held from it, or registered when its note came) or put away covered by its snapshot. While a
+   * registration waits, only what was handled before it goes. So a takeover replays what the
+   * previous owner had not handled, not every note the bounded feed still holds.
+   */
+  private async trimFeed(): Promise<void> {
+    const through =
+      this.toRegister.length === 0 && !this.registering ? this.lastNoteId : this.registeredThrough;
+    if (through === null || (this.trimmedThrough && compareIds(through, this.trimmedThrough) <= 0))
+      return;
+    try {
+      await this.store.trimFeed(this.current, through);
+      this.trimmedThrough = through;
+    } catch (err) {
+      if (err instanceof FencedError) return this.fenced(err);
+      this.metrics.errors.inc({ op: 'trim_feed' });
+      this.log.warn({ err, shard: this.shard }, 'feed not trimmed (retried next tick)');
+    }
   }
 
   /**
@@ -360,6 +388,8 @@ export class ShardRunner implements TaskContext {
         await this.store.shardTasks.add(this.shard, batch);
         this.toRegister.splice(0, batch.length);
       }
+      // Every note seen so far names a registered task (notes are handled as they arrive).
+      if (this.toRegister.length === 0) this.registeredThrough = this.lastNoteId;
     } catch (err) {
       this.metrics.errors.inc({ op: 'register_tasks' });
       this.log.warn({ err, shard: this.shard }, 'could not record task ids; retrying');

@@ -237,9 +237,6 @@ it('a new owner puts away at once the tasks quiet since before it took the shard
     async () => (await store.snapshots.read('fresh'))?.id === (await lastOf(fresh)),
   );
   await first.p.stop();
-  // The feed has moved on past their notes, as a busy shard's bounded feed does: only the set says
-  // which tasks a new owner loads.
-  for (const s of [0, 1]) await store.redis.xtrim(store.keys.feed(s), 'MAXLEN', 0);
   const second = await startProjector({
     redisUrl: redis.url,
     prefix: store.keys.prefix,
@@ -278,10 +275,15 @@ it('a takeover loads only the tasks not put away; a put-away task still comes ba
   await expect(store.shardTasks.putAway(stale, [{ taskId: 'waiting' }])).rejects.toThrow(/FENCED/);
   expect(await listed()).toEqual(['waiting']);
 
+  // The owner cuts its feeds behind the notes it has handled: a new owner replays none of them.
+  const feedLengths = () => Promise.all([0, 1].map((s) => store.redis.xlen(store.keys.feed(s))));
+  await waitFor('the feeds cut', async () => (await feedLengths()).every((n) => n === 0));
   await first.p.stop();
-  // The feed has moved on past their notes, as a busy shard's bounded feed does: only the set says
-  // which tasks a new owner loads.
-  for (const s of [0, 1]) await store.redis.xtrim(store.keys.feed(s), 'MAXLEN', 0);
+  // A note nobody handled stays: an owner without the lease cannot cut it.
+  const note = (await store.redis.xadd(store.keys.feed(0), '*', 't', 'nobody', 'l', '1-0'))!;
+  await expect(store.trimFeed({ ...stale, shard: 0 }, note)).rejects.toThrow(/FENCED/);
+  expect(await store.redis.xlen(store.keys.feed(0))).toBe(1);
+  await store.redis.xdel(store.keys.feed(0), note);
   const second = await startProjector({
     redisUrl: redis.url,
     prefix: store.keys.prefix,

@@ -190,6 +190,15 @@ export class EventStore {
   }
 
   /**
+   * Removes the notes of the lease's shard feed up to and including `handledThrough`, fenced: the
+   * owner has registered every task they name in the shard's task set (or put it away covered by
+   * its snapshot). Returns how many went.
+   */
+  trimFeed(lease: Lease, handledThrough: string): Promise<number> {
+    return this.tasks.trimFeed(lease, handledThrough);
+  }
+
+  /**
    * Follows the feeds of `shards` with blocking reads on dedicated connections: one for all shards
    * on a single Redis, one per shard on a Cluster (a blocking read covers one slot there). `from`
    * gives the feed id to start after per shard; by default only notes written from now on.

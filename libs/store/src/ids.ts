@@ -13,3 +13,9 @@ function parts(id: string): [number, number] {
   const dash = id.indexOf('-');
   return dash === -1 ? [Number(id), 0] : [Number(id.slice(0, dash)), Number(id.slice(dash + 1))];
 }
+
+/** The least stream id greater than `id` (same millisecond, next sequence). */
+export function nextId(id: string): string {
+  const [ms, seq] = parts(id);
+  return `${ms}-${seq + 1}`;
+}

@@ -16,7 +16,8 @@
  * | baton:{b:7}:tckpt:<taskId>       | hash   | checkpoints: stream id -> state JSON (history base)  |
  * | baton:{b:7}:thist:<taskId>       | hash   | history spans: checkpoint id -> the observations up  |
  * |                                  |        | to the next checkpoint (the history's read model)    |
- * | baton:{b:7}:feed                 | stream | one note per append: task `t`, last id `l`           |
+ * | baton:{b:7}:feed                 | stream | one note per append: task `t`, last id `l`; the      |
+ * |                                  |        | owner cuts it behind the notes it has handled        |
  * | baton:{b:7}:lease                | hash   | lease: `owner`, `epoch`, `expiresAt`; PEXPIREs       |
  * | baton:{b:7}:epoch                | string | fencing epoch counter; never deleted or expired      |
  * | baton:{b:7}:updates              | stream | client updates: task `t`, seq `s`, update JSON `u`   |

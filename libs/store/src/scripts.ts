@@ -110,6 +110,7 @@ const SCRIPTS = {
     [from: StreamId, to: StreamId, span: Json],
     0 | 1
   >(2),
+  feedTrim: declare<[lease: string, feed: string], [fence: string, keepFrom: StreamId], number>(2),
   tasksPutAway: declare<
     [lease: string, tasks: string, trims: string],
     [fence: string, ...taskIdTrimDue: (string | Ms | '')[]],

@@ -4,6 +4,7 @@ import { withReplicas, type ScriptArgs, type ScriptKeys } from '../scripts';
 import { decodeStoredEntry, zodReason } from '../stored';
 import type { StreamTail } from '../tail';
 import { fenceToken, type Lease } from './leases';
+import { nextId } from '../ids';
 import { field, Refused, type Decode, type Page, type StoreContext } from './shared';
 
 export interface StoredEntry {
@@ -142,6 +143,15 @@ export class TaskStreams {
 
   async feedLastId(shard: number): Promise<string> {
     return this.ctx.lastId(this.ctx.keys.feed(shard));
+  }
+
+  /** See {@link EventStore.trimFeed}. */
+  async trimFeed(lease: Lease, handledThrough: string): Promise<number> {
+    const { keys } = this.ctx;
+    return this.ctx.scripts.feedTrim(
+      [keys.lease(lease.shard), keys.feed(lease.shard)],
+      [fenceToken(lease), nextId(handledThrough)],
+    );
   }
 
   /** See {@link EventStore.tailFeeds}. */
