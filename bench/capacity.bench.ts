@@ -406,6 +406,20 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
         unit: 'B',
       },
     ];
+    // A unit no suite has recorded (bench/units.json deleted, a suite never run) leaves no model:
+    // say which suites to run rather than print a table of NaN.
+    const missing = Object.entries(units)
+      .filter(([, v]) => !Number.isFinite(v))
+      .map(([k]) => k);
+    if (missing.length > 0) {
+      const suites = [...new Set(missing.map((k) => (k.startsWith('worker') ? 'worker' : 'e2e')))];
+      return {
+        results,
+        details:
+          `**Capacity model**: not computed — no run has recorded ${missing.join(', ')} ` +
+          `(bench/units.json). Run \`npm run bench -- ${suites.join(' ')} capacity\`.`,
+      };
+    }
     const fmtUs = (v: number) => `${v.toFixed(0)} µs`;
     const details = [
       `**Capacity model** (bench/capacity.ts). Assumed load: each active session appends ${sessionRate.toFixed(2)} facts/s (the bundled recordings of real sessions at their own pace, demo-*.jsonl; all recordings together give ${rates.all.toFixed(1)} facts/s, their fixtures being compressed), each session its own task with ${WATCHERS} watchers. ` +

@@ -1,11 +1,11 @@
 /**
  * Per-unit costs the suites measure for the capacity model (bench/capacity.bench.ts): CPU per
  * fact from the end-to-end run, memory per session, connection and execution from the others.
- * They are kept in .bench/units.json (git-ignored; not in dist/, which every build empties), so
- * that a partial run (`npm run bench -- capacity`) models from the last figures each suite
- * measured, and says when they were measured.
+ * They are kept in bench/units.json, committed with BENCHMARKS.md (not in dist/, which every build
+ * empties), so that a partial run (`npm run bench -- capacity`), on a fresh clone too, models from
+ * the last figures each suite measured, and says when they were measured.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '@baton/config';
 
@@ -15,8 +15,7 @@ export interface UnitSet {
   values: Record<string, number>;
 }
 
-const DIR = join(packageRoot(__dirname), '.bench');
-const FILE = join(DIR, 'units.json');
+const FILE = join(packageRoot(__dirname), 'bench', 'units.json');
 
 export function readUnits(): Record<string, UnitSet> {
   if (!existsSync(FILE)) return {};
@@ -31,6 +30,5 @@ export function readUnits(): Record<string, UnitSet> {
 export function recordUnits(suite: string, values: Record<string, number>): void {
   const all = readUnits();
   all[suite] = { at: new Date().toISOString(), values };
-  mkdirSync(DIR, { recursive: true });
   writeFileSync(FILE, `${JSON.stringify(all, null, 2)}\n`);
 }
