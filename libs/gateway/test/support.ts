@@ -358,7 +358,11 @@ export async function readAll(store: EventStore, taskId: string): Promise<Stream
   }
 }
 
-/** Total entries in every stream under the prefix (task streams, feeds, updates, inboxes...). */
+/**
+ * Entries ever added to each stream under the prefix (task streams, feeds, updates, inboxes...):
+ * XINFO's entries-added, which trims do not lower (an owner cuts its feed behind the notes it has
+ * handled, and streams behind their snapshots), so a write shows whenever it happened.
+ */
 export async function streamLengths(
   store: EventStore,
   prefix: string,
@@ -369,7 +373,9 @@ export async function streamLengths(
     const [next, keys] = await store.redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
     cursor = next;
     for (const k of keys) {
-      if ((await store.redis.type(k)) === 'stream') out[k] = await store.redis.xlen(k);
+      if ((await store.redis.type(k)) !== 'stream') continue;
+      const info = (await store.redis.xinfo('STREAM', k)) as unknown as unknown[];
+      out[k] = Number(info[info.indexOf('entries-added') + 1]);
     }
   } while (cursor !== '0');
   return out;

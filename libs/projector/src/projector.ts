@@ -302,15 +302,25 @@ class Projector implements ShardHost {
         ? this.store.tailFeeds(shards, Object.fromEntries(this.cursors))
         : null;
     if (old) void old.close();
-    if (this.tail) void this.consume(this.tail);
+    if (this.tail)
+      void this.consume(this.tail, new Map(shards.map((s) => [s, this.runners.get(s)])));
   }
 
-  private async consume(tail: StreamTail<FeedNote>): Promise<void> {
+  /**
+   * Hands each note to the runner the tail was started for: a shard lost and taken again meanwhile
+   * has a new runner, whose own tail replays the feed from its start. A note of the old tail must
+   * not reach it (nor move its cursor), or the new runner would count notes handled that it never
+   * read, and cut them from the feed.
+   */
+  private async consume(
+    tail: StreamTail<FeedNote>,
+    runners: ReadonlyMap<number, ShardRunner | undefined>,
+  ): Promise<void> {
     try {
       for await (const batch of tail) {
         for (const note of batch) {
           const runner = this.runners.get(note.shard);
-          if (!runner) continue;
+          if (!runner || runner !== runners.get(note.shard)) continue;
           this.cursors.set(note.shard, maxId(this.cursors.get(note.shard) ?? '0-0', note.id));
           runner.onNote(note);
         }

@@ -3,6 +3,8 @@ import {
   FencedError,
   type EventStore,
   type FeedNote,
+  type FeedState,
+  feedWhole,
   type Lease,
   type PutAway,
 } from '@baton/store';
@@ -16,6 +18,8 @@ const TRIM_SLACK_MS = 1_000;
 /** How often (at most) a shard looks for due trims of tasks put away; how many it takes at once. */
 const TRIM_SWEEP_MS = 10_000;
 const TRIM_BATCH = 100;
+/** How often a shard checks that no note was deleted from its feed before it was read. */
+const FEED_CHECK_MS = 5_000;
 
 /** What a shard needs from the projector that owns it. */
 export interface ShardHost {
@@ -75,6 +79,8 @@ export class ShardRunner implements TaskContext {
   private registeredThrough: string | null = null;
   /** How far this owner has cut the feed. */
   private trimmedThrough: string | null = null;
+  /** Local monotonic time of the next look for notes lost from the feed. */
+  private nextFeedCheck = 0;
   /** Local monotonic time of the next look for due trims (0: at the first tick). */
   private nextTrimSweep = 0;
   /** Live executions seen without a lease, by consecutive checks. */
@@ -156,18 +162,43 @@ export class ShardRunner implements TaskContext {
     if (lease.epoch === this.current.epoch) this.current = lease;
   }
 
-  /** Loads every task the shard is known to hold; the feed tail brings the rest. */
+  /**
+   * Loads the tasks the shard holds live; the feed tail brings those with notes no owner handled.
+   * When the feed cannot be trusted to hold those notes (some were deleted unhandled, or no owner
+   * ever recorded how far it handled them), every task the shard has seen is loaded instead.
+   */
   async start(): Promise<void> {
-    const [ids, endId] = await Promise.all([
-      this.store.shardTasks.list(this.shard),
+    const [feed, endId] = await Promise.all([
+      this.store.feedState(this.shard),
       this.store.feedLastId(this.shard),
     ]);
+    const whole = feedWhole(feed);
+    if (!whole && feed.handledThrough !== null) this.notesLost(feed);
+    const ids = whole ? await this.store.shardTasks.listLive(this.shard) : await this.relistAll();
     if (!this.isActive) return;
     this.endId = endId;
     if (endId === '0-0') this.feedDone = true;
     for (const id of ids) if (!this.tasks.has(id)) this.task(id, false).request();
     this.listed = true;
     this.checkCaughtUp();
+    if (!whole) await this.recordFeed();
+  }
+
+  /**
+   * Every task the shard has seen, made live (each is loaded now, and put away again when at rest),
+   * before the feed's record says it is whole: a later owner then finds them in the live set.
+   */
+  private async relistAll(): Promise<string[]> {
+    const ids = [
+      ...new Set([
+        ...(await this.store.shardTasks.list(this.shard)),
+        ...(await this.store.shardTasks.listLive(this.shard)),
+      ]),
+    ];
+    for (let i = 0; i < ids.length && this.isActive; i += 1_000) {
+      await this.store.shardTasks.add(this.shard, ids.slice(i, i + 1_000));
+    }
+    return ids;
   }
 
   onNote(note: FeedNote): void {
@@ -241,25 +272,25 @@ export class ShardRunner implements TaskContext {
       const t = this.tasks.get(id)!;
       t.putAway();
       this.tasks.delete(id);
-      away.push({ taskId: id, trimDueAt: this.trimDueAt(t.lastId) });
+      away.push({ taskId: id, foldedId: t.lastId, trimDueAt: this.trimDueAt(t.lastId) });
     }
     if (quiet.length > 0) {
       this.metrics.tasksEvicted.inc({ shard: String(this.shard) }, quiet.length);
       await this.putAway(away);
     }
     await this.trimFeed();
+    await this.checkFeed(now);
     await this.trimPutAway();
   }
 
   /**
-   * Cuts the feed behind the notes handled: each names a task that is now in the shard's task set
+   * Cuts the feed behind the notes handled: each names a task that is now in the shard's live set
    * (held from it, or registered when its note came) or put away covered by its snapshot. While a
    * registration waits, only what was handled before it goes. So a takeover replays what the
    * previous owner had not handled, not every note the bounded feed still holds.
    */
   private async trimFeed(): Promise<void> {
-    const through =
-      this.toRegister.length === 0 && !this.registering ? this.lastNoteId : this.registeredThrough;
+    const through = this.handledThrough();
     if (through === null || (this.trimmedThrough && compareIds(through, this.trimmedThrough) <= 0))
       return;
     try {
@@ -268,8 +299,55 @@ export class ShardRunner implements TaskContext {
     } catch (err) {
       if (err instanceof FencedError) return this.fenced(err);
       this.metrics.errors.inc({ op: 'trim_feed' });
-      this.log.warn({ err, shard: this.shard }, 'feed not trimmed (retried next tick)');
+      this.log.warn({ err, shard: this.shard, through }, 'feed not trimmed (retried next tick)');
     }
+  }
+
+  /** The last note such that every note up to it names a task registered (or known). */
+  private handledThrough(): string | null {
+    return this.toRegister.length === 0 && !this.registering
+      ? this.lastNoteId
+      : this.registeredThrough;
+  }
+
+  /**
+   * After every task of the shard was loaded for notes lost from the feed: the feed's record
+   * (how many notes have left it) is brought up to date, so the loss is not found again.
+   */
+  private async recordFeed(): Promise<void> {
+    if (!this.isActive) return;
+    try {
+      await this.store.trimFeed(this.current, this.handledThrough() ?? '0-0');
+    } catch (err) {
+      if (err instanceof FencedError) return this.fenced(err);
+      this.metrics.errors.inc({ op: 'trim_feed' });
+      this.log.warn({ err, shard: this.shard }, 'feed record not written (retried next check)');
+    }
+  }
+
+  /**
+   * Notes that left the feed otherwise than by this shard's owners' trims (a writer's MAXLEN while
+   * the owner lagged that far behind) may name tasks nothing else would wake: then every task the
+   * shard has seen is loaded, as at a takeover that cannot trust its feed.
+   */
+  private async checkFeed(now: number): Promise<void> {
+    if (now < this.nextFeedCheck || !this.listed) return;
+    this.nextFeedCheck = now + FEED_CHECK_MS;
+    const feed = await this.store.feedState(this.shard);
+    if (feedWhole(feed) || !this.isActive) return;
+    this.notesLost(feed);
+    for (const id of await this.relistAll()) {
+      if (this.isActive && !this.tasks.has(id)) this.task(id, false).request();
+    }
+    await this.recordFeed();
+  }
+
+  private notesLost(feed: FeedState): void {
+    this.metrics.errors.inc({ op: 'feed_notes_lost' });
+    this.log.warn(
+      { shard: this.shard, ...feed, lastNoteId: this.lastNoteId },
+      'feed notes left the feed before they were handled: loading every task of the shard',
+    );
   }
 
   /**
@@ -284,12 +362,12 @@ export class ShardRunner implements TaskContext {
   }
 
   /**
-   * Tasks put away leave the set a new owner loads. If this fails they stay in it: a later owner
-   * loads them, finds them at rest, and puts them away again.
+   * Tasks put away leave the set a new owner loads. Where this fails (or an entry came after what
+   * was folded) they stay in it: a later owner loads them, finds them at rest, puts them away.
    */
   private async putAway(away: readonly PutAway[]): Promise<void> {
     try {
-      await this.store.shardTasks.putAway(this.current, away);
+      await Promise.all(away.map((t) => this.store.shardTasks.putAway(this.current, t)));
     } catch (err) {
       if (err instanceof FencedError) return this.fenced(err);
       this.metrics.errors.inc({ op: 'put_away' });
@@ -301,9 +379,9 @@ export class ShardRunner implements TaskContext {
    * The retention trims of tasks put away, when due: an owner trims a task's stream at its
    * snapshots, and a task put away takes none, so its last retained day would stay for good.
    * The trim needs no state of the task (the snapshot and checkpoints are in Redis), so the task is
-   * not loaded for it. Checked every TRIM_SWEEP_MS (a tenth of a shorter retention), at once
-   * again while a full batch was due. Only this shard's timer round adds to the schedule (a put
-   * away), and rounds do not overlap, so no new due time lands between reading and removing.
+   * not loaded for it; the script checks the due time by the server's clock and removes the
+   * schedule entry with the trim. Looked for every TRIM_SWEEP_MS (a tenth of a shorter
+   * retention), at once again while a full batch was due.
    */
   private async trimPutAway(): Promise<void> {
     const retention = this.host.retentionMs;
@@ -311,17 +389,18 @@ export class ShardRunner implements TaskContext {
     if (retention <= 0 || now < this.nextTrimSweep || !this.isActive) return;
     this.nextTrimSweep = now + Math.min(TRIM_SWEEP_MS, retention / 10);
     const due = await this.store.shardTasks.trimsDue(this.shard, Date.now(), TRIM_BATCH);
+    let trimmed = 0;
     for (const taskId of due) {
       if (!this.isActive) return;
       try {
-        await this.store.snapshots.trim(this.current, taskId, retention);
+        if ((await this.store.shardTasks.trimDue(this.current, taskId, retention)) !== null)
+          trimmed += 1;
       } catch (err) {
         if (err instanceof FencedError) return this.fenced(err);
         throw err;
       }
     }
-    await this.store.shardTasks.trimmed(this.shard, due);
-    if (due.length > 0) this.metrics.tasksTrimmed.inc({ shard: String(this.shard) }, due.length);
+    if (trimmed > 0) this.metrics.tasksTrimmed.inc({ shard: String(this.shard) }, trimmed);
     if (due.length === TRIM_BATCH) this.nextTrimSweep = now;
   }
 

@@ -255,7 +255,41 @@ it('a new owner puts away at once the tasks quiet since before it took the shard
   for (const t of [old, fresh]) expect(await t.exact()).toEqual([]);
 });
 
-it('a takeover loads only the tasks not put away; a put-away task still comes back on its next entry, and a stale owner cannot put one away', async () => {
+/** A second turn for a task run once already: a new execution, its prompt admitted. */
+async function secondPrompt(store: EventStore, taskId: string, key: string): Promise<Task> {
+  const t = new Task(store, taskId);
+  t.x.executionId = `${taskId}-x2`;
+  t.x.generation = 2;
+  await store.executions.renewLease(t.x, 600_000);
+  await t.fact('execution.started', { startedAt: '2026-12-02T00:00:01Z' });
+  await t.fact('capabilities.negotiated', GENERIC_CAPS);
+  await t.submit(key);
+  return t;
+}
+
+const admitted = async (t: Task, key: string) =>
+  (await t.stream()).some(
+    (e) => e.entry.type === 'prompt.admitted' && e.entry.data.promptId === `p-${key}`,
+  );
+
+const ownerOptions = (store: EventStore): ProjectorOptions => ({
+  redisUrl: redis.url,
+  prefix: store.keys.prefix,
+  shards: SHARDS,
+  leaseTtlMs: 1_000,
+  renewMs: 100,
+  snapshotMs: 100,
+  evictIdleMs: 300,
+  logLevel: 'silent',
+});
+
+const live = async (store: EventStore) =>
+  (await Promise.all([0, 1].map((s) => store.shardTasks.listLive(s)))).flat().sort();
+const feedLengths = (store: EventStore) =>
+  Promise.all([0, 1].map((s) => store.redis.xlen(store.keys.feed(s))));
+
+/** Three short tasks put away and one with a queued prompt, under an owner that has cut its feeds. */
+async function restingShards() {
   const first = await setup();
   const { store } = first;
   const short = ['gone-1', 'gone-2', 'gone-3'].map((id) => new Task(store, id));
@@ -264,56 +298,95 @@ it('a takeover loads only the tasks not put away; a put-away task still comes ba
   await queued.submit('q');
   await waitFor('queued', () => queued.has('prompt.queued'));
   await waitFor('the short tasks put away', () => short.every((t) => !held(first.p, t.taskId)));
-  // What a new owner will load: the task with work left, not the three at rest.
-  const listed = async () =>
-    (await Promise.all([0, 1].map((s) => store.shardTasks.list(s)))).flat().sort();
-  await waitFor('the put-away tasks unlisted', async () => (await listed()).length === 1);
-  expect(await listed()).toEqual(['waiting']);
+  await waitFor(
+    'the put-away tasks out of the live set',
+    async () => (await live(store)).length === 1,
+  );
+  // The owner cuts its feeds behind the notes it has handled.
+  await waitFor('the feeds cut', async () => (await feedLengths(store)).every((n) => n === 0));
+  return { ...first, short, queued };
+}
+
+it('a takeover loads the live tasks and replays the notes nobody handled, not every task seen; a stale owner can neither put a task away nor cut a feed', async () => {
+  const { store, p: first, short, queued } = await restingShards();
+  expect(await live(store)).toEqual(['waiting']);
   // An owner whose lease is gone (an older epoch) cannot put the held task away.
   const shard = store.shardOf('waiting');
   const stale = { shard, owner: 'stale', epoch: 0, expiresAt: Date.now() + 60_000 };
-  await expect(store.shardTasks.putAway(stale, [{ taskId: 'waiting' }])).rejects.toThrow(/FENCED/);
-  expect(await listed()).toEqual(['waiting']);
+  await expect(
+    store.shardTasks.putAway(stale, { taskId: 'waiting', foldedId: '0-0' }),
+  ).rejects.toThrow(/FENCED/);
+  expect(await live(store)).toEqual(['waiting']);
+  await first.stop();
+  // With the lease, a task is still not put away when its stream has entries after what was
+  // folded (the put-away reaching Redis after the note of those entries was handled).
+  const lease = await store.leases.acquire(shard, 'by-hand', 5_000);
+  if (!lease.acquired) throw new Error('the shard should be free');
+  expect(await store.shardTasks.putAway(lease.lease, { taskId: 'waiting', foldedId: '0-0' })).toBe(
+    false,
+  );
+  expect(await live(store)).toEqual(['waiting']);
+  await store.leases.release(lease.lease);
 
-  // The owner cuts its feeds behind the notes it has handled: a new owner replays none of them.
-  const feedLengths = () => Promise.all([0, 1].map((s) => store.redis.xlen(store.keys.feed(s))));
-  await waitFor('the feeds cut', async () => (await feedLengths()).every((n) => n === 0));
-  await first.p.stop();
-  // A note nobody handled stays: an owner without the lease cannot cut it.
-  const note = (await store.redis.xadd(store.keys.feed(0), '*', 't', 'nobody', 'l', '1-0'))!;
-  await expect(store.trimFeed({ ...stale, shard: 0 }, note)).rejects.toThrow(/FENCED/);
-  expect(await store.redis.xlen(store.keys.feed(0))).toBe(1);
-  await store.redis.xdel(store.keys.feed(0), note);
-  const second = await startProjector({
-    redisUrl: redis.url,
-    prefix: store.keys.prefix,
-    shards: SHARDS,
-    leaseTtlMs: 1_000,
-    renewMs: 100,
-    snapshotMs: 100,
-    evictIdleMs: 300,
-    logLevel: 'silent',
-  });
+  // While nobody owns the shards, a put-away task gets a new prompt: its note is all that names it.
+  const back = await secondPrompt(store, 'gone-2', 'again');
+  const gone2 = store.shardOf('gone-2');
+  expect(await store.redis.xlen(store.keys.feed(gone2))).toBeGreaterThan(0);
+  await expect(
+    store.trimFeed({ ...stale, shard: gone2 }, await store.feedLastId(gone2)),
+  ).rejects.toThrow(/FENCED/);
+
+  const second = await startProjector(ownerOptions(store));
   handles.push(second);
   await second.ready();
-  expect(await metric(second, 'baton_projector_tasks_loaded_total')).toBe(1);
-  expect(held(second, 'waiting')).toBe(true);
-  // A put-away task's next entry reaches the new owner through the feed: it runs a second prompt.
-  const back = new Task(store, 'gone-2');
-  back.x.executionId = 'gone-2-x2';
-  back.x.generation = 2;
-  await store.executions.renewLease(back.x, 600_000);
-  await back.fact('execution.started', { startedAt: '2026-12-02T00:00:01Z' });
-  await back.fact('capabilities.negotiated', GENERIC_CAPS);
-  await back.submit('again');
-  await waitFor('the second admission', async () =>
-    (await back.stream()).some(
-      (e) => e.entry.type === 'prompt.admitted' && e.entry.data.promptId === 'p-again',
-    ),
-  );
-  expect(await listed()).toEqual(['gone-2', 'waiting']);
+  // The live task and the one its unhandled note names: not the two others at rest.
+  expect(await admitted(back, 'again')).toBe(true);
+  expect(await metric(second, 'baton_projector_tasks_loaded_total')).toBe(2);
+  expect(held(second, 'gone-1') || held(second, 'gone-3')).toBe(false);
   await waitFor('published', async () => (await back.exact()).length === 0);
   for (const t of [...short, queued]) expect(await t.exact()).toEqual([]);
+});
+
+it('a new owner whose feed lost notes nobody handled loads every task the shard has seen', async () => {
+  const { store, p: first, short } = await restingShards();
+  await first.stop();
+  const back = await secondPrompt(store, 'gone-3', 'lost');
+  // The notes go before any owner read them, as a writer's MAXLEN would take them from a feed
+  // nobody kept up with: nothing else names the task that has a prompt waiting.
+  for (const s of [0, 1]) await store.redis.xtrim(store.keys.feed(s), 'MAXLEN', 0);
+  // Its shard's owner loads every task the shard has seen; the other shard lost nothing.
+  const lossy = store.shardOf('gone-3');
+  const expected =
+    (await store.shardTasks.list(lossy)).length +
+    (await store.shardTasks.listLive(1 - lossy)).length;
+  expect(expected).toBeGreaterThan((await live(store)).length);
+  const second = await startProjector(ownerOptions(store));
+  handles.push(second);
+  await second.ready();
+  expect(await admitted(back, 'lost')).toBe(true);
+  expect(await metric(second, 'baton_projector_tasks_loaded_total')).toBe(expected);
+  expect(
+    await metricSum(second.registry, 'baton_projector_errors_total', { op: 'feed_notes_lost' }),
+  ).toBeGreaterThan(0);
+  for (const t of short) await waitFor('exact', async () => (await t.exact()).length === 0);
+});
+
+it('keeps the note of a task whose registration fails in the feed until it succeeds', async () => {
+  const { store, p } = await setup();
+  // A task set Redis refuses to add to (the wrong type): registrations fail and are retried.
+  const shard = store.shardOf('unlisted');
+  await store.redis.set(store.keys.shardTasks(shard), 'not a set');
+  const t = new Task(store, 'unlisted');
+  await t.submit('u');
+  await waitFor('queued', () => t.has('prompt.queued'));
+  await new Promise((r) => setTimeout(r, 1_000)); // ten renew ticks
+  expect(await store.redis.xlen(store.keys.feed(shard))).toBeGreaterThan(0);
+  await store.redis.del(store.keys.shardTasks(shard));
+  await waitFor('registered', async () =>
+    (await store.shardTasks.list(shard)).includes('unlisted'),
+  );
+  await waitFor('the feed cut', async () => (await store.redis.xlen(store.keys.feed(shard))) === 0);
+  expect(held(p, 'unlisted')).toBe(true);
 });
 
 it('trims the retained history of a task put away once the retention has passed, without loading it', async () => {

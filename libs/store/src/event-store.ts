@@ -13,7 +13,12 @@ import { RawFrames } from './families/raw-frames';
 import { StoreContext, type Page } from './families/shared';
 import { HistorySpans } from './families/history-spans';
 import { Snapshots } from './families/snapshots';
-import { TaskStreams, type FeedNote, type StoredEntry } from './families/task-streams';
+import {
+  TaskStreams,
+  type FeedNote,
+  type FeedState,
+  type StoredEntry,
+} from './families/task-streams';
 import { Tenants } from './families/tenants';
 import { Updates, type Committed, type Step, type StoredUpdate } from './families/updates';
 import { Views } from './families/views';
@@ -196,6 +201,14 @@ export class EventStore {
    */
   trimFeed(lease: Lease, handledThrough: string): Promise<number> {
     return this.tasks.trimFeed(lease, handledThrough);
+  }
+
+  /**
+   * Whether a shard's feed can be trusted to hold every note its owners have not handled (see
+   * {@link FeedState}).
+   */
+  feedState(shard: number): Promise<FeedState> {
+    return this.tasks.feedState(shard);
   }
 
   /**

@@ -110,12 +110,28 @@ const SCRIPTS = {
     [from: StreamId, to: StreamId, span: Json],
     0 | 1
   >(2),
-  feedTrim: declare<[lease: string, feed: string], [fence: string, keepFrom: StreamId], number>(2),
-  tasksPutAway: declare<
-    [lease: string, tasks: string, trims: string],
-    [fence: string, ...taskIdTrimDue: (string | Ms | '')[]],
+  feedTrim: declare<
+    [lease: string, feed: string, handled: string],
+    [fence: string, handledId: StreamId, keepFrom: StreamId],
     number
   >(3),
+  tasksPutAway: declare<
+    [lease: string, live: string, trims: string, stream: string],
+    [fence: string, taskId: string, foldedId: StreamId, trimDue: Ms | ''],
+    0 | 1
+  >(4),
+  trimDue: declare<
+    [
+      lease: string,
+      trims: string,
+      snapshot: string,
+      stream: string,
+      checkpoints: string,
+      spans: string,
+    ],
+    [fence: string, taskId: string, retain: Ms],
+    number
+  >(6),
   trim: declare<
     [lease: string, snapshot: string, stream: string, checkpoints: string, spans: string],
     [fence: string, retain: Ms],

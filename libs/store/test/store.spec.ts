@@ -71,6 +71,9 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       k.executionGenerations(t),
       k.views(s),
       k.shardTasks(s),
+      k.shardLive(s),
+      k.shardTrims(s),
+      k.feedHandled(s),
     ];
     const client = backend.client();
     const slots = await Promise.all(

@@ -89,41 +89,51 @@ export class Projectors {
   }
 }
 
-/** A task an owner puts away, and when the retention's trim of its stream is due (server ms). */
+/** A task an owner puts away: the last entry it folded, and when its retention trim is due. */
 export interface PutAway {
   taskId: string;
+  foldedId: string;
+  /** Server time (ms); none when no trim is owed. */
   trimDueAt?: number;
 }
 
 /**
- * The task ids of each shard that a new owner loads (`tasks`): those its owners have seen and not
- * put away. Feeds are bounded, so a new owner finds here a task whose notes were trimmed away. A
- * task put away is at rest in its snapshot and leaves the set, so a takeover costs what is active,
- * not every task the shard ever saw; its next entry's feed note brings it back (and into the set).
- * Tasks put away whose streams still hold entries the retention will trim are in `trims`.
+ * The task ids of each shard: `tasks`, every one its owners have seen, and `live`, those not put
+ * away, which a new owner loads. Feeds are bounded, so a new owner finds here a task whose notes
+ * were trimmed away. A task put away is at rest in its snapshot and leaves `live`, so a takeover
+ * costs what is active, not every task the shard ever saw; its next entry's feed note brings it
+ * back (and into `live`). Tasks put away whose streams still hold entries the retention will trim
+ * are in `trims`.
  */
 export class ShardTasks {
   constructor(private readonly ctx: StoreContext) {}
 
   /**
-   * Takes tasks out of the set a new owner loads and schedules their retention trims, fenced: a
-   * stale owner cannot put away a task the new owner holds. Returns how many left the set.
+   * Takes a task out of the set a new owner loads and schedules its retention trim, fenced (a
+   * stale owner cannot put away a task the new owner holds), and only if nothing was appended
+   * after `foldedId` (the note of what was will bring it back). Resolves whether it was put away.
    */
-  async putAway(lease: Lease, tasks: readonly PutAway[]): Promise<number> {
-    if (tasks.length === 0) return 0;
-    const args: (string | number)[] = [];
-    for (const t of tasks) {
-      this.ctx.checkLease(lease, t.taskId);
-      args.push(t.taskId, t.trimDueAt === undefined ? '' : Math.ceil(t.trimDueAt));
-    }
+  async putAway(lease: Lease, t: PutAway): Promise<boolean> {
+    this.ctx.checkLease(lease, t.taskId);
     const { keys } = this.ctx;
-    return this.ctx.scripts.tasksPutAway(
-      [keys.lease(lease.shard), keys.shardTasks(lease.shard), keys.shardTrims(lease.shard)],
-      [fenceToken(lease), ...args],
+    const r = await this.ctx.scripts.tasksPutAway(
+      [
+        keys.lease(lease.shard),
+        keys.shardLive(lease.shard),
+        keys.shardTrims(lease.shard),
+        keys.taskStream(t.taskId),
+      ],
+      [
+        fenceToken(lease),
+        t.taskId,
+        t.foldedId,
+        t.trimDueAt === undefined ? '' : Math.ceil(t.trimDueAt),
+      ],
     );
+    return r === 1;
   }
 
-  /** Tasks put away whose retention trim is due at `now` (server ms), oldest first. */
+  /** Candidates for their retention trim at `now` (this clock's ms; the trim checks the server's). */
   async trimsDue(shard: number, now: number, limit: number): Promise<string[]> {
     return this.ctx.redis.zrangebyscore(
       this.ctx.keys.shardTrims(shard),
@@ -135,21 +145,50 @@ export class ShardTasks {
     );
   }
 
-  /** The trims of these tasks were done (or are owed no more). */
-  async trimmed(shard: number, taskIds: readonly string[]): Promise<void> {
-    if (taskIds.length === 0) return;
-    await this.ctx.redis.zrem(this.ctx.keys.shardTrims(shard), ...taskIds);
+  /**
+   * The retention trim of a task put away, if due by the server's clock, fenced; its schedule
+   * entry goes with it. Resolves the entries removed, or null when it was not due.
+   */
+  async trimDue(lease: Lease, taskId: string, retainMs: number): Promise<number | null> {
+    this.ctx.checkLease(lease, taskId);
+    const { keys } = this.ctx;
+    const r = await this.ctx.scripts.trimDue(
+      [
+        keys.lease(lease.shard),
+        keys.shardTrims(lease.shard),
+        keys.snapshot(taskId),
+        keys.taskStream(taskId),
+        keys.checkpoints(taskId),
+        keys.historySpans(taskId),
+      ],
+      [fenceToken(lease), taskId, retainMs],
+    );
+    return r < 0 ? null : r;
   }
 
+  /** Records tasks as seen and live (both sets, one transaction). */
   async add(shard: number, taskIds: readonly string[]): Promise<void> {
     if (taskIds.length === 0) return;
     for (const t of taskIds) {
       if (this.ctx.shardOf(t) !== shard) throw new Error(`task ${t} is not in shard ${shard}`);
     }
-    await this.ctx.redis.sadd(this.ctx.keys.shardTasks(shard), ...taskIds);
+    const { keys } = this.ctx;
+    const r = await this.ctx.redis
+      .multi()
+      .sadd(keys.shardTasks(shard), ...taskIds)
+      .sadd(keys.shardLive(shard), ...taskIds)
+      .exec();
+    const failed = r?.find(([err]) => err);
+    if (!r || failed) throw failed?.[0] ?? new Error('task registration was discarded');
   }
 
+  /** Every task the shard's owners have seen. */
   async list(shard: number): Promise<string[]> {
     return (await this.ctx.redis.smembers(this.ctx.keys.shardTasks(shard))).sort();
+  }
+
+  /** The tasks a new owner loads: seen and not put away. */
+  async listLive(shard: number): Promise<string[]> {
+    return (await this.ctx.redis.smembers(this.ctx.keys.shardLive(shard))).sort();
   }
 }

@@ -31,29 +31,8 @@ local token = ARGV[1]
 local retainMs = ARGV[2]
 
 --- @include "includes/fence"
+--- @include "includes/trim"
 
 local fenced = baton_fence(leaseKey, token)
 if fenced then return redis.error_reply(fenced) end
-local id = redis.call('HGET', snapshotKey, 'id')
-if not id then return 0 end
-local retain = tonumber(retainMs) or 0
-if retain > 0 then
-  local t = redis.call('TIME')
-  local cutoff = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - retain
-  local base = nil
-  local ids = redis.call('HKEYS', checkpointsKey)
-  for _, c in ipairs(ids) do
-    if tonumber(string.match(c, '^(%d+)')) <= cutoff and baton_id_cmp(c, id) <= 0 then
-      if not base or baton_id_cmp(c, base) > 0 then base = c end
-    end
-  end
-  if not base then return 0 end
-  for _, c in ipairs(ids) do
-    if baton_id_cmp(c, base) < 0 then
-      redis.call('HDEL', checkpointsKey, c)
-      redis.call('HDEL', spansKey, c)
-    end
-  end
-  id = base
-end
-return redis.call('XTRIM', streamKey, 'MINID', id)
+return baton_trim(snapshotKey, streamKey, checkpointsKey, spansKey, retainMs)

@@ -1,0 +1,44 @@
+--[[
+  Put a task of a shard away, fenced by the lease: it leaves the set a new owner loads at its
+  takeover (its snapshot holds all it is, and its next entry's feed note brings it back), and, when
+  its stream keeps entries for the history's retention, its trim is scheduled (an owner trims only
+  the tasks it holds).
+
+  Only if nothing was appended after what the owner folded: an entry appended since has a note
+  that will bring the task back, and the set must keep it until then (should this call reach Redis
+  after that note's registration). And only by the owner: a task a stale owner puts away may be
+  held by the new owner, with work a later takeover would then not find.
+
+  Input:
+    KEYS[1] shard lease hash
+    KEYS[2] shard live task set (the tasks a new owner loads)
+    KEYS[3] shard trim schedule (zset: task id -> server time in ms its retention trim is due)
+    KEYS[4] task stream
+
+    ARGV[1] fencing token: <epoch>:<owner> of the writer's lease
+    ARGV[2] task id
+    ARGV[3] id of the last entry the owner folded
+    ARGV[4] trim due time in ms ('' for no trim owed)
+
+  Output:
+    1 when put away, 0 when the stream has entries after the folded one (the task stays listed)
+    errors: "FENCED ..."
+]]
+local leaseKey = KEYS[1]
+local liveKey = KEYS[2]
+local trimsKey = KEYS[3]
+local streamKey = KEYS[4]
+
+local token = ARGV[1]
+local taskId = ARGV[2]
+local foldedId = ARGV[3]
+local trimDue = ARGV[4]
+
+--- @include "includes/fence"
+
+local fenced = baton_fence(leaseKey, token)
+if fenced then return redis.error_reply(fenced) end
+if baton_id_cmp(baton_last_id(streamKey), foldedId) > 0 then return 0 end
+redis.call('SREM', liveKey, taskId)
+if trimDue ~= '' then redis.call('ZADD', trimsKey, trimDue, taskId) end
+return 1
