@@ -97,6 +97,7 @@ async function main(argv: string[]): Promise<void> {
     permissionTimeoutMs: config.PROJECTOR_PERMISSION_TIMEOUT_MS,
     parkIdleMs: config.PROJECTOR_PARK_IDLE_MS,
     evictIdleMs: config.PROJECTOR_EVICT_IDLE_MS,
+    reconcileMs: config.PROJECTOR_RECONCILE_MS,
     executionStartMs: config.EXECUTION_START_TIMEOUT_MS,
     metricsPort: null,
   });

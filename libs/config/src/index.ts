@@ -139,6 +139,11 @@ export const PROJECTOR = {
     '600000',
     'A task with nothing going on (no live execution, turn, queued prompt, request or timer) and no new entry for this long leaves the projector’s memory once its snapshot is current; its next entry loads it again (0: never)',
   ),
+  PROJECTOR_RECONCILE_MS: setting(
+    int(100, 3_600_000),
+    '30000',
+    'How often each shard loads the tasks of its live set it does not hold (an append whose feed note went unread): the bound on such a task’s wait',
+  ),
   PROJECTOR_METRICS_PORT: setting(
     int(0, 65_535),
     '9464',

@@ -25,6 +25,11 @@ export const ProjectorOptions = z
     executionStartMs: int(1_000, 7 * 86_400_000).default(600_000),
     /** A task at rest and quiet this long leaves memory (its snapshot stays); 0: never. */
     evictIdleMs: int(0, 30 * 86_400_000).default(600_000),
+    /**
+     * How often a shard loads the tasks of its live set it does not hold (their notes went
+     * unread): the bound on a task's wait when the feed lost its note.
+     */
+    reconcileMs: int(100, 3_600_000).default(30_000),
     /** Port of /metrics; 0 picks a free one; null (the default in-process) serves none. */
     metricsPort: int(0, 65_535).nullable().default(null),
     logLevel: COMMON.LOG_LEVEL.schema.default('warn'),

@@ -54,6 +54,7 @@ class Projector implements ShardHost {
   readonly parkIdleMs: number;
   readonly executionStartMs: number;
   readonly evictIdleMs: number;
+  readonly reconcileMs: number;
   private readonly runners = new Map<number, ShardRunner>();
   private readonly cursors = new Map<number, string>();
   private readonly ownership: ShardOwnership;
@@ -91,6 +92,7 @@ class Projector implements ShardHost {
     this.parkIdleMs = opts.parkIdleMs;
     this.executionStartMs = opts.executionStartMs;
     this.evictIdleMs = opts.evictIdleMs;
+    this.reconcileMs = opts.reconcileMs;
     this.log = createLogger(opts.instanceId, opts.logLevel);
     this.store = EventStore.connect(
       redisTargetFromUrl(opts.redisUrl),

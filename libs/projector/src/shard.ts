@@ -3,8 +3,6 @@ import {
   FencedError,
   type EventStore,
   type FeedNote,
-  type FeedState,
-  feedWhole,
   type Lease,
   type PutAway,
 } from '@baton/store';
@@ -18,8 +16,6 @@ const TRIM_SLACK_MS = 1_000;
 /** How often (at most) a shard looks for due trims of tasks put away; how many it takes at once. */
 const TRIM_SWEEP_MS = 10_000;
 const TRIM_BATCH = 100;
-/** How often a shard checks that no note was deleted from its feed before it was read. */
-const FEED_CHECK_MS = 5_000;
 
 /** What a shard needs from the projector that owns it. */
 export interface ShardHost {
@@ -39,6 +35,8 @@ export interface ShardHost {
   readonly executionStartMs: number;
   /** A task at rest and quiet this long is put away (its snapshot kept); 0: never. */
   readonly evictIdleMs: number;
+  /** How often the live set is compared with the tasks held. */
+  readonly reconcileMs: number;
   /**
    * Local monotonic time (performance.now()) since which this instance has reached Redis with
    * no gap longer than a shard lease: the end of its last outage, or its start.
@@ -72,15 +70,16 @@ export class ShardRunner implements TaskContext {
   /** Resolves once every task of the shard has been loaded and folded up to date. */
   readonly ready = new Promise<void>((r) => (this.resolveReady = r));
   private idleWaiters: (() => void)[] = [];
-  private readonly toRegister: string[] = [];
+  /** Task ids to record as live, each with the last note read before the one that named it. */
+  private readonly toRegister: { taskId: string; before: string | null }[] = [];
   private registering = false;
-  /** The last feed note handled; the last before which every named task was registered. */
+  /** The last feed note read, and the one before it. */
   private lastNoteId: string | null = null;
-  private registeredThrough: string | null = null;
+  private previousNoteId: string | null = null;
   /** How far this owner has cut the feed. */
   private trimmedThrough: string | null = null;
-  /** Local monotonic time of the next look for notes lost from the feed. */
-  private nextFeedCheck = 0;
+  /** Local monotonic time of the next comparison of the live set with the tasks held. */
+  private nextReconcile = Infinity;
   /** Local monotonic time of the next look for due trims (0: at the first tick). */
   private nextTrimSweep = 0;
   /** Live executions seen without a lease, by consecutive checks. */
@@ -163,46 +162,28 @@ export class ShardRunner implements TaskContext {
   }
 
   /**
-   * Loads the tasks the shard holds live; the feed tail brings those with notes no owner handled.
-   * When the feed cannot be trusted to hold those notes (some were deleted unhandled, or no owner
-   * ever recorded how far it handled them), every task the shard has seen is loaded instead.
+   * Loads the tasks the shard holds live (every task appended to and not put away since); the feed
+   * tail brings what comes after, and the notes its predecessor had not read.
    */
   async start(): Promise<void> {
-    const [feed, endId] = await Promise.all([
-      this.store.feedState(this.shard),
+    // The first owner of this version starts the live set from the older task set (all loaded).
+    await this.store.shardTasks.startLive(this.shard);
+    const [ids, endId] = await Promise.all([
+      this.store.shardTasks.listLive(this.shard),
       this.store.feedLastId(this.shard),
     ]);
-    const whole = feedWhole(feed);
-    if (!whole && feed.handledThrough !== null) this.notesLost(feed);
-    const ids = whole ? await this.store.shardTasks.listLive(this.shard) : await this.relistAll();
     if (!this.isActive) return;
     this.endId = endId;
     if (endId === '0-0') this.feedDone = true;
     for (const id of ids) if (!this.tasks.has(id)) this.task(id, false).request();
     this.listed = true;
+    this.nextReconcile = performance.now() + this.host.reconcileMs;
     this.checkCaughtUp();
-    if (!whole) await this.recordFeed();
-  }
-
-  /**
-   * Every task the shard has seen, made live (each is loaded now, and put away again when at rest),
-   * before the feed's record says it is whole: a later owner then finds them in the live set.
-   */
-  private async relistAll(): Promise<string[]> {
-    const ids = [
-      ...new Set([
-        ...(await this.store.shardTasks.list(this.shard)),
-        ...(await this.store.shardTasks.listLive(this.shard)),
-      ]),
-    ];
-    for (let i = 0; i < ids.length && this.isActive; i += 1_000) {
-      await this.store.shardTasks.add(this.shard, ids.slice(i, i + 1_000));
-    }
-    return ids;
   }
 
   onNote(note: FeedNote): void {
     if (!this.isActive) return;
+    this.previousNoteId = this.lastNoteId;
     this.lastNoteId = note.id;
     this.task(note.taskId, true).noted(note.lastId);
     if (!this.feedDone && this.endId !== null && compareIds(note.id, this.endId) >= 0) {
@@ -279,20 +260,20 @@ export class ShardRunner implements TaskContext {
       await this.putAway(away);
     }
     await this.trimFeed();
-    await this.checkFeed(now);
+    await this.reconcile(now);
     await this.trimPutAway();
   }
 
   /**
-   * Cuts the feed behind the notes handled: each names a task that is now in the shard's live set
-   * (held from it, or registered when its note came) or put away covered by its snapshot. While a
-   * registration waits, only what was handled before it goes. So a takeover replays what the
-   * previous owner had not handled, not every note the bounded feed still holds.
+   * Cuts the feed behind the notes handled: each names a task that is in the shard's live set (its
+   * append put it there; a note of a writer from before the live set, once its task is registered)
+   * or put away covered by its snapshot. So a takeover replays what the previous owner had not
+   * read, not every note the bounded feed still holds.
    */
   private async trimFeed(): Promise<void> {
     const through = this.handledThrough();
-    if (through === null || (this.trimmedThrough && compareIds(through, this.trimmedThrough) <= 0))
-      return;
+    if (!this.isActive || through === null) return;
+    if (this.trimmedThrough !== null && compareIds(through, this.trimmedThrough) <= 0) return;
     try {
       await this.store.trimFeed(this.current, through);
       this.trimmedThrough = through;
@@ -303,51 +284,27 @@ export class ShardRunner implements TaskContext {
     }
   }
 
-  /** The last note such that every note up to it names a task registered (or known). */
+  /** The last note read such that every note up to it names a task registered (or known). */
   private handledThrough(): string | null {
-    return this.toRegister.length === 0 && !this.registering
-      ? this.lastNoteId
-      : this.registeredThrough;
+    const first = this.toRegister[0];
+    return first ? first.before : this.lastNoteId;
   }
 
   /**
-   * After every task of the shard was loaded for notes lost from the feed: the feed's record
-   * (how many notes have left it) is brought up to date, so the loss is not found again.
+   * Every `reconcileMs`, the live set against the tasks held: one live and not held (its appends'
+   * notes went unread: the feed's MAXLEN while this owner lagged that far; or its put-away failed)
+   * is loaded. So no task waits on a note that is gone for longer than that.
    */
-  private async recordFeed(): Promise<void> {
-    if (!this.isActive) return;
-    try {
-      await this.store.trimFeed(this.current, this.handledThrough() ?? '0-0');
-    } catch (err) {
-      if (err instanceof FencedError) return this.fenced(err);
-      this.metrics.errors.inc({ op: 'trim_feed' });
-      this.log.warn({ err, shard: this.shard }, 'feed record not written (retried next check)');
+  private async reconcile(now: number): Promise<void> {
+    if (!this.listed || now < this.nextReconcile || !this.isActive) return;
+    this.nextReconcile = now + this.host.reconcileMs;
+    let n = 0;
+    for (const id of await this.store.shardTasks.listLive(this.shard)) {
+      if (!this.isActive || this.tasks.has(id)) continue;
+      this.task(id, false).request();
+      n += 1;
     }
-  }
-
-  /**
-   * Notes that left the feed otherwise than by this shard's owners' trims (a writer's MAXLEN while
-   * the owner lagged that far behind) may name tasks nothing else would wake: then every task the
-   * shard has seen is loaded, as at a takeover that cannot trust its feed.
-   */
-  private async checkFeed(now: number): Promise<void> {
-    if (now < this.nextFeedCheck || !this.listed) return;
-    this.nextFeedCheck = now + FEED_CHECK_MS;
-    const feed = await this.store.feedState(this.shard);
-    if (feedWhole(feed) || !this.isActive) return;
-    this.notesLost(feed);
-    for (const id of await this.relistAll()) {
-      if (this.isActive && !this.tasks.has(id)) this.task(id, false).request();
-    }
-    await this.recordFeed();
-  }
-
-  private notesLost(feed: FeedState): void {
-    this.metrics.errors.inc({ op: 'feed_notes_lost' });
-    this.log.warn(
-      { shard: this.shard, ...feed, lastNoteId: this.lastNoteId },
-      'feed notes left the feed before they were handled: loading every task of the shard',
-    );
+    if (n > 0) this.log.info({ shard: this.shard, tasks: n }, 'loaded live tasks not held');
   }
 
   /**
@@ -366,6 +323,7 @@ export class ShardRunner implements TaskContext {
    * was folded) they stay in it: a later owner loads them, finds them at rest, puts them away.
    */
   private async putAway(away: readonly PutAway[]): Promise<void> {
+    if (!this.isActive) return;
     try {
       await Promise.all(away.map((t) => this.store.shardTasks.putAway(this.current, t)));
     } catch (err) {
@@ -397,11 +355,14 @@ export class ShardRunner implements TaskContext {
           trimmed += 1;
       } catch (err) {
         if (err instanceof FencedError) return this.fenced(err);
-        throw err;
+        this.metrics.errors.inc({ op: 'trim_put_away' });
+        this.log.warn({ err, shard: this.shard, taskId }, 'retention trim failed (retried later)');
       }
     }
     if (trimmed > 0) this.metrics.tasksTrimmed.inc({ shard: String(this.shard) }, trimmed);
-    if (due.length === TRIM_BATCH) this.nextTrimSweep = now;
+    // A full batch done: more may be due. (A batch this clock thought due and the server's did
+    // not waits for the next sweep.)
+    if (trimmed === TRIM_BATCH) this.nextTrimSweep = now;
   }
 
   stats(): ShardStats {
@@ -454,7 +415,7 @@ export class ShardRunner implements TaskContext {
 
   /** Records new task ids in the shard's task set, batched. */
   private register(taskId: string): void {
-    this.toRegister.push(taskId);
+    this.toRegister.push({ taskId, before: this.previousNoteId });
     void this.flushRegistrations();
   }
 
@@ -464,11 +425,12 @@ export class ShardRunner implements TaskContext {
     try {
       while (this.toRegister.length > 0 && this.isActive) {
         const batch = this.toRegister.slice(0, 1_000);
-        await this.store.shardTasks.add(this.shard, batch);
+        await this.store.shardTasks.add(
+          this.shard,
+          batch.map((r) => r.taskId),
+        );
         this.toRegister.splice(0, batch.length);
       }
-      // Every note seen so far names a registered task (notes are handled as they arrive).
-      if (this.toRegister.length === 0) this.registeredThrough = this.lastNoteId;
     } catch (err) {
       this.metrics.errors.inc({ op: 'register_tasks' });
       this.log.warn({ err, shard: this.shard }, 'could not record task ids; retrying');

@@ -13,12 +13,7 @@ import { RawFrames } from './families/raw-frames';
 import { StoreContext, type Page } from './families/shared';
 import { HistorySpans } from './families/history-spans';
 import { Snapshots } from './families/snapshots';
-import {
-  TaskStreams,
-  type FeedNote,
-  type FeedState,
-  type StoredEntry,
-} from './families/task-streams';
+import { TaskStreams, type FeedNote, type StoredEntry } from './families/task-streams';
 import { Tenants } from './families/tenants';
 import { Updates, type Committed, type Step, type StoredUpdate } from './families/updates';
 import { Views } from './families/views';
@@ -195,20 +190,12 @@ export class EventStore {
   }
 
   /**
-   * Removes the notes of the lease's shard feed up to and including `handledThrough`, fenced: the
-   * owner has registered every task they name in the shard's task set (or put it away covered by
-   * its snapshot). Returns how many went.
+   * Removes the notes of the lease's shard feed up to and including `handledThrough`, fenced: every
+   * task they name is in the shard's live set (or put away covered by its snapshot). Returns how
+   * many went.
    */
   trimFeed(lease: Lease, handledThrough: string): Promise<number> {
     return this.tasks.trimFeed(lease, handledThrough);
-  }
-
-  /**
-   * Whether a shard's feed can be trusted to hold every note its owners have not handled (see
-   * {@link FeedState}).
-   */
-  feedState(shard: number): Promise<FeedState> {
-    return this.tasks.feedState(shard);
   }
 
   /**

@@ -32,11 +32,10 @@
  * | baton:{b:7}:views                | hash   | task id -> current TaskView JSON (the read model)    |
  * |                                  |        | (its version is the task's `useq`: see commit-6.lua) |
  * | baton:{t:<tenant>}:tasks         | set    | the task ids (a client's, not keys) of one tenant    |
- * | baton:{b:7}:tasks                | set    | every task id the shard's owners have seen           |
- * | baton:{b:7}:live                 | set    | the task ids a new owner loads: those seen and not   |
- * |                                  |        | put away                                             |
- * | baton:{b:7}:feedh                | hash   | feed record: `id` through which every note has been  |
- * |                                  |        | handled, `gone` notes that had left it by then       |
+ * | baton:{b:7}:live                 | set    | the task ids a new owner loads: every task appended  |
+ * |                                  |        | to (append-4.lua) and not put away since             |
+ * | baton:{b:7}:livei                | string | the live set was started from `tasks` (liveInit)     |
+ * | baton:{b:7}:tasks                | set    | before `live`: every task id its owners had loaded   |
  * | baton:{b:7}:trims                | zset   | task put away -> server time (ms) its retention      |
  * |                                  |        | trim is due                                          |
  * | baton:projectors                 | zset   | live projector instances -> heartbeat expiry         |
@@ -141,23 +140,23 @@ export class KeyLayout {
     return `${this.shardBase(shard)}:views`;
   }
   /**
-   * Every task id of a shard an owner has seen: what a new owner loads when it cannot trust the
-   * live set and the feed (notes lost to the feed's bound, or state from before the live set).
+   * The task set of the versions before the live set: every task its owners had loaded, put away
+   * or not. Read once, to start the live set (liveInit-3.lua).
    */
   shardTasks(shard: number): string {
     return `${this.shardBase(shard)}:tasks`;
   }
   /**
-   * Task ids of a shard seen and not put away: what a new owner loads (their feed notes may have
-   * been trimmed away). A task put away is at rest in its snapshot; its next entry's note brings
-   * it back.
+   * Task ids of a shard appended to and not put away since: what a new owner loads (their feed
+   * notes may have been cut). A task put away is at rest in its snapshot; its next append puts it
+   * back.
    */
   shardLive(shard: number): string {
     return `${this.shardBase(shard)}:live`;
   }
-  /** How far the shard's owners have handled the feed, and how many notes had left it (feedTrim-3.lua). */
-  feedHandled(shard: number): string {
-    return `${this.shardBase(shard)}:feedh`;
+  /** Set once the live set was started from the older task set. */
+  shardLiveStarted(shard: number): string {
+    return `${this.shardBase(shard)}:livei`;
   }
   /** Tasks put away whose streams the retention still has to trim, by when (server ms). */
   shardTrims(shard: number): string {

@@ -35,7 +35,7 @@ type Json = string;
 
 const SCRIPTS = {
   append: declare<
-    [stream: string, dedupe: string, feed: string],
+    [stream: string, dedupe: string, feed: string, live: string],
     [
       taskId: string,
       feedMaxLen: number,
@@ -44,7 +44,7 @@ const SCRIPTS = {
       ...writerInstanceSeqEntry: Arg[],
     ],
     (StreamId | 0)[]
-  >(3),
+  >(4),
   appendFenced: declare<
     [lease: string, stream: string, feed: string],
     [
@@ -110,11 +110,8 @@ const SCRIPTS = {
     [from: StreamId, to: StreamId, span: Json],
     0 | 1
   >(2),
-  feedTrim: declare<
-    [lease: string, feed: string, handled: string],
-    [fence: string, handledId: StreamId, keepFrom: StreamId],
-    number
-  >(3),
+  feedTrim: declare<[lease: string, feed: string], [fence: string, keepFrom: StreamId], number>(2),
+  liveInit: declare<[live: string, tasks: string, marker: string], [], 0 | 1>(3),
   tasksPutAway: declare<
     [lease: string, live: string, trims: string, stream: string],
     [fence: string, taskId: string, foldedId: StreamId, trimDue: Ms | ''],

@@ -72,8 +72,8 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       k.views(s),
       k.shardTasks(s),
       k.shardLive(s),
+      k.shardLiveStarted(s),
       k.shardTrims(s),
-      k.feedHandled(s),
     ];
     const client = backend.client();
     const slots = await Promise.all(
@@ -717,10 +717,13 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
 
     const t = 'task-listed';
     const s = store.shardOf(t);
-    expect(await store.shardTasks.list(s)).toEqual([]);
+    expect(await store.shardTasks.listLive(s)).toEqual([]);
     expect(await store.feedLastId(s)).toBe('0-0');
     await store.shardTasks.add(s, [t, t]);
-    expect(await store.shardTasks.list(s)).toEqual([t]);
+    expect(await store.shardTasks.listLive(s)).toEqual([t]);
+    const inShard = Array.from({ length: 200 }, (_, i) => `task-${i}`).filter(
+      (x) => store.shardOf(x) === s,
+    );
     const other = Array.from({ length: 50 }, (_, i) => `task-${i}`).find(
       (x) => store.shardOf(x) !== s,
     )!;
@@ -730,6 +733,18 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect(notes).toHaveLength(1);
     expect(await store.feedLastId(s)).toBe(notes[0]![0]);
     expect(id).not.toBeNull();
+    // An append puts its task in the live set, with its entries: a new owner finds it there.
+    const appended = inShard[0]!;
+    await store.append(appended, [fact(appended, 'w', 1)]);
+    expect(await store.shardTasks.listLive(s)).toEqual([appended, t].sort());
+    // The live set starts, once, from the task set of earlier versions.
+    const older = inShard.slice(1, 3);
+    await store.redis.sadd(store.keys.shardTasks(s), ...older);
+    expect(await store.shardTasks.startLive(s)).toBe(true);
+    expect(await store.shardTasks.listLive(s)).toEqual([appended, t, ...older].sort());
+    await store.redis.sadd(store.keys.shardTasks(s), inShard[3]!);
+    expect(await store.shardTasks.startLive(s)).toBe(false);
+    expect(await store.shardTasks.listLive(s)).not.toContain(inShard[3]);
   });
 });
 

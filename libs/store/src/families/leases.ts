@@ -98,15 +98,28 @@ export interface PutAway {
 }
 
 /**
- * The task ids of each shard: `tasks`, every one its owners have seen, and `live`, those not put
- * away, which a new owner loads. Feeds are bounded, so a new owner finds here a task whose notes
- * were trimmed away. A task put away is at rest in its snapshot and leaves `live`, so a takeover
- * costs what is active, not every task the shard ever saw; its next entry's feed note brings it
- * back (and into `live`). Tasks put away whose streams still hold entries the retention will trim
- * are in `trims`.
+ * The task ids of each shard a new owner loads (`live`): every task appended to (append-4.lua puts
+ * it there with its entries) and not put away since. Feeds are bounded and cut behind what an owner
+ * read, so a new owner finds here a task whose notes are gone. A task put away is at rest in its
+ * snapshot and leaves `live`, so a takeover costs what is active, not every task the shard ever
+ * saw; its next append brings it back. Tasks put away whose streams still hold entries the
+ * retention will trim are in `trims`.
  */
 export class ShardTasks {
   constructor(private readonly ctx: StoreContext) {}
+
+  /**
+   * Starts the live set from the task set of earlier versions (every task they loaded), once per
+   * shard; a no-op after. Resolves whether it did it now.
+   */
+  async startLive(shard: number): Promise<boolean> {
+    const { keys } = this.ctx;
+    const r = await this.ctx.scripts.liveInit(
+      [keys.shardLive(shard), keys.shardTasks(shard), keys.shardLiveStarted(shard)],
+      [],
+    );
+    return r === 1;
+  }
 
   /**
    * Takes a task out of the set a new owner loads and schedules its retention trim, fenced (a
@@ -166,28 +179,19 @@ export class ShardTasks {
     return r < 0 ? null : r;
   }
 
-  /** Records tasks as seen and live (both sets, one transaction). */
+  /**
+   * Records tasks as live. Their appends did already; this covers notes of writers from before the
+   * live set (a rolling upgrade).
+   */
   async add(shard: number, taskIds: readonly string[]): Promise<void> {
     if (taskIds.length === 0) return;
     for (const t of taskIds) {
       if (this.ctx.shardOf(t) !== shard) throw new Error(`task ${t} is not in shard ${shard}`);
     }
-    const { keys } = this.ctx;
-    const r = await this.ctx.redis
-      .multi()
-      .sadd(keys.shardTasks(shard), ...taskIds)
-      .sadd(keys.shardLive(shard), ...taskIds)
-      .exec();
-    const failed = r?.find(([err]) => err);
-    if (!r || failed) throw failed?.[0] ?? new Error('task registration was discarded');
+    await this.ctx.redis.sadd(this.ctx.keys.shardLive(shard), ...taskIds);
   }
 
-  /** Every task the shard's owners have seen. */
-  async list(shard: number): Promise<string[]> {
-    return (await this.ctx.redis.smembers(this.ctx.keys.shardTasks(shard))).sort();
-  }
-
-  /** The tasks a new owner loads: seen and not put away. */
+  /** The tasks a new owner loads: appended to and not put away since. */
   async listLive(shard: number): Promise<string[]> {
     return (await this.ctx.redis.smembers(this.ctx.keys.shardLive(shard))).sort();
   }

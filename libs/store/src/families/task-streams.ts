@@ -50,6 +50,7 @@ export class TaskStreams {
       keys.taskStream(taskId),
       keys.taskDedupe(taskId),
       keys.feed(this.ctx.shardOf(taskId)),
+      keys.shardLive(this.ctx.shardOf(taskId)),
     ];
     const args: ScriptArgs<'append'> = [taskId, opts.feedMaxLen, opts.dedupeTtlMs, valid.length];
     for (const e of valid) args.push(e.writer.instance, e.writer.seq, JSON.stringify(e));
@@ -149,32 +150,9 @@ export class TaskStreams {
   async trimFeed(lease: Lease, handledThrough: string): Promise<number> {
     const { keys } = this.ctx;
     return this.ctx.scripts.feedTrim(
-      [keys.lease(lease.shard), keys.feed(lease.shard), keys.feedHandled(lease.shard)],
-      [fenceToken(lease), handledThrough, nextId(handledThrough)],
+      [keys.lease(lease.shard), keys.feed(lease.shard)],
+      [fenceToken(lease), nextId(handledThrough)],
     );
-  }
-
-  /** See {@link EventStore.feedState}. */
-  async feedState(shard: number): Promise<FeedState> {
-    const { keys, redis } = this.ctx;
-    const [[handled, recorded], info] = await Promise.all([
-      redis.hmget(keys.feedHandled(shard), 'id', 'gone'),
-      (redis.xinfo('STREAM', keys.feed(shard)) as unknown as Promise<unknown[]>).catch(
-        (err: unknown) => {
-          if (/no such key/i.test(String(err))) return [] as unknown[];
-          throw err;
-        },
-      ),
-    ]);
-    const at = (name: string) => {
-      const i = info.indexOf(name);
-      return i >= 0 ? Number(info[i + 1]) : 0;
-    };
-    return {
-      handledThrough: handled ?? null,
-      goneRecorded: recorded === null || recorded === undefined ? null : Number(recorded),
-      gone: at('entries-added') - at('length'),
-    };
   }
 
   /** See {@link EventStore.tailFeeds}. */
@@ -190,23 +168,6 @@ export class TaskStreams {
       return new Refused('feed note without t or l');
     });
   }
-}
-
-/**
- * What tells whether a shard's feed still holds every note no owner has handled: how far its
- * owners handled it and how many notes had left it by their last trim (null: never recorded, as
- * before the live set), and how many have left it now. More gone than recorded means notes left
- * otherwise (a writer's MAXLEN), maybe unhandled.
- */
-export interface FeedState {
-  handledThrough: string | null;
-  goneRecorded: number | null;
-  gone: number;
-}
-
-/** Whether the feed can be trusted to hold every note its owners have not handled. */
-export function feedWhole(f: FeedState): boolean {
-  return f.handledThrough !== null && f.goneRecorded !== null && f.gone <= f.goneRecorded;
 }
 
 /** The entries, validated as stream entries of `taskId` ({@link InvalidEntryError} otherwise). */

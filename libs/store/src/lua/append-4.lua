@@ -1,5 +1,7 @@
 --[[
-  Idempotent batch append to one task stream, plus a note in the shard's feed.
+  Idempotent batch append to one task stream, plus a note in the shard's feed, and the task in the
+  shard's live set: a new owner loads every task there, so a task with entries no owner has folded
+  is found whatever became of its note (the feed is bounded, and cut behind what an owner read).
 
   Contract: for one task, each writer's seqs increase in the order its appends reach Redis, and a
   writer retries an append until it is acknowledged before appending later seqs to that task. Then
@@ -11,6 +13,7 @@
     KEYS[1] task stream
     KEYS[2] the task's dedupe hash (writer instance -> highest seq)
     KEYS[3] shard feed stream
+    KEYS[4] shard live task set
 
     ARGV[1] task id
     ARGV[2] feed MAXLEN (approximate)
@@ -24,6 +27,7 @@
 local streamKey = KEYS[1]
 local dedupeKey = KEYS[2]
 local feedKey = KEYS[3]
+local liveKey = KEYS[4]
 
 local taskId = ARGV[1]
 local feedMaxLen = ARGV[2]
@@ -55,6 +59,7 @@ if last then
     redis.call('HSET', dedupeKey, writer, seq)
   end
   redis.call('PEXPIRE', dedupeKey, dedupeTtlMs)
+  redis.call('SADD', liveKey, taskId)
   redis.call('XADD', feedKey, 'MAXLEN', '~', feedMaxLen, '*', 't', taskId, 'l', last)
 end
 return out
