@@ -88,6 +88,34 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect(new Set(tags)).toEqual(new Set([`b:${s}`]));
   });
 
+  it('renews the dedupe hash expiry when a quarter of its TTL has passed, not on every append', async () => {
+    const ttl = 60_000;
+    const s = new EventStore(backend.client(), {
+      shards: 16,
+      prefix: freshPrefix(),
+      dedupeTtlMs: ttl,
+    });
+    const key = s.keys.taskDedupe('t-ttl');
+    const RENEWED = '\u0000renewed';
+    await s.append('t-ttl', [fact('t-ttl', 'w1', 1)]);
+    const first = Number(await s.redis.hget(key, RENEWED));
+    expect(await s.redis.pttl(key)).toBeGreaterThan(ttl - 5_000);
+    // Renewed less than a quarter of the TTL ago: the expiry is left as it is.
+    await s.redis.pexpire(key, 10 * ttl);
+    await s.append('t-ttl', [fact('t-ttl', 'w1', 2)]);
+    expect(await s.redis.pttl(key)).toBeGreaterThan(ttl);
+    expect(Number(await s.redis.hget(key, RENEWED))).toBe(first);
+    // More than a quarter ago: renewed, with the time of the new entry.
+    await s.redis.hset(key, RENEWED, first - ttl / 4 - 1);
+    const [id] = await s.append('t-ttl', [fact('t-ttl', 'w1', 3)]);
+    expect(await s.redis.pttl(key)).toBeLessThanOrEqual(ttl);
+    expect(Number(await s.redis.hget(key, RENEWED))).toBe(Number(id!.split('-')[0]));
+    // The writer's seq is kept beside it, and a retry is still a duplicate.
+    expect(await s.redis.hget(key, 'w1')).toBe('3');
+    expect(await s.append('t-ttl', [fact('t-ttl', 'w1', 3)])).toEqual([null]);
+    await s.close();
+  });
+
   it('appends a batch once even when the whole batch is retried', async () => {
     const batch = [fact('t1', 'w1', 1), fact('t1', 'w1', 2), fact('t1', 'w2', 1)];
     const first = await store.append('t1', batch);

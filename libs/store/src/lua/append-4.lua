@@ -6,12 +6,15 @@
   Contract: for one task, each writer's seqs increase in the order its appends reach Redis, and a
   writer retries an append until it is acknowledged before appending later seqs to that task. Then
   "seq <= highest seq seen from this writer" means "already appended" and the state stays one
-  number per writer per task. The hash expires after the TTL without appends to the task, which
-  bounds the state of finished tasks; a retry older than the TTL would be appended again.
+  number per writer per task. The hash expires between 3/4 of the TTL and the TTL after the last
+  append to the task, which bounds the state of finished tasks; a retry older than that would be
+  appended again. Its expiry is renewed only when a quarter of the TTL has passed since the last
+  renewal (kept in the hash, by the stream's clock: the new entry's id), not by every append.
 
   Input:
     KEYS[1] task stream
-    KEYS[2] the task's dedupe hash (writer instance -> highest seq)
+    KEYS[2] the task's dedupe hash (writer instance -> highest seq; RENEWED -> ms of the last
+            expiry renewal)
     KEYS[3] shard feed stream
     KEYS[4] shard live task set
 
@@ -35,7 +38,11 @@ local dedupeTtlMs = ARGV[3]
 local n = tonumber(ARGV[4])
 local FIRST_TRIPLE = 5
 
+-- Not a writer instance (those have no NUL): when the hash's expiry was last renewed.
+local RENEWED = '\0renewed'
+
 local highest = {}
+local renewedAt = nil
 local out = {}
 local last = nil
 for i = 0, n - 1 do
@@ -43,7 +50,13 @@ for i = 0, n - 1 do
   local seq = tonumber(ARGV[FIRST_TRIPLE + 1 + i * 3])
   local seen = highest[writer]
   if seen == nil then
-    seen = tonumber(redis.call('HGET', dedupeKey, writer) or '-1')
+    if renewedAt == nil then
+      local r = redis.call('HMGET', dedupeKey, writer, RENEWED)
+      seen = tonumber(r[1] or '-1')
+      renewedAt = tonumber(r[2] or '0')
+    else
+      seen = tonumber(redis.call('HGET', dedupeKey, writer) or '-1')
+    end
   end
   if seq > seen then
     last = redis.call('XADD', streamKey, '*', 'e', ARGV[FIRST_TRIPLE + 2 + i * 3])
@@ -55,10 +68,19 @@ for i = 0, n - 1 do
   end
 end
 if last then
+  local fields = {}
   for writer, seq in pairs(highest) do
-    redis.call('HSET', dedupeKey, writer, seq)
+    fields[#fields + 1] = writer
+    fields[#fields + 1] = seq
   end
-  redis.call('PEXPIRE', dedupeKey, dedupeTtlMs)
+  local now = tonumber(string.match(last, '^(%d+)'))
+  local renew = now - renewedAt > tonumber(dedupeTtlMs) / 4
+  if renew then
+    fields[#fields + 1] = RENEWED
+    fields[#fields + 1] = now
+  end
+  redis.call('HSET', dedupeKey, unpack(fields))
+  if renew then redis.call('PEXPIRE', dedupeKey, dedupeTtlMs) end
   redis.call('SADD', liveKey, taskId)
   redis.call('XADD', feedKey, 'MAXLEN', '~', feedMaxLen, '*', 't', taskId, 'l', last)
 end
