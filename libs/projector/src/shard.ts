@@ -73,6 +73,9 @@ export class ShardRunner implements TaskContext {
   /** Task ids to record as live, each with the last note read before the one that named it. */
   private readonly toRegister: { taskId: string; before: string | null }[] = [];
   private registering = false;
+  /** Notes read since `countedFrom`, the feed's count of notes added at the last look. */
+  private notesRead = 0;
+  private countedFrom: number | null = null;
   /** The last feed note read, and the one before it. */
   private lastNoteId: string | null = null;
   private previousNoteId: string | null = null;
@@ -168,14 +171,21 @@ export class ShardRunner implements TaskContext {
   async start(): Promise<void> {
     // The first owner of this version starts the live set from the older task set (all loaded).
     await this.store.shardTasks.startLive(this.shard);
-    const [ids, endId] = await Promise.all([
+    const [ids, endId, position] = await Promise.all([
       this.store.shardTasks.listLive(this.shard),
       this.store.feedLastId(this.shard),
+      this.store.feedPosition(this.shard),
     ]);
     if (!this.isActive) return;
+    // The tail reads the notes the feed holds now and every one after: count them from here.
+    this.countedFrom ??= position.added - position.length;
     this.endId = endId;
     if (endId === '0-0') this.feedDone = true;
     for (const id of ids) if (!this.tasks.has(id)) this.task(id, false).request();
+    // Also in the older task set, for a projector of an earlier version that may own the shard
+    // after this one (it loads that set): until they are, no note is cut from the feed.
+    for (const id of ids) this.toRegister.push({ taskId: id, before: null });
+    void this.flushRegistrations();
     this.listed = true;
     this.nextReconcile = performance.now() + this.host.reconcileMs;
     this.checkCaughtUp();
@@ -185,6 +195,7 @@ export class ShardRunner implements TaskContext {
     if (!this.isActive) return;
     this.previousNoteId = this.lastNoteId;
     this.lastNoteId = note.id;
+    this.notesRead += 1;
     this.task(note.taskId, true).noted(note.lastId);
     if (!this.feedDone && this.endId !== null && compareIds(note.id, this.endId) >= 0) {
       this.feedDone = true;
@@ -286,18 +297,34 @@ export class ShardRunner implements TaskContext {
 
   /** The last note read such that every note up to it names a task registered (or known). */
   private handledThrough(): string | null {
-    const first = this.toRegister[0];
-    return first ? first.before : this.lastNoteId;
+    if (this.toRegister.length === 0) return this.lastNoteId;
+    // Registrations of the loaded tasks (before: null) hold every cut until they are done.
+    if (this.toRegister.some((r) => r.before === null)) return null;
+    return this.toRegister[0]!.before;
   }
 
   /**
-   * Every `reconcileMs`, the live set against the tasks held: one live and not held (its appends'
-   * notes went unread: the feed's MAXLEN while this owner lagged that far; or its put-away failed)
-   * is loaded. So no task waits on a note that is gone for longer than that.
+   * Every `reconcileMs`: the live set against the tasks held, and the feed's count against the
+   * notes read. A live task not held (its appends' notes went unread: the feed's MAXLEN while this
+   * owner lagged that far; or its put-away was refused) is loaded. Fewer notes read than the feed
+   * had added since the last look, with the owner at the feed's end, means notes went unread:
+   * then every held task looks at its stream too. So no task waits longer than this on a note
+   * that is gone.
    */
   private async reconcile(now: number): Promise<void> {
     if (!this.listed || now < this.nextReconcile || !this.isActive) return;
     this.nextReconcile = now + this.host.reconcileMs;
+    const position = await this.store.feedPosition(this.shard);
+    if (compareIds(this.lastNoteId ?? '0-0', position.lastId) === 0) {
+      const lost = this.countedFrom !== null && position.added - this.countedFrom > this.notesRead;
+      this.countedFrom = position.added;
+      this.notesRead = 0;
+      if (lost) {
+        this.metrics.errors.inc({ op: 'feed_notes_unread' });
+        this.log.warn({ shard: this.shard }, 'feed notes went unread: every held task looks again');
+        for (const t of this.tasks.values()) t.request();
+      }
+    }
     let n = 0;
     for (const id of await this.store.shardTasks.listLive(this.shard)) {
       if (!this.isActive || this.tasks.has(id)) continue;

@@ -283,6 +283,37 @@ const ownerOptions = (store: EventStore): ProjectorOptions => ({
   logLevel: 'silent',
 });
 
+/**
+ * A prompt appended as a writer of a version before the live set appends it: the entry and its
+ * feed note (`note: false`: the note lost too), and nothing in the live set.
+ */
+async function olderWriterPrompt(store: EventStore, taskId: string, key: string, note = true) {
+  const submit = new Writer('gateway', `g-older-${key}`).command(taskId, 's1', 'prompt.submit', {
+    commandId: `c-${key}`,
+    promptId: `p-${key}`,
+    idempotencyKey: key,
+    text: `prompt ${key}`,
+    origin: 'human',
+  });
+  const id = (await store.redis.xadd(
+    store.keys.taskStream(taskId),
+    '*',
+    'e',
+    JSON.stringify(submit),
+  ))!;
+  const noteId = note
+    ? await store.redis.xadd(store.keys.feed(store.shardOf(taskId)), '*', 't', taskId, 'l', id)
+    : null;
+  return { id, noteId };
+}
+
+const decided = async (t: Task, key: string) =>
+  (await t.stream()).some(
+    (e) =>
+      (e.entry.type === 'prompt.queued' || e.entry.type === 'prompt.admitted') &&
+      e.entry.data.promptId === `p-${key}`,
+  );
+
 const live = async (store: EventStore) =>
   (await Promise.all([0, 1].map((s) => store.shardTasks.listLive(s)))).flat().sort();
 const feedLengths = (store: EventStore) =>
@@ -327,9 +358,26 @@ it('a takeover loads the live tasks and replays the notes nobody handled, not ev
   );
   expect(await live(store)).toEqual(['waiting']);
   await store.leases.release(lease.lease);
+  // Nor when Redis holds an older snapshot than what was folded (a failover to a replica that had
+  // not the latest writes): a new load must see what Redis holds.
+  const g1 = store.shardOf('gone-1');
+  const l1 = await store.leases.acquire(g1, 'by-hand', 5_000);
+  if (!l1.acquired) throw new Error('the shard should be free');
+  const folded = await store.lastId('gone-1');
+  expect(await store.shardTasks.putAway(l1.lease, { taskId: 'gone-1', foldedId: folded })).toBe(
+    true,
+  );
+  await store.redis.hset(store.keys.snapshot('gone-1'), 'id', '1-0');
+  expect(await store.shardTasks.putAway(l1.lease, { taskId: 'gone-1', foldedId: folded })).toBe(
+    false,
+  );
+  await store.redis.hset(store.keys.snapshot('gone-1'), 'id', folded);
+  await store.leases.release(l1.lease);
 
-  // While nobody owns the shards, a put-away task gets a new prompt: its note is all that names it.
+  // While nobody owns the shards, a put-away task gets a new prompt (the live set names it), and
+  // another one from a writer of an earlier version (only its feed note names it).
   const back = await secondPrompt(store, 'gone-2', 'again');
+  await olderWriterPrompt(store, 'gone-1', 'older');
   const gone2 = store.shardOf('gone-2');
   expect(await store.redis.xlen(store.keys.feed(gone2))).toBeGreaterThan(0);
   await expect(
@@ -339,10 +387,11 @@ it('a takeover loads the live tasks and replays the notes nobody handled, not ev
   const second = await startProjector(ownerOptions(store));
   handles.push(second);
   await second.ready();
-  // The live task and the one its unhandled note names: not the two others at rest.
+  // The live tasks, and the one the replayed feed names: not the one at rest.
   expect(await admitted(back, 'again')).toBe(true);
-  expect(await metric(second, 'baton_projector_tasks_loaded_total')).toBe(2);
-  expect(held(second, 'gone-1') || held(second, 'gone-3')).toBe(false);
+  await waitFor('the older writer’s prompt decided', () => decided(short[0]!, 'older'));
+  expect(await metric(second, 'baton_projector_tasks_loaded_total')).toBe(3);
+  expect(held(second, 'gone-3')).toBe(false);
   await waitFor('published', async () => (await back.exact()).length === 0);
   for (const t of [...short, queued]) expect(await t.exact()).toEqual([]);
 });
@@ -388,6 +437,33 @@ it('a running owner loads a live task whose note it never read, within the recon
   expect(await t.exact()).toEqual([]);
 });
 
+it('a running owner that counts fewer notes read than the feed added has every held task look again', async () => {
+  const { store } = await setup({ reconcileMs: 500 });
+  const busy = new Task(store, 'busy');
+  await busy.submit('q');
+  await waitFor('queued', () => busy.has('prompt.queued'));
+  await waitFor(
+    'its snapshot at its end (no step left to take)',
+    async () => (await store.snapshots.read('busy'))?.id === (await store.lastId('busy')),
+  );
+  // A second prompt whose note goes before the owner reads it (added and deleted at once, as a
+  // writer's MAXLEN takes it from a feed nobody keeps up with): the task is held, so the live set
+  // is no help; only the count tells.
+  const { id } = await olderWriterPrompt(store, 'busy', 'lost', false);
+  const feed = store.keys.feed(store.shardOf('busy'));
+  await store.redis.eval(
+    "local n = redis.call('XADD', KEYS[1], '*', 't', ARGV[1], 'l', ARGV[2]) redis.call('XDEL', KEYS[1], n)",
+    1,
+    feed,
+    'busy',
+    id,
+  );
+  // Another note, read: the owner is at the feed's end again.
+  await new Task(store, 'witness').submit('w');
+  await waitFor('the lost prompt decided', () => decided(busy, 'lost'), 15_000);
+  expect(await busy.exact()).toEqual([]);
+});
+
 it('starts the live set, once, from the task set of earlier versions: their first owner loads them all', async () => {
   const { store, p: first, short, queued } = await restingShards();
   await first.stop();
@@ -427,11 +503,11 @@ it('keeps the note of an older writer in the feed until its task is recorded liv
     'e',
     JSON.stringify(submit),
   );
-  await store.redis.xadd(store.keys.feed(shard), '*', 't', 'older', 'l', id!);
+  const note = await store.redis.xadd(store.keys.feed(shard), '*', 't', 'older', 'l', id!);
   const t = new Task(store, 'older');
   await waitFor('queued', () => t.has('prompt.queued'));
   await new Promise((r) => setTimeout(r, 1_000)); // ten renew ticks
-  expect(await store.redis.xlen(store.keys.feed(shard))).toBeGreaterThan(0);
+  expect(await store.redis.xrange(store.keys.feed(shard), note!, note!)).toHaveLength(1);
   await store.redis.del(store.keys.shardLive(shard));
   await waitFor('recorded live', async () => (await live(store)).includes('older'));
   await waitFor('the feed cut', async () => (await store.redis.xlen(store.keys.feed(shard))) === 0);

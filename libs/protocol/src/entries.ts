@@ -22,7 +22,9 @@ export type WriterRole = z.infer<typeof WriterRole>;
 
 export const Writer = z.object({
   role: WriterRole,
-  instance: Id,
+  /** A process's instance id: printable (the append's dedupe hash keeps a field of its own). */
+  // eslint-disable-next-line no-control-regex -- control characters are what it refuses
+  instance: Id.regex(/^[^\u0000-\u001f\u007f]+$/, 'a writer instance has no control characters'),
   /**
    * Per-writer sequence for deduplication: within one task a writer's seqs only grow, and a writer
    * retries a batch until it is acknowledged before sending later ones; the store then appends a

@@ -96,6 +96,22 @@ describe('protocol', () => {
     ).toBe(false);
   });
 
+  it('refuses a writer instance with control characters', () => {
+    const base = {
+      v: 1,
+      taskId: 't',
+      sessionId: 's',
+      type: 'foreground.output',
+      executionId: 'e',
+      generation: 1,
+      data: { channel: 'message' },
+    };
+    expect(StreamEntry.safeParse({ ...base, writer }).success).toBe(true);
+    const r = StreamEntry.safeParse({ ...base, writer: { ...writer, instance: '\u0000renewed' } });
+    expect(r.success).toBe(false);
+    expect(JSON.stringify(r.error?.issues)).toMatch(/no control characters/);
+  });
+
   it('names the field and the rule of an invalid client message', () => {
     const r = ClientMessage.safeParse({
       v: 1,

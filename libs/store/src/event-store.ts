@@ -199,6 +199,14 @@ export class EventStore {
   }
 
   /**
+   * How many notes a shard's feed has ever had, holds, and the id of the last, read together: an
+   * owner that has read up to that id and counted fewer notes since its last look lost some unread.
+   */
+  feedPosition(shard: number): Promise<{ added: number; length: number; lastId: string }> {
+    return this.tasks.feedPosition(shard);
+  }
+
+  /**
    * Follows the feeds of `shards` with blocking reads on dedicated connections: one for all shards
    * on a single Redis, one per shard on a Cluster (a blocking read covers one slot there). `from`
    * gives the feed id to start after per shard; by default only notes written from now on.

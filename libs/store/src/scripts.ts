@@ -113,10 +113,10 @@ const SCRIPTS = {
   feedTrim: declare<[lease: string, feed: string], [fence: string, keepFrom: StreamId], number>(2),
   liveInit: declare<[live: string, tasks: string, marker: string], [], 0 | 1>(3),
   tasksPutAway: declare<
-    [lease: string, live: string, trims: string, stream: string],
+    [lease: string, live: string, trims: string, stream: string, snapshot: string],
     [fence: string, taskId: string, foldedId: StreamId, trimDue: Ms | ''],
     0 | 1
-  >(4),
+  >(5),
   trimDue: declare<
     [
       lease: string,

@@ -88,6 +88,27 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect(new Set(tags)).toEqual(new Set([`b:${s}`]));
   });
 
+  it('runs a scheduled retention trim only when due by the server clock, and unschedules it with the trim', async () => {
+    const t = 't-due';
+    const lease = await mustAcquire(store, store.shardOf(t), 'owner-due');
+    const ids = [];
+    for (let i = 1; i <= 3; i++) ids.push((await store.append(t, [fact(t, 'w1', i)]))[0]!);
+    await store.snapshots.write(lease, t, ids[2]!, { n: 3 });
+    const trims = store.keys.shardTrims(lease.shard);
+    await store.redis.zadd(trims, Date.now() + 60_000, t);
+    expect(await store.shardTasks.trimDue(lease, t, 0)).toBeNull();
+    expect(await store.redis.zscore(trims, t)).not.toBeNull();
+    expect(await store.redis.xlen(store.keys.taskStream(t))).toBe(3);
+    await store.redis.zadd(trims, Date.now() - 1_000, t);
+    expect(await store.shardTasks.trimDue(lease, t, 0)).toBe(2);
+    expect(await store.redis.zscore(trims, t)).toBeNull();
+    expect(await store.shardTasks.trimDue(lease, t, 0)).toBeNull();
+    // Fenced: a stale lease trims nothing.
+    await store.redis.zadd(trims, 0, t);
+    await expect(store.shardTasks.trimDue({ ...lease, epoch: 0 }, t, 0)).rejects.toThrow(/FENCED/);
+    expect(await store.redis.zscore(trims, t)).not.toBeNull();
+  });
+
   it('renews the dedupe hash expiry when a quarter of its TTL has passed, not on every append', async () => {
     const ttl = 60_000;
     const s = new EventStore(backend.client(), {

@@ -123,8 +123,9 @@ export class ShardTasks {
 
   /**
    * Takes a task out of the set a new owner loads and schedules its retention trim, fenced (a
-   * stale owner cannot put away a task the new owner holds), and only if nothing was appended
-   * after `foldedId` (the note of what was will bring it back). Resolves whether it was put away.
+   * stale owner cannot put away a task the new owner holds), and only if its snapshot is at
+   * `foldedId` and nothing was appended after it (Redis holds the task as it was folded). Resolves
+   * whether it was put away.
    */
   async putAway(lease: Lease, t: PutAway): Promise<boolean> {
     this.ctx.checkLease(lease, t.taskId);
@@ -135,6 +136,7 @@ export class ShardTasks {
         keys.shardLive(lease.shard),
         keys.shardTrims(lease.shard),
         keys.taskStream(t.taskId),
+        keys.snapshot(t.taskId),
       ],
       [
         fenceToken(lease),
@@ -180,15 +182,24 @@ export class ShardTasks {
   }
 
   /**
-   * Records tasks as live. Their appends did already; this covers notes of writers from before the
-   * live set (a rolling upgrade).
+   * Records tasks as live, and in the task set of earlier versions (every task loaded), which a
+   * projector of an earlier version loads: it then finds every task a new owner held, beside the
+   * feed notes no owner read. Their appends made them live already; this covers the notes of
+   * writers from before the live set (a rolling upgrade).
    */
   async add(shard: number, taskIds: readonly string[]): Promise<void> {
     if (taskIds.length === 0) return;
     for (const t of taskIds) {
       if (this.ctx.shardOf(t) !== shard) throw new Error(`task ${t} is not in shard ${shard}`);
     }
-    await this.ctx.redis.sadd(this.ctx.keys.shardLive(shard), ...taskIds);
+    const { keys } = this.ctx;
+    const r = await this.ctx.redis
+      .multi()
+      .sadd(keys.shardLive(shard), ...taskIds)
+      .sadd(keys.shardTasks(shard), ...taskIds)
+      .exec();
+    const failed = r?.find(([err]) => err);
+    if (!r || failed) throw failed?.[0] ?? new Error('task registration was discarded');
   }
 
   /** The tasks a new owner loads: appended to and not put away since. */

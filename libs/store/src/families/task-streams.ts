@@ -155,6 +155,25 @@ export class TaskStreams {
     );
   }
 
+  /** See {@link EventStore.feedPosition}. */
+  async feedPosition(shard: number): Promise<{ added: number; length: number; lastId: string }> {
+    const info = (await (
+      this.ctx.redis.xinfo('STREAM', this.ctx.keys.feed(shard)) as unknown as Promise<unknown[]>
+    ).catch((err: unknown) => {
+      if (/no such key/i.test(String(err))) return [] as unknown[];
+      throw err;
+    })) as unknown[];
+    const at = (name: string) => {
+      const i = info.indexOf(name);
+      return i >= 0 ? info[i + 1] : undefined;
+    };
+    return {
+      added: Number(at('entries-added') ?? 0),
+      length: Number(at('length') ?? 0),
+      lastId: String(at('last-generated-id') ?? '0-0'),
+    };
+  }
+
   /** See {@link EventStore.tailFeeds}. */
   tailFeeds(
     shards: readonly number[],

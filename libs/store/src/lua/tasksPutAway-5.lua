@@ -4,16 +4,18 @@
   its stream keeps entries for the history's retention, its trim is scheduled (an owner trims only
   the tasks it holds).
 
-  Only if nothing was appended after what the owner folded: an entry appended since has a note
-  that will bring the task back, and the set must keep it until then (should this call reach Redis
-  after that note's registration). And only by the owner: a task a stale owner puts away may be
-  held by the new owner, with work a later takeover would then not find.
+  Only if Redis holds the task as the owner folded it: its snapshot at the last entry folded (a
+  failover to a replica without the latest writes leaves an older state, which a new load must
+  see), and nothing appended after it (an entry appended since has a note that will bring the task
+  back, and the set must keep it until then). And only by the owner: a task a stale owner puts away
+  may be held by the new owner, with work a later takeover would then not find.
 
   Input:
     KEYS[1] shard lease hash
     KEYS[2] shard live task set (the tasks a new owner loads)
     KEYS[3] shard trim schedule (zset: task id -> server time in ms its retention trim is due)
     KEYS[4] task stream
+    KEYS[5] task snapshot hash
 
     ARGV[1] fencing token: <epoch>:<owner> of the writer's lease
     ARGV[2] task id
@@ -21,13 +23,14 @@
     ARGV[4] trim due time in ms ('' for no trim owed)
 
   Output:
-    1 when put away, 0 when the stream has entries after the folded one (the task stays listed)
+    1 when put away, 0 when Redis does not hold the task as folded (it stays listed)
     errors: "FENCED ..."
 ]]
 local leaseKey = KEYS[1]
 local liveKey = KEYS[2]
 local trimsKey = KEYS[3]
 local streamKey = KEYS[4]
+local snapshotKey = KEYS[5]
 
 local token = ARGV[1]
 local taskId = ARGV[2]
@@ -38,6 +41,7 @@ local trimDue = ARGV[4]
 
 local fenced = baton_fence(leaseKey, token)
 if fenced then return redis.error_reply(fenced) end
+if (redis.call('HGET', snapshotKey, 'id') or '0-0') ~= foldedId then return 0 end
 if baton_id_cmp(baton_last_id(streamKey), foldedId) > 0 then return 0 end
 redis.call('SREM', liveKey, taskId)
 if trimDue ~= '' then redis.call('ZADD', trimsKey, trimDue, taskId) end
