@@ -42,21 +42,26 @@ afterAll(async () => {
 
 const SHARDS = 2;
 
+/** A projector of the store's prefix with short periods (overridden by `o`). */
+const ownerOptions = (store: EventStore, o: Partial<ProjectorOptions> = {}): ProjectorOptions => ({
+  redisUrl: redis.url,
+  prefix: store.keys.prefix,
+  shards: SHARDS,
+  leaseTtlMs: 1_000,
+  renewMs: 100,
+  snapshotMs: 100,
+  evictIdleMs: 300,
+  logLevel: 'silent',
+  ...o,
+});
+
 async function setup(o: Partial<ProjectorOptions> = {}) {
-  const prefix = freshPrefix();
-  const store = new EventStore(connectRedis({ url: redis.url }), { prefix, shards: SHARDS });
-  stores.push(store);
-  const p = await startProjector({
-    redisUrl: redis.url,
-    prefix,
+  const store = new EventStore(connectRedis({ url: redis.url }), {
+    prefix: freshPrefix(),
     shards: SHARDS,
-    leaseTtlMs: 1_000,
-    renewMs: 100,
-    snapshotMs: 100,
-    evictIdleMs: 300,
-    logLevel: 'silent',
-    ...o,
   });
+  stores.push(store);
+  const p = await startProjector(ownerOptions(store, o));
   handles.push(p);
   await p.ready();
   return { store, p };
@@ -144,23 +149,13 @@ it('puts a quiet task at rest away after a snapshot, and loads it again on its n
 
   // Its next entry brings it back: a second execution runs a second prompt.
   const loaded = await metric(p, 'baton_projector_tasks_loaded_total');
-  const again = new Task(store, 'short');
-  again.x.executionId = 'short-x2';
-  again.x.generation = 2;
-  await again.store.executions.renewLease(again.x, 600_000);
-  await again.fact('execution.started', { startedAt: '2026-12-02T00:00:01Z' });
-  await again.fact('capabilities.negotiated', GENERIC_CAPS);
-  await again.submit('b');
-  await waitFor('the second admission', async () =>
-    (await t.stream()).some(
-      (e) => e.entry.type === 'prompt.admitted' && e.entry.data.promptId === 'p-b',
-    ),
-  );
+  await secondPrompt(store, 'short', 'b');
+  await waitFor('the second admission', () => admitted(t, 'b'));
   expect(await metric(p, 'baton_projector_tasks_loaded_total')).toBe(loaded + 1);
   // Admitted under the next generation: the reloaded state remembered the first.
-  const admitted = (await t.stream()).filter((e) => e.entry.type === 'prompt.admitted');
+  const admissions = (await t.stream()).filter((e) => e.entry.type === 'prompt.admitted');
   expect(
-    admitted.map((e) => (e.entry.data as { admissionGeneration: number }).admissionGeneration),
+    admissions.map((e) => (e.entry.data as { admissionGeneration: number }).admissionGeneration),
   ).toEqual([1, 2]);
   await waitFor('published', async () => (await t.exact()).length === 0);
   expect(await t.exact()).toEqual([]);
@@ -237,16 +232,7 @@ it('a new owner puts away at once the tasks quiet since before it took the shard
     async () => (await store.snapshots.read('fresh'))?.id === (await lastOf(fresh)),
   );
   await first.p.stop();
-  const second = await startProjector({
-    redisUrl: redis.url,
-    prefix: store.keys.prefix,
-    shards: SHARDS,
-    leaseTtlMs: 1_000,
-    renewMs: 100,
-    snapshotMs: 100,
-    evictIdleMs: IDLE,
-    logLevel: 'silent',
-  });
+  const second = await startProjector(ownerOptions(store, { evictIdleMs: IDLE }));
   handles.push(second);
   await second.ready();
   await waitFor('the old task put away', () => !held(second, 'old'));
@@ -255,11 +241,17 @@ it('a new owner puts away at once the tasks quiet since before it took the shard
   for (const t of [old, fresh]) expect(await t.exact()).toEqual([]);
 });
 
-/** A second turn for a task run once already: a new execution, its prompt admitted. */
-async function secondPrompt(store: EventStore, taskId: string, key: string): Promise<Task> {
+/** The task's second execution (the first ran one turn). */
+function secondExecution(store: EventStore, taskId: string): Task {
   const t = new Task(store, taskId);
   t.x.executionId = `${taskId}-x2`;
   t.x.generation = 2;
+  return t;
+}
+
+/** A second prompt for a task run once already: a new execution starts, the prompt is submitted. */
+async function secondPrompt(store: EventStore, taskId: string, key: string): Promise<Task> {
+  const t = secondExecution(store, taskId);
   await store.executions.renewLease(t.x, 600_000);
   await t.fact('execution.started', { startedAt: '2026-12-02T00:00:01Z' });
   await t.fact('capabilities.negotiated', GENERIC_CAPS);
@@ -271,17 +263,6 @@ const admitted = async (t: Task, key: string) =>
   (await t.stream()).some(
     (e) => e.entry.type === 'prompt.admitted' && e.entry.data.promptId === `p-${key}`,
   );
-
-const ownerOptions = (store: EventStore): ProjectorOptions => ({
-  redisUrl: redis.url,
-  prefix: store.keys.prefix,
-  shards: SHARDS,
-  leaseTtlMs: 1_000,
-  renewMs: 100,
-  snapshotMs: 100,
-  evictIdleMs: 300,
-  logLevel: 'silent',
-});
 
 /**
  * A prompt appended as a writer of a version before the live set appends it: the entry and its
@@ -419,21 +400,9 @@ it('a running owner loads a live task whose note it never read, within the recon
   await waitFor('out of the live set', async () => !(await live(store)).includes('unread'));
   // A prompt appended as append-4.lua does it, but its feed note lost (MAXLEN while the owner
   // lagged): only the live set names the task.
-  const gateway = new Writer('gateway', 'g-unread');
-  const submit = gateway.command('unread', 's1', 'prompt.submit', {
-    commandId: 'c-b',
-    promptId: 'p-b',
-    idempotencyKey: 'b',
-    text: 'prompt b',
-    origin: 'human',
-  });
-  await store.redis.xadd(store.keys.taskStream('unread'), '*', 'e', JSON.stringify(submit));
+  await olderWriterPrompt(store, 'unread', 'b', false);
   await store.redis.sadd(store.keys.shardLive(store.shardOf('unread')), 'unread');
-  await waitFor('the prompt decided', async () =>
-    (await t.stream()).some(
-      (e) => e.entry.type === 'prompt.queued' || e.entry.type === 'prompt.admitted',
-    ),
-  );
+  await waitFor('the prompt decided', () => decided(t, 'b'));
   expect(await t.exact()).toEqual([]);
 });
 
@@ -489,21 +458,7 @@ it('keeps the note of an older writer in the feed until its task is recorded liv
   // A live set Redis refuses to add to (the wrong type): the owner's registration fails and is
   // retried. The writer is of a version before the live set: its note alone names the task.
   await store.redis.set(store.keys.shardLive(shard), 'not a set');
-  const gateway = new Writer('gateway', 'g-older');
-  const submit = gateway.command('older', 's1', 'prompt.submit', {
-    commandId: 'c-o',
-    promptId: 'p-o',
-    idempotencyKey: 'o',
-    text: 'prompt o',
-    origin: 'human',
-  });
-  const id = await store.redis.xadd(
-    store.keys.taskStream('older'),
-    '*',
-    'e',
-    JSON.stringify(submit),
-  );
-  const note = await store.redis.xadd(store.keys.feed(shard), '*', 't', 'older', 'l', id!);
+  const { noteId: note } = await olderWriterPrompt(store, 'older', 'o');
   const t = new Task(store, 'older');
   await waitFor('queued', () => t.has('prompt.queued'));
   await new Promise((r) => setTimeout(r, 1_000)); // ten renew ticks
@@ -521,10 +476,7 @@ it('trims the retained history of a task put away once the retention has passed,
   await t.runOneTurn('a');
   await waitFor('put away', () => !held(p, 'kept'));
   // A second turn, later: a checkpoint at its end, the one the trim can cut at.
-  const again = new Task(store, 'kept');
-  again.x.executionId = 'kept-x2';
-  again.x.generation = 2;
-  await again.runOneTurn('b');
+  await secondExecution(store, 'kept').runOneTurn('b');
   const entries = await t.stream();
   const lastId = entries.at(-1)!.id;
   await waitFor('put away again, snapshot at its end', async () => {
