@@ -1,6 +1,7 @@
 import {
   compareIds,
   FencedError,
+  idTime,
   type EventStore,
   type FeedNote,
   type Lease,
@@ -342,7 +343,7 @@ export class ShardRunner implements TaskContext {
   private trimDueAt(lastId: string): number | undefined {
     const retention = this.host.retentionMs;
     if (retention <= 0 || lastId === '0-0') return undefined;
-    return Number(lastId.split('-')[0]) + retention + TRIM_SLACK_MS;
+    return idTime(lastId) + retention + TRIM_SLACK_MS;
   }
 
   /**

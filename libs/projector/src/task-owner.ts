@@ -16,6 +16,7 @@ import {
 import { SCHEMA_VERSION, type InboxMessage, type StreamEntry, type Update } from '@baton/protocol';
 import {
   compareIds,
+  idTime,
   ConflictError,
   FencedError,
   GapError,
@@ -342,7 +343,7 @@ export class TaskOwner {
     this.loadedAt = performance.now();
     // Quiet since its last entry (a stream id is the server's time): a takeover then puts away
     // at once the tasks that were long quiet, instead of holding every one for the idle period.
-    const lastAt = this.lastId === '0-0' ? Date.now() : Number(this.lastId.split('-')[0]);
+    const lastAt = this.lastId === '0-0' ? Date.now() : idTime(this.lastId);
     this.quietSince = this.loadedAt - Math.max(0, Date.now() - lastAt);
     this.lastSnapshotAt = this.loadedAt;
   }

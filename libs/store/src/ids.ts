@@ -19,3 +19,8 @@ export function nextId(id: string): string {
   const [ms, seq] = parts(id);
   return `${ms}-${seq + 1}`;
 }
+
+/** The server time (ms) an id was made at: its first part. */
+export function idTime(id: string): number {
+  return parts(id)[0];
+}

@@ -38,4 +38,4 @@ export {
   isUnavailableError,
   quietDuringOutages,
 } from './errors';
-export { compareIds, maxId } from './ids';
+export { compareIds, idTime, maxId } from './ids';

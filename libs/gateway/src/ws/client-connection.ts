@@ -348,7 +348,6 @@ function commandOf(
   }
 }
 
-/** A /ws connection as its subscriptions' sink. */
 const hooksByProcess = new WeakMap<Services, SubscriptionHooks>();
 
 /** The /ws subscriptions' hooks: metrics and logs of the process, one object for all. */

@@ -145,6 +145,24 @@ export class StoreContext {
     return { items, lastId: raw.length > 0 ? raw[raw.length - 1]![0] : afterId };
   }
 
+  /**
+   * XINFO STREAM of `key`, read by field name (`entries-added`, `length`, `last-generated-id`…);
+   * null when the stream does not exist.
+   */
+  async streamInfo(key: string): Promise<((field: string) => unknown) | null> {
+    let info: unknown[];
+    try {
+      info = (await this.redis.call('XINFO', 'STREAM', key)) as unknown[];
+    } catch (err) {
+      if (/no such key/i.test(String(err))) return null;
+      throw err;
+    }
+    return (field) => {
+      const i = info.indexOf(field);
+      return i >= 0 ? info[i + 1] : undefined;
+    };
+  }
+
   /** The id of the last entry of stream `key`, `'0-0'` when it has none. */
   async lastId(key: string): Promise<string> {
     const last = (await this.redis.xrevrange(key, '+', '-', 'COUNT', 1)) as XEntry[];

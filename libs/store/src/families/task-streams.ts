@@ -3,8 +3,8 @@ import { InvalidEntryError } from '../errors';
 import { withReplicas, type ScriptArgs, type ScriptKeys } from '../scripts';
 import { decodeStoredEntry, zodReason } from '../stored';
 import type { StreamTail } from '../tail';
-import { fenceToken, type Lease } from './leases';
 import { nextId } from '../ids';
+import { fenceToken, type Lease } from './leases';
 import { field, Refused, type Decode, type Page, type StoreContext } from './shared';
 
 export interface StoredEntry {
@@ -123,19 +123,8 @@ export class TaskStreams {
 
   /** See {@link EventStore.wasTrimmed}. */
   async wasTrimmed(taskId: string): Promise<boolean> {
-    let info: unknown[];
-    try {
-      info = (await this.ctx.redis.call(
-        'XINFO',
-        'STREAM',
-        this.ctx.keys.taskStream(taskId),
-      )) as unknown[];
-    } catch (err) {
-      if (/no such key/i.test(String(err))) return false;
-      throw err;
-    }
-    const at = (name: string) => Number(info[info.indexOf(name) + 1]);
-    return at('entries-added') > at('length');
+    const at = await this.ctx.streamInfo(this.ctx.keys.taskStream(taskId));
+    return at !== null && Number(at('entries-added')) > Number(at('length'));
   }
 
   async lastId(taskId: string): Promise<string> {
@@ -157,20 +146,11 @@ export class TaskStreams {
 
   /** See {@link EventStore.feedPosition}. */
   async feedPosition(shard: number): Promise<{ added: number; length: number; lastId: string }> {
-    const info = (await (
-      this.ctx.redis.xinfo('STREAM', this.ctx.keys.feed(shard)) as unknown as Promise<unknown[]>
-    ).catch((err: unknown) => {
-      if (/no such key/i.test(String(err))) return [] as unknown[];
-      throw err;
-    })) as unknown[];
-    const at = (name: string) => {
-      const i = info.indexOf(name);
-      return i >= 0 ? info[i + 1] : undefined;
-    };
+    const at = await this.ctx.streamInfo(this.ctx.keys.feed(shard));
     return {
-      added: Number(at('entries-added') ?? 0),
-      length: Number(at('length') ?? 0),
-      lastId: String(at('last-generated-id') ?? '0-0'),
+      added: Number(at?.('entries-added') ?? 0),
+      length: Number(at?.('length') ?? 0),
+      lastId: String(at?.('last-generated-id') ?? '0-0'),
     };
   }
 
