@@ -209,16 +209,20 @@ export function timelineOf(h: SessionHistory, now: number, from?: number): Timel
 
 /**
  * Puts bars that overlap in time on rows of their own: each bar, in order of its left edge, on
- * the first row whose last bar has ended by then (an open bar never ends).
+ * the first row whose last bar has ended by then (an open bar never ends). A bar of no width (an
+ * instant, or one clipped to the window's edge) is still drawn a few pixels wide from its left
+ * edge, so it holds its point: nothing else starting there shares its row.
  */
 export function stack(bars: readonly Bar[]): Bar[] {
-  const ends: number[] = [];
+  const rows: { end: number; instant: boolean }[] = [];
   const order = bars.map((b, i) => ({ b, i })).sort((x, y) => x.b.left - y.b.left || x.i - y.i);
   const out: Bar[] = [...bars];
   for (const { b, i } of order) {
-    let row = ends.findIndex((end) => end <= b.left);
-    if (row < 0) row = ends.push(0) - 1;
-    ends[row] = b.open ? Infinity : b.left + b.width;
+    let row = rows.findIndex((r) => r.end < b.left || (r.end === b.left && !r.instant));
+    if (row < 0) row = rows.push({ end: 0, instant: false }) - 1;
+    rows[row] = b.open
+      ? { end: Infinity, instant: false }
+      : { end: b.left + b.width, instant: b.width === 0 };
     out[i] = { ...b, row };
   }
   return out;
