@@ -21,6 +21,7 @@ import {
   FencedError,
   GapError,
   StaleSnapshotError,
+  StreamBehindError,
   type Committed,
   type EventStore,
   type ExecutionRef,
@@ -438,7 +439,12 @@ export class TaskOwner {
     try {
       r = await store.commit(this.ctx.lease(), this.taskId, step);
     } catch (err) {
-      if (err instanceof GapError) this.onGap(err);
+      if (err instanceof GapError) {
+        // Redis's last published seq is behind one it acknowledged to us: it lost writes.
+        if (err.lastPublished < this.publishedSeq)
+          this.reload({ published: this.publishedSeq, redisPublished: err.lastPublished });
+        this.onGap(err);
+      }
       throw err;
     }
     this.publishedSeq = Math.max(this.publishedSeq, r.lastSeq);
@@ -464,6 +470,34 @@ export class TaskOwner {
     this.lastId = '0-0';
     this.unpublished.length = 0;
     this.entriesSinceSnapshot = 0;
+    throw new RestartStep();
+  }
+
+  /**
+   * Redis holds less than it acknowledged to this owner — the stream ends before what was folded,
+   * or the published seq is behind one it returned: it lost writes (a failover to a replica that
+   * had not received them, a restart from an older dump) while the lease held. What was lost is
+   * nowhere any more, nor anything written after it (a replica keeps a prefix of the writes), so
+   * the task is loaded again from what Redis holds: its snapshot, its published seq, its stream.
+   * Deciding on the folded state would conflict for as long as nothing is appended, publishing
+   * from it would leave a gap, and a snapshot of it would make every later load start from
+   * entries that are gone.
+   */
+  private reload(found: Record<string, string | number>): never {
+    this.ctx.metrics.errors.inc({ op: 'redis_lost_writes' });
+    this.ctx.log.error(
+      { taskId: this.taskId, folded: this.lastId, ...found },
+      'Redis holds less of the task than it acknowledged (lost writes); loading the task again',
+    );
+    this.state = initialTaskState(this.taskId);
+    this.lastId = '0-0';
+    this.loaded = false;
+    this.publishedSeq = 0;
+    this.unpublished.length = 0;
+    this.viewSeq = -1;
+    this.entriesSinceSnapshot = 0;
+    // A note of a lost entry is as gone as the entry: catching up reads the stream to its end.
+    this.notedId = '0-0';
     throw new RestartStep();
   }
 
@@ -505,6 +539,8 @@ export class TaskOwner {
           err instanceof ConflictError ? 'conflict' : err instanceof FencedError ? 'fenced' : null;
         if (outcome) for (const d of drafts) metrics.decisions.inc({ type: d.type, outcome });
         if (!(err instanceof ConflictError)) throw err;
+        if (compareIds(err.actualLastId, this.lastId) < 0)
+          this.reload({ streamLastId: err.actualLastId });
         if (++conflicts > MAX_CONFLICTS) {
           // Publish what is folded; the next turn of the loop decides again.
           await this.commit([]);
@@ -654,6 +690,7 @@ export class TaskOwner {
       );
       if (previousCheckpoint !== null) await this.keepHistorySpan(previousCheckpoint);
     } catch (err) {
+      if (err instanceof StreamBehindError) this.reload({ streamLastId: err.lastId });
       if (!(err instanceof StaleSnapshotError)) throw err;
     }
     await store.snapshots.trim(this.ctx.lease(), this.taskId, this.ctx.retentionMs);

@@ -242,6 +242,69 @@ export const GENERIC_CAPS: Capabilities = {
   unambiguousCompletionKinds: [],
 };
 
+/** One session of one task, written as a worker and a gateway would. */
+export class Task {
+  readonly worker = new Writer('worker', `w-${Math.random().toString(36).slice(2)}`);
+  readonly gateway = new Writer('gateway', `g-${Math.random().toString(36).slice(2)}`);
+  readonly x: { taskId: string; sessionId: string; executionId: string; generation: number };
+  constructor(
+    readonly store: EventStore,
+    readonly taskId: string,
+  ) {
+    this.x = { taskId, sessionId: 's1', executionId: `${taskId}-x1`, generation: 1 };
+  }
+  fact<T extends FactType>(type: T, data: Data<T>) {
+    return this.store.append(this.taskId, [this.worker.fact(this.x, type, data)]);
+  }
+  command<T extends CommandType>(type: T, data: Data<T>) {
+    return this.store.append(this.taskId, [this.gateway.command(this.taskId, 's1', type, data)]);
+  }
+  submit(key: string) {
+    return this.command('prompt.submit', {
+      commandId: `c-${key}`,
+      promptId: `p-${key}`,
+      idempotencyKey: key,
+      text: `prompt ${key}`,
+      origin: 'human',
+    });
+  }
+  stream(): Promise<StoredEntry[]> {
+    return readStream(this.store, this.taskId);
+  }
+  async has(type: StreamEntry['type']) {
+    return (await this.stream()).some((e) => e.entry.type === type);
+  }
+  /** A short task: an execution runs one prompt and ends, its worker drops its lease. */
+  async runOneTurn(key: string) {
+    await this.store.executions.renewLease(this.x, 600_000);
+    await this.fact('execution.started', { startedAt: '2026-12-02T00:00:00Z' });
+    await this.fact('capabilities.negotiated', GENERIC_CAPS);
+    await this.submit(key);
+    const admitted = async () =>
+      (await this.stream()).find(
+        (e) => e.entry.type === 'prompt.admitted' && e.entry.data.promptId === `p-${key}`,
+      );
+    await waitFor('admission', async () => (await admitted()) !== undefined);
+    const entry = (await admitted())!.entry;
+    const generation = entry.type === 'prompt.admitted' ? entry.data.admissionGeneration : 0;
+    await this.fact('prompt.dispatched', { promptId: `p-${key}`, admissionGeneration: generation });
+    await this.fact('turn.ended', { admissionGeneration: generation, stopReason: 'end_turn' });
+    await this.fact('execution.ended', { reason: 'completed' });
+    await this.store.executions.dropLease(this.x);
+  }
+  /** Published updates are gapless and those of a from-scratch fold; the view is the fold's. */
+  async exact(): Promise<string[]> {
+    const entries = await this.stream();
+    const expected = foldAll(this.taskId, entries);
+    const published =
+      (await readUpdatesByTask(this.store, this.store.keys.shards)).get(this.taskId) ?? [];
+    const problems = updateProblems(this.taskId, published, expected.updates);
+    if (!sameJson(await this.store.views.read(this.taskId), expected.view))
+      problems.push(`${this.taskId}: view differs from the fold`);
+    return problems;
+  }
+}
+
 // -------------------------------------------------------------------------------------------
 // Reading back and checking
 // -------------------------------------------------------------------------------------------

@@ -30,6 +30,18 @@ export class StaleSnapshotError extends Error {
   }
 }
 
+/**
+ * The task stream ends before an id its writer folded: Redis lost acknowledged writes (a failover
+ * to a replica that had not received them, a restart from an older dump). What was folded past
+ * `lastId` is nowhere any more; the writer reloads from what Redis holds.
+ */
+export class StreamBehindError extends Error {
+  override readonly name = 'StreamBehindError';
+  constructor(readonly lastId: string) {
+    super(`task stream ends at ${lastId}, before what was folded`);
+  }
+}
+
 /** An entry failed validation on its way into Redis; nothing of its batch was written. */
 export class InvalidEntryError extends Error {
   override readonly name = 'InvalidEntryError';
@@ -48,6 +60,7 @@ export function mapScriptError(err: unknown): unknown {
   if (m.startsWith('FENCED')) return new FencedError(m);
   if (m.startsWith('CONFLICT ')) return new ConflictError(m.slice('CONFLICT '.length).trim());
   if (m.startsWith('STALE ')) return new StaleSnapshotError(m.slice('STALE '.length).trim());
+  if (m.startsWith('BEHIND ')) return new StreamBehindError(m.slice('BEHIND '.length).trim());
   const gap = /^GAP (\d+) (\d+)/.exec(m);
   if (gap) return new GapError(Number(gap[1]), Number(gap[2]));
   return err;

@@ -35,6 +35,7 @@ export {
   GapError,
   InvalidEntryError,
   StaleSnapshotError,
+  StreamBehindError,
   isUnavailableError,
   quietDuringOutages,
 } from './errors';

@@ -101,10 +101,10 @@ const SCRIPTS = {
   leaseRenew: declare<[lease: string], [owner: string, epoch: number, ttl: Ms], Ms>(1),
   projectorsHeartbeat: declare<[instances: string], [instance: string, ttl: Ms], string[]>(1),
   snapshotWrite: declare<
-    [lease: string, snapshot: string, checkpoints: string],
+    [lease: string, snapshot: string, checkpoints: string, stream: string],
     [fence: string, id: StreamId, state: Json, checkpointEvery: Ms],
     StreamId | ''
-  >(3),
+  >(4),
   historySpanWrite: declare<
     [checkpoints: string, spans: string],
     [from: StreamId, to: StreamId, span: Json],

@@ -6,6 +6,7 @@ import {
   GapError,
   InvalidEntryError,
   StaleSnapshotError,
+  StreamBehindError,
   isCluster,
   type Lease,
 } from '../src';
@@ -327,6 +328,12 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     await store.snapshots.write(lease, t, ids[6]!, { folded: 7 });
     await expect(store.snapshots.write(lease, t, ids[5]!, { folded: 6 })).rejects.toEqual(
       new StaleSnapshotError(ids[6]!),
+    );
+    // Nor past the stream's last entry: an owner whose Redis lost writes has folded entries that
+    // are gone, and a load must not start from them.
+    const past = `${Number(ids[9]!.split('-')[0]) + 1}-0`;
+    await expect(store.snapshots.write(lease, t, past, { folded: 11 })).rejects.toEqual(
+      new StreamBehindError(ids[9]!),
     );
     expect(await store.snapshots.read(t)).toEqual({
       id: ids[6],

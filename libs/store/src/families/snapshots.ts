@@ -18,7 +18,8 @@ export class Snapshots {
   constructor(private readonly ctx: StoreContext) {}
 
   /**
-   * Stores `state` as covering the task stream up to `id`, fenced; never moves back. With
+   * Stores `state` as covering the task stream up to `id`, fenced; never moves back, and never
+   * past the stream's last entry ({@link StreamBehindError}: Redis lost writes folded). With
    * `checkpointEveryMs`, it is also kept as a checkpoint when the newest one is that much older
    * (see {@link Snapshots.trim} and the history query). Returns the checkpoint before it when it
    * was kept as one (not the first): the history span between the two can then be built.
@@ -33,7 +34,12 @@ export class Snapshots {
     this.ctx.checkLease(lease, taskId);
     const { keys } = this.ctx;
     const previous = await this.ctx.scripts.snapshotWrite(
-      [keys.lease(lease.shard), keys.snapshot(taskId), keys.checkpoints(taskId)],
+      [
+        keys.lease(lease.shard),
+        keys.snapshot(taskId),
+        keys.checkpoints(taskId),
+        keys.taskStream(taskId),
+      ],
       [fenceToken(lease), id, JSON.stringify(state), checkpointEveryMs],
     );
     return { previousCheckpoint: previous === '' ? null : previous };

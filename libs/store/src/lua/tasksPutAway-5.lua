@@ -6,8 +6,9 @@
 
   Only if Redis holds the task as the owner folded it: its snapshot at the last entry folded (a
   failover to a replica without the latest writes leaves an older state, which a new load must
-  see), and nothing appended after it (an entry appended since has a note that will bring the task
-  back, and the set must keep it until then). And only by the owner: a task a stale owner puts away
+  see), and the stream's last entry that one: nothing appended after it (an entry appended since
+  has a note that will bring the task back, and the set must keep it until then), and nothing lost
+  (a stream behind what the owner folded is a Redis that lost writes; the owner reloads the task). And only by the owner: a task a stale owner puts away
   may be held by the new owner, with work a later takeover would then not find.
 
   Input:
@@ -42,7 +43,7 @@ local trimDue = ARGV[4]
 local fenced = baton_fence(leaseKey, token)
 if fenced then return redis.error_reply(fenced) end
 if (redis.call('HGET', snapshotKey, 'id') or '0-0') ~= foldedId then return 0 end
-if baton_id_cmp(baton_last_id(streamKey), foldedId) > 0 then return 0 end
+if baton_last_id(streamKey) ~= foldedId then return 0 end
 redis.call('SREM', liveKey, taskId)
 if trimDue ~= '' then redis.call('ZADD', trimsKey, trimDue, taskId) end
 return 1

@@ -5,10 +5,15 @@
   ARGV[4] ms older than this snapshot, the snapshot is also kept as a checkpoint: a state the
   history query can fold forward from, and the point a retention trim may cut the stream to.
 
+  A snapshot never covers more than the stream holds: an owner whose Redis lost its latest writes
+  (a failover to a replica behind, a restart from an older dump) has folded entries that are no
+  longer there, and a snapshot of that state would make every later load start from them.
+
   Input:
     KEYS[1] shard lease hash
     KEYS[2] task snapshot hash (state, id, epoch)
     KEYS[3] task checkpoints hash (stream id -> state JSON)
+    KEYS[4] task stream
 
     ARGV[1] fencing token: <epoch>:<owner> of the writer's lease
     ARGV[2] stream id covered
@@ -18,11 +23,13 @@
   Output:
     the id of the checkpoint before this one when the snapshot was kept as a checkpoint and is
     not the first: the history span between the two can now be built; else ''
-    errors: "FENCED ...", "STALE <current id>" when the stored snapshot covers a later id
+    errors: "FENCED ...", "STALE <current id>" when the stored snapshot covers a later id,
+            "BEHIND <last id>" when the stream's last entry is before the id
 ]]
 local leaseKey = KEYS[1]
 local snapshotKey = KEYS[2]
 local checkpointsKey = KEYS[3]
+local streamKey = KEYS[4]
 
 local token = ARGV[1]
 local id = ARGV[2]
@@ -33,6 +40,8 @@ local checkpointEveryMs = ARGV[4]
 
 local fenced = baton_fence(leaseKey, token)
 if fenced then return redis.error_reply(fenced) end
+local last = baton_last_id(streamKey)
+if baton_id_cmp(id, last) > 0 then return redis.error_reply('BEHIND ' .. last) end
 local cur = redis.call('HGET', snapshotKey, 'id')
 if cur and baton_id_cmp(id, cur) < 0 then
   return redis.error_reply('STALE ' .. cur)

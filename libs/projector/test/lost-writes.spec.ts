@@ -1,0 +1,146 @@
+// A Redis that loses acknowledged writes while an owner keeps its lease (a failover to a replica
+// that had not received them, a restart from an older dump): a real redis-server saved, written
+// to, killed with -9 and started again from its dump, under a real projector in this process.
+// What must survive: the owner loads the task again from what Redis holds instead of deciding on
+// entries that are gone (a conflict that would repeat for as long as nothing is appended), its
+// snapshot never covers more than the stream holds, its updates stay gapless and its view the
+// fold's, and the task goes on: a prompt submitted after the loss is admitted.
+import { startRedis, type RedisServer } from '@baton/redis-server';
+import { EventStore, compareIds, connectRedis } from '@baton/store';
+import { startProjector, type ProjectorHandle } from '../src/projector';
+import { GENERIC_CAPS, Task, freshPrefix, metricSum, waitFor } from './support';
+
+jest.setTimeout(60_000);
+
+let redis: RedisServer;
+let store: EventStore | undefined;
+let projector: ProjectorHandle | undefined;
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await projector?.stop();
+  if (store) {
+    await store.close();
+    store.redis.disconnect();
+  }
+  await redis?.stop();
+});
+
+const SHARDS = 2;
+
+async function setup() {
+  if (!store) {
+    store = new EventStore(connectRedis({ url: redis.url }, { maxReconnectDelayMs: 50 }), {
+      prefix: freshPrefix(),
+      shards: SHARDS,
+    });
+    store.redis.on('error', () => undefined);
+    projector = await startProjector({
+      redisUrl: redis.url,
+      prefix: store.keys.prefix,
+      shards: SHARDS,
+      // The lease outlives the outage: the same owner goes on after Redis comes back.
+      leaseTtlMs: 30_000,
+      renewMs: 100,
+      // The request's start bound is the owner's decision after the loss.
+      executionStartMs: 2_000,
+      logLevel: 'silent',
+    });
+    await projector.ready();
+  }
+  const p = projector!;
+  const metric = (name: string, labels: Record<string, string> = {}) =>
+    metricSum(p.registry, name, labels);
+  return { store, metric };
+}
+
+/** Kills Redis with -9 and starts it again from its last dump; resolves once it serves `kept`. */
+async function loseWritesSince(store: EventStore, taskId: string, kept: string) {
+  await redis.kill();
+  await redis.restart();
+  await waitFor('Redis back from its dump', async () => {
+    try {
+      return (await store.lastId(taskId)) === kept;
+    } catch {
+      return false;
+    }
+  });
+}
+
+const admitted = async (t: Task, key: string) =>
+  (await t.stream()).some(
+    (e) => e.entry.type === 'prompt.admitted' && e.entry.data.promptId === `p-${key}`,
+  );
+
+it('loads a task again from what Redis holds when Redis lost entries its owner had folded', async () => {
+  const { store, metric } = await setup();
+
+  // What Redis keeps: a prompt waiting for an execution.
+  const t = new Task(store, 'lost');
+  await t.submit('a');
+  await waitFor('queued', () => t.has('prompt.queued'));
+  await waitFor('published', async () => (await t.exact()).length === 0);
+  await store.redis.save();
+  const kept = await store.lastId('lost');
+
+  // What it loses: an execution requested, and the owner's decision on it (folded by the owner).
+  await t.command('execution.request', { commandId: 'c-x', executionId: 'lost-x1' });
+  await waitFor('requested', () => t.has('execution.requested'));
+  await loseWritesSince(store, 'lost', kept);
+  expect(await t.has('execution.requested')).toBe(false);
+
+  // The start bound comes due: the owner, deciding on what it folded, finds the stream behind it.
+  await waitFor('the owner found Redis behind it', async () => {
+    return (await metric('baton_projector_errors_total', { op: 'redis_lost_writes' })) > 0;
+  });
+  // Once past the bound, the owner has nothing to decide on what Redis holds: no conflicts
+  // repeat, nothing is appended, and no snapshot covers entries that are gone.
+  await new Promise((r) => setTimeout(r, 2_500));
+  const conflicts = await metric('baton_projector_decisions_total', { outcome: 'conflict' });
+  expect(conflicts).toBeLessThanOrEqual(1);
+  await new Promise((r) => setTimeout(r, 500));
+  expect(await metric('baton_projector_decisions_total', { outcome: 'conflict' })).toBe(conflicts);
+  expect(await store.lastId('lost')).toBe(kept);
+  const snap = await store.snapshots.read('lost');
+  if (snap) expect(compareIds(snap.id, kept)).toBeLessThanOrEqual(0);
+  expect(await t.exact()).toEqual([]);
+
+  // The task goes on: an execution starts and the waiting prompt is admitted to it, gapless.
+  await store.executions.renewLease(t.x, 600_000);
+  await t.fact('execution.started', { startedAt: '2026-12-03T00:00:00Z' });
+  await t.fact('capabilities.negotiated', GENERIC_CAPS);
+  await waitFor('admitted', () => admitted(t, 'a'));
+  await waitFor('published', async () => (await t.exact()).length === 0);
+});
+
+it('publishes gapless from what Redis holds when Redis lost updates its owner had published', async () => {
+  const { store, metric } = await setup();
+  const lost = await metric('baton_projector_errors_total', { op: 'redis_lost_writes' });
+
+  // What Redis keeps: a prompt waiting for an execution.
+  const t = new Task(store, 'unpublished');
+  await t.submit('b');
+  await waitFor('queued', () => t.has('prompt.queued'));
+  await waitFor('published', async () => (await t.exact()).length === 0);
+  await store.redis.save();
+  const kept = await store.lastId('unpublished');
+
+  // What it loses: a second prompt, queued and published by the owner.
+  await t.submit('c');
+  await waitFor('the second queued', async () => (await t.stream()).length === 4);
+  await waitFor('published', async () => (await t.exact()).length === 0);
+  await loseWritesSince(store, 'unpublished', kept);
+
+  // An execution starts: the owner folds it after what it holds and admits the first prompt, with
+  // updates numbered after those Redis lost; Redis answers with a gap, and the owner loads the task
+  // again and admits it from what Redis holds.
+  await store.executions.renewLease(t.x, 600_000);
+  await t.fact('execution.started', { startedAt: '2026-12-03T00:00:00Z' });
+  await t.fact('capabilities.negotiated', GENERIC_CAPS);
+  await waitFor('admitted', () => admitted(t, 'b'));
+  expect(await metric('baton_projector_errors_total', { op: 'redis_lost_writes' })).toBe(lost + 1);
+  expect((await t.stream()).some((e) => JSON.stringify(e.entry).includes('p-c'))).toBe(false);
+  await waitFor('published', async () => (await t.exact()).length === 0);
+});
