@@ -200,9 +200,9 @@ class Projector implements ShardHost {
     }
   }
 
-  lost(shard: number, err: FencedError): void {
+  lost(shard: number, epoch: number, err: FencedError): void {
     this.metrics.fencedWrites.inc({ shard: String(shard) });
-    this.ownership.lose(shard, `write fenced: ${err.message}`);
+    this.ownership.lose(shard, `write fenced: ${err.message}`, epoch);
   }
 
   heldTasks(): string[] {

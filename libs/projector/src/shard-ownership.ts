@@ -127,7 +127,7 @@ export class ShardOwnership {
       this.lastReached = performance.now();
       if (this.held.get(lease.shard)?.epoch === lease.epoch) this.held.set(lease.shard, renewed);
     } catch (err) {
-      if (err instanceof FencedError) this.lose(lease.shard, err.message);
+      if (err instanceof FencedError) this.lose(lease.shard, err.message, lease.epoch);
       else {
         this.metrics.errors.inc({ op: 'lease_renew' });
         this.log.warn({ err, shard: lease.shard }, 'lease renewal failed; retrying next tick');
@@ -135,10 +135,14 @@ export class ShardOwnership {
     }
   }
 
-  /** The lease is gone (a renewal or a write was fenced). */
-  lose(shard: number, reason: string): void {
+  /**
+   * The lease is gone (a renewal or a write was fenced). With `epoch`, only that lease: a renewal
+   * of an earlier epoch that was still in flight when the shard was dropped and taken again must
+   * not drop the new one.
+   */
+  lose(shard: number, reason: string, epoch?: number): void {
     const lease = this.held.get(shard);
-    if (!lease) return;
+    if (!lease || (epoch !== undefined && lease.epoch !== epoch)) return;
     this.held.delete(shard);
     this.metrics.leaseChanges.inc({ change: 'lost' });
     this.log.warn({ shard, epoch: lease.epoch, reason }, 'lease lost: dropping the shard');

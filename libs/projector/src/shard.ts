@@ -48,7 +48,7 @@ export interface ShardHost {
   nextWriterSeq(): number;
   limit<T>(fn: () => Promise<T>): Promise<T>;
   /** A write of this shard was fenced: the projector drops it. */
-  lost(shard: number, err: FencedError): void;
+  lost(shard: number, epoch: number, err: FencedError): void;
 }
 
 /**
@@ -150,7 +150,7 @@ export class ShardRunner implements TaskContext {
     return this.host.limit(fn);
   }
   fenced(err: FencedError): void {
-    if (this.isActive) this.host.lost(this.shard, err);
+    if (this.isActive) this.host.lost(this.shard, this.current.epoch, err);
   }
   busy(delta: 1 | -1): void {
     this.running += delta;
