@@ -26,8 +26,9 @@ export const ProjectorOptions = z
     /** A task at rest and quiet this long leaves memory (its snapshot stays); 0: never. */
     evictIdleMs: int(0, 30 * 86_400_000).default(600_000),
     /**
-     * How often a shard loads the tasks of its live set it does not hold (their notes went
-     * unread): the bound on a task's wait when the feed lost its note.
+     * How often a shard loads the tasks of its live set it does not hold, and counts the feed's
+     * notes against those it read (their notes went unread): with the time to read up to that
+     * count, the bound on a task's wait when the feed lost its note.
      */
     reconcileMs: int(100, 3_600_000).default(30_000),
     /** Port of /metrics; 0 picks a free one; null (the default in-process) serves none. */

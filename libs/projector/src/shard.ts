@@ -8,6 +8,7 @@ import {
   type PutAway,
 } from '@baton/store';
 import { tasksToEvict } from './eviction';
+import { FeedCount } from './feed-count';
 import type { Logger } from './logger';
 import type { Metrics, ShardStats } from './metrics';
 import { TaskOwner, type TaskContext } from './task-owner';
@@ -74,9 +75,8 @@ export class ShardRunner implements TaskContext {
   /** Task ids to record as live, each with the last note read before the one that named it. */
   private readonly toRegister: { taskId: string; before: string | null }[] = [];
   private registering = false;
-  /** Notes read since `countedFrom`, the feed's count of notes added at the last look. */
-  private notesRead = 0;
-  private countedFrom: number | null = null;
+  /** Notes read against the notes the feed added: whether some went unread (MAXLEN). */
+  private readonly feedCount = new FeedCount();
   /** The last feed note read, and the one before it. */
   private lastNoteId: string | null = null;
   private previousNoteId: string | null = null;
@@ -179,7 +179,7 @@ export class ShardRunner implements TaskContext {
     ]);
     if (!this.isActive) return;
     // The tail reads the notes the feed holds now and every one after: count them from here.
-    this.countedFrom ??= position.added - position.length;
+    this.feedCount.start(position.added, position.length);
     this.endId = endId;
     if (endId === '0-0') this.feedDone = true;
     for (const id of ids) if (!this.tasks.has(id)) this.task(id, false).request();
@@ -196,7 +196,7 @@ export class ShardRunner implements TaskContext {
     if (!this.isActive) return;
     this.previousNoteId = this.lastNoteId;
     this.lastNoteId = note.id;
-    this.notesRead += 1;
+    if (this.feedCount.noteRead(note.id)) this.notesWentUnread();
     this.task(note.taskId, true).noted(note.lastId);
     if (!this.feedDone && this.endId !== null && compareIds(note.id, this.endId) >= 0) {
       this.feedDone = true;
@@ -304,28 +304,28 @@ export class ShardRunner implements TaskContext {
     return this.toRegister[0]!.before;
   }
 
+  /** Notes went unread: a held task may have entries it was never told of. */
+  private notesWentUnread(): void {
+    this.metrics.errors.inc({ op: 'feed_notes_unread' });
+    this.log.warn({ shard: this.shard }, 'feed notes went unread: every held task looks again');
+    for (const t of this.tasks.values()) t.request();
+  }
+
   /**
    * Every `reconcileMs`: the live set against the tasks held, and the feed's count against the
    * notes read. A live task not held (its appends' notes went unread: the feed's MAXLEN while this
    * owner lagged that far; or its put-away was refused) is loaded. Fewer notes read than the feed
-   * had added since the last look, with the owner at the feed's end, means notes went unread:
-   * then every held task looks at its stream too. So no task waits longer than this on a note
-   * that is gone.
+   * had added up to this look's last note, found when the owner reads up to it (FeedCount), means
+   * notes went unread: then every held task looks at its stream too. So no task waits on a note
+   * that is gone for longer than this and the time to read up to the look.
    */
   private async reconcile(now: number): Promise<void> {
     if (!this.listed || now < this.nextReconcile || !this.isActive) return;
     this.nextReconcile = now + this.host.reconcileMs;
     const position = await this.store.feedPosition(this.shard);
-    if (compareIds(this.lastNoteId ?? '0-0', position.lastId) === 0) {
-      const lost = this.countedFrom !== null && position.added - this.countedFrom > this.notesRead;
-      this.countedFrom = position.added;
-      this.notesRead = 0;
-      if (lost) {
-        this.metrics.errors.inc({ op: 'feed_notes_unread' });
-        this.log.warn({ shard: this.shard }, 'feed notes went unread: every held task looks again');
-        for (const t of this.tasks.values()) t.request();
-      }
-    }
+    if (!this.isActive) return;
+    if (this.feedCount.look(position.added, position.lastId, this.lastNoteId))
+      this.notesWentUnread();
     let n = 0;
     for (const id of await this.store.shardTasks.listLive(this.shard)) {
       if (!this.isActive || this.tasks.has(id)) continue;
