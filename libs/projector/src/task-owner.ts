@@ -107,6 +107,8 @@ export class TaskOwner {
   private failures = 0;
   private retry: NodeJS.Timeout | undefined;
   private gapRebuilt = false;
+  /** Where the stream ended when Redis was found to have lost writes (null: not since the load). */
+  private streamEndedAt: string | null = null;
   /** Local monotonic time of the last entry folded (or of the load): what eviction waits on. */
   quietSince = performance.now();
 
@@ -322,7 +324,21 @@ export class TaskOwner {
       store.lastUpdateSeq(this.taskId),
     ]);
     const restored = snap && stateFromSnapshot(snap.state, this.taskId);
-    if (snap && restored) {
+    const lostWrites = this.streamEndedAt;
+    this.streamEndedAt = null;
+    if (snap && lostWrites !== null && compareIds(snap.id, lostWrites) > 0) {
+      // A snapshot past the stream's end (an earlier version wrote it after Redis lost writes):
+      // it holds entries that are gone. The stream rebuilds the task, unless it was trimmed.
+      if (await store.wasTrimmed(this.taskId)) {
+        throw new Error(
+          `task ${this.taskId}: its snapshot covers ${snap.id}, past its stream's end ${lostWrites}, and the stream is trimmed; it cannot be rebuilt`,
+        );
+      }
+      this.ctx.log.warn(
+        { taskId: this.taskId, snapshotId: snap.id, streamLastId: lostWrites },
+        "snapshot past the stream's end; replaying the stream from its start",
+      );
+    } else if (snap && restored) {
       this.state = restored;
       this.lastId = snap.id;
     } else if (snap) {
@@ -483,7 +499,9 @@ export class TaskOwner {
    * from it would leave a gap, and a snapshot of it would make every later load start from
    * entries that are gone.
    */
-  private reload(found: Record<string, string | number>): never {
+  private reload(
+    found: { streamLastId: string } | { published: number; redisPublished: number },
+  ): never {
     this.ctx.metrics.errors.inc({ op: 'redis_lost_writes' });
     this.ctx.log.error(
       { taskId: this.taskId, folded: this.lastId, ...found },
@@ -498,6 +516,7 @@ export class TaskOwner {
     this.entriesSinceSnapshot = 0;
     // A note of a lost entry is as gone as the entry: catching up reads the stream to its end.
     this.notedId = '0-0';
+    if ('streamLastId' in found) this.streamEndedAt = found.streamLastId;
     throw new RestartStep();
   }
 

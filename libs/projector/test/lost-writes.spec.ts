@@ -5,10 +5,11 @@
 // entries that are gone (a conflict that would repeat for as long as nothing is appended), its
 // snapshot never covers more than the stream holds, its updates stay gapless and its view the
 // fold's, and the task goes on: a prompt submitted after the loss is admitted.
+import { snapshotOf } from '@baton/activity';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, compareIds, connectRedis } from '@baton/store';
 import { startProjector, type ProjectorHandle } from '../src/projector';
-import { GENERIC_CAPS, Task, freshPrefix, metricSum, waitFor } from './support';
+import { GENERIC_CAPS, Task, foldAll, freshPrefix, metricSum, waitFor } from './support';
 
 jest.setTimeout(60_000);
 
@@ -142,5 +143,36 @@ it('publishes gapless from what Redis holds when Redis lost updates its owner ha
   await waitFor('admitted', () => admitted(t, 'b'));
   expect(await metric('baton_projector_errors_total', { op: 'redis_lost_writes' })).toBe(lost + 1);
   expect((await t.stream()).some((e) => JSON.stringify(e.entry).includes('p-c'))).toBe(false);
+  await waitFor('published', async () => (await t.exact()).length === 0);
+});
+
+it('replays the stream when the snapshot it loaded again is past the stream’s end (an earlier version wrote it after Redis lost writes)', async () => {
+  const { store, metric } = await setup();
+  const lost = await metric('baton_projector_errors_total', { op: 'redis_lost_writes' });
+  // The snapshot an earlier version kept of entries Redis then lost: a prompt submitted, at an id
+  // the stream never reached.
+  const t = new Task(store, 'ahead');
+  const gone = t.gateway.command('ahead', 's1', 'prompt.submit', {
+    commandId: 'c-gone',
+    promptId: 'p-gone',
+    idempotencyKey: 'gone',
+    text: 'prompt gone',
+    origin: 'human',
+  });
+  const past = `${Date.now() + 3_600_000}-0`;
+  const { state } = foldAll('ahead', [{ id: past, entry: gone }]);
+  await store.redis.hset(store.keys.snapshot('ahead'), {
+    id: past,
+    state: JSON.stringify(snapshotOf(state)),
+    epoch: '1',
+  });
+  // A prompt now: the owner loads that snapshot, decides on it, conflicts with a stream that ends
+  // before it, loads again and, finding the same snapshot past the end, replays the stream.
+  await t.submit('e');
+  await waitFor('the prompt queued', () => t.has('prompt.queued'));
+  expect(await metric('baton_projector_errors_total', { op: 'redis_lost_writes' })).toBe(lost + 1);
+  const stream = await t.stream();
+  expect(stream.map((e) => e.entry.type)).toEqual(['prompt.submit', 'prompt.queued']);
+  expect(JSON.stringify(stream)).not.toContain('p-gone');
   await waitFor('published', async () => (await t.exact()).length === 0);
 });
