@@ -107,8 +107,8 @@ export class TaskOwner {
   private failures = 0;
   private retry: NodeJS.Timeout | undefined;
   private gapRebuilt = false;
-  /** Where the stream ended when Redis was found to have lost writes (null: not since the load). */
-  private streamEndedAt: string | null = null;
+  /** Redis was found to have lost writes: the next load checks the snapshot is of the stream. */
+  private afterLostWrites = false;
   /** Local monotonic time of the last entry folded (or of the load): what eviction waits on. */
   quietSince = performance.now();
 
@@ -324,19 +324,18 @@ export class TaskOwner {
       store.lastUpdateSeq(this.taskId),
     ]);
     const restored = snap && stateFromSnapshot(snap.state, this.taskId);
-    const lostWrites = this.streamEndedAt;
-    this.streamEndedAt = null;
-    if (snap && lostWrites !== null && compareIds(snap.id, lostWrites) > 0) {
-      // A snapshot past the stream's end (an earlier version wrote it after Redis lost writes):
-      // it holds entries that are gone. The stream rebuilds the task, unless it was trimmed.
+    if (this.afterLostWrites && snap && !(await store.hasEntry(this.taskId, snap.id))) {
+      // A snapshot at an entry the stream does not hold (an earlier version wrote it after Redis
+      // lost writes): it holds entries that are gone. The stream rebuilds the task, unless it was
+      // trimmed; then the task waits, loudly, as below.
       if (await store.wasTrimmed(this.taskId)) {
         throw new Error(
-          `task ${this.taskId}: its snapshot covers ${snap.id}, past its stream's end ${lostWrites}, and the stream is trimmed; it cannot be rebuilt`,
+          `task ${this.taskId}: its snapshot is at ${snap.id}, an entry its stream does not hold, and the stream is trimmed; it cannot be rebuilt`,
         );
       }
       this.ctx.log.warn(
-        { taskId: this.taskId, snapshotId: snap.id, streamLastId: lostWrites },
-        "snapshot past the stream's end; replaying the stream from its start",
+        { taskId: this.taskId, snapshotId: snap.id },
+        'snapshot at an entry the stream does not hold; replaying the stream from its start',
       );
     } else if (snap && restored) {
       this.state = restored;
@@ -356,6 +355,7 @@ export class TaskOwner {
       );
     }
     this.publishedSeq = published;
+    this.afterLostWrites = false;
     this.loaded = true;
     this.loadedAt = performance.now();
     // Quiet since its last entry (a stream id is the server's time): a takeover then puts away
@@ -365,11 +365,19 @@ export class TaskOwner {
     this.lastSnapshotAt = this.loadedAt;
   }
 
-  /** Folds everything after lastId, to the end of the stream. */
+  /** Folds everything after lastId, to the end of the stream (which must still hold lastId). */
   private async catchUp(): Promise<void> {
     const { store, metrics } = this.ctx;
     for (;;) {
-      const page = await store.readTask(this.taskId, this.lastId, PAGE);
+      let page;
+      try {
+        page = await store.readTaskAfterFolded(this.taskId, this.lastId, PAGE);
+      } catch (err) {
+        // The last entry folded is gone: Redis lost writes (an entry of another writer folded
+        // here, then lost before its replica had it).
+        if (err instanceof StreamBehindError) this.reload({ streamLastId: err.lastId });
+        throw err;
+      }
       this.assertActive();
       for (const { id, entry } of page.items) this.apply(id, entry);
       if (page.items.length > 0)
@@ -490,8 +498,8 @@ export class TaskOwner {
   }
 
   /**
-   * Redis holds less than it acknowledged to this owner — the stream ends before what was folded,
-   * or the published seq is behind one it returned: it lost writes (a failover to a replica that
+   * Redis holds less than it acknowledged — the stream no longer holds the last entry folded (or
+   * ends before it), or the published seq is behind one it returned: it lost writes (a failover to a replica that
    * had not received them, a restart from an older dump) while the lease held. What was lost is
    * nowhere any more, nor anything written after it (a replica keeps a prefix of the writes), so
    * the task is loaded again from what Redis holds: its snapshot, its published seq, its stream.
@@ -516,7 +524,13 @@ export class TaskOwner {
     this.entriesSinceSnapshot = 0;
     // A note of a lost entry is as gone as the entry: catching up reads the stream to its end.
     this.notedId = '0-0';
-    if ('streamLastId' in found) this.streamEndedAt = found.streamLastId;
+    // As a new owner would: the inbox writes went with the rest (the worker ignores a prompt it
+    // already has), and the clocks of the waits start afresh.
+    this.delivered.clear();
+    this.waitingSince.clear();
+    this.lastAgentAt.clear();
+    this.gapRebuilt = false;
+    this.afterLostWrites = true;
     throw new RestartStep();
   }
 

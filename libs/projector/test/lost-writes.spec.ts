@@ -47,6 +47,8 @@ async function setup() {
       renewMs: 100,
       // The request's start bound is the owner's decision after the loss.
       executionStartMs: 2_000,
+      // Snapshots often: one at entries that are gone would show.
+      snapshotMs: 200,
       logLevel: 'silent',
     });
     await projector.ready();
@@ -116,7 +118,7 @@ it('loads a task again from what Redis holds when Redis lost entries its owner h
   await waitFor('published', async () => (await t.exact()).length === 0);
 });
 
-it('publishes gapless from what Redis holds when Redis lost updates its owner had published', async () => {
+it('publishes gapless from what Redis holds when Redis lost entries and updates its owner had published', async () => {
   const { store, metric } = await setup();
   const lost = await metric('baton_projector_errors_total', { op: 'redis_lost_writes' });
 
@@ -146,33 +148,89 @@ it('publishes gapless from what Redis holds when Redis lost updates its owner ha
   await waitFor('published', async () => (await t.exact()).length === 0);
 });
 
-it('replays the stream when the snapshot it loaded again is past the stream’s end (an earlier version wrote it after Redis lost writes)', async () => {
-  const { store, metric } = await setup();
-  const lost = await metric('baton_projector_errors_total', { op: 'redis_lost_writes' });
-  // The snapshot an earlier version kept of entries Redis then lost: a prompt submitted, at an id
-  // the stream never reached.
-  const t = new Task(store, 'ahead');
-  const gone = t.gateway.command('ahead', 's1', 'prompt.submit', {
+/**
+ * A snapshot an earlier version wrote after Redis lost writes: the state of a prompt submitted at
+ * `id`, an entry the stream never held.
+ */
+async function snapshotOfLostWrites(store: EventStore, t: Task, id: string) {
+  const gone = t.gateway.command(t.taskId, 's1', 'prompt.submit', {
     commandId: 'c-gone',
     promptId: 'p-gone',
     idempotencyKey: 'gone',
     text: 'prompt gone',
     origin: 'human',
   });
-  const past = `${Date.now() + 3_600_000}-0`;
-  const { state } = foldAll('ahead', [{ id: past, entry: gone }]);
-  await store.redis.hset(store.keys.snapshot('ahead'), {
-    id: past,
+  const { state } = foldAll(t.taskId, [{ id, entry: gone }]);
+  await store.redis.hset(store.keys.snapshot(t.taskId), {
+    id,
     state: JSON.stringify(snapshotOf(state)),
     epoch: '1',
   });
-  // A prompt now: the owner loads that snapshot, decides on it, conflicts with a stream that ends
-  // before it, loads again and, finding the same snapshot past the end, replays the stream.
-  await t.submit('e');
-  await waitFor('the prompt queued', () => t.has('prompt.queued'));
+}
+
+it.each([
+  ['past the stream’s end', 'ahead', () => `${Date.now() + 3_600_000}-0`],
+  ['before entries appended since', 'behind', () => `${Date.now() - 1_000}-0`],
+])(
+  'rebuilds a task from its stream when its snapshot is at an entry the stream does not hold (%s)',
+  async (_, taskId, at) => {
+    const { store, metric } = await setup();
+    const lost = await metric('baton_projector_errors_total', { op: 'redis_lost_writes' });
+    const t = new Task(store, taskId);
+    await snapshotOfLostWrites(store, t, at());
+    // A prompt now: the owner loads that snapshot, finds the stream does not hold its entry,
+    // loads again and, finding the same snapshot, replays the stream.
+    await t.submit('e');
+    await waitFor('the prompt queued', () => t.has('prompt.queued'));
+    expect(await metric('baton_projector_errors_total', { op: 'redis_lost_writes' })).toBe(
+      lost + 1,
+    );
+    const stream = await t.stream();
+    expect(stream.map((e) => e.entry.type)).toEqual(['prompt.submit', 'prompt.queued']);
+    expect(JSON.stringify(stream)).not.toContain('p-gone');
+    await waitFor('published', async () => (await t.exact()).length === 0);
+    // The next snapshot takes the place of that one, and the stream stays whole.
+    const last = stream[stream.length - 1]!.id;
+    await waitFor('a snapshot of the stream', async () => {
+      return (await store.snapshots.read(taskId))?.id === last;
+    });
+    expect(await store.lastId(taskId)).toBe(last);
+    expect(await t.exact()).toEqual([]);
+  },
+);
+
+it('hands a prompt to its execution again when Redis lost the admission and the inbox write with it', async () => {
+  const { store, metric } = await setup();
+  const lost = await metric('baton_projector_errors_total', { op: 'redis_lost_writes' });
+  // What Redis keeps: a prompt waiting for an execution.
+  const t = new Task(store, 'handed');
+  await t.submit('h');
+  await waitFor('queued', () => t.has('prompt.queued'));
+  await waitFor('published', async () => (await t.exact()).length === 0);
+  await store.redis.save();
+  const kept = await store.lastId('handed');
+  const inbox = async () =>
+    (await store.inbox.read('handed', t.x.executionId)).items.filter(
+      (m) => m.message.type === 'prompt.deliver',
+    );
+
+  // What it loses: the execution's start, the admission and the prompt in its inbox.
+  await store.executions.renewLease(t.x, 600_000);
+  await t.fact('execution.started', { startedAt: '2026-12-03T00:00:00Z' });
+  await t.fact('capabilities.negotiated', GENERIC_CAPS);
+  await waitFor('admitted', () => admitted(t, 'h'));
+  await waitFor('handed to the execution', async () => (await inbox()).length === 1);
+  await loseWritesSince(store, 'handed', kept);
+  expect(await inbox()).toEqual([]);
+
+  // The worker says again that its execution started (its writes were lost too): the owner finds
+  // its last folded entry gone, loads the task again, admits the prompt again — under the same
+  // generation, the same delivery it made before the loss — and hands it over again.
+  await store.executions.renewLease(t.x, 600_000);
+  await t.fact('execution.started', { startedAt: '2026-12-03T00:00:01Z' });
+  await t.fact('capabilities.negotiated', GENERIC_CAPS);
+  await waitFor('admitted again', () => admitted(t, 'h'));
+  await waitFor('handed to the execution again', async () => (await inbox()).length === 1);
   expect(await metric('baton_projector_errors_total', { op: 'redis_lost_writes' })).toBe(lost + 1);
-  const stream = await t.stream();
-  expect(stream.map((e) => e.entry.type)).toEqual(['prompt.submit', 'prompt.queued']);
-  expect(JSON.stringify(stream)).not.toContain('p-gone');
   await waitFor('published', async () => (await t.exact()).length === 0);
 });

@@ -158,6 +158,20 @@ export class EventStore {
   }
 
   /**
+   * As {@link readTask}, after `foldedId`, the last entry the caller folded, which the stream must
+   * still hold: one that does not (Redis lost writes it had acknowledged) throws
+   * {@link StreamBehindError} with the stream's last id, instead of reading on after a gap.
+   */
+  readTaskAfterFolded(taskId: string, foldedId: string, count = 1_000): Promise<Page<StoredEntry>> {
+    return this.tasks.readAfterFolded(taskId, foldedId, count);
+  }
+
+  /** Whether the task stream holds an entry with id `id`. */
+  hasEntry(taskId: string, id: string): Promise<boolean> {
+    return this.tasks.hasEntry(taskId, id);
+  }
+
+  /**
    * Every page of a task stream after `afterId` (exclusive; `'0-0'` from the start) up to
    * `until` (ms since the epoch, inclusive; default: the end), envelope-checked as
    * {@link readTask} reads them, with the next page read ahead while the caller uses this one.

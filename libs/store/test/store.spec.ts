@@ -348,6 +348,35 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     await store.appendFenced(lease, t, ids[9]!, [decision(t, 1)]);
   });
 
+  it('after Redis lost writes: a reader whose last folded entry is gone is told, and a snapshot at an entry the stream does not hold is replaced, never cut at', async () => {
+    const t = 't6lost';
+    const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');
+    const ids = (await store.append(
+      t,
+      Array.from({ length: 5 }, (_, i) => fact(t, 'w1', i + 1)),
+    )) as string[];
+    const after = await store.readTaskAfterFolded(t, ids[2]!);
+    expect(after.items.map((i) => i.id)).toEqual(ids.slice(3));
+    expect(after.lastId).toBe(ids[4]);
+    expect((await store.readTaskAfterFolded(t, ids[4]!)).items).toEqual([]);
+    expect((await store.readTaskAfterFolded(t, '0-0')).items).toHaveLength(5);
+    const gone = `${Number(ids[4]!.split('-')[0]) + 1}-0`;
+    await expect(store.readTaskAfterFolded(t, gone)).rejects.toEqual(
+      new StreamBehindError(ids[4]!),
+    );
+    expect(await store.hasEntry(t, ids[1]!)).toBe(true);
+    expect(await store.hasEntry(t, gone)).toBe(false);
+
+    // A snapshot an earlier version wrote at the entry that is gone: no cut behind it (it would
+    // take the whole stream), and the next snapshot replaces it though its id is older.
+    await store.redis.hset(store.keys.snapshot(t), 'id', gone, 'state', '{}', 'epoch', '1');
+    expect(await store.snapshots.trim(lease, t)).toBe(0);
+    expect(await store.redis.xlen(store.keys.taskStream(t))).toBe(5);
+    await store.snapshots.write(lease, t, ids[3]!, { folded: 4 });
+    expect((await store.snapshots.read(t))?.id).toBe(ids[3]);
+    expect(await store.snapshots.trim(lease, t)).toBe(3);
+  });
+
   it('with a retention, keeps what is younger behind the snapshot, cut at a checkpoint', async () => {
     const t = 't6r';
     const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');

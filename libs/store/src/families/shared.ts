@@ -1,6 +1,7 @@
 import { duplicateForBlocking, isCluster, type RedisClient } from '../connection';
 import type { EventStoreOptions } from '../event-store';
 import type { KeyLayout } from '../keys';
+import { StreamBehindError } from '../errors';
 import type { Scripts } from '../scripts';
 import { StreamTail, type TailGroup, type TailSource } from '../tail';
 import type { Lease } from './leases';
@@ -85,6 +86,29 @@ export class StoreContext {
     const start = afterId === '0-0' ? '-' : `(${afterId}`;
     const raw = (await this.redis.xrange(key, start, '+', 'COUNT', count)) as XEntry[];
     return this.decodePage(key, shard, afterId, raw, decode);
+  }
+
+  /**
+   * As {@link page}, after `knownId`, an entry the reader holds (the last it folded): the XRANGE
+   * starts at it, inclusive, and a stream without it — Redis lost writes it had acknowledged —
+   * throws {@link StreamBehindError} with the stream's last id.
+   */
+  async pageAfterKnown<T>(
+    key: string,
+    shard: number,
+    knownId: string,
+    count: number,
+    decode: Decode<T>,
+  ): Promise<Page<T>> {
+    if (knownId === '0-0') return this.page(key, shard, knownId, count, decode);
+    const raw = (await this.redis.xrange(key, knownId, '+', 'COUNT', count + 1)) as XEntry[];
+    if (raw[0]?.[0] !== knownId) throw new StreamBehindError(await this.lastId(key));
+    return this.decodePage(key, shard, knownId, raw.slice(1), decode);
+  }
+
+  /** Whether stream `key` holds an entry with id `id`. */
+  async hasEntry(key: string, id: string): Promise<boolean> {
+    return ((await this.redis.xrange(key, id, id)) as XEntry[]).length > 0;
   }
 
   /**

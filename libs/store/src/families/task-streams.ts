@@ -110,6 +110,27 @@ export class TaskStreams {
     return this.ctx.page(key, this.ctx.shardOf(taskId), afterId, count, decoderOf(taskId));
   }
 
+  /** See {@link EventStore.readTaskAfterFolded}. */
+  async readAfterFolded(
+    taskId: string,
+    foldedId: string,
+    count: number,
+  ): Promise<Page<StoredEntry>> {
+    const key = this.ctx.keys.taskStream(taskId);
+    return this.ctx.pageAfterKnown(
+      key,
+      this.ctx.shardOf(taskId),
+      foldedId,
+      count,
+      decoderOf(taskId),
+    );
+  }
+
+  /** See {@link EventStore.hasEntry}. */
+  hasEntry(taskId: string, id: string): Promise<boolean> {
+    return this.ctx.hasEntry(this.ctx.keys.taskStream(taskId), id);
+  }
+
   /** See {@link EventStore.readTaskPages}. */
   pages(
     taskId: string,

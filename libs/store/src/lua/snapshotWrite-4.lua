@@ -23,7 +23,8 @@
   Output:
     the id of the checkpoint before this one when the snapshot was kept as a checkpoint and is
     not the first: the history span between the two can now be built; else ''
-    errors: "FENCED ...", "STALE <current id>" when the stored snapshot covers a later id,
+    errors: "FENCED ...", "STALE <current id>" when the stored snapshot covers a later id (one
+            at an entry the stream does not hold is replaced),
             "BEHIND <last id>" when the stream's last entry is before the id
 ]]
 local leaseKey = KEYS[1]
@@ -43,7 +44,8 @@ if fenced then return redis.error_reply(fenced) end
 local last = baton_last_id(streamKey)
 if baton_id_cmp(id, last) > 0 then return redis.error_reply('BEHIND ' .. last) end
 local cur = redis.call('HGET', snapshotKey, 'id')
-if cur and baton_id_cmp(id, cur) < 0 then
+-- A stored snapshot at an entry the stream does not hold is of writes Redis lost: replaced.
+if cur and baton_id_cmp(id, cur) < 0 and #redis.call('XRANGE', streamKey, cur, cur) > 0 then
   return redis.error_reply('STALE ' .. cur)
 end
 redis.call('HSET', snapshotKey, 'id', id, 'state', state, 'epoch', baton_token_epoch(token))

@@ -8,7 +8,7 @@
   server's clock) stays, and so does a state to fold it from: the stream is cut at the newest
   checkpoint no younger than the retention's start, and the checkpoints before it go, with the
   history spans that start at them. With no such checkpoint yet, nothing is trimmed. Returns the
-  number of entries removed.
+  number of entries removed. Nothing is cut at an entry the stream does not hold.
 ]]
 local function baton_trim(snapshot_key, stream_key, checkpoints_key, spans_key, retain_ms)
   local id = redis.call('HGET', snapshot_key, 'id')
@@ -32,5 +32,8 @@ local function baton_trim(snapshot_key, stream_key, checkpoints_key, spans_key, 
     end
     id = base
   end
+  -- A cut at an entry the stream does not hold would take what follows it too (a snapshot an
+  -- earlier version wrote after Redis lost writes): nothing is cut then.
+  if #redis.call('XRANGE', stream_key, id, id) == 0 then return 0 end
   return redis.call('XTRIM', stream_key, 'MINID', id)
 end
