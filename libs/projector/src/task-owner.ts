@@ -499,13 +499,13 @@ export class TaskOwner {
 
   /**
    * Redis holds less than it acknowledged — the stream no longer holds the last entry folded (or
-   * ends before it), or the published seq is behind one it returned: it lost writes (a failover to a replica that
-   * had not received them, a restart from an older dump) while the lease held. What was lost is
-   * nowhere any more, nor anything written after it (a replica keeps a prefix of the writes), so
-   * the task is loaded again from what Redis holds: its snapshot, its published seq, its stream.
-   * Deciding on the folded state would conflict for as long as nothing is appended, publishing
-   * from it would leave a gap, and a snapshot of it would make every later load start from
-   * entries that are gone.
+   * ends before it), or the published seq is behind one it returned: it lost writes (a failover
+   * to a replica that had not received them, a restart from an older dump) while the lease held.
+   * What was lost is nowhere any more, nor anything written after it (a replica keeps a prefix of
+   * the writes), so the task is loaded again from what Redis holds — its snapshot, its published
+   * seq, its stream — as a new owner would load it. Deciding on the folded state would conflict
+   * for as long as nothing is appended, publishing from it would leave a gap, and a snapshot of
+   * it would make every later load start from entries that are gone.
    */
   private reload(
     found: { streamLastId: string } | { published: number; redisPublished: number },
