@@ -74,8 +74,10 @@ export class Executions {
    * Starts the execution that resumes a parked session: the parked execution's profile and
    * choices (a replay's `recording` and `speed` may be given anew), loading its ACP session when
    * the agent can (`session/load`), else a fresh one. Its id is derived from the parked
-   * execution's, so resumes racing through any gateways make one execution. Null when the
-   * session is not parked.
+   * execution's, so resumes racing through any gateways make one execution; and, once a resume
+   * found no worker in time (`no_worker`), from that one's too, so the next resume is a new
+   * execution rather than the failed job of the last (kept for days). Null when the session is
+   * not parked.
    */
   async resumeParked(
     taskKey: string,
@@ -91,8 +93,13 @@ export class Executions {
         `session ${session.sessionId} was parked by an execution that did not record its profile: start an execution`,
       );
     }
+    const attention = session.activity.attention;
+    const expired =
+      attention?.kind === 'failed' && attention.reason === 'no_worker' && attention.executionId
+        ? `\n${attention.executionId}`
+        : '';
     const executionId = `resume-${createHash('sha256')
-      .update(`${session.sessionId}\n${parked.executionId}`)
+      .update(`${session.sessionId}\n${parked.executionId}${expired}`)
       .digest('hex')
       .slice(0, 32)}`;
     const recording = over.recording ?? parked.recording;
@@ -124,9 +131,11 @@ export class Executions {
 
 /**
  * A prompt to a parked session starts the execution that resumes it: when the owner queued it for
- * want of an execution (`no_execution`, the only case that reads the view), and the session is
- * parked. The prompt then runs on that execution as soon as it is ready. Best effort: when it
- * cannot (the profile is gone), the prompt waits as for any session without an execution.
+ * want of an execution (`no_execution`), or behind prompts already queued (`queue_not_empty`: an
+ * earlier resume may have found no worker in time), and the session is parked. A resume already
+ * under way is the same execution (resumeParked), so nothing starts twice. The prompt then runs on
+ * that execution as soon as it is ready. Best effort: when it cannot (the profile is gone), the
+ * prompt waits as for any session without an execution.
  */
 export async function resumeForPrompt(
   hub: UpdateHub,
@@ -140,7 +149,7 @@ export async function resumeForPrompt(
   if (
     result.status !== 'decided' ||
     result.decision.outcome !== 'queued' ||
-    result.decision.reason !== 'no_execution'
+    (result.decision.reason !== 'no_execution' && result.decision.reason !== 'queue_not_empty')
   )
     return;
   try {
