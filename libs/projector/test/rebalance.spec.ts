@@ -48,53 +48,54 @@ it('1 instance, then 3, then 2 after a graceful stop: balanced within one at eac
       await new Promise((r) => setTimeout(r, 25));
     }
   })();
+  // Stopped however the test ends: the store closes after it, and a list then would throw
+  // outside the test.
+  try {
+    const a = spawn('rb-a');
+    await waitFor(
+      'a owns every shard',
+      async () => counts(await owners(store), [a.id])[0] === SHARDS,
+    );
+    const traffic = new Traffic(store, simTasks('rb', 60), 'rb');
+    await traffic.startExecutions();
+    const stop = drive(traffic, 6);
+    await waitFor('traffic flowing', () => traffic.turnsEnded > 30, 60_000);
 
-  const a = spawn('rb-a');
-  await waitFor(
-    'a owns every shard',
-    async () => counts(await owners(store), [a.id])[0] === SHARDS,
-  );
-  const traffic = new Traffic(store, simTasks('rb', 60), 'rb');
-  await traffic.startExecutions();
-  const stop = drive(traffic, 6);
-  await waitFor('traffic flowing', () => traffic.turnsEnded > 30, 60_000);
+    const b = spawn('rb-b');
+    const c = spawn('rb-c');
+    await waitFor(
+      'three instances balanced',
+      async () => counts(await owners(store), [a.id, b.id, c.id]).every((x) => x === SHARDS / 3),
+      60_000,
+      25,
+    );
+    // a kept running while it gave shards up: each released by a itself (one per tick, by design),
+    // none lost to a lapsed lease. (Its own log says so: a count sampled from Redis can see two
+    // releases at once when the machine is slow to sample.)
+    const released = a.logs.filter((l) => l.msg === 'lease released' && l.why === 'rebalance');
+    expect(released.length).toBeGreaterThanOrEqual(SHARDS - SHARDS / 3);
+    expect(a.logs.filter((l) => l.msg.startsWith('lease lost'))).toEqual([]);
+    let turns = traffic.turnsEnded;
+    await waitFor('traffic flowing with three', () => traffic.turnsEnded > turns + 30, 60_000);
 
-  const b = spawn('rb-b');
-  const c = spawn('rb-c');
-  const history: number[][] = [];
-  await waitFor(
-    'three instances balanced',
-    async () => {
-      const n = counts(await owners(store), [a.id, b.id, c.id]);
-      history.push(n);
-      return n.every((x) => x === SHARDS / 3);
-    },
-    60_000,
-    25,
-  );
-  // a kept running while it gave shards up, one at a time.
-  for (let i = 1; i < history.length; i++) {
-    expect(history[i - 1]![0]! - history[i]![0]!).toBeLessThanOrEqual(1);
+    const aShards = [...(await owners(store))].filter(([, o]) => o === a.id).map(([s]) => s);
+    a.signal('SIGTERM');
+    expect(await a.exited).toBe(0);
+    for (const s of aShards) {
+      expect(
+        a.logs.some((l) => l.msg === 'lease released' && l.shard === s && l.why === 'shutdown'),
+      ).toBe(true);
+    }
+    await waitFor('two instances balanced', async () =>
+      counts(await owners(store), [b.id, c.id]).every((x) => x === SHARDS / 2),
+    );
+    turns = traffic.turnsEnded;
+    await waitFor('traffic flowing with two', () => traffic.turnsEnded > turns + 30, 60_000);
+    await stop();
+    await drainAndCheck(store, traffic, [a, b, c], SHARDS);
+    expect(clashes).toEqual([]);
+  } finally {
+    watching = false;
+    await watcher;
   }
-  let turns = traffic.turnsEnded;
-  await waitFor('traffic flowing with three', () => traffic.turnsEnded > turns + 30, 60_000);
-
-  const aShards = [...(await owners(store))].filter(([, o]) => o === a.id).map(([s]) => s);
-  a.signal('SIGTERM');
-  expect(await a.exited).toBe(0);
-  for (const s of aShards) {
-    expect(
-      a.logs.some((l) => l.msg === 'lease released' && l.shard === s && l.why === 'shutdown'),
-    ).toBe(true);
-  }
-  await waitFor('two instances balanced', async () =>
-    counts(await owners(store), [b.id, c.id]).every((x) => x === SHARDS / 2),
-  );
-  turns = traffic.turnsEnded;
-  await waitFor('traffic flowing with two', () => traffic.turnsEnded > turns + 30, 60_000);
-  await stop();
-  await drainAndCheck(store, traffic, [a, b, c], SHARDS);
-  watching = false;
-  await watcher;
-  expect(clashes).toEqual([]);
 });
