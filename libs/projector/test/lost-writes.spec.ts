@@ -9,7 +9,7 @@ import { snapshotOf } from '@baton/activity';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, compareIds, connectRedis } from '@baton/store';
 import { startProjector, type ProjectorHandle } from '../src/projector';
-import { GENERIC_CAPS, Task, foldAll, freshPrefix, metricSum, waitFor } from './support';
+import { Task, foldAll, freshPrefix, metricSum, waitFor } from './support';
 
 jest.setTimeout(60_000);
 
@@ -111,9 +111,7 @@ it('loads a task again from what Redis holds when Redis lost entries its owner h
   expect(await t.exact()).toEqual([]);
 
   // The task goes on: an execution starts and the waiting prompt is admitted to it, gapless.
-  await store.executions.renewLease(t.x, 600_000);
-  await t.fact('execution.started', { startedAt: '2026-12-03T00:00:00Z' });
-  await t.fact('capabilities.negotiated', GENERIC_CAPS);
+  await t.start();
   await waitFor('admitted', () => admitted(t, 'a'));
   await waitFor('published', async () => (await t.exact()).length === 0);
 });
@@ -139,9 +137,7 @@ it('publishes gapless from what Redis holds when Redis lost entries and updates 
   // An execution starts: the owner folds it after what it holds and admits the first prompt, with
   // updates numbered after those Redis lost; Redis answers with a gap, and the owner loads the task
   // again and admits it from what Redis holds.
-  await store.executions.renewLease(t.x, 600_000);
-  await t.fact('execution.started', { startedAt: '2026-12-03T00:00:00Z' });
-  await t.fact('capabilities.negotiated', GENERIC_CAPS);
+  await t.start();
   await waitFor('admitted', () => admitted(t, 'b'));
   expect(await metric('baton_projector_errors_total', { op: 'redis_lost_writes' })).toBe(lost + 1);
   expect((await t.stream()).some((e) => JSON.stringify(e.entry).includes('p-c'))).toBe(false);
@@ -209,15 +205,10 @@ it('hands a prompt to its execution again when Redis lost the admission and the 
   await waitFor('published', async () => (await t.exact()).length === 0);
   await store.redis.save();
   const kept = await store.lastId('handed');
-  const inbox = async () =>
-    (await store.inbox.read('handed', t.x.executionId)).items.filter(
-      (m) => m.message.type === 'prompt.deliver',
-    );
+  const inbox = async () => (await t.inbox()).filter((m) => m.type === 'prompt.deliver');
 
   // What it loses: the execution's start, the admission and the prompt in its inbox.
-  await store.executions.renewLease(t.x, 600_000);
-  await t.fact('execution.started', { startedAt: '2026-12-03T00:00:00Z' });
-  await t.fact('capabilities.negotiated', GENERIC_CAPS);
+  await t.start();
   await waitFor('admitted', () => admitted(t, 'h'));
   await waitFor('handed to the execution', async () => (await inbox()).length === 1);
   await loseWritesSince(store, 'handed', kept);
@@ -226,9 +217,7 @@ it('hands a prompt to its execution again when Redis lost the admission and the 
   // The worker says again that its execution started (its writes were lost too): the owner finds
   // its last folded entry gone, loads the task again, admits the prompt again — under the same
   // generation, the same delivery it made before the loss — and hands it over again.
-  await store.executions.renewLease(t.x, 600_000);
-  await t.fact('execution.started', { startedAt: '2026-12-03T00:00:01Z' });
-  await t.fact('capabilities.negotiated', GENERIC_CAPS);
+  await t.start();
   await waitFor('admitted again', () => admitted(t, 'h'));
   await waitFor('handed to the execution again', async () => (await inbox()).length === 1);
   expect(await metric('baton_projector_errors_total', { op: 'redis_lost_writes' })).toBe(lost + 1);

@@ -4,23 +4,19 @@
 import { decide, fold, stateFromSnapshot, taskView } from '@baton/activity';
 import { SCHEMA_VERSION, groupOf, type StreamEntry } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis, type StoredEntry } from '@baton/store';
+import { EventStore, connectRedis } from '@baton/store';
 import { startProjector, type ProjectorHandle, type ProjectorOptions } from '../src/projector';
 import { ProjectorOptionsError } from '../src/options';
 import {
   CLAUDE_CAPS,
   GENERIC_CAPS,
-  Writer,
+  Task,
   foldAll,
   metricSum,
   freshPrefix,
-  readStream,
   sameJson,
   updateProblems,
   waitFor,
-  type CommandType,
-  type Data,
-  type FactType,
 } from './support';
 
 jest.setTimeout(60_000);
@@ -61,57 +57,6 @@ async function projector(o: Partial<ProjectorOptions> & { prefix: string; shards
   });
   handles.push(h);
   return h;
-}
-
-/** One session of one task, written as a worker and a gateway would. */
-class Task {
-  readonly worker = new Writer('worker', `w-${Math.random().toString(36).slice(2)}`);
-  readonly gateway = new Writer('gateway', `g-${Math.random().toString(36).slice(2)}`);
-  readonly x: { taskId: string; sessionId: string; executionId: string; generation: number };
-  constructor(
-    readonly store: EventStore,
-    readonly taskId: string,
-    executionId = `${taskId}-x1`,
-  ) {
-    this.x = { taskId, sessionId: 's1', executionId, generation: 1 };
-  }
-  fact<T extends FactType>(type: T, data: Data<T>) {
-    return this.store.append(this.taskId, [this.worker.fact(this.x, type, data)]);
-  }
-  command<T extends CommandType>(type: T, data: Data<T>) {
-    return this.store.append(this.taskId, [this.gateway.command(this.taskId, 's1', type, data)]);
-  }
-  submit(key: string) {
-    return this.command('prompt.submit', {
-      commandId: `c-${key}`,
-      promptId: `p-${key}`,
-      idempotencyKey: key,
-      text: `prompt ${key}`,
-      origin: 'human',
-    });
-  }
-  async start(caps = GENERIC_CAPS, leaseMs: number | null = 600_000) {
-    if (leaseMs !== null) await this.store.executions.renewLease(this.x, leaseMs);
-    await this.fact('execution.started', { startedAt: '2026-11-30T00:00:00Z' });
-    await this.fact('capabilities.negotiated', caps);
-  }
-  stream(): Promise<StoredEntry[]> {
-    return readStream(this.store, this.taskId);
-  }
-  async inbox() {
-    return (await this.store.inbox.read(this.taskId, this.x.executionId)).items.map(
-      (i) => i.message,
-    );
-  }
-  async has(type: StreamEntry['type'], count = 1) {
-    return (await this.stream()).filter((e) => e.entry.type === type).length >= count;
-  }
-  async viewMatchesFold() {
-    return sameJson(
-      await this.store.views.read(this.taskId),
-      foldAll(this.taskId, await this.stream()).view,
-    );
-  }
 }
 
 const metric = (h: ProjectorHandle, name: string, labels?: Record<string, string>) =>

@@ -250,8 +250,9 @@ export class Task {
   constructor(
     readonly store: EventStore,
     readonly taskId: string,
+    executionId = `${taskId}-x1`,
   ) {
-    this.x = { taskId, sessionId: 's1', executionId: `${taskId}-x1`, generation: 1 };
+    this.x = { taskId, sessionId: 's1', executionId, generation: 1 };
   }
   fact<T extends FactType>(type: T, data: Data<T>) {
     return this.store.append(this.taskId, [this.worker.fact(this.x, type, data)]);
@@ -271,14 +272,30 @@ export class Task {
   stream(): Promise<StoredEntry[]> {
     return readStream(this.store, this.taskId);
   }
-  async has(type: StreamEntry['type']) {
-    return (await this.stream()).some((e) => e.entry.type === type);
+  async has(type: StreamEntry['type'], count = 1) {
+    return (await this.stream()).filter((e) => e.entry.type === type).length >= count;
+  }
+  /** The execution starts (its lease first, as a worker does) and negotiates `caps`. */
+  async start(caps = GENERIC_CAPS, leaseMs: number | null = 600_000) {
+    if (leaseMs !== null) await this.store.executions.renewLease(this.x, leaseMs);
+    await this.fact('execution.started', { startedAt: '2026-11-30T00:00:00Z' });
+    await this.fact('capabilities.negotiated', caps);
+  }
+  /** What the owner handed to the execution, in order. */
+  async inbox() {
+    return (await this.store.inbox.read(this.taskId, this.x.executionId)).items.map(
+      (i) => i.message,
+    );
+  }
+  async viewMatchesFold() {
+    return sameJson(
+      await this.store.views.read(this.taskId),
+      foldAll(this.taskId, await this.stream()).view,
+    );
   }
   /** A short task: an execution runs one prompt and ends, its worker drops its lease. */
   async runOneTurn(key: string) {
-    await this.store.executions.renewLease(this.x, 600_000);
-    await this.fact('execution.started', { startedAt: '2026-12-02T00:00:00Z' });
-    await this.fact('capabilities.negotiated', GENERIC_CAPS);
+    await this.start();
     await this.submit(key);
     const admitted = async () =>
       (await this.stream()).find(
