@@ -72,6 +72,19 @@ async function loseWritesSince(store: EventStore, taskId: string, kept: string) 
   });
 }
 
+/**
+ * A task whose prompt `key` waits for an execution, queued and published, and Redis's dump saved
+ * right then: what a restart from that dump keeps. Resolves the task and its stream's last id.
+ */
+async function savedWithQueuedPrompt(store: EventStore, taskId: string, key: string) {
+  const t = new Task(store, taskId);
+  await t.submit(key);
+  await waitFor('queued', () => t.has('prompt.queued'));
+  await waitFor('published', async () => (await t.exact()).length === 0);
+  await store.redis.save();
+  return { t, kept: await store.lastId(taskId) };
+}
+
 const admitted = async (t: Task, key: string) =>
   (await t.stream()).some(
     (e) => e.entry.type === 'prompt.admitted' && e.entry.data.promptId === `p-${key}`,
@@ -81,12 +94,7 @@ it('loads a task again from what Redis holds when Redis lost entries its owner h
   const { store, metric } = await setup();
 
   // What Redis keeps: a prompt waiting for an execution.
-  const t = new Task(store, 'lost');
-  await t.submit('a');
-  await waitFor('queued', () => t.has('prompt.queued'));
-  await waitFor('published', async () => (await t.exact()).length === 0);
-  await store.redis.save();
-  const kept = await store.lastId('lost');
+  const { t, kept } = await savedWithQueuedPrompt(store, 'lost', 'a');
 
   // What it loses: an execution requested, and the owner's decision on it (folded by the owner).
   await t.command('execution.request', { commandId: 'c-x', executionId: 'lost-x1' });
@@ -121,12 +129,7 @@ it('publishes gapless from what Redis holds when Redis lost entries and updates 
   const lost = await metric('baton_projector_errors_total', { op: 'redis_lost_writes' });
 
   // What Redis keeps: a prompt waiting for an execution.
-  const t = new Task(store, 'unpublished');
-  await t.submit('b');
-  await waitFor('queued', () => t.has('prompt.queued'));
-  await waitFor('published', async () => (await t.exact()).length === 0);
-  await store.redis.save();
-  const kept = await store.lastId('unpublished');
+  const { t, kept } = await savedWithQueuedPrompt(store, 'unpublished', 'b');
 
   // What it loses: a second prompt, queued and published by the owner.
   await t.submit('c');
@@ -199,12 +202,7 @@ it('hands a prompt to its execution again when Redis lost the admission and the 
   const { store, metric } = await setup();
   const lost = await metric('baton_projector_errors_total', { op: 'redis_lost_writes' });
   // What Redis keeps: a prompt waiting for an execution.
-  const t = new Task(store, 'handed');
-  await t.submit('h');
-  await waitFor('queued', () => t.has('prompt.queued'));
-  await waitFor('published', async () => (await t.exact()).length === 0);
-  await store.redis.save();
-  const kept = await store.lastId('handed');
+  const { t, kept } = await savedWithQueuedPrompt(store, 'handed', 'h');
   const inbox = async () => (await t.inbox()).filter((m) => m.type === 'prompt.deliver');
 
   // What it loses: the execution's start, the admission and the prompt in its inbox.
