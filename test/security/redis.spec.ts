@@ -5,7 +5,7 @@
 // libs/redis-server/test/embedded.spec.ts; a job injected with valid credentials in profiles.spec.ts.)
 import { freePort, startRedis, startRedisCluster, type RedisServer } from '@baton/redis-server';
 import { EventStore, redisTargetFromUrl, type RedisClient } from '@baton/store';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import {
   ROLES,
   composeRedisArgs,
   composeRedisUrl,
+  composeServices,
   type Role,
 } from '../compose-file';
 import { spawnGateway, spawnProjector, tokenFor, waitFor } from '../../libs/gateway/test/support';
@@ -50,7 +51,10 @@ describe("the compose file's Redis", () => {
     const c = client({
       host: '127.0.0.1',
       port: redis.port,
-      ...(role === 'anonymous' ? {} : { username: role, password: password ?? PASSWORD(role) }),
+      // Without credentials, RESP2: ioredis's RESP3 handshake (HELLO) is itself refused.
+      ...(role === 'anonymous'
+        ? { protocol: 2 as const }
+        : { username: role, password: password ?? PASSWORD(role) }),
     });
     opened.push(c);
     await c.connect().catch(() => undefined);
@@ -65,21 +69,44 @@ describe("the compose file's Redis", () => {
     await redis?.stop();
   });
 
-  it('lets a client without credentials PING (the healthcheck) and nothing else', async () => {
+  it('lets a client without credentials do nothing, and the health user only PING', async () => {
     const anon = await as('anonymous');
-    expect(await anon.ping()).toBe('PONG');
-    for (const attempt of [
-      () => anon.get('baton:x'),
-      () => anon.xadd('baton:{b:0}:task:t1', '*', 'e', '{}'),
-      () => anon.lpush('{baton:q}:executions:wait', 'job'),
-      () => anon.eval("return redis.call('get', KEYS[1])", 1, 'baton:x'),
-      () => anon.keys('*'),
-      () => anon.flushall(),
-      () => anon.config('GET', '*'),
-      () => anon.call('ACL', 'WHOAMI'),
-    ]) {
-      expect(await refusal(attempt())).toMatch(/^NOPERM/);
+    const attempts = (c: Redis) => [
+      () => c.get('baton:x'),
+      () => c.xadd('baton:{b:0}:task:t1', '*', 'e', '{}'),
+      () => c.lpush('{baton:q}:executions:wait', 'job'),
+      () => c.eval("return redis.call('get', KEYS[1])", 1, 'baton:x'),
+      () => c.keys('*'),
+      () => c.flushall(),
+      () => c.config('GET', '*'),
+      () => c.call('ACL', 'WHOAMI'),
+    ];
+    // `default` is off: nothing at all, not even PING.
+    expect(await refusal(anon.ping())).toMatch(/^NOAUTH/);
+    for (const attempt of attempts(anon)) expect(await refusal(attempt())).toMatch(/^NOAUTH/);
+    // Nobody logs in as `default`, whatever the password (it keeps every right, for AOF replay).
+    for (const password of ['', 'x', 'nopass']) {
+      expect(await refusal(anon.call('AUTH', 'default', password))).toMatch(/^WRONGPASS/);
     }
+    const health = await as('anonymous');
+    expect(await health.call('AUTH', 'health', 'anything')).toBe('OK');
+    expect(await health.ping()).toBe('PONG');
+    for (const attempt of attempts(health)) expect(await refusal(attempt())).toMatch(/^NOPERM/);
+  });
+
+  it('passes its healthcheck as written, and fails it when Redis refuses the PING', () => {
+    const [kind, script] = composeServices().redis!.healthcheck!.test;
+    expect(kind).toBe('CMD-SHELL');
+    const run = (port: number) =>
+      spawnSync('sh', ['-c', script!.replace('redis-cli ', `redis-cli -p ${port} `)]).status;
+    expect(run(redis.port)).toBe(0);
+    // Without the health user's PING (an anonymous PING, a LOADING server) redis-cli still exits
+    // 0; the check must not.
+    const anonymousPing = script!.replace(/--user \S+ --pass \S+ /, '');
+    expect(
+      spawnSync('sh', ['-c', anonymousPing.replace('redis-cli ', `redis-cli -p ${redis.port} `)])
+        .status,
+    ).toBe(1);
   });
 
   it('refuses every role with a wrong password, and a user that does not exist', async () => {
@@ -91,7 +118,7 @@ describe("the compose file's Redis", () => {
     ]) {
       expect(await refusal(anon.call('AUTH', user!, password!))).toMatch(/^WRONGPASS/);
       // Still anonymous after a failed AUTH.
-      expect(await refusal(anon.get('baton:probe'))).toMatch(/^NOPERM/);
+      expect(await refusal(anon.get('baton:probe'))).toMatch(/^NOAUTH/);
     }
     const rightPassword = await as('gateway');
     expect(await rightPassword.call('ACL', 'WHOAMI')).toBe('gateway');
@@ -194,13 +221,13 @@ describe('a Redis Cluster with the compose users', () => {
       } finally {
         await store.close();
       }
-      // Without credentials a node answers PING and refuses the rest.
+      // Without credentials a node refuses everything.
       for (const s of cluster.servers) {
-        const anon = client({ host: '127.0.0.1', port: s.port });
+        const anon = client({ host: '127.0.0.1', port: s.port, protocol: 2 });
         await anon.connect();
-        expect(await anon.ping()).toBe('PONG');
-        expect(await refusal(anon.call('CLUSTER', 'SLOTS'))).toMatch(/^NOPERM/);
-        expect(await refusal(anon.get('baton:{b:0}:probe'))).toMatch(/^NOPERM/);
+        expect(await refusal(anon.ping())).toMatch(/^NOAUTH/);
+        expect(await refusal(anon.call('CLUSTER', 'SLOTS'))).toMatch(/^NOAUTH/);
+        expect(await refusal(anon.get('baton:{b:0}:probe'))).toMatch(/^NOAUTH/);
         anon.disconnect();
       }
     } finally {
@@ -294,7 +321,7 @@ describe('Redis over TLS with the compose users', () => {
     );
     const tls = { ca: readFileSync(f('ca.crt')), servername: 'localhost' };
     await waitFor(async () => {
-      const c = client({ host: '127.0.0.1', port, tls });
+      const c = client({ host: '127.0.0.1', port, tls, username: 'health', password: 'health' });
       try {
         await c.connect();
         return (await c.ping()) === 'PONG';

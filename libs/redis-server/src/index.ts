@@ -129,7 +129,8 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
       binary: REDIS_SERVER,
       args,
       name: `redis-server on ${port}`,
-      answers: async () => (await rawCommand(port, 'PING')) === '+PONG\r\n',
+      // A server whose `default` user is off (the compose file's) answers NOAUTH: it is up.
+      answers: async () => /^(\+PONG|-NOAUTH)/.test((await rawCommand(port, 'PING')) ?? ''),
       // A test run that crashes must not leave redis-server processes behind.
       killOnExit: true,
     });
