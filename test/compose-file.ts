@@ -39,7 +39,7 @@ export function interpolate(value: string, vars: Record<string, string>): string
   );
 }
 
-/** The secrets an operator puts in .env (README, compose secrets), as the tests set them. */
+/** The secrets an operator puts in .env (docs/deploying.md, secrets), as the tests set them. */
 export const COMPOSE_SECRETS: Readonly<Record<string, string>> = {
   BATON_JWT_SECRET: 'compose-test-secret-of-at-least-32-chars',
   BATON_REDIS_GATEWAY_PASSWORD: 'a1'.repeat(32),

@@ -21,7 +21,7 @@ import { masterPort as masterPortOf, restPrompt, taskPerShard } from './support'
  * decided exactly once, after the failover. Prompts answered `unavailable` meanwhile are retried
  * with their keys, as clients do, and are then acknowledged too. (With one replica per master,
  * the promoted one has none left to confirm a write: its shards answer `unavailable` until a
- * replica is back — durability over availability, README "Durability and availability".)
+ * replica is back — durability over availability, docs/deploying.md, "Durability and availability".)
  */
 
 jest.setTimeout(180_000);

@@ -8,7 +8,7 @@ export * from './build-output';
 /**
  * Every setting of Baton is an environment variable, declared here once with its default and its
  * meaning. Each process validates the settings it uses at start and refuses to run, with one
- * line per bad value, rather than run with a surprise. The README's configuration table is
+ * line per bad value, rather than run with a surprise. The configuration table of docs/configuration.md is
  * checked against these declarations by a test.
  */
 
@@ -353,7 +353,7 @@ export function loadConfig<G extends Group>(
   return out as ConfigOf<G>;
 }
 
-/** The configuration table of the README, as Markdown. */
+/** The configuration table of docs/configuration.md, as Markdown. */
 export function settingsTable(): string {
   const rows = ['| Variable | Default | Meaning |', '|---|---|---|'];
   for (const group of Object.values(SETTINGS)) {
