@@ -48,7 +48,25 @@ export interface ClientAdvertisement {
    * `messageId` and its turn ends at a `state_update`.
    */
   protocolVersion?: 1 | 2;
+  /**
+   * Requests to send right after the session is set up, in order, each with the live session id:
+   * a replay's recorded client set the session's mode or config options (the model is one) there,
+   * and the recorded agent waits for them before it plays on.
+   */
+  setup?: readonly SetupRequest[];
 }
+
+/** A session setup request a client sends before its first prompt. */
+export interface SetupRequest {
+  method: (typeof SETUP_METHODS)[number];
+  params: Record<string, unknown>;
+}
+
+const SETUP_METHODS = ['session/set_mode', 'session/set_config_option'] as const;
+
+const setsMode = (r: SetupRequest): boolean =>
+  r.method === 'session/set_mode' ||
+  (r.method === 'session/set_config_option' && r.params.configId === 'mode');
 
 /** The client profiles a Claude adapter tells apart (each optional, all combinable). */
 export interface ClientProfileOptions {
@@ -103,12 +121,29 @@ export const recordedAdvertisement = (
   );
   const sessionMeta = recordOf(setup?._meta);
   const v2 = init.protocolVersion === 2;
+  const requests = recordedSetup(frames);
   return {
     // v2 names them `capabilities`.
     clientCapabilities: recordOf(v2 ? init.capabilities : init.clientCapabilities) ?? {},
     ...(sessionMeta !== undefined ? { sessionMeta } : {}),
     ...(v2 ? { protocolVersion: 2 as const } : {}),
+    ...(requests.length > 0 ? { setup: requests } : {}),
   };
+};
+
+/** The recorded client's mode and config option requests before its first prompt. */
+const recordedSetup = (frames: readonly { direction: string; message: unknown }[]) => {
+  const out: SetupRequest[] = [];
+  for (const f of frames) {
+    const m = recordOf(f.message);
+    if (f.direction !== 'client->agent' || m === undefined) continue;
+    if (m.method === 'session/prompt') break;
+    const method = SETUP_METHODS.find((s) => s === m.method);
+    if (method === undefined) continue;
+    const { sessionId: _recorded, ...params } = recordOf(m.params) ?? {};
+    out.push({ method, params });
+  }
+  return out;
 };
 
 export interface AgentHostOptions {
@@ -430,18 +465,24 @@ export class AgentHost {
       const session = await agent.request('session/new', params);
       this.sessionIdValue = session.sessionId;
     }
-    if (this.options.mode !== undefined && advertise.protocolVersion === 2) {
+    const setup = advertise.setup ?? [];
+    for (const r of setup) {
+      await agent.request(r.method, { ...r.params, sessionId: this.sessionIdValue } as never);
+    }
+    // A recording that set its own mode plays as it was recorded, whatever the profile says.
+    const mode = setup.some(setsMode) ? undefined : this.options.mode;
+    if (mode !== undefined && advertise.protocolVersion === 2) {
       // v2 has no session/set_mode: the mode is the `mode` config option.
       await agent.request('session/set_config_option', {
         sessionId: this.sessionIdValue,
         configId: 'mode',
         type: 'id',
-        value: this.options.mode,
+        value: mode,
       } as never);
-    } else if (this.options.mode !== undefined) {
+    } else if (mode !== undefined) {
       await agent.request('session/set_mode', {
         sessionId: this.sessionIdValue,
-        modeId: this.options.mode,
+        modeId: mode,
       });
     }
   }

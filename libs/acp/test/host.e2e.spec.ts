@@ -76,19 +76,6 @@ const recordedPrompts = (frames: Frame[]) => {
   });
 };
 
-/** The session mode the recorded client set, if it set one: the live host must set it too. */
-const modeIn = (frames: Frame[]): string | undefined => {
-  const setMode = frames.find(
-    (f) => (f.message as { method?: string }).method === 'session/set_mode',
-  )?.message as { params?: { modeId?: string } } | undefined;
-  // v2 sets it as the `mode` config option.
-  const option = frames.find((f) => {
-    const m = f.message as { method?: string; params?: { configId?: string } };
-    return m.method === 'session/set_config_option' && m.params?.configId === 'mode';
-  })?.message as { params?: { value?: string } } | undefined;
-  return setMode?.params?.modeId ?? option?.params?.value;
-};
-
 const agentFrames = (frames: Frame[]) =>
   frames.filter((f) => f.direction === 'agent->client').length;
 
@@ -102,12 +89,9 @@ const E2E = Object.keys(EXPECTED).filter((n) => n !== 'claude-session-load-histo
 describe('AgentHost with the replay agent (real child processes, stdio ACP)', () => {
   it.each(E2E)('%s: the host emits the fixture facts', async (fixture) => {
     const recording = loadFixture(fixture);
-    const mode = modeIn(recording);
-    // As the worker replays: advertising what the recording's own client advertised.
-    const run = await startHost(fixture, {
-      advertise: recordedAdvertisement(recording)!,
-      ...(mode !== undefined ? { mode } : {}),
-    });
+    // As the worker replays: advertising what the recording's own client advertised, and
+    // setting the mode and options it set before its first prompt.
+    const run = await startHost(fixture, { advertise: recordedAdvertisement(recording)! });
     try {
       // The client side of the recording, replayed: each prompt goes out when the agent frames
       // that preceded it in the recording have arrived.
@@ -173,6 +157,32 @@ describe('AgentHost with the replay agent (real child processes, stdio ACP)', ()
     expect(newSession?.message).toMatchObject({
       params: { _meta: { claudeCode: { emitRawSDKMessages: expect.any(Array) } } },
     });
+  });
+
+  it("replays the recorded client's session setup, in place of the profile's mode", async () => {
+    const recording = loadFixture('codex-real-plain');
+    const advertise = recordedAdvertisement(recording)!;
+    expect(advertise.setup).toEqual([
+      { method: 'session/set_mode', params: { modeId: 'full-access' } },
+    ]);
+    const run = await startHost('codex-real-plain', { advertise, mode: 'read-only' });
+    try {
+      await run.host.prompt({ promptId: 'p-SAY-HELLO', admissionGeneration: 1, text: 'go' });
+    } finally {
+      await run.host.close();
+    }
+    const sent = run.frames
+      .filter((f) => f.direction === 'client->agent')
+      .map((f) => f.message as { method?: string; params?: unknown })
+      .filter((m) => m.method !== undefined);
+    expect(sent.map((m) => m.method)).toEqual([
+      'initialize',
+      'session/new',
+      'session/set_mode',
+      'session/prompt',
+    ]);
+    expect(sent[2]!.params).toEqual({ sessionId: run.host.sessionId, modeId: 'full-access' });
+    expect(run.facts.some((f) => f.type === 'turn.ended')).toBe(true);
   });
 
   it('sets the configured session mode right after session/new, before any prompt', async () => {

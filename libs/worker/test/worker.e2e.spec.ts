@@ -82,13 +82,6 @@ const PROFILES: Record<string, AgentProfileInput> = {
     permissionPolicy: 'deny',
     capabilities: { rawSdkMessages: true },
   },
-  // The real recordings set the session mode; the host must set it too.
-  'replay-raw-mode': {
-    kind: 'replay',
-    mode: 'default',
-    permissionPolicy: 'deny',
-    capabilities: { rawSdkMessages: true },
-  },
   crash: {
     kind: 'command',
     ...replayAgentCommand(join(FIXTURES, 'generic-turn.jsonl'), { pace: 0, crashAfterFrames: 5 }),
@@ -181,15 +174,10 @@ describe('one worker process', () => {
     'claude-real-subagents-subagent',
   ])('replays %s: the facts land in the task stream in wire order', async (fixture) => {
     const recording = parseRecording(readFileSync(join(FIXTURES, `${fixture}.jsonl`), 'utf8'));
-    // A profile that asks for raw task messages: a replay advertises what its recording's client
-    // advertised instead, so plain recordings negotiate (and attest) as they were recorded.
-    const setsMode = recording.some((f) =>
-      JSON.stringify(f.message).includes('"session/set_mode"'),
-    );
-    const ref = await start(setsMode ? 'replay-raw-mode' : 'replay-raw', {
-      recording: fixture,
-      speed: 0,
-    });
+    // A profile that asks for raw task messages and sets no mode: a replay advertises what its
+    // recording's client advertised instead, and sets the mode that client set, so recordings
+    // negotiate (and attest) as they were recorded and none waits for a setup step.
+    const ref = await start('replay-raw', { recording: fixture, speed: 0 });
     const agentFrames = async () =>
       (await store.rawFrames.read(ref.taskId, ref.executionId)).items.filter(
         (f) => f.direction === 'in',
