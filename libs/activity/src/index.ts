@@ -2,6 +2,8 @@ export * from './state';
 export { evolve } from './evolve';
 export { decide, draftEntry, type DecisionDraft, type Timer } from './decide';
 export { fold, type Folded } from './fold';
+export { dueTimers, type DueTimers, type OwnerClocks, type TimerBounds } from './due';
+export { outbox, type Outbox, type Owed } from './outbox';
 export * from './views';
 export * from './background-work-reducer';
 export * from './ahp-chat';
