@@ -2,6 +2,7 @@ export * from './state';
 export { evolve } from './evolve';
 export { decide, draftEntry, type DecisionDraft, type Timer } from './decide';
 export { fold, type Folded } from './fold';
+export { taskDecider, type Decider } from './decider';
 export { dueTimers, type DueTimers, type OwnerClocks, type TimerBounds } from './due';
 export { outbox, type Outbox, type Owed } from './outbox';
 export * from './views';

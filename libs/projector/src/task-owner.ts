@@ -2,13 +2,12 @@ import { backoffDelay } from '@baton/backoff';
 import {
   STATE_VERSION,
   atRest,
-  decide,
   dueTimers,
   fold,
   outbox,
-  initialTaskState,
   snapshotOf,
   stateFromSnapshot,
+  taskDecider,
   taskView,
   type TaskState,
   type Timer,
@@ -116,7 +115,7 @@ export class TaskOwner {
     readonly taskId: string,
     private readonly ctx: TaskContext,
   ) {
-    this.state = initialTaskState(taskId);
+    this.state = taskDecider.initialState(taskId);
   }
 
   /** A feed note: the stream has entries up to `lastId`. */
@@ -435,7 +434,7 @@ export class TaskOwner {
       'update sequence gap; replaying the task stream from its start',
     );
     this.gapRebuilt = true;
-    this.state = initialTaskState(this.taskId);
+    this.state = taskDecider.initialState(this.taskId);
     this.lastId = '0-0';
     this.unpublished.length = 0;
     this.entriesSinceSnapshot = 0;
@@ -460,7 +459,7 @@ export class TaskOwner {
       { taskId: this.taskId, folded: this.lastId, ...found },
       'Redis holds less of the task than it acknowledged (lost writes); loading the task again',
     );
-    this.state = initialTaskState(this.taskId);
+    this.state = taskDecider.initialState(this.taskId);
     this.lastId = '0-0';
     this.loaded = false;
     this.publishedSeq = 0;
@@ -488,7 +487,7 @@ export class TaskOwner {
     const { metrics } = this.ctx;
     for (let conflicts = 0; ;) {
       const timer = this.timers[0];
-      const drafts = decide(this.state, timer);
+      const drafts = taskDecider.decide(this.state, timer);
       if (drafts.length === 0) {
         if (timer) {
           this.timers.shift();
