@@ -2,14 +2,13 @@ import { backoffDelay } from '@baton/backoff';
 import {
   STATE_VERSION,
   atRest,
-  decide,
+  dueTimers,
   fold,
-  initialTaskState,
+  outbox,
   snapshotOf,
-  parkable,
   stateFromSnapshot,
+  taskDecider,
   taskView,
-  waitsForPerson,
   type TaskState,
   type Timer,
 } from '@baton/activity';
@@ -96,7 +95,7 @@ export class TaskOwner {
    * outside a turn, an execution request), by key. A new owner starts the clocks afresh, so a
    * bound is at most its period plus one failover.
    */
-  private readonly waitingSince = new Map<string, number>();
+  private waitingSince = new Map<string, number>();
   private readonly leaseDrops = new Map<string, ExecutionRef>();
   private entriesSinceSnapshot = 0;
   private lastSnapshotAt = 0;
@@ -116,7 +115,7 @@ export class TaskOwner {
     readonly taskId: string,
     private readonly ctx: TaskContext,
   ) {
-    this.state = initialTaskState(taskId);
+    this.state = taskDecider.initialState(taskId);
   }
 
   /** A feed note: the stream has entries up to `lastId`. */
@@ -154,77 +153,22 @@ export class TaskOwner {
   }
 
   /**
-   * Clock-driven work, called every renew tick: time-based snapshots and the timers that bound
-   * every wait — the stall watchdog, the cancel grace, the quiet period of output outside a turn,
-   * the permission timeout of an `ask` request, and the start bound of a requested execution. decide turns each into a decision, or nothing.
+   * Clock-driven work, called every renew tick: time-based snapshots, and the timers that bound
+   * every wait (dueTimers says which are due); decide turns each into a decision, or nothing.
    */
   tick(now: number): void {
     if (!this.loaded) return;
     if (this.entriesSinceSnapshot > 0 && now - this.lastSnapshotAt >= this.ctx.snapshotMs) {
       this.request();
     }
-    const waits = new Set<string>();
-    const waited = (key: string, ms: number): boolean => {
-      waits.add(key);
-      let since = this.waitingSince.get(key);
-      if (since === undefined) this.waitingSince.set(key, (since = now));
-      return now - since >= ms;
-    };
-    for (const s of Object.values(this.state.sessions)) {
-      const t = s.turn;
-      const lastAgent = this.lastAgentAt.get(s.id) ?? this.loadedAt;
-      if (t && t.phase === 'dispatched') {
-        // decide has nothing to say about a turn already stalled until the agent speaks again,
-        // nor about an agent that waits for a person's answer.
-        if (
-          !(t.heardFromAgent && t.stalled) &&
-          !waitsForPerson(s) &&
-          now - lastAgent >= this.ctx.stallMs
-        ) {
-          this.request({ type: 'watchdog', sessionId: s.id, admissionGeneration: t.generation });
-        }
-        if (t.cancel && waited(`c/${s.id}/${t.generation}`, this.ctx.cancelGraceMs)) {
-          this.request({
-            type: 'cancel_grace',
-            sessionId: s.id,
-            admissionGeneration: t.generation,
-          });
-        }
-      }
-      if (s.generating && !t && !s.steer && now - lastAgent >= this.ctx.quietMs) {
-        this.request({ type: 'quiet', sessionId: s.id, foregroundEpoch: s.foregroundEpoch });
-      }
-      // An `ask` permission request nobody answered: denied after the permission timeout.
-      for (const p of s.permissions) {
-        if (p.answer !== null) continue;
-        if (waited(`a/${s.id}/${p.requestId}`, this.ctx.permissionTimeoutMs)) {
-          this.request({ type: 'permission_timeout', sessionId: s.id, requestId: p.requestId });
-        }
-      }
-      // An execution whose session has been idle (nothing going on, no agent fact) for the park
-      // period is parked: its agent closed, its slot freed, its ACP session kept.
-      const x = s.execution;
-      if (
-        this.ctx.parkIdleMs > 0 &&
-        x &&
-        parkable(s) &&
-        waited(`k/${s.id}/${x.id}`, this.ctx.parkIdleMs) &&
-        now - lastAgent >= this.ctx.parkIdleMs
-      ) {
-        this.request({ type: 'park', sessionId: s.id, executionId: x.id });
-      }
-      if (s.requested) {
-        const key = `x/${s.id}/${s.requested.executionId}`;
-        if (waited(key, this.ctx.executionStartMs)) {
-          this.request({
-            type: 'execution_start',
-            sessionId: s.id,
-            executionId: s.requested.executionId,
-          });
-        }
-      }
-    }
-    for (const key of this.waitingSince.keys()) if (!waits.has(key)) this.waitingSince.delete(key);
+    const due = dueTimers(this.state, this.ctx, {
+      now,
+      loadedAt: this.loadedAt,
+      lastAgentAt: this.lastAgentAt,
+      waitingSince: this.waitingSince,
+    });
+    this.waitingSince = due.waitingSince;
+    for (const timer of due.timers) this.request(timer);
   }
 
   /**
@@ -490,7 +434,7 @@ export class TaskOwner {
       'update sequence gap; replaying the task stream from its start',
     );
     this.gapRebuilt = true;
-    this.state = initialTaskState(this.taskId);
+    this.state = taskDecider.initialState(this.taskId);
     this.lastId = '0-0';
     this.unpublished.length = 0;
     this.entriesSinceSnapshot = 0;
@@ -515,7 +459,7 @@ export class TaskOwner {
       { taskId: this.taskId, folded: this.lastId, ...found },
       'Redis holds less of the task than it acknowledged (lost writes); loading the task again',
     );
-    this.state = initialTaskState(this.taskId);
+    this.state = taskDecider.initialState(this.taskId);
     this.lastId = '0-0';
     this.loaded = false;
     this.publishedSeq = 0;
@@ -543,7 +487,7 @@ export class TaskOwner {
     const { metrics } = this.ctx;
     for (let conflicts = 0; ;) {
       const timer = this.timers[0];
-      const drafts = decide(this.state, timer);
+      const drafts = taskDecider.decide(this.state, timer);
       if (drafts.length === 0) {
         if (timer) {
           this.timers.shift();
@@ -592,90 +536,30 @@ export class TaskOwner {
   }
 
   /**
-   * Hands every claim still waiting for its dispatch to the execution that holds it, once per
-   * owner: a new owner delivers them all again (the worker ignores a promptId + generation it has
-   * already sent), since its predecessor may have died between the decision and the inbox write.
+   * Sends what the state owes the workers (outbox: stops, claims, cancels, permission answers),
+   * each once per owner: a new owner delivers them all again (the worker ignores a promptId +
+   * generation it has already sent), since its predecessor may have died between the decision
+   * and the inbox write.
    */
   private async deliver(): Promise<void> {
     const { store, metrics } = this.ctx;
-    const outbox = new Map<string, { messages: InboxMessage[]; keys: string[] }>();
+    const owed = outbox(this.state);
+    for (const { sessionId, promptId } of owed.textless)
+      this.ctx.log.error(
+        { taskId: this.taskId, sessionId, promptId },
+        'claimed prompt has no text to deliver',
+      );
+    const boxes = new Map<string, { messages: InboxMessage[]; keys: string[] }>();
     const wanted = new Set<string>();
-    const send = (executionId: string, key: string, message: InboxMessage) => {
+    for (const { executionId, key, message } of owed.owed) {
       wanted.add(key);
-      if (this.delivered.has(key)) return;
-      const box = outbox.get(executionId) ?? { messages: [], keys: [] };
+      if (this.delivered.has(key)) continue;
+      const box = boxes.get(executionId) ?? { messages: [], keys: [] };
       box.messages.push(message);
       box.keys.push(key);
-      outbox.set(executionId, box);
-    };
-    const envelope = (sessionId: string, executionId: string) => ({
-      v: SCHEMA_VERSION,
-      taskId: this.taskId,
-      sessionId,
-      executionId,
-    });
-    for (const s of Object.values(this.state.sessions)) {
-      const x = s.execution;
-      if (!x || x.phase === 'ended') continue;
-      // The stops the state owes (reset, deletion, cancel timeout, abandoned turn, operator).
-      if (x.stopping !== null) {
-        send(x.id, `s/${s.id}/${x.id}`, {
-          ...envelope(s.id, x.id),
-          type: 'execution.stop',
-          data: { reason: x.stopping },
-        });
-        continue;
-      }
-      if (s.deleted) continue;
-      for (const claim of [s.turn, s.steer]) {
-        if (!claim || claim.phase !== 'claimed') continue;
-        const record = s.prompts[claim.promptId];
-        if (!record || !claim.text) {
-          this.ctx.log.error(
-            { taskId: this.taskId, sessionId: s.id, promptId: claim.promptId },
-            'claimed prompt has no text to deliver',
-          );
-          continue;
-        }
-        send(x.id, `p/${s.id}/${claim.promptId}/${claim.generation}`, {
-          ...envelope(s.id, x.id),
-          type: 'prompt.deliver',
-          data: {
-            promptId: claim.promptId,
-            admissionGeneration: claim.generation,
-            mode: claim.mode,
-            origin: record.origin,
-            text: claim.text,
-          },
-        });
-      }
-      const t = s.turn;
-      if (t && t.cancel && t.phase === 'dispatched') {
-        send(x.id, `c/${s.id}/${t.generation}`, {
-          ...envelope(s.id, x.id),
-          type: 'turn.cancel',
-          data: { admissionGeneration: t.generation, reason: t.cancel },
-        });
-      }
-      // Settled permission requests the worker has not reported resolved: a person's answer,
-      // the timeout's denial, a cancel's `cancelled` (after the cancel itself, as ACP orders them).
-      for (const p of s.permissions) {
-        const a = p.answer;
-        if (a === null) continue;
-        send(x.id, `a/${s.id}/${p.requestId}`, {
-          ...envelope(s.id, x.id),
-          type: 'permission.answer',
-          data: {
-            requestId: p.requestId,
-            outcome: a.outcome,
-            ...(a.optionId !== null ? { optionId: a.optionId } : {}),
-            by: a.by,
-            ...(a.subject !== null ? { subject: a.subject } : {}),
-          },
-        });
-      }
+      boxes.set(executionId, box);
     }
-    for (const [executionId, box] of outbox) {
+    for (const [executionId, box] of boxes) {
       await store.inbox.append(this.ctx.lease(), this.taskId, executionId, box.messages);
       for (const k of box.keys) this.delivered.add(k);
       for (const m of box.messages) metrics.inboxMessages.inc({ type: m.type });

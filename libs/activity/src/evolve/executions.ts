@@ -1,0 +1,111 @@
+import type { ExecutionStopReason } from '@baton/protocol';
+import { copySession, copyExecution, isLive, isCurrent, answered } from './draft';
+import type { SessionHandlers } from './draft';
+import { stop, retireExecution, endExecution } from './effects';
+
+/**
+ * Executions: an execution starts, negotiates, ends or is lost; requested, parked, or its request
+ * expired.
+ */
+export const executions = {
+  'execution.started': (s, e, task) => {
+    if (e.generation <= s.lastGeneration) return null; // a late predecessor
+    const d = copySession(s);
+    retireExecution(d);
+    d.lastGeneration = e.generation;
+    // An execution that starts where nothing may run is recorded only to be stopped: a closed
+    // task or a deleted session is never revived by it.
+    const stopping: ExecutionStopReason | null =
+      task === 'deleted'
+        ? 'task_deleted'
+        : s.deleted
+          ? 'session_deleted'
+          : task === 'archived'
+            ? 'task_archived'
+            : null;
+    const { profile, recording, speed, workspace } = e.data;
+    d.execution = {
+      id: e.executionId,
+      generation: e.generation,
+      phase: 'starting',
+      capabilities: null,
+      endReason: null,
+      hadTurn: false,
+      stopping,
+      launch:
+        profile === undefined
+          ? null
+          : {
+              profile,
+              recording: recording ?? null,
+              speed: speed ?? null,
+              workspace: workspace ?? null,
+            },
+    };
+    // A new execution: the session is no longer parked (its agent session comes with it).
+    d.parked = false;
+    if (s.requested && s.requested.executionId === e.executionId) d.requested = null;
+    // A late start of an execution whose request expired: it runs after all.
+    if (s.failure && s.failure.reason === 'no_worker' && s.failure.executionId === e.executionId)
+      d.failure = null;
+    return d;
+  },
+  'capabilities.negotiated': (s, e) => {
+    if (!isLive(s, e)) return null;
+    const d = copySession(s);
+    const x = copyExecution(s.execution!);
+    x.phase = 'ready';
+    x.capabilities = e.data;
+    d.execution = x;
+    return d;
+  },
+  'execution.ended': (s, e) => {
+    // A deleted session's execution ends too (its stop is then no longer owed).
+    if (!isCurrent(s, e.executionId)) return null;
+    const d = copySession(s);
+    endExecution(d, e.data.reason);
+    return d;
+  },
+  'agent.session': (s, e) => {
+    if (!isLive(s, e)) return null;
+    const d = copySession(s);
+    d.agentSession = {
+      executionId: e.executionId,
+      acpSessionId: e.data.acpSessionId,
+      loadable: e.data.loadable,
+      launch: s.execution!.launch,
+    };
+    return d;
+  },
+  'execution.lost': (s, e) => {
+    if (!isCurrent(s, e.data.executionId)) return null;
+    const d = copySession(s);
+    endExecution(d, 'lost');
+    return d;
+  },
+  'execution.requested': (s, e) => {
+    const d = copySession(s);
+    answered(d, e.data.commandId);
+    // A request folded after its execution already started (the command raced the worker)
+    // waits for nothing.
+    if (s.execution === null || s.execution.id !== e.data.executionId)
+      d.requested = { executionId: e.data.executionId };
+    if (s.failure && s.failure.reason === 'no_worker') d.failure = null;
+    return d;
+  },
+  'execution.parked': (s, e) => {
+    const x = s.execution;
+    if (!x || x.id !== e.data.executionId || x.phase === 'ended' || x.stopping !== null)
+      return null;
+    const d = copySession(s);
+    stop(d, 'parked');
+    return d;
+  },
+  'execution.request_expired': (s, e) => {
+    if (!s.requested || s.requested.executionId !== e.data.executionId) return null;
+    const d = copySession(s);
+    d.requested = null;
+    d.failure = { reason: 'no_worker', executionId: e.data.executionId };
+    return d;
+  },
+} satisfies Partial<SessionHandlers>;

@@ -1,0 +1,104 @@
+import { SCHEMA_VERSION, type InboxMessage } from '@baton/protocol';
+import type { TaskState } from './state';
+
+/** One message the state owes a worker, keyed so that an owner sends it once. */
+export interface Owed {
+  readonly executionId: string;
+  /** Names what is owed (a stop, a claim, a cancel, an answer) across owners and steps. */
+  readonly key: string;
+  readonly message: InboxMessage;
+}
+
+export interface Outbox {
+  readonly owed: Owed[];
+  /** Claims that cannot be delivered for want of their text: a broken invariant, to report. */
+  readonly textless: { readonly sessionId: string; readonly promptId: string }[];
+}
+
+/**
+ * What the state owes the workers: to each live execution, the stop it is to honour (and then
+ * nothing else), every claim that has not reached its agent, the cancel of its dispatched turn,
+ * and every settled permission request it has not reported resolved. Each is owed until a fact
+ * of the worker settles it in the state, so the outbox empties as the worker answers.
+ */
+export function outbox(state: TaskState): Outbox {
+  const owed: Owed[] = [];
+  const textless: { sessionId: string; promptId: string }[] = [];
+  const envelope = (sessionId: string, executionId: string) => ({
+    v: SCHEMA_VERSION,
+    taskId: state.taskId,
+    sessionId,
+    executionId,
+  });
+  for (const id in state.sessions) {
+    const s = state.sessions[id]!;
+    const x = s.execution;
+    if (!x || x.phase === 'ended') continue;
+    if (x.stopping !== null) {
+      owed.push({
+        executionId: x.id,
+        key: `s/${s.id}/${x.id}`,
+        message: { ...envelope(s.id, x.id), type: 'execution.stop', data: { reason: x.stopping } },
+      });
+      continue;
+    }
+    if (s.deleted) continue;
+    for (const claim of [s.turn, s.steer]) {
+      if (!claim || claim.phase !== 'claimed') continue;
+      const record = s.prompts[claim.promptId];
+      if (!record || !claim.text) {
+        textless.push({ sessionId: s.id, promptId: claim.promptId });
+        continue;
+      }
+      owed.push({
+        executionId: x.id,
+        key: `p/${s.id}/${claim.promptId}/${claim.generation}`,
+        message: {
+          ...envelope(s.id, x.id),
+          type: 'prompt.deliver',
+          data: {
+            promptId: claim.promptId,
+            admissionGeneration: claim.generation,
+            mode: claim.mode,
+            origin: record.origin,
+            text: claim.text,
+          },
+        },
+      });
+    }
+    const t = s.turn;
+    if (t && t.cancel && t.phase === 'dispatched') {
+      owed.push({
+        executionId: x.id,
+        key: `c/${s.id}/${t.generation}`,
+        message: {
+          ...envelope(s.id, x.id),
+          type: 'turn.cancel',
+          data: { admissionGeneration: t.generation, reason: t.cancel },
+        },
+      });
+    }
+    // A person's answer, the timeout's denial, a cancel's `cancelled` (after the cancel itself,
+    // as ACP orders them).
+    for (const p of s.permissions) {
+      const a = p.answer;
+      if (a === null) continue;
+      owed.push({
+        executionId: x.id,
+        key: `a/${s.id}/${p.requestId}`,
+        message: {
+          ...envelope(s.id, x.id),
+          type: 'permission.answer',
+          data: {
+            requestId: p.requestId,
+            outcome: a.outcome,
+            ...(a.optionId !== null ? { optionId: a.optionId } : {}),
+            by: a.by,
+            ...(a.subject !== null ? { subject: a.subject } : {}),
+          },
+        },
+      });
+    }
+  }
+  return { owed, textless };
+}
