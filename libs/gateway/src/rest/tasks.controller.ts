@@ -31,7 +31,7 @@ import { History, HistoryQuery } from '../history/history';
 import { Tenancy, clientView } from '../tenancy';
 import { UpdateHub } from '../updates/update-hub';
 import { PathIds, ZodPipe } from './zod-pipe';
-import { Executions, resumeForPrompt } from './executions';
+import { Executions } from './executions';
 import type { HttpResponse } from './http-errors';
 import {
   AutoRunBody,
@@ -156,7 +156,6 @@ export class TasksController {
   ): Promise<PromptResult> {
     const key = await this.tenancy.write(req.principal.tenant, taskId);
     const result = await this.commands.prompt({ sessionId, ...b, taskId: key });
-    await resumeForPrompt(this.hub, this.executions, key, req.principal.tenant, sessionId, result);
     if (result.status === 'pending') res.status(202);
     return { ...result, taskId };
   }
