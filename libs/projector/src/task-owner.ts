@@ -30,6 +30,7 @@ import {
 } from '@baton/store';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
+import type { Periods } from './options';
 
 /** What a task needs from the shard it belongs to. */
 export interface TaskContext {
@@ -39,16 +40,7 @@ export interface TaskContext {
   readonly metrics: Metrics;
   readonly log: Logger;
   readonly snapshotEntries: number;
-  readonly snapshotMs: number;
-  /** Entries younger than this stay behind a snapshot (the history query reads them). */
-  readonly retentionMs: number;
-  readonly stallMs: number;
-  readonly cancelGraceMs: number;
-  readonly permissionTimeoutMs: number;
-  /** 0: never park. */
-  readonly parkIdleMs: number;
-  readonly quietMs: number;
-  readonly executionStartMs: number;
+  readonly periods: Periods;
   /** The shard lease (its epoch fences every write). */
   lease(): Lease;
   /** False once the shard is lost or released: stop writing. */
@@ -160,7 +152,10 @@ export class TaskOwner {
    */
   tick(now: number): void {
     if (!this.loaded) return;
-    if (this.entriesSinceSnapshot > 0 && now - this.lastSnapshotAt >= this.ctx.snapshotMs) {
+    if (
+      this.entriesSinceSnapshot > 0 &&
+      now - this.lastSnapshotAt >= this.ctx.periods.snapshotDelay
+    ) {
       this.request();
     }
     const waits = new Set<string>();
@@ -179,11 +174,11 @@ export class TaskOwner {
         if (
           !(t.heardFromAgent && t.stalled) &&
           !waitsForPerson(s) &&
-          now - lastAgent >= this.ctx.stallMs
+          now - lastAgent >= this.ctx.periods.turnStall
         ) {
           this.request({ type: 'watchdog', sessionId: s.id, admissionGeneration: t.generation });
         }
-        if (t.cancel && waited(`c/${s.id}/${t.generation}`, this.ctx.cancelGraceMs)) {
+        if (t.cancel && waited(`c/${s.id}/${t.generation}`, this.ctx.periods.cancelAnswer)) {
           this.request({
             type: 'cancel_grace',
             sessionId: s.id,
@@ -191,13 +186,13 @@ export class TaskOwner {
           });
         }
       }
-      if (s.generating && !t && !s.steer && now - lastAgent >= this.ctx.quietMs) {
+      if (s.generating && !t && !s.steer && now - lastAgent >= this.ctx.periods.outputQuiet) {
         this.request({ type: 'quiet', sessionId: s.id, foregroundEpoch: s.foregroundEpoch });
       }
       // An `ask` permission request nobody answered: denied after the permission timeout.
       for (const p of s.permissions) {
         if (p.answer !== null) continue;
-        if (waited(`a/${s.id}/${p.requestId}`, this.ctx.permissionTimeoutMs)) {
+        if (waited(`a/${s.id}/${p.requestId}`, this.ctx.periods.permissionAnswer)) {
           this.request({ type: 'permission_timeout', sessionId: s.id, requestId: p.requestId });
         }
       }
@@ -205,17 +200,17 @@ export class TaskOwner {
       // period is parked: its agent closed, its slot freed, its ACP session kept.
       const x = s.execution;
       if (
-        this.ctx.parkIdleMs > 0 &&
+        this.ctx.periods.parkIdle > 0 &&
         x &&
         parkable(s) &&
-        waited(`k/${s.id}/${x.id}`, this.ctx.parkIdleMs) &&
-        now - lastAgent >= this.ctx.parkIdleMs
+        waited(`k/${s.id}/${x.id}`, this.ctx.periods.parkIdle) &&
+        now - lastAgent >= this.ctx.periods.parkIdle
       ) {
         this.request({ type: 'park', sessionId: s.id, executionId: x.id });
       }
       if (s.requested) {
         const key = `x/${s.id}/${s.requested.executionId}`;
-        if (waited(key, this.ctx.executionStartMs)) {
+        if (waited(key, this.ctx.periods.executionStart)) {
           this.request({
             type: 'execution_start',
             sessionId: s.id,
@@ -702,7 +697,7 @@ export class TaskOwner {
     const now = performance.now();
     if (
       this.entriesSinceSnapshot < this.ctx.snapshotEntries &&
-      now - this.lastSnapshotAt < this.ctx.snapshotMs
+      now - this.lastSnapshotAt < this.ctx.periods.snapshotDelay
     ) {
       return;
     }
@@ -711,8 +706,8 @@ export class TaskOwner {
       // With a retention, some snapshots stay as checkpoints (about 24 over the retention):
       // the history query folds forward from them, and the trim cuts the stream at one.
       const checkpointEveryMs =
-        this.ctx.retentionMs > 0
-          ? Math.max(this.ctx.snapshotMs, Math.floor(this.ctx.retentionMs / 24))
+        this.ctx.periods.retention > 0
+          ? Math.max(this.ctx.periods.snapshotDelay, Math.floor(this.ctx.periods.retention / 24))
           : 0;
       const { previousCheckpoint } = await store.snapshots.write(
         this.ctx.lease(),
@@ -726,7 +721,7 @@ export class TaskOwner {
       if (err instanceof StreamBehindError) this.reload({ streamLastId: err.lastId });
       if (!(err instanceof StaleSnapshotError)) throw err;
     }
-    await store.snapshots.trim(this.ctx.lease(), this.taskId, this.ctx.retentionMs);
+    await store.snapshots.trim(this.ctx.lease(), this.taskId, this.ctx.periods.retention);
     this.ctx.metrics.snapshots.inc({ shard: String(this.ctx.shard) });
     this.entriesSinceSnapshot = 0;
     this.lastSnapshotAt = now;
