@@ -288,11 +288,11 @@ async function projectorRun(redisUrl: string, redis: RedisClient) {
     prefix,
     shards,
     logLevel: 'silent',
-    snapshotMs: 100,
+    periods: { snapshotDelay: 100 },
   });
   await p.ready();
   const catchUpMs = nowMs() - t0;
-  // Its first snapshots (quiet tasks after snapshotMs) belong to what a session costs Redis.
+  // Its first snapshots (quiet tasks after snapshotDelay) belong to what a session costs Redis.
   await sleep(2_000);
   const sessions = PJ_TASKS * PJ_SESSIONS;
   const heapPer = ((await heapAfterGc()) - h1 - base) / sessions;

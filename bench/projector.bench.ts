@@ -56,7 +56,12 @@ async function load(store: EventStore, streams: StreamEntry[][]): Promise<number
 }
 
 /** Time from starting a projector to it having caught up with everything it owns. */
-async function takeover(url: string, prefix: string, shards: number, extra: object = {}) {
+async function takeover(
+  url: string,
+  prefix: string,
+  shards: number,
+  periods: { snapshotDelay?: number } = {},
+) {
   const t0 = process.hrtime.bigint();
   const p = await startProjector({
     redisUrl: url,
@@ -64,8 +69,7 @@ async function takeover(url: string, prefix: string, shards: number, extra: obje
     shards,
     logLevel: 'silent',
     snapshotEntries: 10_000_000,
-    snapshotMs: 86_400_000,
-    ...extra,
+    periods: { snapshotDelay: 86_400_000, ...periods },
   });
   await p.ready();
   const elapsed = ms(t0);
@@ -137,8 +141,8 @@ export async function runProjectorBench(): Promise<BenchResult[]> {
       await z.p.stop();
     }
 
-    // The owner snapshots a quiet task after snapshotMs and trims the stream behind it.
-    const s = await takeover(server.url, 'one', 1, { snapshotMs: 100 });
+    // The owner snapshots a quiet task after snapshotDelay and trims the stream behind it.
+    const s = await takeover(server.url, 'one', 1, { snapshotDelay: 100 });
     const lastId = await store.lastId(stream[0]!.taskId);
     for (let i = 0; (await store.snapshots.read(stream[0]!.taskId))?.id !== lastId; i++) {
       if (i > 600) throw new Error('bench: no snapshot');

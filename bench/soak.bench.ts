@@ -180,9 +180,7 @@ export async function runSoakBench(): Promise<SuiteOutput> {
     prefix: 'soak',
     shards: SHARDS,
     logLevel: 'silent',
-    snapshotMs: 100,
-    evictIdleMs: EVICT_IDLE_MS,
-    retentionMs: 0,
+    periods: { snapshotDelay: 100, evictIdle: EVICT_IDLE_MS, retention: 0 },
   } as const;
   const p = await startProjector(projectorOptions);
   const gateway = await startGateway({

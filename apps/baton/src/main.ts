@@ -21,8 +21,8 @@ import { resolve } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { startGateway } from '@baton/gateway';
 import { gatewayLimits } from '@baton/gateway';
-import { startProjector } from '@baton/projector';
-import { startWorker } from '@baton/worker';
+import { projectorOptions, startProjector } from '@baton/projector';
+import { startWorker, workerOptions } from '@baton/worker';
 import { startDemo } from './demo';
 import { redact } from '@baton/store';
 import {
@@ -84,32 +84,14 @@ async function main(argv: string[]): Promise<void> {
     // unless LOG_LEVEL asks for more.
     logLevel: process.env.LOG_LEVEL ? config.LOG_LEVEL : ('warn' as const),
   };
-  const projector = await startProjector({
-    ...common,
-    leaseTtlMs: config.PROJECTOR_LEASE_TTL_MS,
-    renewMs: config.PROJECTOR_RENEW_MS,
-    snapshotEntries: config.PROJECTOR_SNAPSHOT_ENTRIES,
-    snapshotMs: config.PROJECTOR_SNAPSHOT_MS,
-    retentionMs: config.PROJECTOR_RETENTION_MS,
-    stallMs: config.PROJECTOR_STALL_MS,
-    cancelGraceMs: config.PROJECTOR_CANCEL_GRACE_MS,
-    quietMs: config.PROJECTOR_QUIET_MS,
-    permissionTimeoutMs: config.PROJECTOR_PERMISSION_TIMEOUT_MS,
-    parkIdleMs: config.PROJECTOR_PARK_IDLE_MS,
-    evictIdleMs: config.PROJECTOR_EVICT_IDLE_MS,
-    reconcileMs: config.PROJECTOR_RECONCILE_MS,
-    executionStartMs: config.EXECUTION_START_TIMEOUT_MS,
-    metricsPort: null,
-  });
+  // One process: each part is named by its role (not BATON_INSTANCE_ID) and serves no /metrics.
+  const { instanceId: _projectorId, ...projectorSettings } = projectorOptions(config);
+  const projector = await startProjector({ ...projectorSettings, ...common, metricsPort: null });
+  const { instanceId: _workerId, ...workerSettings } = workerOptions(config);
   const worker = await startWorker({
+    ...workerSettings,
     ...common,
-    concurrency: config.WORKER_CONCURRENCY,
-    executionLeaseMs: config.WORKER_EXECUTION_LEASE_MS,
-    executionStartTimeoutMs: config.EXECUTION_START_TIMEOUT_MS,
-    coalesceMs: config.WORKER_COALESCE_MS,
-    setupTimeoutMs: config.WORKER_SETUP_TIMEOUT_MS,
-    ...(config.WORKER_RECORDINGS_DIR ? { recordingsDir: config.WORKER_RECORDINGS_DIR } : {}),
-    ...(config.WORKER_WORKSPACE_ROOT ? { workspaceRoot: config.WORKER_WORKSPACE_ROOT } : {}),
+    metricsPort: null,
     profiles: { ...profiles },
   });
   const jwtSecret = config.BATON_JWT_SECRET ?? localSecret(dataDir);

@@ -1,12 +1,12 @@
 // The projector process: `node dist/apps/projector/src/main.js`, configured by the
 // environment (libs/config: COMMON and PROJECTOR settings).
-import { COMMON, ConfigError, PROJECTOR, loadConfig } from '@baton/config';
-import { startProjector } from '@baton/projector';
+import { ConfigError, loadConfig } from '@baton/config';
+import { PROJECTOR_SETTINGS, projectorOptions, startProjector } from '@baton/projector';
 
 async function main(): Promise<void> {
   let config;
   try {
-    config = loadConfig({ ...COMMON, ...PROJECTOR });
+    config = loadConfig(PROJECTOR_SETTINGS);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -14,27 +14,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const projector = await startProjector({
-    redisUrl: config.REDIS_URL,
-    prefix: config.BATON_PREFIX,
-    shards: config.BATON_SHARDS,
-    ...(config.BATON_INSTANCE_ID ? { instanceId: config.BATON_INSTANCE_ID } : {}),
-    leaseTtlMs: config.PROJECTOR_LEASE_TTL_MS,
-    renewMs: config.PROJECTOR_RENEW_MS,
-    snapshotEntries: config.PROJECTOR_SNAPSHOT_ENTRIES,
-    snapshotMs: config.PROJECTOR_SNAPSHOT_MS,
-    retentionMs: config.PROJECTOR_RETENTION_MS,
-    stallMs: config.PROJECTOR_STALL_MS,
-    cancelGraceMs: config.PROJECTOR_CANCEL_GRACE_MS,
-    quietMs: config.PROJECTOR_QUIET_MS,
-    permissionTimeoutMs: config.PROJECTOR_PERMISSION_TIMEOUT_MS,
-    parkIdleMs: config.PROJECTOR_PARK_IDLE_MS,
-    evictIdleMs: config.PROJECTOR_EVICT_IDLE_MS,
-    reconcileMs: config.PROJECTOR_RECONCILE_MS,
-    executionStartMs: config.EXECUTION_START_TIMEOUT_MS,
-    metricsPort: config.PROJECTOR_METRICS_PORT,
-    logLevel: config.LOG_LEVEL,
-  });
+  const projector = await startProjector(projectorOptions(config));
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;

@@ -5,6 +5,9 @@ import {
   PROJECTOR,
   SETTINGS,
   loadConfig,
+  option,
+  optionSchemas,
+  optionValues,
   optional,
   settingsTable,
 } from './index';
@@ -64,5 +67,26 @@ describe('configuration', () => {
     expect(settingsTable().split('\n').length).toBe(
       2 + Object.values(SETTINGS).reduce((n, g) => n + Object.keys(g).length, 0),
     );
+  });
+});
+
+describe('a library option from its setting', () => {
+  it('has the setting’s range, default and meaning, and takes numbers, not strings', () => {
+    const lease = option(PROJECTOR.PROJECTOR_LEASE_TTL_MS);
+    expect(lease.parse(undefined)).toBe(2000);
+    expect(lease.parse(5000)).toBe(5000);
+    expect(lease.safeParse(199).success).toBe(false);
+    expect(lease.safeParse('5000').success).toBe(false);
+    expect(lease.description).toBe(PROJECTOR.PROJECTOR_LEASE_TTL_MS.meaning);
+  });
+
+  it('maps options to settings by name, both ways', () => {
+    const names = { lease: 'PROJECTOR_LEASE_TTL_MS', shards: 'BATON_SHARDS' } as const;
+    const group = { ...COMMON, ...PROJECTOR };
+    const schemas = optionSchemas(group, names);
+    expect(schemas.lease.parse(undefined)).toBe(2000);
+    expect(schemas.shards.parse(undefined)).toBe(64);
+    const config = loadConfig(group, { PROJECTOR_LEASE_TTL_MS: '3000' });
+    expect(optionValues(config, names)).toEqual({ lease: 3000, shards: 64 });
   });
 });

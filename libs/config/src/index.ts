@@ -12,7 +12,15 @@ export * from './build-output';
  * checked against these declarations by a test.
  */
 
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/** The rules of an int setting's value as code gives it (a number, never a string). */
+const STRICT = new WeakMap<z.ZodType, z.ZodType>();
+const int = (min: number, max: number) => {
+  const env = z.coerce.number().int().min(min).max(max);
+  STRICT.set(env, z.number().int().min(min).max(max));
+  return env;
+};
+/** The schema of a setting's value given by code: an env schema without its coercion. */
+type Strict<S extends z.ZodType> = S extends z.ZodCoercedNumber ? z.ZodNumber : S;
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -23,9 +31,13 @@ const redisUrl = z
     'must be a redis://, rediss://, redis+cluster:// or unix:// URL',
   );
 
-/** One documented setting: the schema of its value and what it means. */
-interface Setting<S extends z.ZodType = z.ZodType> {
+/**
+ * One documented setting: the schema of its value in the environment, the same value's rules as
+ * code gives it (a library's options), its default and what it means.
+ */
+export interface Setting<S extends z.ZodType = z.ZodType> {
   schema: S;
+  value: Strict<S>;
   default: string | undefined;
   meaning: string;
 }
@@ -35,7 +47,7 @@ function setting<S extends z.ZodType>(
   def: string | undefined,
   meaning: string,
 ): Setting<S> {
-  return { schema, default: def, meaning };
+  return { schema, value: (STRICT.get(schema) ?? schema) as Strict<S>, default: def, meaning };
 }
 
 /**
@@ -43,7 +55,11 @@ function setting<S extends z.ZodType>(
  * (the one-process run and the CLI use the local secret instead of BATON_JWT_SECRET).
  */
 export function optional<S extends z.ZodType>(s: Setting<S>): Setting<z.ZodOptional<S>> {
-  return { ...s, schema: s.schema.optional() };
+  return {
+    ...s,
+    schema: s.schema.optional(),
+    value: s.value.optional() as Strict<z.ZodOptional<S>>,
+  };
 }
 
 /** Settings every process reads. */
@@ -351,6 +367,42 @@ export function loadConfig<G extends Group>(
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return out as ConfigOf<G>;
+}
+
+/** A library option's schema from its setting: the value's rules, its default, its meaning. */
+export type OptionSchema<S extends Setting> =
+  undefined extends ValueOf<S> ? S['value'] : z.ZodDefault<S['value']>;
+
+/**
+ * The option of a library that a setting configures, with one source for both: the value's
+ * rules (as code gives it, no coercion), the setting's default and its meaning as description.
+ */
+export function option<S extends Setting>(s: S): OptionSchema<S> {
+  const value = s.default === undefined ? s.value : s.value.default(s.schema.parse(s.default));
+  return value.describe(s.meaning) as never;
+}
+
+/**
+ * Options of a library named by the settings they are (`names`: option → setting): their schemas
+ * from the settings' declarations ({@link option}).
+ */
+export function optionSchemas<G extends Group, M extends Record<string, keyof G & string>>(
+  group: G,
+  names: M,
+): { [K in keyof M]: OptionSchema<G[M[K]]> } {
+  const out: Record<string, z.ZodType> = {};
+  for (const [opt, name] of Object.entries(names)) out[opt] = option(group[name]!);
+  return out as never;
+}
+
+/** The same options' values from a process's loaded settings (`names` as for optionSchemas). */
+export function optionValues<C, M extends Record<string, keyof C & string>>(
+  config: C,
+  names: M,
+): { [K in keyof M]: C[M[K]] } {
+  const out: Record<string, unknown> = {};
+  for (const [opt, name] of Object.entries(names)) out[opt] = config[name];
+  return out as never;
 }
 
 /** The configuration table of docs/configuration.md, as Markdown. */

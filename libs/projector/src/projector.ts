@@ -12,7 +12,12 @@ import {
 import type { Registry } from 'prom-client';
 import { createLogger, type Logger } from './logger';
 import { Metrics } from './metrics';
-import { resolveOptions, type ProjectorOptionsInput, type ResolvedOptions } from './options';
+import {
+  resolveOptions,
+  type Periods,
+  type ProjectorOptionsInput,
+  type ResolvedOptions,
+} from './options';
 import { ShardOwnership } from './shard-ownership';
 import { ShardRunner, type ShardHost } from './shard';
 
@@ -43,18 +48,8 @@ class Projector implements ShardHost {
   readonly metrics: Metrics;
   readonly log: Logger;
   readonly instanceId: string;
-  readonly leaseTtlMs: number;
   readonly snapshotEntries: number;
-  readonly snapshotMs: number;
-  readonly retentionMs: number;
-  readonly stallMs: number;
-  readonly cancelGraceMs: number;
-  readonly quietMs: number;
-  readonly permissionTimeoutMs: number;
-  readonly parkIdleMs: number;
-  readonly executionStartMs: number;
-  readonly evictIdleMs: number;
-  readonly reconcileMs: number;
+  readonly periods: Periods;
   private readonly runners = new Map<number, ShardRunner>();
   private readonly cursors = new Map<number, string>();
   private readonly ownership: ShardOwnership;
@@ -81,18 +76,8 @@ class Projector implements ShardHost {
 
   constructor(private readonly opts: ResolvedOptions) {
     this.instanceId = opts.instanceId;
-    this.leaseTtlMs = opts.leaseTtlMs;
     this.snapshotEntries = opts.snapshotEntries;
-    this.snapshotMs = opts.snapshotMs;
-    this.retentionMs = opts.retentionMs;
-    this.stallMs = opts.stallMs;
-    this.cancelGraceMs = opts.cancelGraceMs;
-    this.quietMs = opts.quietMs;
-    this.permissionTimeoutMs = opts.permissionTimeoutMs;
-    this.parkIdleMs = opts.parkIdleMs;
-    this.executionStartMs = opts.executionStartMs;
-    this.evictIdleMs = opts.evictIdleMs;
-    this.reconcileMs = opts.reconcileMs;
+    this.periods = opts.periods;
     this.log = createLogger(opts.instanceId, opts.logLevel);
     this.store = EventStore.connect(
       redisTargetFromUrl(opts.redisUrl),
@@ -108,7 +93,7 @@ class Projector implements ShardHost {
     this.ownership = new ShardOwnership(
       this.store,
       this.instanceId,
-      opts.leaseTtlMs,
+      opts.periods.shardLease,
       this.log,
       this.metrics,
       {
@@ -132,8 +117,7 @@ class Projector implements ShardHost {
       {
         shards: this.opts.shards,
         prefix: this.opts.prefix,
-        leaseTtlMs: this.opts.leaseTtlMs,
-        renewMs: this.opts.renewMs,
+        periods: this.periods,
         metricsPort: this.metricsPort,
       },
       'projector started',
@@ -143,17 +127,17 @@ class Projector implements ShardHost {
 
   /**
    * Healthy while not stopping, the first balancing round is over, the balancing loop ticked
-   * within two lease periods (a tick waits at most half of one, then renewMs) and Redis answered
+   * within two lease periods (a tick waits at most half of one, then leaseRenewal) and Redis answered
    * within one lease period: past that this instance's leases lapse, and it owns nothing.
    */
   health(): string | null {
     if (this.stopping) return 'stopping';
     const now = performance.now();
     const loopQuiet = now - this.lastTicked;
-    if (loopQuiet > 2 * this.leaseTtlMs)
+    if (loopQuiet > 2 * this.periods.shardLease)
       return `the balancing loop has not ticked for ${Math.round(loopQuiet)} ms`;
     const redisQuiet = now - this.ownership.lastReached;
-    if (redisQuiet > this.leaseTtlMs)
+    if (redisQuiet > this.periods.shardLease)
       return Number.isFinite(redisQuiet)
         ? `Redis has not answered for ${Math.round(redisQuiet)} ms`
         : 'Redis has not answered yet';
@@ -178,7 +162,7 @@ class Projector implements ShardHost {
     if (at <= this.lastReached) return;
     const gap = at - this.lastReached;
     this.lastReached = at;
-    if (gap > this.leaseTtlMs) {
+    if (gap > this.periods.shardLease) {
       this.reachable = at;
       this.log.info(
         { gapMs: Math.round(gap) },
@@ -226,7 +210,7 @@ class Projector implements ShardHost {
   private scheduleTick(delay: number): void {
     if (this.stopping) return;
     this.tickTimer = setTimeout(() => {
-      this.ticking = this.tick().finally(() => this.scheduleTick(this.opts.renewMs));
+      this.ticking = this.tick().finally(() => this.scheduleTick(this.opts.periods.leaseRenewal));
     }, delay);
   }
 

@@ -11,6 +11,7 @@ import { tasksToEvict } from './eviction';
 import { FeedCount } from './feed-count';
 import type { Logger } from './logger';
 import type { Metrics, ShardStats } from './metrics';
+import type { Periods } from './options';
 import { TaskOwner, type TaskContext } from './task-owner';
 
 /** Slack on a put-away task's trim time, for the projector's clock against the server's. */
@@ -25,20 +26,8 @@ export interface ShardHost {
   readonly instanceId: string;
   readonly metrics: Metrics;
   readonly log: Logger;
-  readonly leaseTtlMs: number;
   readonly snapshotEntries: number;
-  readonly snapshotMs: number;
-  readonly retentionMs: number;
-  readonly stallMs: number;
-  readonly cancelGraceMs: number;
-  readonly permissionTimeoutMs: number;
-  readonly parkIdleMs: number;
-  readonly quietMs: number;
-  readonly executionStartMs: number;
-  /** A task at rest and quiet this long is put away (its snapshot kept); 0: never. */
-  readonly evictIdleMs: number;
-  /** How often the live set is compared with the tasks held. */
-  readonly reconcileMs: number;
+  readonly periods: Periods;
   /**
    * Local monotonic time (performance.now()) since which this instance has reached Redis with
    * no gap longer than a shard lease: the end of its last outage, or its start.
@@ -113,29 +102,8 @@ export class ShardRunner implements TaskContext {
   get snapshotEntries() {
     return this.host.snapshotEntries;
   }
-  get snapshotMs() {
-    return this.host.snapshotMs;
-  }
-  get retentionMs() {
-    return this.host.retentionMs;
-  }
-  get stallMs() {
-    return this.host.stallMs;
-  }
-  get cancelGraceMs() {
-    return this.host.cancelGraceMs;
-  }
-  get quietMs() {
-    return this.host.quietMs;
-  }
-  get permissionTimeoutMs() {
-    return this.host.permissionTimeoutMs;
-  }
-  get parkIdleMs() {
-    return this.host.parkIdleMs;
-  }
-  get executionStartMs() {
-    return this.host.executionStartMs;
+  get periods() {
+    return this.host.periods;
   }
   lease(): Lease {
     return this.current;
@@ -188,7 +156,7 @@ export class ShardRunner implements TaskContext {
     for (const id of ids) this.toRegister.push({ taskId: id, before: null });
     void this.flushRegistrations();
     this.listed = true;
-    this.nextReconcile = performance.now() + this.host.reconcileMs;
+    this.nextReconcile = performance.now() + this.host.periods.reconcile;
     this.checkCaughtUp();
   }
 
@@ -218,13 +186,13 @@ export class ShardRunner implements TaskContext {
     const since = Math.max(this.acquiredAt, this.host.reachableSince());
     for (const x of expired) {
       if (!this.isActive) return;
-      if (reached - since < (x.ttlMs ?? this.host.leaseTtlMs)) continue;
+      if (reached - since < (x.ttlMs ?? this.host.periods.shardLease)) continue;
       this.task(x.taskId, true).leaseExpired(x);
     }
     // A live execution with no lease at all is lost too (its worker writes the lease before it
     // reports the start). The live set is read before the leases, so a start folded here had its
     // lease written already; two checks in a row keep a worker's own drop-then-end from racing.
-    if (now - since >= this.host.leaseTtlMs) {
+    if (now - since >= this.host.periods.shardLease) {
       const live = [];
       for (const t of this.tasks.values()) {
         if (!t.behind()) for (const x of t.liveExecutions()) live.push({ t, x });
@@ -259,7 +227,7 @@ export class ShardRunner implements TaskContext {
     }
     for (const t of this.tasks.values()) t.tick(now);
     // Ticked first: a task with a timer to raise has just asked for a step, so it is not evicted.
-    const quiet = tasksToEvict(this.tasks, now, this.host.evictIdleMs);
+    const quiet = tasksToEvict(this.tasks, now, this.host.periods.evictIdle);
     const away: PutAway[] = [];
     for (const id of quiet) {
       const t = this.tasks.get(id)!;
@@ -312,7 +280,7 @@ export class ShardRunner implements TaskContext {
   }
 
   /**
-   * Every `reconcileMs`: the live set against the tasks held, and the feed's count against the
+   * Every `periods.reconcile`: the live set against the tasks held, and the feed's count against the
    * notes read. A live task not held (its appends' notes went unread: the feed's MAXLEN while this
    * owner lagged that far; or its put-away was refused) is loaded. Fewer notes read than the feed
    * had added up to this look's last note, found when the owner reads up to it (FeedCount), means
@@ -321,7 +289,7 @@ export class ShardRunner implements TaskContext {
    */
   private async reconcile(now: number): Promise<void> {
     if (!this.listed || now < this.nextReconcile || !this.isActive) return;
-    this.nextReconcile = now + this.host.reconcileMs;
+    this.nextReconcile = now + this.host.periods.reconcile;
     const position = await this.store.feedPosition(this.shard);
     if (!this.isActive) return;
     if (this.feedCount.look(position.added, position.lastId, this.lastNoteId))
@@ -341,7 +309,7 @@ export class ShardRunner implements TaskContext {
    * retention (each snapshot trimmed right up to itself) or without entries.
    */
   private trimDueAt(lastId: string): number | undefined {
-    const retention = this.host.retentionMs;
+    const retention = this.host.periods.retention;
     if (retention <= 0 || lastId === '0-0') return undefined;
     return idTime(lastId) + retention + TRIM_SLACK_MS;
   }
@@ -370,7 +338,7 @@ export class ShardRunner implements TaskContext {
    * retention), at once again while a full batch was due.
    */
   private async trimPutAway(): Promise<void> {
-    const retention = this.host.retentionMs;
+    const retention = this.host.periods.retention;
     const now = performance.now();
     if (retention <= 0 || now < this.nextTrimSweep || !this.isActive) return;
     this.nextTrimSweep = now + Math.min(TRIM_SWEEP_MS, retention / 10);

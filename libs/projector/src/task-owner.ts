@@ -10,6 +10,7 @@ import {
   taskDecider,
   taskView,
   type TaskState,
+  type TimerBounds,
   type Timer,
 } from '@baton/activity';
 import { SCHEMA_VERSION, type InboxMessage, type StreamEntry, type Update } from '@baton/protocol';
@@ -29,6 +30,7 @@ import {
 } from '@baton/store';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
+import type { Periods } from './options';
 
 /** What a task needs from the shard it belongs to. */
 export interface TaskContext {
@@ -38,16 +40,7 @@ export interface TaskContext {
   readonly metrics: Metrics;
   readonly log: Logger;
   readonly snapshotEntries: number;
-  readonly snapshotMs: number;
-  /** Entries younger than this stay behind a snapshot (the history query reads them). */
-  readonly retentionMs: number;
-  readonly stallMs: number;
-  readonly cancelGraceMs: number;
-  readonly permissionTimeoutMs: number;
-  /** 0: never park. */
-  readonly parkIdleMs: number;
-  readonly quietMs: number;
-  readonly executionStartMs: number;
+  readonly periods: Periods;
   /** The shard lease (its epoch fences every write). */
   lease(): Lease;
   /** False once the shard is lost or released: stop writing. */
@@ -60,6 +53,16 @@ export interface TaskContext {
   /** Task loops running in this shard: +1 when one starts, -1 when it ends. */
   busy(delta: 1 | -1): void;
 }
+
+/** The periods that bound the waits the core times (libs/activity's dueTimers). */
+const timerBounds = (p: Periods): TimerBounds => ({
+  stallMs: p.turnStall,
+  cancelGraceMs: p.cancelAnswer,
+  permissionTimeoutMs: p.permissionAnswer,
+  parkIdleMs: p.parkIdle,
+  quietMs: p.outputQuiet,
+  executionStartMs: p.executionStart,
+});
 
 const PAGE = 1_000;
 const PUBLISH_CHUNK = 500;
@@ -158,10 +161,13 @@ export class TaskOwner {
    */
   tick(now: number): void {
     if (!this.loaded) return;
-    if (this.entriesSinceSnapshot > 0 && now - this.lastSnapshotAt >= this.ctx.snapshotMs) {
+    if (
+      this.entriesSinceSnapshot > 0 &&
+      now - this.lastSnapshotAt >= this.ctx.periods.snapshotDelay
+    ) {
       this.request();
     }
-    const due = dueTimers(this.state, this.ctx, {
+    const due = dueTimers(this.state, timerBounds(this.ctx.periods), {
       now,
       loadedAt: this.loadedAt,
       lastAgentAt: this.lastAgentAt,
@@ -586,7 +592,7 @@ export class TaskOwner {
     const now = performance.now();
     if (
       this.entriesSinceSnapshot < this.ctx.snapshotEntries &&
-      now - this.lastSnapshotAt < this.ctx.snapshotMs
+      now - this.lastSnapshotAt < this.ctx.periods.snapshotDelay
     ) {
       return;
     }
@@ -595,8 +601,8 @@ export class TaskOwner {
       // With a retention, some snapshots stay as checkpoints (about 24 over the retention):
       // the history query folds forward from them, and the trim cuts the stream at one.
       const checkpointEveryMs =
-        this.ctx.retentionMs > 0
-          ? Math.max(this.ctx.snapshotMs, Math.floor(this.ctx.retentionMs / 24))
+        this.ctx.periods.retention > 0
+          ? Math.max(this.ctx.periods.snapshotDelay, Math.floor(this.ctx.periods.retention / 24))
           : 0;
       const { previousCheckpoint } = await store.snapshots.write(
         this.ctx.lease(),
@@ -610,7 +616,7 @@ export class TaskOwner {
       if (err instanceof StreamBehindError) this.reload({ streamLastId: err.lastId });
       if (!(err instanceof StaleSnapshotError)) throw err;
     }
-    await store.snapshots.trim(this.ctx.lease(), this.taskId, this.ctx.retentionMs);
+    await store.snapshots.trim(this.ctx.lease(), this.taskId, this.ctx.periods.retention);
     this.ctx.metrics.snapshots.inc({ shard: String(this.ctx.shard) });
     this.entriesSinceSnapshot = 0;
     this.lastSnapshotAt = now;

@@ -32,12 +32,15 @@ const ownerOptions = (store: EventStore, o: Partial<ProjectorOptions> = {}): Pro
   redisUrl: redis.url,
   prefix: store.keys.prefix,
   shards: SHARDS,
-  leaseTtlMs: 1_000,
-  renewMs: 100,
-  snapshotMs: 100,
-  evictIdleMs: 300,
   logLevel: 'silent',
   ...o,
+  periods: {
+    shardLease: 1_000,
+    leaseRenewal: 100,
+    snapshotDelay: 100,
+    evictIdle: 300,
+    ...o.periods,
+  },
 });
 
 async function setup(o: Partial<ProjectorOptions> = {}) {
@@ -109,7 +112,7 @@ it('puts a task away only once its snapshot covers the entries it refused, so a 
 });
 
 it('keeps a task with a queued prompt or a timer to raise, while a quiet one beside it goes', async () => {
-  const { store, p } = await setup({ executionStartMs: 4_000 });
+  const { store, p } = await setup({ periods: { executionStart: 4_000 } });
   // A prompt with no execution to run it waits in the queue (for as long as it takes).
   const queued = new Task(store, 'queued');
   await queued.submit('q');
@@ -132,7 +135,7 @@ it('keeps a task with a queued prompt or a timer to raise, while a quiet one bes
 
 it('a new owner puts away at once the tasks quiet since before it took the shard, not the fresh ones', async () => {
   const IDLE = 5_000;
-  const first = await setup({ evictIdleMs: 0 });
+  const first = await setup({ periods: { evictIdle: 0 } });
   const { store } = first;
   const old = new Task(store, 'old');
   await old.runOneTurn('o');
@@ -155,7 +158,7 @@ it('a new owner puts away at once the tasks quiet since before it took the shard
     async () => (await store.snapshots.read('fresh'))?.id === (await lastOf(fresh)),
   );
   await first.p.stop();
-  const second = await startProjector(ownerOptions(store, { evictIdleMs: IDLE }));
+  const second = await startProjector(ownerOptions(store, { periods: { evictIdle: IDLE } }));
   handles.push(second);
   await second.ready();
   await waitFor('the old task put away', () => !held(second, 'old'));
@@ -322,7 +325,7 @@ it('a new owner loads a task whose notes the feed lost: its append put it in the
 });
 
 it('a running owner loads a live task whose note it never read, within the reconcile period', async () => {
-  const { store, p } = await setup({ reconcileMs: 500 });
+  const { store, p } = await setup({ periods: { reconcile: 500 } });
   const t = new Task(store, 'unread');
   await t.runOneTurn('a');
   await waitFor('put away', () => !held(p, 'unread'));
@@ -336,7 +339,7 @@ it('a running owner loads a live task whose note it never read, within the recon
 });
 
 it('a running owner that counts fewer notes read than the feed added has every held task look again', async () => {
-  const { store } = await setup({ reconcileMs: 500 });
+  const { store } = await setup({ periods: { reconcile: 500 } });
   const busy = new Task(store, 'busy');
   await busy.submit('q');
   await waitFor('queued', () => busy.has('prompt.queued'));
@@ -400,7 +403,7 @@ it('keeps the note of an older writer in the feed until its task is recorded liv
 
 it('trims the retained history of a task put away once the retention has passed, without loading it', async () => {
   const RETENTION = 2_000;
-  const { store, p } = await setup({ retentionMs: RETENTION });
+  const { store, p } = await setup({ periods: { retention: RETENTION } });
   const t = new Task(store, 'kept');
   await t.runOneTurn('a');
   await waitFor('put away', () => !held(p, 'kept'));

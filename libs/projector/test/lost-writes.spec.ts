@@ -42,13 +42,15 @@ async function setup() {
       redisUrl: redis.url,
       prefix: store.keys.prefix,
       shards: SHARDS,
-      // The lease outlives the outage: the same owner goes on after Redis comes back.
-      leaseTtlMs: 30_000,
-      renewMs: 100,
-      // The request's start bound is the owner's decision after the loss.
-      executionStartMs: 2_000,
-      // Snapshots often: one at entries that are gone would show.
-      snapshotMs: 200,
+      periods: {
+        // The lease outlives the outage: the same owner goes on after Redis comes back.
+        shardLease: 30_000,
+        leaseRenewal: 100,
+        // The request's start bound is the owner's decision after the loss.
+        executionStart: 2_000,
+        // Snapshots often: one at entries that are gone would show.
+        snapshotDelay: 200,
+      },
       logLevel: 'silent',
     });
     await projector.ready();

@@ -50,10 +50,9 @@ function newStore(prefix: string, shards: number, feedMaxLen?: number): EventSto
 async function projector(o: Partial<ProjectorOptions> & { prefix: string; shards: number }) {
   const h = await startProjector({
     redisUrl: redis.url,
-    leaseTtlMs: 1_000,
-    renewMs: 100,
     logLevel: 'silent',
     ...o,
+    periods: { shardLease: 1_000, leaseRenewal: 100, ...o.periods },
   });
   handles.push(h);
   return h;
@@ -144,7 +143,11 @@ it('a write refused by the fence (the lease was taken meanwhile) drops the shard
   const prefix = freshPrefix();
   const store = newStore(prefix, 1);
   // Renewals far apart: the write path, not the renewal, meets the new owner first.
-  const p = await projector({ prefix, shards: 1, leaseTtlMs: 20_000, renewMs: 5_000 });
+  const p = await projector({
+    prefix,
+    shards: 1,
+    periods: { shardLease: 20_000, leaseRenewal: 5_000 },
+  });
   await p.ready();
   const t = new Task(store, 'fenced');
   await t.start();
@@ -196,7 +199,7 @@ it('declares an execution lost when its lease lapses, or when it holds none at a
 it('watchdog: a silent dispatched turn fails if the agent never spoke, and is advised stalled once if it did', async () => {
   const prefix = freshPrefix();
   const store = newStore(prefix, 2);
-  const p = await projector({ prefix, shards: 2, stallMs: 300 });
+  const p = await projector({ prefix, shards: 2, periods: { turnStall: 300 } });
   await p.ready();
   const mute = new Task(store, 'mute');
   const slow = new Task(store, 'slow');
@@ -227,9 +230,7 @@ it('clocks bound every other wait: an unanswered cancel, output outside a turn, 
   const p = await projector({
     prefix,
     shards: 2,
-    cancelGraceMs: 300,
-    quietMs: 300,
-    executionStartMs: 1_000,
+    periods: { cancelAnswer: 300, outputQuiet: 300, executionStart: 1_000 },
   });
   await p.ready();
   // A cancel the agent never answers: the turn ends cancel_timeout, the execution is stopped.
@@ -274,7 +275,7 @@ it('snapshots every K entries and trims behind them (no retention); a new owner 
   const prefix = freshPrefix();
   const store = newStore(prefix, 1);
   const t = new Task(store, 'snap');
-  const p1 = await projector({ prefix, shards: 1, snapshotEntries: 25, retentionMs: 0 });
+  const p1 = await projector({ prefix, shards: 1, snapshotEntries: 25, periods: { retention: 0 } });
   await p1.ready();
   await t.start(CLAUDE_CAPS);
   const play = async (from: number, to: number) => {
@@ -311,7 +312,7 @@ it('snapshots every K entries and trims behind them (no retention); a new owner 
   await p1.stop();
   // Traffic while nobody owns the shard; then a new owner.
   await t.submit('while-down');
-  const p2 = await projector({ prefix, shards: 1, snapshotEntries: 25, retentionMs: 0 });
+  const p2 = await projector({ prefix, shards: 1, snapshotEntries: 25, periods: { retention: 0 } });
   await p2.ready();
   await waitFor('while-down delivered', async () =>
     (await t.inbox()).some(
@@ -345,7 +346,12 @@ it('snapshots every K entries and trims behind them (no retention); a new owner 
 it('snapshots a quiet task after the snapshot period', async () => {
   const prefix = freshPrefix();
   const store = newStore(prefix, 1);
-  const p = await projector({ prefix, shards: 1, snapshotEntries: 1_000_000, snapshotMs: 300 });
+  const p = await projector({
+    prefix,
+    shards: 1,
+    snapshotEntries: 1_000_000,
+    periods: { snapshotDelay: 300 },
+  });
   await p.ready();
   const t = new Task(store, 'quiet');
   await t.start();
@@ -452,15 +458,15 @@ it('ready() waits for a backlog, including tasks whose feed notes were trimmed a
 });
 
 it('refuses bad options with one line per problem', async () => {
+  await expect(startProjector({ redisUrl: 'http://localhost', shards: 0 })).rejects.toThrow(
+    ProjectorOptionsError,
+  );
   await expect(
-    startProjector({ redisUrl: 'http://localhost', leaseTtlMs: 1_000, renewMs: 800, shards: 0 }),
-  ).rejects.toThrow(ProjectorOptionsError);
+    startProjector({ redisUrl: 'http://localhost', shards: 0, periods: { turnStall: 1 } }),
+  ).rejects.toThrow(/redisUrl: must be a redis[\s\S]*shards:[\s\S]*periods\.turnStall:/);
   await expect(
-    startProjector({ redisUrl: 'http://localhost', leaseTtlMs: 1_000, renewMs: 800, shards: 0 }),
-  ).rejects.toThrow(/redisUrl: must be a redis[\s\S]*shards:[\s\S]*/);
-  await expect(
-    startProjector({ redisUrl: redis.url, leaseTtlMs: 1_000, renewMs: 800 }),
-  ).rejects.toThrow(/renewMs: renewMs must be at most half of leaseTtlMs/);
+    startProjector({ redisUrl: redis.url, periods: { shardLease: 1_000, leaseRenewal: 800 } }),
+  ).rejects.toThrow(/periods\.leaseRenewal: leaseRenewal must be at most half of shardLease/);
 });
 
 it('serves Prometheus metrics and its health over HTTP', async () => {

@@ -29,18 +29,16 @@ import {
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import type { Logger } from './logger';
+import type { Periods } from './options';
 import { Pump, sendDroppingRefused } from './pump';
 import { resolveRecording } from './recordings';
 import { prepareWorkspace } from './workspace';
 
 export interface ExecutionSettings {
   workerId: string;
-  executionLeaseMs: number;
-  coalesceMs: number;
+  periods: Periods;
   /** Facts one execution may hold while Redis is unreachable; past it its agent is stopped. */
   factBuffer: number;
-  setupTimeoutMs: number;
-  killGraceMs: number;
   recordingsDir: string;
   workspaceRoot: string;
 }
@@ -216,14 +214,14 @@ export class Execution {
     const log = this.log.child({ generation: this.generation });
     // The lease comes first: once execution.started is in the stream, a dead worker must be
     // detectable.
-    await store.executions.renewLease(ref, settings.executionLeaseMs);
+    await store.executions.renewLease(ref, settings.periods.executionLease);
     let renewing = false;
     const renew = setInterval(
       () => {
         if (renewing) return;
         renewing = true;
         store.executions
-          .extendLease(ref, settings.executionLeaseMs)
+          .extendLease(ref, settings.periods.executionLease)
           .then(
             (expiresAt) => {
               if (expiresAt !== null || this.stopRequested) return;
@@ -236,7 +234,7 @@ export class Execution {
           )
           .finally(() => (renewing = false));
       },
-      Math.max(1, Math.floor(settings.executionLeaseMs / 3)),
+      Math.max(1, Math.floor(settings.periods.executionLease / 3)),
     );
 
     const inbox = store.inbox.tail(ref.taskId, ref.executionId, '0-0');
@@ -266,8 +264,8 @@ export class Execution {
         ...(this.job.resumeAcpSessionId !== undefined
           ? { loadSessionId: this.job.resumeAcpSessionId }
           : {}),
-        setupTimeoutMs: settings.setupTimeoutMs,
-        killGraceMs: settings.killGraceMs,
+        setupTimeoutMs: settings.periods.agentSetup,
+        killGraceMs: settings.periods.killGrace,
         onFact: (f) => this.onFact(f),
         readGate: () => this.facts.backlog(),
         onRawFrame: (frame, line) => this.onRawFrame(frame, line),
@@ -483,7 +481,7 @@ export class Execution {
     if (fact.type === 'execution.ended') this.endReason = fact.data.reason;
     if (fact.type === 'prompt.dispatched') this.openTurns.add(fact.data.admissionGeneration);
     if (fact.type === 'turn.ended') this.openTurns.delete(fact.data.admissionGeneration);
-    const r = coalesce(this.coalesceState, fact, Date.now(), this.settings.coalesceMs);
+    const r = coalesce(this.coalesceState, fact, Date.now(), this.settings.periods.outputCoalesce);
     this.coalesceState = r.state;
     this.emit(r.facts);
     this.scheduleFlush();
@@ -491,12 +489,12 @@ export class Execution {
 
   private scheduleFlush(): void {
     if (this.flushTimer !== undefined) return;
-    const at = nextFlushAt(this.coalesceState, this.settings.coalesceMs);
+    const at = nextFlushAt(this.coalesceState, this.settings.periods.outputCoalesce);
     if (at === undefined) return;
     this.flushTimer = setTimeout(
       () => {
         this.flushTimer = undefined;
-        const r = flushDue(this.coalesceState, Date.now(), this.settings.coalesceMs);
+        const r = flushDue(this.coalesceState, Date.now(), this.settings.periods.outputCoalesce);
         this.coalesceState = r.state;
         this.emit(r.facts);
         this.scheduleFlush();

@@ -1,5 +1,8 @@
 export {
   startWorker,
+  workerOptions,
+  WORKER_SETTINGS,
+  type WorkerConfig,
   WorkerOptionsError,
   type WorkerHandle,
   type WorkerOptionsInput,

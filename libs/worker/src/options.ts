@@ -1,38 +1,70 @@
-import { AgentProfile, COMMON, builtinProfiles, defaultInstanceId } from '@baton/config';
+import {
+  AgentProfile,
+  COMMON,
+  WORKER,
+  builtinProfiles,
+  defaultInstanceId,
+  optionSchemas,
+  optionValues,
+  type ConfigOf,
+} from '@baton/config';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 
-const int = (min: number, max: number) => z.number().int().min(min).max(max);
+/** The settings a worker process reads (the agent profiles are read apart: loadProfiles). */
+export const WORKER_SETTINGS = { ...COMMON, ...WORKER };
+type Settings = typeof WORKER_SETTINGS;
+export type WorkerConfig = ConfigOf<Settings>;
 
-/** What `startWorker` accepts; the same rules as the WORKER settings of libs/config. */
-export const WorkerOptions = z.object({
-  redisUrl: COMMON.REDIS_URL.schema,
-  prefix: COMMON.BATON_PREFIX.schema.default('baton'),
-  shards: int(1, 16_384).default(64),
-  instanceId: COMMON.BATON_INSTANCE_ID.schema,
-  concurrency: int(1, 10_000).default(4),
-  executionLeaseMs: int(200, 600_000).default(3_000),
+/**
+ * The options that are settings, by the setting each one is: the one place an option meets its
+ * environment variable. Range, default and meaning are the setting's (libs/config).
+ */
+const SETTING_OF = {
+  prefix: 'BATON_PREFIX',
+  shards: 'BATON_SHARDS',
+  concurrency: 'WORKER_CONCURRENCY',
+  factBuffer: 'WORKER_FACT_BUFFER',
+} as const satisfies Record<string, keyof Settings>;
+
+/** The worker's periods (ms) that are settings, named by what they bound. */
+const PERIOD_SETTING_OF = {
+  /** Executions of a dead worker are declared lost after at most this long. */
+  executionLease: 'WORKER_EXECUTION_LEASE_MS',
   /**
-   * A job no worker took within this long of its enqueue is never started (EXECUTION_START_TIMEOUT_MS:
-   * the task's owner declares its request expired after as long).
+   * A job no worker took within this long of its enqueue is never started (the task's owner
+   * declares its request expired after as long).
    */
-  executionStartTimeoutMs: int(1_000, 7 * 86_400_000).default(600_000),
+  executionStart: 'EXECUTION_START_TIMEOUT_MS',
+  /** Foreground output is reported at most once per this period per session. */
+  outputCoalesce: 'WORKER_COALESCE_MS',
+  /** An agent that has not finished its ACP session setup by then ends as failed. */
+  agentSetup: 'WORKER_SETUP_TIMEOUT_MS',
+} as const satisfies Record<string, keyof Settings>;
+
+const Periods = z.object({
+  ...optionSchemas(WORKER_SETTINGS, PERIOD_SETTING_OF),
+  /** Between SIGTERM and SIGKILL of an agent's process group when its execution ends. */
+  killGrace: z.number().int().min(0).max(60_000).default(2_000),
+});
+export type Periods = z.output<typeof Periods>;
+
+/** What `startWorker` accepts; each option that is a setting has that setting's rules. */
+export const WorkerOptions = z.object({
+  redisUrl: COMMON.REDIS_URL.value,
+  instanceId: COMMON.BATON_INSTANCE_ID.value,
+  ...optionSchemas(WORKER_SETTINGS, SETTING_OF),
+  periods: Periods.prefault({}),
   /** Folder of the recordings a `recording` agent may name (default: the bundled ones). */
-  recordingsDir: z.string().min(1).optional(),
+  recordingsDir: WORKER.WORKER_RECORDINGS_DIR.value,
   /** The agent profiles executions may start (default: the built-in set of libs/config). */
   profiles: z.record(z.string(), AgentProfile).optional(),
   /** Root of the agents' workspaces, a folder per tenant (default: baton-workspaces in tmpdir). */
-  workspaceRoot: z.string().min(1).optional(),
-  coalesceMs: int(0, 10_000).default(250),
-  /** Facts an execution holds while Redis is unreachable; past it the agent is stopped. */
-  factBuffer: int(10, 10_000_000).default(10_000),
-  setupTimeoutMs: int(100, 600_000).default(30_000),
-  /** Between SIGTERM and SIGKILL of an agent's process group when its execution ends. */
-  killGraceMs: int(0, 60_000).default(2_000),
-  logLevel: COMMON.LOG_LEVEL.schema.default('warn'),
+  workspaceRoot: WORKER.WORKER_WORKSPACE_ROOT.value,
+  logLevel: COMMON.LOG_LEVEL.value.default('warn'),
   /** Port of /healthz and /metrics; 0 picks a free one; null (the default in-process) serves none. */
-  metricsPort: int(0, 65_535).nullable().default(null),
+  metricsPort: WORKER.WORKER_METRICS_PORT.value.nullable().default(null),
 });
 export type WorkerOptionsInput = z.input<typeof WorkerOptions>;
 export type ResolvedOptions = z.output<typeof WorkerOptions> & {
@@ -40,6 +72,24 @@ export type ResolvedOptions = z.output<typeof WorkerOptions> & {
   profiles: Record<string, AgentProfile>;
   workspaceRoot: string;
 };
+
+/** The options of a worker process from its loaded settings. */
+export function workerOptions(config: WorkerConfig) {
+  return {
+    redisUrl: config.REDIS_URL,
+    ...(config.BATON_INSTANCE_ID !== undefined ? { instanceId: config.BATON_INSTANCE_ID } : {}),
+    ...optionValues(config, SETTING_OF),
+    periods: optionValues(config, PERIOD_SETTING_OF),
+    ...(config.WORKER_RECORDINGS_DIR !== undefined
+      ? { recordingsDir: config.WORKER_RECORDINGS_DIR }
+      : {}),
+    ...(config.WORKER_WORKSPACE_ROOT !== undefined
+      ? { workspaceRoot: config.WORKER_WORKSPACE_ROOT }
+      : {}),
+    metricsPort: config.WORKER_METRICS_PORT as number | null,
+    logLevel: config.LOG_LEVEL,
+  } satisfies WorkerOptionsInput;
+}
 
 export class WorkerOptionsError extends Error {
   override readonly name = 'WorkerOptionsError';

@@ -23,7 +23,13 @@ import { WorkerMetrics } from './metrics';
 import { createLogger, type Logger } from './logger';
 import { resolveOptions, type WorkerOptionsInput } from './options';
 
-export { WorkerOptionsError, type WorkerOptionsInput } from './options';
+export {
+  WORKER_SETTINGS,
+  WorkerOptionsError,
+  workerOptions,
+  type WorkerConfig,
+  type WorkerOptionsInput,
+} from './options';
 
 export interface WorkerHandle {
   readonly instanceId: string;
@@ -69,11 +75,8 @@ export async function startWorker(
   const metrics = new WorkerMetrics(opts.instanceId);
   const settings = {
     workerId: opts.instanceId,
-    executionLeaseMs: opts.executionLeaseMs,
-    coalesceMs: opts.coalesceMs,
+    periods: opts.periods,
     factBuffer: opts.factBuffer,
-    setupTimeoutMs: opts.setupTimeoutMs,
-    killGraceMs: opts.killGraceMs,
     recordingsDir: opts.recordingsDir ?? BUNDLED_RECORDINGS_DIR,
     workspaceRoot: opts.workspaceRoot,
   };
@@ -142,11 +145,11 @@ export async function startWorker(
       const data = await admit(job.id ?? '', job.data);
       // Past the start bound its owner has given up on it (no_worker): it never starts.
       const now = Date.now();
-      if (startTimedOut(job.timestamp, now, opts.executionStartTimeoutMs)) {
+      if (startTimedOut(job.timestamp, now, opts.periods.executionStart)) {
         return refuse(
           job.id ?? '',
           job.data,
-          `start_timeout: no worker took it within ${opts.executionStartTimeoutMs} ms (it waited ${now - job.timestamp} ms)`,
+          `start_timeout: no worker took it within ${opts.periods.executionStart} ms (it waited ${now - job.timestamp} ms)`,
         );
       }
       const key = executionJobId(data.taskId, data.executionId);

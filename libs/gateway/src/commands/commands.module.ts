@@ -5,6 +5,7 @@ import { GatewayMetrics } from '../metrics/metrics';
 import { LOGGER, OPTIONS, STORE, type ResolvedOptions } from '../options';
 import { Executions } from '../rest/executions';
 import { UpdateHub } from '../updates/update-hub';
+import { CommandWriter } from './command-writer';
 import { Commands } from './commands';
 
 @Injectable()
@@ -19,16 +20,29 @@ class ExecutionsShutdown implements OnApplicationShutdown {
 @Module({
   providers: [
     {
-      provide: Commands,
-      inject: [STORE, UpdateHub, OPTIONS, GatewayMetrics],
-      useFactory: (store: EventStore, hub: UpdateHub, o: ResolvedOptions, m: GatewayMetrics) =>
-        new Commands(store, hub, o.writerInstance, o.admissionWaitMs, m, o.storeTimeoutMs),
+      provide: CommandWriter,
+      inject: [STORE, OPTIONS],
+      useFactory: (store: EventStore, o: ResolvedOptions) =>
+        new CommandWriter(store, o.writerInstance, o.storeTimeoutMs),
     },
     {
       provide: Executions,
-      inject: [STORE, OPTIONS, Commands, LOGGER],
-      useFactory: (store: EventStore, o: ResolvedOptions, commands: Commands, log: Logger) =>
-        new Executions(store, o.prefix, o.profiles, commands, log),
+      inject: [STORE, OPTIONS, CommandWriter, LOGGER],
+      useFactory: (store: EventStore, o: ResolvedOptions, writer: CommandWriter, log: Logger) =>
+        new Executions(store, o.prefix, o.profiles, writer, log),
+    },
+    {
+      provide: Commands,
+      inject: [CommandWriter, STORE, UpdateHub, OPTIONS, GatewayMetrics, Executions, LOGGER],
+      useFactory: (
+        writer: CommandWriter,
+        store: EventStore,
+        hub: UpdateHub,
+        o: ResolvedOptions,
+        m: GatewayMetrics,
+        executions: Executions,
+        log: Logger,
+      ) => new Commands(writer, store, hub, o.admissionWaitMs, m, executions, log),
     },
     ExecutionsShutdown,
   ],

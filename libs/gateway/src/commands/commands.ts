@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   SCHEMA_VERSION,
   isDecision,
+  splitTaskKey,
   type CommandResult,
   type PromptOrigin,
   type PromptResult,
@@ -10,8 +11,11 @@ import {
   type Writer,
 } from '@baton/protocol';
 import type { EventStore } from '@baton/store';
+import type { Logger } from '../logger';
 import type { GatewayMetrics } from '../metrics/metrics';
+import type { Executions } from '../rest/executions';
 import type { UpdateHub } from '../updates/update-hub';
+import type { CommandWriter } from './command-writer';
 
 export interface PromptInput {
   taskId: string;
@@ -41,60 +45,23 @@ const POLL_MS = [2, 5, 10, 20, 50, 100];
 type Decided = Extract<Update, { type: 'prompt.decided' }>;
 
 /**
- * Writes the commands of clients to task streams and waits for their answers. Every command is
- * appended under this process's writer instance with a growing seq; appends to one task go one at
- * a time, so the store's per-writer dedupe (which keeps the highest seq) never sees them reordered.
+ * Writes the commands of clients to task streams (through the gateway's one {@link CommandWriter})
+ * and waits for their answers. A prompt to a parked session also starts the execution that
+ * resumes it, whichever transport sent it.
  */
 export class Commands {
-  private seq = 0;
-  private readonly chains = new Map<string, Promise<unknown>>();
-
   constructor(
+    private readonly writer: CommandWriter,
     private readonly store: EventStore,
     private readonly hub: UpdateHub,
-    private readonly writerInstance: string,
     private readonly admissionWaitMs: number,
     private readonly metrics: GatewayMetrics,
-    /** No caller waits longer than this for its append, however many wait before it. */
-    private readonly storeTimeoutMs: number,
+    private readonly executions: Executions,
+    private readonly log: Logger,
   ) {}
 
   private append(taskId: string, make: (writer: Writer) => StreamEntry): Promise<string> {
-    const prev = this.chains.get(taskId) ?? Promise.resolve();
-    const next = prev
-      .catch(() => undefined)
-      .then(async () => {
-        const entry = make({ role: 'gateway', instance: this.writerInstance, seq: ++this.seq });
-        const [id] = await this.store.append(taskId, [entry]);
-        if (!id) throw new Error('the store took a fresh writer seq for a duplicate');
-        return id;
-      });
-    this.chains.set(taskId, next);
-    void next
-      .catch(() => undefined)
-      .finally(() => {
-        if (this.chains.get(taskId) === next) this.chains.delete(taskId);
-      });
-    return this.bounded(next);
-  }
-
-  /**
-   * Each command's own Redis time is bounded by the connection; behind a stalled task chain, a
-   * caller would wait for every append before its own. It gives up at its own bound instead
-   * (`unavailable`); the append may still land, and a retry under the same key finds it.
-   */
-  private bounded<T>(p: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new Error(`Command timed out: the store took no append in ${this.storeTimeoutMs} ms`),
-          ),
-        this.storeTimeoutMs,
-      );
-    });
-    return Promise.race([p, late]).finally(() => clearTimeout(timer));
+    return this.writer.append(taskId, make);
   }
 
   /**
@@ -118,6 +85,7 @@ export class Commands {
         if (late) {
           stopAll();
           late(u);
+          void this.resumeForPrompt(taskId, sessionId, u.data.decision);
         }
       }
     });
@@ -156,6 +124,7 @@ export class Commands {
     if (u) {
       stopAll();
       this.metrics.admissionWait.observe({ outcome: u.data.decision.outcome }, seconds);
+      await this.resumeForPrompt(taskId, sessionId, u.data.decision);
       return {
         status: 'decided',
         taskId,
@@ -175,21 +144,32 @@ export class Commands {
   }
 
   /**
-   * Records in the task stream that an execution of the session was put on the execution queue
-   * (`execution.request`): its owner shows the session waiting for a worker until the execution
-   * starts, and fails the request visibly (no_worker) after the start bound. Not waited on.
+   * A prompt to a parked session starts the execution that resumes it: when the owner queued it
+   * for want of an execution (`no_execution`), or behind prompts already queued
+   * (`queue_not_empty`: an earlier resume may have found no worker in time), and the session is
+   * parked. A resume already under way is the same execution (Executions.resumeParked), so
+   * nothing starts twice; the prompt runs on it as soon as it is ready. Best effort: when it
+   * cannot (the profile is gone), the prompt waits as for any session without an execution.
    */
-  async requestExecution(taskId: string, sessionId: string, executionId: string): Promise<string> {
-    const commandId = randomUUID();
-    await this.append(taskId, (writer) => ({
-      v: SCHEMA_VERSION,
-      type: 'execution.request',
-      taskId,
-      sessionId,
-      writer,
-      data: { commandId, executionId },
-    }));
-    return commandId;
+  private async resumeForPrompt(
+    taskId: string,
+    sessionId: string,
+    decision: Decided['data']['decision'],
+  ): Promise<void> {
+    if (
+      decision.outcome !== 'queued' ||
+      (decision.reason !== 'no_execution' && decision.reason !== 'queue_not_empty')
+    )
+      return;
+    const tenant = splitTaskKey(taskId)?.tenant;
+    if (tenant === undefined) return;
+    try {
+      const view = await this.hub.view(taskId);
+      const session = view.sessions.find((s) => s.sessionId === sessionId);
+      if (session?.parked) await this.executions.resumeParked(taskId, tenant, session);
+    } catch (err) {
+      this.log.warn({ err, taskId, sessionId }, 'resuming a parked session for a prompt failed');
+    }
   }
 
   /**

@@ -1,8 +1,9 @@
-import { Controller, Get, Inject, Req, UseGuards } from '@nestjs/common';
+import { Controller, Get, Inject } from '@nestjs/common';
 import { boardOf, taskKey, type Board, type TaskView } from '@baton/protocol';
-import { RequiresScope, RestAuthGuard, type AuthedRequest } from '../auth/rest-auth.guard';
+import type { Principal } from '../auth/auth';
 import { Tenancy, clientView } from '../tenancy';
 import { UpdateHub } from '../updates/update-hub';
+import { Caller, Scoped } from './decorators';
 
 /** Views read at once while a board is built. */
 const BATCH = 32;
@@ -12,7 +13,6 @@ const BATCH = 32;
  * operator with hundreds of sessions looks first. Built from the same views clients subscribe to.
  */
 @Controller('v1/board')
-@UseGuards(RestAuthGuard)
 export class BoardController {
   constructor(
     @Inject(Tenancy) private readonly tenancy: Tenancy,
@@ -20,9 +20,8 @@ export class BoardController {
   ) {}
 
   @Get()
-  @RequiresScope('read')
-  async board(@Req() req: AuthedRequest): Promise<Board> {
-    const tenant = req.principal.tenant;
+  @Scoped('read')
+  async board(@Caller() { tenant }: Principal): Promise<Board> {
     const ids = await this.tenancy.tasks(tenant);
     const views: TaskView[] = [];
     for (let i = 0; i < ids.length; i += BATCH) {

@@ -7,13 +7,12 @@ import {
   type ExecutionQueue,
   type ExecutionStatus,
 } from '@baton/jobs';
-import type { ExecutionJobInput, PromptResult, SessionView } from '@baton/protocol';
+import { SCHEMA_VERSION, type ExecutionJobInput, type SessionView } from '@baton/protocol';
 import { isUnavailableError, type EventStore } from '@baton/store';
-import { createHash } from 'node:crypto';
-import type { Commands } from '../commands/commands';
+import { createHash, randomUUID } from 'node:crypto';
+import type { CommandWriter } from '../commands/command-writer';
 import { WireFailure } from '../errors';
 import type { Logger } from '../logger';
-import type { UpdateHub } from '../updates/update-hub';
 
 /** Starts agent executions on the workers' BullMQ queue (opened on first use). */
 export class Executions {
@@ -23,7 +22,7 @@ export class Executions {
     private readonly store: EventStore,
     private readonly prefix: string,
     private readonly profiles: Profiles,
-    private readonly commands: Commands,
+    private readonly writer: CommandWriter,
     private readonly log: Logger,
   ) {}
 
@@ -53,6 +52,24 @@ export class Executions {
   }
 
   /**
+   * Records in the task stream that an execution of the session was put on the execution queue
+   * (`execution.request`): its owner shows the session waiting for a worker until the execution
+   * starts, and fails the request visibly (no_worker) after the start bound. Not waited on.
+   */
+  private async request(taskId: string, sessionId: string, executionId: string): Promise<string> {
+    const commandId = randomUUID();
+    await this.writer.append(taskId, (writer) => ({
+      v: SCHEMA_VERSION,
+      type: 'execution.request',
+      taskId,
+      sessionId,
+      writer,
+      data: { commandId, executionId },
+    }));
+    return commandId;
+  }
+
+  /**
    * Starts an execution: its request goes to the task stream first (`execution.request`: the
    * session shows it waiting for a worker, and its owner bounds the wait), then its job to the
    * queue, stamped with a time taken before the request was written, so a worker's start bound
@@ -64,7 +81,7 @@ export class Executions {
     const queue = this.open();
     const at = Date.now();
     if ((await executionJobState(queue, job.taskId, job.executionId)) === 'unknown') {
-      await this.commands.requestExecution(job.taskId, job.sessionId, job.executionId);
+      await this.request(job.taskId, job.sessionId, job.executionId);
     }
     const jobId = await enqueueExecution(queue, job, at);
     return { jobId, ...(await executionStatus(queue, job.taskId, job.executionId)) };
@@ -126,37 +143,5 @@ export class Executions {
 
   async close(): Promise<void> {
     await this.queue?.close();
-  }
-}
-
-/**
- * A prompt to a parked session starts the execution that resumes it: when the owner queued it for
- * want of an execution (`no_execution`), or behind prompts already queued (`queue_not_empty`: an
- * earlier resume may have found no worker in time), and the session is parked. A resume already
- * under way is the same execution (resumeParked), so nothing starts twice. The prompt then runs on
- * that execution as soon as it is ready. Best effort: when it cannot (the profile is gone), the
- * prompt waits as for any session without an execution.
- */
-export async function resumeForPrompt(
-  hub: UpdateHub,
-  executions: Executions,
-  key: string,
-  tenant: string,
-  sessionId: string,
-  result: PromptResult,
-  log?: { warn(o: object, m: string): void },
-): Promise<void> {
-  if (
-    result.status !== 'decided' ||
-    result.decision.outcome !== 'queued' ||
-    (result.decision.reason !== 'no_execution' && result.decision.reason !== 'queue_not_empty')
-  )
-    return;
-  try {
-    const view = await hub.view(key);
-    const session = view.sessions.find((s) => s.sessionId === sessionId);
-    if (session?.parked) await executions.resumeParked(key, tenant, session);
-  } catch (err) {
-    log?.warn({ err, taskId: key, sessionId }, 'resuming a parked session for a prompt failed');
   }
 }

@@ -10,9 +10,6 @@ import {
   Post,
   Put,
   Query,
-  Req,
-  Res,
-  UseGuards,
   UsePipes,
 } from '@nestjs/common';
 import {
@@ -23,15 +20,23 @@ import {
   type TaskHistory,
   type TaskView,
 } from '@baton/protocol';
-import { LIFECYCLE_SCOPE } from '../auth/auth';
-import { RequiresScope, RestAuthGuard, type AuthedRequest } from '../auth/rest-auth.guard';
-import { Commands, type QueueCommand, type TaskCommand } from '../commands/commands';
+import { LIFECYCLE_SCOPE, type Principal } from '../auth/auth';
+import { Commands, type QueueCommand } from '../commands/commands';
 import { WireFailure } from '../errors';
 import { History, HistoryQuery } from '../history/history';
-import { Tenancy, clientView } from '../tenancy';
+import { Tenancy, clientTaskId, clientView } from '../tenancy';
 import { UpdateHub } from '../updates/update-hub';
+import {
+  Caller,
+  CommandRoute,
+  Reply,
+  Scoped,
+  TaskKey,
+  TaskOfTenant,
+  type TenantTask,
+} from './decorators';
 import { PathIds, ZodPipe } from './zod-pipe';
-import { Executions, resumeForPrompt } from './executions';
+import { Executions } from './executions';
 import type { HttpResponse } from './http-errors';
 import {
   AutoRunBody,
@@ -54,7 +59,6 @@ const SESSION = ':taskId/sessions/:sessionId';
  * command writes to the tenant's own task of that id.
  */
 @Controller('v1/tasks')
-@UseGuards(RestAuthGuard)
 @UsePipes(PathIds)
 export class TasksController {
   constructor(
@@ -66,240 +70,198 @@ export class TasksController {
   ) {}
 
   @Get()
-  @RequiresScope('read')
-  async list(@Req() req: AuthedRequest): Promise<{ tasks: string[] }> {
-    return { tasks: await this.tenancy.tasks(req.principal.tenant) };
+  @Scoped('read')
+  async list(@Caller() caller: Principal): Promise<{ tasks: string[] }> {
+    return { tasks: await this.tenancy.tasks(caller.tenant) };
   }
 
   @Get(':taskId')
-  @RequiresScope('read')
-  async task(@Req() req: AuthedRequest, @Param('taskId') taskId: string): Promise<TaskView> {
-    const key = await this.tenancy.existing(req.principal.tenant, taskId);
+  @Scoped('read')
+  async task(@TaskKey() key: string): Promise<TaskView> {
     return clientView(await this.hub.view(key));
   }
 
   @Get(':taskId/history')
-  @RequiresScope('read')
-  async taskHistory(
-    @Req() req: AuthedRequest,
-    @Param('taskId') taskId: string,
+  @Scoped('read')
+  taskHistory(
+    @TaskKey() key: string,
     @Query(new ZodPipe(HistoryQuery)) q: z.infer<typeof HistoryQuery>,
   ): Promise<TaskHistory> {
-    const key = await this.tenancy.existing(req.principal.tenant, taskId);
-    return this.history.query(key, taskId, q);
+    return this.history.query(key, clientTaskId(key), q);
   }
 
   @Get(`${SESSION}/history`)
-  @RequiresScope('read')
-  async sessionHistory(
-    @Req() req: AuthedRequest,
-    @Param('taskId') taskId: string,
+  @Scoped('read')
+  sessionHistory(
+    @TaskKey() key: string,
     @Param('sessionId') sessionId: string,
     @Query(new ZodPipe(HistoryQuery)) q: z.infer<typeof HistoryQuery>,
   ): Promise<TaskHistory> {
-    const key = await this.tenancy.existing(req.principal.tenant, taskId);
-    return this.history.query(key, taskId, { ...q, sessionId });
+    return this.history.query(key, clientTaskId(key), { ...q, sessionId });
   }
 
   @Post(':taskId/archive')
-  @RequiresScope(LIFECYCLE_SCOPE['task.archive'])
-  @HttpCode(200)
-  archive(
-    @Req() req: AuthedRequest,
-    @Res({ passthrough: true }) res: HttpResponse,
-    @Param('taskId') taskId: string,
-  ): Promise<CommandResult> {
-    return this.taskCommand(req, res, taskId, 'task.archive');
+  @CommandRoute(LIFECYCLE_SCOPE['task.archive'])
+  async archive(@Reply() res: HttpResponse, @TaskKey() key: string): Promise<CommandResult> {
+    return status(res, await this.commands.taskCommand(key, 'task.archive'));
   }
 
   @Post(':taskId/unarchive')
-  @RequiresScope(LIFECYCLE_SCOPE['task.unarchive'])
-  @HttpCode(200)
-  unarchive(
-    @Req() req: AuthedRequest,
-    @Res({ passthrough: true }) res: HttpResponse,
-    @Param('taskId') taskId: string,
-  ): Promise<CommandResult> {
-    return this.taskCommand(req, res, taskId, 'task.unarchive');
+  @CommandRoute(LIFECYCLE_SCOPE['task.unarchive'])
+  async unarchive(@Reply() res: HttpResponse, @TaskKey() key: string): Promise<CommandResult> {
+    return status(res, await this.commands.taskCommand(key, 'task.unarchive'));
   }
 
   @Delete(':taskId')
-  @RequiresScope(LIFECYCLE_SCOPE['task.delete'])
-  @HttpCode(200)
-  deleteTask(
-    @Req() req: AuthedRequest,
-    @Res({ passthrough: true }) res: HttpResponse,
-    @Param('taskId') taskId: string,
-  ): Promise<CommandResult> {
-    return this.taskCommand(req, res, taskId, 'task.delete');
+  @CommandRoute(LIFECYCLE_SCOPE['task.delete'])
+  async deleteTask(@Reply() res: HttpResponse, @TaskKey() key: string): Promise<CommandResult> {
+    return status(res, await this.commands.taskCommand(key, 'task.delete'));
   }
 
   @Get(SESSION)
-  @RequiresScope('read')
-  async session(
-    @Req() req: AuthedRequest,
-    @Param('taskId') taskId: string,
-    @Param('sessionId') sessionId: string,
-  ): Promise<SessionView> {
-    return this.sessionView(req, taskId, sessionId);
+  @Scoped('read')
+  session(@TaskKey() key: string, @Param('sessionId') sessionId: string): Promise<SessionView> {
+    return this.sessionView(key, sessionId);
   }
 
   @Post(`${SESSION}/prompts`)
-  @RequiresScope('prompt')
-  @HttpCode(200)
+  @CommandRoute('prompt')
   async prompt(
-    @Req() req: AuthedRequest,
-    @Res({ passthrough: true }) res: HttpResponse,
-    @Param('taskId') taskId: string,
+    @Reply() res: HttpResponse,
+    @TaskOfTenant() task: TenantTask,
     @Param('sessionId') sessionId: string,
     @Body(new ZodPipe(PromptBody)) b: z.infer<typeof PromptBody>,
   ): Promise<PromptResult> {
-    const key = await this.tenancy.write(req.principal.tenant, taskId);
+    const key = await this.tenancy.write(task.tenant, task.taskId);
     const result = await this.commands.prompt({ sessionId, ...b, taskId: key });
-    await resumeForPrompt(this.hub, this.executions, key, req.principal.tenant, sessionId, result);
     if (result.status === 'pending') res.status(202);
-    return { ...result, taskId };
+    return { ...result, taskId: task.taskId };
   }
 
   @Get(`${SESSION}/queue`)
-  @RequiresScope('read')
+  @Scoped('read')
   async queue(
-    @Req() req: AuthedRequest,
-    @Param('taskId') taskId: string,
+    @TaskKey() key: string,
     @Param('sessionId') sessionId: string,
   ): Promise<QueueListResult> {
-    const session = await this.sessionView(req, taskId, sessionId);
-    return { taskId, sessionId, ...session.queue };
+    const session = await this.sessionView(key, sessionId);
+    return { taskId: clientTaskId(key), sessionId, ...session.queue };
   }
 
   @Delete(`${SESSION}/queue/:promptId`)
-  @RequiresScope('prompt')
-  @HttpCode(200)
+  @CommandRoute('prompt')
   cancelQueued(
-    @Req() req: AuthedRequest,
-    @Res({ passthrough: true }) res: HttpResponse,
-    @Param('taskId') taskId: string,
+    @Reply() res: HttpResponse,
+    @TaskOfTenant() task: TenantTask,
     @Param('sessionId') sessionId: string,
     @Param('promptId') promptId: string,
   ): Promise<CommandResult> {
-    return this.command(req, res, taskId, sessionId, { type: 'queue.cancel', promptId });
+    return this.write(res, task, sessionId, { type: 'queue.cancel', promptId });
   }
 
   @Post(`${SESSION}/queue/:promptId/send-now`)
-  @RequiresScope('prompt')
-  @HttpCode(200)
+  @CommandRoute('prompt')
   sendNow(
-    @Req() req: AuthedRequest,
-    @Res({ passthrough: true }) res: HttpResponse,
-    @Param('taskId') taskId: string,
+    @Reply() res: HttpResponse,
+    @TaskOfTenant() task: TenantTask,
     @Param('sessionId') sessionId: string,
     @Param('promptId') promptId: string,
     @Body(new ZodPipe(ObservedGenerationBody, {})) b: z.infer<typeof ObservedGenerationBody>,
   ): Promise<CommandResult> {
-    return this.command(req, res, taskId, sessionId, { type: 'queue.send_now', promptId, ...b });
+    return this.write(res, task, sessionId, { type: 'queue.send_now', promptId, ...b });
   }
 
   @Put(`${SESSION}/queue/auto-run`)
-  @RequiresScope('prompt')
-  @HttpCode(200)
+  @CommandRoute('prompt')
   autoRun(
-    @Req() req: AuthedRequest,
-    @Res({ passthrough: true }) res: HttpResponse,
-    @Param('taskId') taskId: string,
+    @Reply() res: HttpResponse,
+    @TaskOfTenant() task: TenantTask,
     @Param('sessionId') sessionId: string,
     @Body(new ZodPipe(AutoRunBody)) b: z.infer<typeof AutoRunBody>,
   ): Promise<CommandResult> {
-    return this.command(req, res, taskId, sessionId, {
-      type: 'queue.set_auto_run',
-      enabled: b.enabled,
-    });
+    return this.write(res, task, sessionId, { type: 'queue.set_auto_run', enabled: b.enabled });
   }
 
   @Post(`${SESSION}/cancel`)
-  @RequiresScope('prompt')
-  @HttpCode(200)
+  @CommandRoute('prompt')
   cancel(
-    @Req() req: AuthedRequest,
-    @Res({ passthrough: true }) res: HttpResponse,
-    @Param('taskId') taskId: string,
+    @Reply() res: HttpResponse,
+    @TaskOfTenant() task: TenantTask,
     @Param('sessionId') sessionId: string,
     @Body(new ZodPipe(ObservedGenerationBody, {})) b: z.infer<typeof ObservedGenerationBody>,
   ): Promise<CommandResult> {
-    return this.command(req, res, taskId, sessionId, { type: 'session.cancel', ...b });
+    return this.write(res, task, sessionId, { type: 'session.cancel', ...b });
   }
 
+  /** Never creates the task: a request can only be answered on a task the tenant has. */
   @Post(`${SESSION}/permissions/:requestId`)
-  @RequiresScope('prompt')
-  @HttpCode(200)
+  @CommandRoute('prompt')
   async answerPermission(
-    @Req() req: AuthedRequest,
-    @Res({ passthrough: true }) res: HttpResponse,
-    @Param('taskId') taskId: string,
+    @Reply() res: HttpResponse,
+    @Caller() caller: Principal,
+    @TaskKey() key: string,
     @Param('sessionId') sessionId: string,
     @Param('requestId') requestId: string,
     @Body(new ZodPipe(PermissionAnswerBody)) b: z.infer<typeof PermissionAnswerBody>,
   ): Promise<CommandResult> {
-    const subject = req.principal.subject;
-    // Never creates the task: a request can only be answered on a task the tenant has.
-    return this.lifecycle(req, res, taskId, sessionId, {
+    const subject = caller.subject;
+    const answer = await this.commands.command(key, sessionId, {
       type: 'permission.respond',
       requestId,
       optionId: b.optionId,
       ...(subject !== undefined ? { subject: subject.slice(0, 200) } : {}),
     });
+    return status(res, answer);
   }
 
+  // Session lifecycle commands: only on a task the tenant has (else 404, as for a read).
+
   @Post(`${SESSION}/reset`)
-  @RequiresScope(LIFECYCLE_SCOPE['session.reset'])
-  @HttpCode(200)
-  reset(
-    @Req() req: AuthedRequest,
-    @Res({ passthrough: true }) res: HttpResponse,
-    @Param('taskId') taskId: string,
+  @CommandRoute(LIFECYCLE_SCOPE['session.reset'])
+  async reset(
+    @Reply() res: HttpResponse,
+    @TaskKey() key: string,
     @Param('sessionId') sessionId: string,
   ): Promise<CommandResult> {
-    return this.lifecycle(req, res, taskId, sessionId, { type: 'session.reset' });
+    return status(res, await this.commands.command(key, sessionId, { type: 'session.reset' }));
   }
 
   @Delete(SESSION)
-  @RequiresScope(LIFECYCLE_SCOPE['session.delete'])
-  @HttpCode(200)
-  deleteSession(
-    @Req() req: AuthedRequest,
-    @Res({ passthrough: true }) res: HttpResponse,
-    @Param('taskId') taskId: string,
+  @CommandRoute(LIFECYCLE_SCOPE['session.delete'])
+  async deleteSession(
+    @Reply() res: HttpResponse,
+    @TaskKey() key: string,
     @Param('sessionId') sessionId: string,
   ): Promise<CommandResult> {
-    return this.lifecycle(req, res, taskId, sessionId, { type: 'session.delete' });
+    return status(res, await this.commands.command(key, sessionId, { type: 'session.delete' }));
   }
 
   @Post(`${SESSION}/force-release`)
-  @RequiresScope(LIFECYCLE_SCOPE['session.force_release'])
-  @HttpCode(200)
-  forceRelease(
-    @Req() req: AuthedRequest,
-    @Res({ passthrough: true }) res: HttpResponse,
-    @Param('taskId') taskId: string,
+  @CommandRoute(LIFECYCLE_SCOPE['session.force_release'])
+  async forceRelease(
+    @Reply() res: HttpResponse,
+    @TaskKey() key: string,
     @Param('sessionId') sessionId: string,
     @Body(new ZodPipe(ForceReleaseBody, {})) b: z.infer<typeof ForceReleaseBody>,
   ): Promise<CommandResult> {
-    return this.lifecycle(req, res, taskId, sessionId, { type: 'session.force_release', ...b });
+    const cmd = { type: 'session.force_release', ...b } as const;
+    return status(res, await this.commands.command(key, sessionId, cmd));
   }
 
   @Post(`${SESSION}/executions`)
-  @RequiresScope('execute')
+  @Scoped('execute')
   @HttpCode(202)
   async startExecution(
-    @Req() req: AuthedRequest,
-    @Param('taskId') taskId: string,
+    @TaskOfTenant() task: TenantTask,
     @Param('sessionId') sessionId: string,
     @Body(new ZodPipe(ExecutionBody)) b: z.infer<typeof ExecutionBody>,
   ): Promise<z.output<typeof ExecutionStarted>> {
+    const { tenant, taskId } = task;
     // Unknown profiles are refused before the task is recorded or anything is queued.
     this.executions.check(b);
     // An archived task runs nothing until it is unarchived; a deleted one never again. (The
     // owner stops an execution that starts anyway, racing an archive.)
-    const status = (await this.hub.view(this.tenancy.key(req.principal.tenant, taskId))).status;
+    const status = (await this.hub.view(this.tenancy.key(tenant, taskId))).status;
     if (status !== 'active') {
       throw new WireFailure(
         'conflict',
@@ -308,7 +270,7 @@ export class TasksController {
           : `task ${taskId} was deleted: its id stays taken; use a new task id`,
       );
     }
-    const key = await this.tenancy.write(req.principal.tenant, taskId);
+    const key = await this.tenancy.write(tenant, taskId);
     const executionId = b.executionId ?? randomUUID();
     // The job names the task by its key: the worker is tenant-agnostic.
     const { jobId, state, position } = await this.executions.start({
@@ -317,25 +279,22 @@ export class TasksController {
       ...b,
       taskId: key,
       executionId,
-      tenant: req.principal.tenant,
+      tenant,
     });
     return { executionId, jobId, state, position };
   }
 
   @Post(`${SESSION}/resume`)
-  @RequiresScope('execute')
+  @Scoped('execute')
   @HttpCode(202)
   async resume(
-    @Req() req: AuthedRequest,
-    @Param('taskId') taskId: string,
+    @Caller() caller: Principal,
+    @TaskKey() key: string,
     @Param('sessionId') sessionId: string,
     @Body(new ZodPipe(ResumeBody, {})) b: z.infer<typeof ResumeBody>,
   ): Promise<z.output<typeof ExecutionStarted>> {
-    const key = await this.tenancy.existing(req.principal.tenant, taskId);
-    const view = await this.hub.view(key);
-    const session = view.sessions.find((s) => s.sessionId === sessionId);
-    if (!session) throw new WireFailure('not_found', `session ${sessionId} not found`);
-    const started = await this.executions.resumeParked(key, req.principal.tenant, session, b);
+    const session = await this.sessionView(key, sessionId);
+    const started = await this.executions.resumeParked(key, caller.tenant, session, b);
     if (!started) {
       throw new WireFailure(
         'conflict',
@@ -346,60 +305,31 @@ export class TasksController {
   }
 
   @Get(`${SESSION}/executions/:executionId`)
-  @RequiresScope('read')
+  @Scoped('read')
   async execution(
-    @Req() req: AuthedRequest,
-    @Param('taskId') taskId: string,
+    @TaskKey() key: string,
     @Param('sessionId') sessionId: string,
     @Param('executionId') executionId: string,
   ): Promise<z.output<typeof ExecutionStatus>> {
-    const key = await this.tenancy.existing(req.principal.tenant, taskId);
     const { state, position } = await this.executions.status(key, sessionId, executionId);
     return { executionId, state, position };
   }
 
-  private async sessionView(
-    req: AuthedRequest,
-    taskId: string,
-    sessionId: string,
-  ): Promise<SessionView> {
-    const key = await this.tenancy.existing(req.principal.tenant, taskId);
+  private async sessionView(key: string, sessionId: string): Promise<SessionView> {
     const view = await this.hub.view(key);
     const session = view.sessions.find((s) => s.sessionId === sessionId);
     if (!session) throw new WireFailure('not_found', `session ${sessionId} not found`);
     return session;
   }
 
-  /** A session lifecycle command: only on a task the tenant has (else 404, as for a read). */
-  private async lifecycle(
-    req: AuthedRequest,
+  /** A queue or session command that may be the task's first write (it records the task). */
+  private async write(
     res: HttpResponse,
-    taskId: string,
+    task: TenantTask,
     sessionId: string,
     cmd: QueueCommand,
   ): Promise<CommandResult> {
-    const key = await this.tenancy.existing(req.principal.tenant, taskId);
-    return status(res, await this.commands.command(key, sessionId, cmd));
-  }
-
-  private async taskCommand(
-    req: AuthedRequest,
-    res: HttpResponse,
-    taskId: string,
-    cmd: TaskCommand,
-  ): Promise<CommandResult> {
-    const key = await this.tenancy.existing(req.principal.tenant, taskId);
-    return status(res, await this.commands.taskCommand(key, cmd));
-  }
-
-  private async command(
-    req: AuthedRequest,
-    res: HttpResponse,
-    taskId: string,
-    sessionId: string,
-    cmd: QueueCommand,
-  ): Promise<CommandResult> {
-    const key = await this.tenancy.write(req.principal.tenant, taskId);
+    const key = await this.tenancy.write(task.tenant, task.taskId);
     return status(res, await this.commands.command(key, sessionId, cmd));
   }
 }

@@ -16,7 +16,7 @@ import { WireFailure, toWireError } from '../errors';
 import type { Logger } from '../logger';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ResolvedOptions } from '../options';
-import { resumeForPrompt, type Executions } from '../rest/executions';
+import type { Executions } from '../rest/executions';
 import {
   BehindError,
   Subscription,
@@ -186,15 +186,6 @@ export class ClientConnection extends Connection implements SubscriptionSink {
               this.send({ v: SCHEMA_VERSION, type: 'update', update });
             }
           },
-        );
-        await resumeForPrompt(
-          this.s.hub,
-          this.s.executions,
-          key,
-          tenant,
-          msg.sessionId,
-          result,
-          this.s.log,
         );
         this.reply(msg.id, { ...result, taskId: msg.taskId });
         return;

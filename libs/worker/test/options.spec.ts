@@ -1,0 +1,50 @@
+import { loadConfig } from '@baton/config';
+import { WORKER_SETTINGS, resolveOptions, workerOptions } from '../src/options';
+
+const REDIS = 'redis://127.0.0.1:1';
+
+describe('worker options from the settings', () => {
+  it('an unset environment gives the options their own defaults', () => {
+    const fromEnv = resolveOptions({
+      ...workerOptions(loadConfig(WORKER_SETTINGS, { REDIS_URL: REDIS })),
+      instanceId: 'w',
+    });
+    const fromCode = resolveOptions({ redisUrl: REDIS, instanceId: 'w' });
+    // In a process of its own it serves /metrics and logs at LOG_LEVEL's default; in-process not.
+    expect({ ...fromEnv, metricsPort: null, logLevel: 'warn' }).toEqual(fromCode);
+    expect(fromCode.periods).toEqual({
+      executionLease: 3_000,
+      executionStart: 600_000,
+      outputCoalesce: 250,
+      agentSetup: 30_000,
+      killGrace: 2_000,
+    });
+  });
+
+  it('every setting of the worker reaches its options', () => {
+    const base = workerOptions(loadConfig(WORKER_SETTINGS, {}));
+    const other: Record<string, string> = {
+      REDIS_URL: REDIS,
+      BATON_PREFIX: 'other',
+      BATON_INSTANCE_ID: 'other',
+      LOG_LEVEL: 'trace',
+      WORKER_RECORDINGS_DIR: '/recordings',
+      WORKER_WORKSPACE_ROOT: '/workspaces',
+    };
+    for (const [name, s] of Object.entries(WORKER_SETTINGS)) {
+      const max = (s.value as { maxValue?: number | null }).maxValue;
+      const value = other[name] ?? String(max);
+      const changed = workerOptions(loadConfig(WORKER_SETTINGS, { [name]: value }));
+      expect({ name, changed }).not.toEqual({ name, changed: base });
+    }
+  });
+
+  it('takes a period as a number only, within its setting’s range', () => {
+    expect(() => resolveOptions({ redisUrl: REDIS, periods: { executionLease: 199 } })).toThrow(
+      /periods\.executionLease: /,
+    );
+    expect(() => resolveOptions({ redisUrl: REDIS, periods: { agentSetup: '500' } })).toThrow(
+      /periods\.agentSetup: /,
+    );
+  });
+});
