@@ -1,22 +1,41 @@
 import {
   AHP_ERRORS,
   AHP_ROOT,
+  AhpAuthenticateParams,
+  AhpDispatchParams,
+  AhpDispatchedMessage,
   AhpInitializeParams,
+  AhpListSessionsParams,
   AhpPingParams,
   AhpReconnectParams,
   AhpSubscribeParams,
+  AhpToolCallConfirmed,
   AhpUnsubscribeParams,
+  BATON_META_KEY,
+  CLIENT_DISPATCHABLE,
+  ChatMirror,
   JsonRpcId,
-  endsGroup,
+  SessionMirror,
+  chatReducer,
+  confirmationKind,
+  message,
   negotiateAhpVersion,
   parseChatUri,
-  type ErrorCode,
-  type PermissionSettled,
-  type Update,
-} from '@baton/protocol';
+  parseSessionUri,
+  rootState,
+  sessionReducer,
+  sessionSummary,
+  sessionUri,
+  type ChatAction,
+  type ChatState,
+  type Message,
+  type SessionState,
+  type ToolCallPart,
+} from '@baton/ahp';
+import { endsGroup, type ErrorCode, type PermissionSettled, type Update } from '@baton/protocol';
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Authenticator } from '../auth/auth';
 import { AuthError, allows, type Principal } from '../auth/auth';
 import { toWireError } from '../errors';
@@ -26,26 +45,6 @@ import { Connection, SLOW_CONSUMER_CLOSE } from '../ws/connection';
 import { readJson } from '../ws/frames';
 import type { Services } from '../ws/client-connection';
 import type { Envelope } from './host-log';
-import {
-  ChatMirror,
-  SessionMirror,
-  confirmationKind,
-  message,
-  parseSessionUri,
-  rootState,
-  sessionSummary,
-  sessionUri,
-} from './mapping';
-import {
-  CLIENT_DISPATCHABLE,
-  chatReducer,
-  sessionReducer,
-  type ChatAction,
-  type ChatState,
-  type Message,
-  type SessionState,
-  type ToolCallPart,
-} from './reducer';
 import { jsonParts } from '../ws/shared-json';
 
 /** A JSON-RPC error, with Baton's wire error code in `data.code`. */
@@ -89,14 +88,6 @@ const BEFORE_AUTH = new Set([
   'unsubscribe',
 ]);
 
-const AuthenticateParams = z.object({
-  channel: z.literal(AHP_ROOT).optional(),
-  resource: z.string().min(1).max(1_000),
-  token: z.string().min(1).max(10_000),
-  scopes: z.array(z.string().max(200)).max(50).optional(),
-  _meta: z.record(z.string(), z.unknown()).optional(),
-});
-
 /** AHP 1.0.0 commands Baton does not serve: answered -32601 whatever the state of the connection. */
 const SPEC_METHODS = new Set([
   'authenticate',
@@ -112,47 +103,6 @@ const SPEC_METHODS = new Set([
 const notFound = (channel: string) =>
   new RpcError(AHP_ERRORS.NotFound, `channel not found: ${channel.slice(0, 200)}`, {
     code: 'not_found',
-  });
-
-const ListSessionsParams = z.object({
-  channel: z.literal(AHP_ROOT).optional(),
-  cursor: z.string().max(400).optional(),
-  limit: z.number().int().min(1).max(500).optional(),
-  _meta: z.record(z.string(), z.unknown()).optional(),
-});
-const DispatchParams = z.object({
-  channel: z.string().min(1).max(1_000),
-  clientSeq: z.number().int().min(0),
-  action: z.object({ type: z.string().min(1).max(200) }).loose(),
-  _meta: z.record(z.string(), z.unknown()).optional(),
-});
-const MessageSchema = z
-  .object({
-    text: z.string().max(1_000_000),
-    origin: z.object({ kind: z.string() }).loose().optional(),
-  })
-  .loose();
-
-/**
- * AHP's `chat/toolCallConfirmed` as a client dispatches it (ChatToolCallApprovedAction |
- * ChatToolCallDeniedAction): approved with how it was confirmed, or denied with why.
- */
-const ToolCallConfirmedSchema = z
-  .object({
-    type: z.literal('chat/toolCallConfirmed'),
-    turnId: z.string().min(1).max(200),
-    toolCallId: z.string().min(1).max(200),
-    approved: z.boolean(),
-    confirmed: z.string().min(1).max(100).optional(),
-    reason: z.enum(['denied', 'skipped']).optional(),
-    selectedOptionId: z.string().min(1).max(200).optional(),
-    editedToolInput: z.string().max(1_000_000).optional(),
-    reasonMessage: z.unknown().optional(),
-    userSuggestion: z.unknown().optional(),
-    _meta: z.record(z.string(), z.unknown()).optional(),
-  })
-  .refine((a) => (a.approved ? a.confirmed !== undefined : a.reason !== undefined), {
-    message: 'an approval needs confirmed, a denial needs reason',
   });
 
 /** How a settled request ended, in words (a second answer's rejection says it). */
@@ -290,7 +240,7 @@ export class AhpConnection extends Connection {
         const p = AhpUnsubscribeParams.safeParse(msg.params);
         if (p.success) void this.serial(async () => this.unsubscribe(p.data.channel));
       } else if (method === 'dispatchAction') {
-        const p = DispatchParams.safeParse(msg.params);
+        const p = AhpDispatchParams.safeParse(msg.params);
         if (p.success) {
           this.dispatch(p.data).catch((err: unknown) =>
             this.s.log.warn({ err }, 'AHP dispatchAction failed'),
@@ -385,12 +335,12 @@ export class AhpConnection extends Connection {
         return () => ({});
       }
       case 'listSessions': {
-        const p = params(ListSessionsParams, raw);
+        const p = params(AhpListSessionsParams, raw);
         const r = await this.listSessions(p.cursor, p.limit ?? 100);
         return () => r;
       }
       case 'dispatchAction': {
-        await this.dispatch(params(DispatchParams, raw));
+        await this.dispatch(params(AhpDispatchParams, raw));
         return () => ({});
       }
       default:
@@ -437,7 +387,7 @@ export class AhpConnection extends Connection {
         serverInfo: SERVER_INFO,
         snapshots: snapshots.map((f) => f()),
         _meta: {
-          'x-baton': {
+          [BATON_META_KEY]: {
             sessionChannel: 'ahp-session:/<taskId> (percent-encoded)',
             chatChannel: 'ahp-chat:/<taskId>/<sessionId> (each id percent-encoded)',
             ...(this.anonymous
@@ -540,7 +490,7 @@ export class AhpConnection extends Connection {
    * expiry). A connection may authenticate again to renew its token, for the same tenant only.
    */
   private async authenticate(raw: unknown): Promise<() => unknown> {
-    const p = params(AuthenticateParams, raw);
+    const p = params(AhpAuthenticateParams, raw);
     if (p.resource !== AUTH_RESOURCE) {
       throw new RpcError(
         AHP_ERRORS.InvalidParams,
@@ -1066,7 +1016,7 @@ export class AhpConnection extends Connection {
    * prompt submission under the turn's (or queued message's) id as idempotency key, through
    * admission.
    */
-  private async dispatch(p: z.infer<typeof DispatchParams>): Promise<void> {
+  private async dispatch(p: AhpDispatchParams): Promise<void> {
     const clientId = this.clientId ?? 'unknown';
     const origin = { clientId, clientSeq: p.clientSeq };
     const action = p.action as ChatAction;
@@ -1115,7 +1065,7 @@ export class AhpConnection extends Connection {
         case 'chat/pendingMessageSet': {
           const isTurn = action.type === 'chat/turnStarted';
           const id = isTurn ? action.turnId : action.id;
-          const msg = MessageSchema.safeParse(action.message);
+          const msg = AhpDispatchedMessage.safeParse(action.message);
           if (typeof id !== 'string' || id.length === 0 || id.length > 200 || !msg.success) {
             this.reject(
               p.channel,
@@ -1296,7 +1246,7 @@ export class AhpConnection extends Connection {
     action: ChatAction,
     origin: NonNullable<Envelope['origin']>,
   ): Promise<void> {
-    const parsed = ToolCallConfirmedSchema.safeParse(action);
+    const parsed = AhpToolCallConfirmed.safeParse(action);
     if (!parsed.success) {
       const i = parsed.error.issues[0];
       const where = i?.path.length ? `${i.path.join('.')}: ` : '';
