@@ -106,7 +106,15 @@ export class AhpConnection extends Connection {
   /** The root was subscribed before `authenticate`: its notifications start with the tenant. */
   rootPending = false;
 
+  /** A frame of the client's: to its gateway's router (ahp.gateway.ts), which answers it. */
   handleFrame(data: string | Buffer): void {
+    const route = this.s.routes.get('/ahp', 'rpc');
+    if (!route) this.internalError();
+    else void route(new AhpFrame(this, data));
+  }
+
+  /** Answers one JSON-RPC frame: rate limit, framing, then its method. */
+  handleRpc(data: string | Buffer): void {
     if (!this.admit()) {
       const j = readJson(data, this.opts.maxMessageBytes);
       this.error(j.ok ? rpcIdOf(j.value) : null, AHP_ERRORS.RateLimited, {
@@ -387,3 +395,11 @@ const toBuffer = (parts: (string | Buffer)[]): Buffer =>
   Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
 const FRAME_HEAD = Buffer.from('{"jsonrpc":"2.0","method":"action","params":');
 const FRAME_TAIL = Buffer.from('}');
+
+/** An /ahp frame on its way through the gateway's router. */
+export class AhpFrame {
+  constructor(
+    readonly conn: AhpConnection,
+    readonly data: string | Buffer,
+  ) {}
+}

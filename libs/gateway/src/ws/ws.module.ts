@@ -12,11 +12,13 @@ import { UpdateHub } from '../updates/update-hub';
 import type { Services } from './client-connection';
 import { ConnectionRegistry } from './connection';
 import { TenantLimits } from './tenant-limits';
-import { WsEndpoints } from './ws-endpoints';
+import { AhpGateway } from '../ahp/ahp.gateway';
+import { Routes } from './ws-adapter';
+import { WsGateway } from './ws.gateway';
 
 /**
- * The WebSocket endpoints: /ws (subscriptions, prompts and queue operations over Baton's own
- * protocol) and /ahp (the AHP host), on a plain ws server attached to the HTTP server.
+ * The WebSocket gateways: /ws (subscriptions, prompts and queue operations over Baton's own
+ * protocol) and /ahp (the AHP host), served by BatonWsAdapter (ws-adapter.ts).
  */
 @Module({
   imports: [CommandsModule],
@@ -65,10 +67,12 @@ import { WsEndpoints } from './ws-endpoints';
         log,
         limits,
         ahpLog: new HostLog(store.redis, opts.prefix),
+        routes: new Routes(),
       }),
     },
-    WsEndpoints,
+    WsGateway,
+    AhpGateway,
   ],
-  exports: [ConnectionRegistry, SERVICES, TenantLimits, WsEndpoints],
+  exports: [ConnectionRegistry, SERVICES, TenantLimits, WsGateway, AhpGateway],
 })
 export class WebSocketModule {}
