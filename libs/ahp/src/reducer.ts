@@ -150,6 +150,8 @@ function endTurn(
   const next: ChatState = { ...s, turns: [...s.turns, turn] };
   delete next.activeTurn;
   const started = Date.parse(active.startedAt);
+  // A time from the actions' own data, not the clock.
+  // eslint-disable-next-line no-restricted-syntax
   if (Number.isFinite(started)) next.modifiedAt = new Date(started + d).toISOString();
   next.status = summaryStatus(next, terminal);
   return next;
