@@ -2,7 +2,8 @@
 // an error, the connection keeps working (a valid ping right after is answered), the service
 // keeps working, and nothing reaches any stream.
 import fc from 'fast-check';
-import { AhpPingParams, ClientMessage } from '@baton/protocol';
+import { AhpPingParams } from '@baton/ahp';
+import { ClientMessage } from '@baton/protocol';
 import {
   Client,
   spawnGateway,

@@ -2,7 +2,8 @@
 // view (10 queued prompts of 99,000 characters) must not blow up the gateway's memory, nor delay a
 // client that reads. Real processes: redis-server, a projector (it writes the view), a gateway.
 import { readFileSync } from 'node:fs';
-import { chatUri, taskKey } from '@baton/protocol';
+import { chatUri } from '@baton/ahp';
+import { taskKey } from '@baton/protocol';
 import WebSocket from 'ws';
 import {
   Client,

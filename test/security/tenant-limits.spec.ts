@@ -1,7 +1,7 @@
 // Per-tenant limits on one gateway: connections (both endpoints together) and subscriptions (every
 // connection, both endpoints). Over a limit: a clear refusal, and nothing else affected.
 import { randomBytes } from 'node:crypto';
-import { chatUri } from '@baton/protocol';
+import { chatUri } from '@baton/ahp';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import WebSocket from 'ws';
 import {

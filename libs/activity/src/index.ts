@@ -6,8 +6,6 @@ export { taskDecider, type Decider } from './decider';
 export { dueTimers, type DueTimers, type OwnerClocks, type TimerBounds } from './due';
 export { outbox, type Outbox, type Owed } from './outbox';
 export * from './views';
-export * from './background-work-reducer';
-export * from './ahp-chat';
 export { STATE_VERSION, snapshotOf, stateFromSnapshot, type TaskSnapshot } from './snapshot';
 export * from './history';
 export * from './history-query';

@@ -1,4 +1,5 @@
-import { ChatMirror, sessionActivity, sessionView, taskView } from '../src';
+import { ChatMirror } from '@baton/ahp';
+import { sessionActivity, sessionView, taskView } from '../src';
 import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from './owner';
 
 const activity = (o: Owner, s = 's1') => sessionActivity(o.session(s));
@@ -236,15 +237,13 @@ describe('background work', () => {
       x.shell('shell:1', false, 't1');
       x.shell('shell:2', false, 't2');
       x.fact('background.ended', guess(['shell:1', 'shell:2']));
-      const mirror = new ChatMirror('t1', 's1');
-      mirror.reset(sessionView(o.session()));
-      expect(mirror.state('2026-11-30T00:00:02Z').backgroundWork).toEqual([
+      const mirror = new ChatMirror('t1', 's1', '2026-11-30T00:00:02Z');
+      mirror.sync(sessionView(o.session()), '2026-11-30T00:00:02Z');
+      expect(mirror.state().backgroundWork).toEqual([
         expect.objectContaining({ id: 'shell:1', 'x-possiblyFinished': true }),
         expect.objectContaining({ id: 'shell:2', 'x-possiblyFinished': true }),
       ]);
-      expect(
-        mirror.state('2026-11-30T00:00:02Z').backgroundWork?.some((w) => 'possiblyFinished' in w),
-      ).toBe(false);
+      expect(mirror.state().backgroundWork?.some((w) => 'possiblyFinished' in w)).toBe(false);
     });
   });
 

@@ -1,6 +1,6 @@
+import { reduceBackgroundWork } from '@baton/ahp';
 import {
   endsGroup,
-  type BackgroundWork,
   type QueueView,
   type SessionActivityView,
   type SessionView,
@@ -183,40 +183,6 @@ export function applySessionUpdate(session: SessionView, update: Update): Sessio
     default:
       return session;
   }
-}
-
-/** The two AHP chat actions on `backgroundWork`, plus any other chat action (left alone). */
-export type ChatAction =
-  | { readonly type: 'chat/backgroundWorkSet'; readonly work: BackgroundWork }
-  | { readonly type: 'chat/backgroundWorkRemoved'; readonly id: string }
-  | { readonly type: string; readonly [key: string]: unknown };
-
-/**
- * AHP 1.0.0's chat reducer for `backgroundWork`, over any object that has (or lacks) the list:
- * Set replaces an entry with the same id in place or appends it; Removed deletes by id, returns
- * the very same object when the id is absent (no key is created) and leaves `[]` once the last
- * entry goes — absent means "no inventory yet", empty means "no active work". Kinds are never
- * inspected, so a kind this client does not know is kept, replaced and removed like any other.
- */
-export function reduceBackgroundWork<
-  S extends { readonly backgroundWork?: readonly BackgroundWork[] },
->(chat: S, action: ChatAction): S {
-  if (action.type === 'chat/backgroundWorkSet') {
-    const work = (action as { work: BackgroundWork }).work;
-    const list = chat.backgroundWork ?? [];
-    const at = list.findIndex((w) => w.id === work.id);
-    return {
-      ...chat,
-      backgroundWork: at === -1 ? [...list, work] : list.map((w, i) => (i === at ? work : w)),
-    };
-  }
-  if (action.type === 'chat/backgroundWorkRemoved') {
-    const id = (action as { id: string }).id;
-    const list = chat.backgroundWork;
-    if (!list || !list.some((w) => w.id === id)) return chat;
-    return { ...chat, backgroundWork: list.filter((w) => w.id !== id) };
-  }
-  return chat;
 }
 
 /**

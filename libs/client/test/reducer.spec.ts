@@ -1,17 +1,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { BackgroundWorkAction } from '@baton/ahp';
 import { SCHEMA_VERSION, Update, type BackgroundWork, type TaskView } from '@baton/protocol';
-import {
-  aggregateActivity,
-  applyUpdate,
-  mergeDefined,
-  reduceBackgroundWork,
-  stepUpdate,
-  type ChatAction,
-} from '../src';
+import { aggregateActivity, applyUpdate, mergeDefined, stepUpdate } from '../src';
 
-/** libs/activity's AHP reducer fixtures, in AHP's own `{description, initial, actions, expected}` form. */
-const dir = join(__dirname, '..', '..', 'activity', 'fixtures', 'ahp');
+/** libs/ahp's backgroundWork fixtures, in AHP's own `{description, initial, actions, expected}` form. */
+const dir = join(__dirname, '..', '..', 'ahp', 'fixtures', 'background-work');
 interface Chat {
   backgroundWork?: BackgroundWork[];
   [key: string]: unknown;
@@ -24,7 +18,7 @@ const fixtures = readdirSync(dir)
         file: string;
         description: string;
         initial: Chat;
-        actions: ChatAction[];
+        actions: BackgroundWorkAction[];
         expected: Chat;
       },
   );
@@ -66,10 +60,6 @@ function withSession(bg: BackgroundWork[] = []): TaskView {
 describe('AHP chat reducer fixtures through the client reducer', () => {
   it('has them', () => expect(fixtures.length).toBeGreaterThanOrEqual(8));
 
-  it.each(fixtures.map((f) => [f.file, f] as const))('%s (chat state)', (_file, f) => {
-    expect(f.actions.reduce(reduceBackgroundWork, f.initial)).toStrictEqual(f.expected);
-  });
-
   it.each(fixtures.map((f) => [f.file, f] as const))('%s (as Baton updates)', (_file, f) => {
     // The same actions as updates of session `s`; Baton's view always has the list (absent ⇒ []).
     let view = withSession(f.initial.backgroundWork ?? []);
@@ -87,13 +77,6 @@ describe('AHP chat reducer fixtures through the client reducer', () => {
     }
     expect(view.seq).toBe(seq);
     expect(view.sessions[0]!.backgroundWork).toStrictEqual(f.expected.backgroundWork ?? []);
-  });
-
-  it('an absent remove returns the very same chat object and creates no key', () => {
-    const chat: Chat = { title: 'x' };
-    expect(reduceBackgroundWork(chat, { type: 'chat/backgroundWorkRemoved', id: 'nope' })).toBe(
-      chat,
-    );
   });
 });
 

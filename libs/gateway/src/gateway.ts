@@ -10,13 +10,19 @@ import { NestPinoLogger, createLogger } from './logger';
 import { GatewayMetrics } from './metrics/metrics';
 import {
   DEFAULTS,
+  SERVICES,
   hardMaxMessageBytes,
   type GatewayOptions,
   type ResolvedOptions,
 } from './options';
 import { HttpErrors, type HttpResponse } from './rest/http-errors';
+import { AhpGateway } from './ahp/ahp.gateway';
+import { Authenticator } from './auth/auth';
+import type { Services } from './ws/client-connection';
 import { ConnectionRegistry } from './ws/connection';
-import { WsEndpoints } from './ws/ws-endpoints';
+import { TenantLimits } from './ws/tenant-limits';
+import { BatonWsAdapter } from './ws/ws-adapter';
+import { WsGateway } from './ws/ws.gateway';
 
 export type { GatewayOptions } from './options';
 
@@ -102,8 +108,16 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
       next();
     },
   );
-  const ws = app.get(WsEndpoints);
-  ws.attach(app.getHttpServer());
+  app.useWebSocketAdapter(
+    new BatonWsAdapter(
+      app.getHttpServer(),
+      app.get<string, Services>(SERVICES),
+      app.get(ConnectionRegistry),
+      app.get(Authenticator),
+      app.get(TenantLimits),
+      [app.get(WsGateway), app.get(AhpGateway)],
+    ),
+  );
   // No enableShutdownHooks: with no signals named, Nest listens to every one and re-raises it
   // after closing, which kills a process that hosts more than the gateway (the one-process run)
   // before its worker and projector stop. main.ts and the embedding process handle signals.
@@ -120,7 +134,6 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
     stop: () =>
       (stopping ??= (async () => {
         app.get(ConnectionRegistry).closeAll(1001, 'server shutting down');
-        ws.close();
         await app.close();
         await new Promise<void>((r) => log.flush(() => r()));
       })()),

@@ -1,7 +1,7 @@
 // AHP 1.0.0 conformance, written from the specification (not from Baton's docs): a client that
 // knows AHP and nothing of Baton, doing what VS Code's agent-host client does.
 import { SCHEMA_VERSION, taskKey, type StreamEntry } from '@baton/protocol';
-import { reduce } from './ahp-client-reducer';
+import { reduce } from '../../ahp/test/spec-reducer';
 import { CAPS, Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from './support';
 
 jest.setTimeout(90_000);

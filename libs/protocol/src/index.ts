@@ -7,6 +7,5 @@ export * from './updates';
 export * from './wire';
 export * from './execution';
 export * from './json-schema';
-export * from './ahp';
 export * from './history';
 export * from './board';

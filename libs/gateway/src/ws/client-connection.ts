@@ -1,22 +1,18 @@
 import {
   SCHEMA_VERSION,
   type ClientMessage,
-  type CommandResult,
-  type PromptResult,
-  type QueueListResult,
   type SubscribeResult,
   type TaskView,
   type WireError,
 } from '@baton/protocol';
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import { LIFECYCLE_SCOPE, allows, type Principal, type Scope } from '../auth/auth';
-import type { Commands, QueueCommand } from '../commands/commands';
-import { WireFailure, toWireError } from '../errors';
+import type { Principal } from '../auth/auth';
+import type { Commands } from '../commands/commands';
+import { WireFailure } from '../errors';
 import type { Logger } from '../logger';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ResolvedOptions } from '../options';
-import type { Executions } from '../rest/executions';
 import {
   BehindError,
   Subscription,
@@ -24,11 +20,12 @@ import {
   type SubscriptionSink,
 } from '../subscriptions/subscription';
 import type { UpdateFrame, UpdateHub } from '../updates/update-hub';
-import { clientUpdate, type Tenancy } from '../tenancy';
+import type { Tenancy } from '../tenancy';
 import { Connection } from './connection';
 import { idOf, parseMessage, readJson } from './frames';
 import type { TenantLimits } from './tenant-limits';
 import type { HostLog } from '../ahp/host-log';
+import type { Routes } from './ws-adapter';
 
 /** What a connection handler needs from the process. */
 export interface Services {
@@ -37,18 +34,13 @@ export interface Services {
   tenancy: Tenancy;
   commands: Commands;
   /** Starts the execution that resumes a parked session when a prompt comes for it. */
-  executions: Executions;
   metrics: GatewayMetrics;
   log: Logger;
   limits: TenantLimits;
   /** The /ahp host's serverSeq and replay windows (libs/gateway/src/ahp). */
   ahpLog: HostLog;
-}
-
-export function requireScope(p: Principal, scope: Scope): void {
-  if (!allows(p, scope)) {
-    throw new WireFailure('forbidden', `the token's scope does not include ${scope}`);
-  }
+  /** The gateways' message handlers, as Nest built them (ws-adapter.ts). */
+  routes: Routes;
 }
 
 /**
@@ -63,7 +55,7 @@ export class ClientConnection extends Connection implements SubscriptionSink {
     ws: WebSocket,
     socket: Socket,
     principal: Principal,
-    private readonly s: Services,
+    readonly s: Services,
   ) {
     super(ws, socket, s.hub.writes, principal, 'ws', s.opts, s.metrics, s.log, s.limits);
   }
@@ -71,10 +63,9 @@ export class ClientConnection extends Connection implements SubscriptionSink {
   handleFrame(data: string | Buffer): void {
     if (!this.admit()) {
       const j = readJson(data, this.opts.maxMessageBytes);
-      this.fail(j.ok ? idOf(j.value) : undefined, {
-        code: 'rate_limited',
-        message: `more than ${this.opts.maxMessagesPerSecond} messages per second; slow down`,
-      });
+      // Through the gateway like any message, so that it is answered in the order it came.
+      const route = this.s.routes.get('/ws', RATE_LIMITED);
+      if (route) void route(new WsRequest(this, j.ok ? j.value : undefined, true));
       return;
     }
     const j = readJson(data, this.opts.maxMessageBytes);
@@ -83,19 +74,20 @@ export class ClientConnection extends Connection implements SubscriptionSink {
       this.fail(undefined, j.error);
       return;
     }
-    const parsed = parseMessage(j.value);
-    if (!parsed.ok) {
+    // The handler of the message's op validates it (a pipe) and answers it; an op with no
+    // handler is refused here, the way validation says why.
+    const op = opOf(j.value);
+    const route = op === undefined ? undefined : this.s.routes.get('/ws', op);
+    if (!route) {
       this.s.metrics.messages.inc({ endpoint: 'ws', type: 'invalid' });
-      this.fail(parsed.id, parsed.error);
+      const parsed = parseMessage(j.value);
+      this.fail(
+        parsed.ok ? parsed.message.id : parsed.id,
+        parsed.ok ? { code: 'internal', message: 'internal error' } : parsed.error,
+      );
       return;
     }
-    const msg = parsed.message;
-    this.s.metrics.messages.inc({ endpoint: 'ws', type: msg.op });
-    this.handle(msg).catch((err: unknown) => {
-      const { error, internal } = toWireError(err);
-      if (internal) this.s.log.error({ err, op: msg.op }, 'request failed');
-      this.fail(msg.id, error);
-    });
+    void route(new WsRequest(this, j.value));
   }
 
   /** {@link SubscriptionSink}: the view as one Buffer per version, shared by its subscribers. */
@@ -116,7 +108,7 @@ export class ClientConnection extends Connection implements SubscriptionSink {
     this.fail(undefined, { code: 'internal', message: 'internal error' });
   }
 
-  private reply(id: string, result: unknown): void {
+  reply(id: string, result: unknown): void {
     const text = JSON.stringify({ v: SCHEMA_VERSION, type: 'reply', id, ok: true, result });
     // A large reply (queue.list) that does not fit is refused rather than the connection closed.
     if (!this.roomForReply(Buffer.byteLength(text))) {
@@ -126,7 +118,7 @@ export class ClientConnection extends Connection implements SubscriptionSink {
     this.sendText(text);
   }
 
-  private fail(id: string | undefined, error: WireError): void {
+  fail(id: string | undefined, error: WireError): void {
     this.s.metrics.errors.inc({ code: error.code });
     this.send(
       id === undefined
@@ -135,7 +127,7 @@ export class ClientConnection extends Connection implements SubscriptionSink {
     );
   }
 
-  private serial(op: () => Promise<void>): Promise<void> {
+  serial(op: () => Promise<void>): Promise<void> {
     const next = (this.ops ?? Promise.resolve()).then(op);
     const done = next.then(settled, settled);
     // An idle connection keeps no settled chain.
@@ -146,130 +138,7 @@ export class ClientConnection extends Connection implements SubscriptionSink {
     return next;
   }
 
-  private async handle(msg: ClientMessage): Promise<void> {
-    const tenant = this.principal.tenant;
-    switch (msg.op) {
-      case 'ping':
-        this.reply(msg.id, { pong: true });
-        return;
-      case 'subscribe':
-        requireScope(this.principal, 'read');
-        return this.serial(async () => {
-          // A snapshot is what it would be sent first: not while it has not read what it has.
-          if (this.behind) throw new WireFailure('unavailable', this.behindMessage());
-          if (!this.subs.has(msg.taskId) && this.subs.size >= this.opts.maxSubscriptions) {
-            throw new WireFailure(
-              'too_many_subscriptions',
-              `a connection may hold ${this.opts.maxSubscriptions} subscriptions; unsubscribe first`,
-            );
-          }
-          // Never claims nor writes: a task the tenant has not written to (another tenant's
-          // of the same id included) is an empty one, until the tenant writes to it.
-          await this.subscribe(msg, this.s.tenancy.key(tenant, msg.taskId));
-        });
-      case 'unsubscribe':
-        return this.serial(async () => {
-          const sub = this.subs.get(msg.taskId);
-          if (sub) this.unsubscribe(msg.taskId, sub);
-          this.reply(msg.id, { taskId: msg.taskId, subscribed: false });
-        });
-      case 'prompt': {
-        requireScope(this.principal, 'prompt');
-        const key = await this.s.tenancy.write(tenant, msg.taskId);
-        const result: PromptResult = await this.s.commands.prompt(
-          { ...msg, taskId: key },
-          (late) => {
-            // A subscriber gets the decision from its subscription; anyone else gets it here,
-            // alone: the only update of its group this connection gets, so it ends the group.
-            if (!this.subs.has(msg.taskId)) {
-              const update = { ...clientUpdate(late), last: true };
-              this.send({ v: SCHEMA_VERSION, type: 'update', update });
-            }
-          },
-        );
-        this.reply(msg.id, { ...result, taskId: msg.taskId });
-        return;
-      }
-      case 'queue.list': {
-        requireScope(this.principal, 'read');
-        const key = await this.s.tenancy.existing(tenant, msg.taskId);
-        if (this.behind) throw new WireFailure('unavailable', this.behindMessage());
-        const view = await this.s.hub.view(key);
-        const session = view.sessions.find((x) => x.sessionId === msg.sessionId);
-        if (!session) {
-          throw new WireFailure('not_found', `session ${msg.sessionId} not found`, 'sessionId');
-        }
-        const result: QueueListResult = {
-          taskId: msg.taskId,
-          sessionId: msg.sessionId,
-          ...session.queue,
-        };
-        this.reply(msg.id, result);
-        return;
-      }
-      case 'queue.cancel':
-      case 'queue.send_now':
-      case 'queue.auto_run':
-      case 'session.cancel': {
-        requireScope(this.principal, 'prompt');
-        const key = await this.s.tenancy.write(tenant, msg.taskId);
-        const result: CommandResult = await this.s.commands.command(
-          key,
-          msg.sessionId,
-          commandOf(msg),
-        );
-        this.reply(msg.id, result);
-        return;
-      }
-      case 'permission.respond': {
-        requireScope(this.principal, 'prompt');
-        const key = await this.s.tenancy.existing(tenant, msg.taskId);
-        const result: CommandResult = await this.s.commands.command(key, msg.sessionId, {
-          type: 'permission.respond',
-          requestId: msg.requestId,
-          optionId: msg.optionId,
-          ...(this.principal.subject !== undefined
-            ? { subject: this.principal.subject.slice(0, 200) }
-            : {}),
-        });
-        this.reply(msg.id, result);
-        return;
-      }
-      case 'session.reset':
-      case 'session.delete':
-      case 'session.force_release': {
-        requireScope(this.principal, LIFECYCLE_SCOPE[msg.op]);
-        // Never creates the task: absent and another tenant's are the same not_found.
-        const key = await this.s.tenancy.existing(tenant, msg.taskId);
-        const result: CommandResult = await this.s.commands.command(
-          key,
-          msg.sessionId,
-          msg.op === 'session.force_release'
-            ? {
-                type: 'session.force_release',
-                ...(msg.reason !== undefined ? { reason: msg.reason } : {}),
-              }
-            : { type: msg.op },
-        );
-        this.reply(msg.id, result);
-        return;
-      }
-      case 'task.archive':
-      case 'task.unarchive':
-      case 'task.delete': {
-        requireScope(this.principal, LIFECYCLE_SCOPE[msg.op]);
-        const key = await this.s.tenancy.existing(tenant, msg.taskId);
-        const result: CommandResult = await this.s.commands.taskCommand(key, msg.op);
-        this.reply(msg.id, result);
-        return;
-      }
-    }
-  }
-
-  private async subscribe(
-    msg: Extract<ClientMessage, { op: 'subscribe' }>,
-    key: string,
-  ): Promise<void> {
+  async subscribe(msg: Extract<ClientMessage, { op: 'subscribe' }>, key: string): Promise<void> {
     const old = this.subs.get(msg.taskId);
     if (old) this.unsubscribe(msg.taskId, old);
     const over = this.tenantLimitMessage(msg.taskId);
@@ -297,7 +166,7 @@ export class ClientConnection extends Connection implements SubscriptionSink {
   }
 
   /** `taskId` is the client's id: subscriptions of a connection are all of its tenant. */
-  private unsubscribe(taskId: string, sub: Subscription): void {
+  unsubscribe(taskId: string, sub: Subscription): void {
     this.releaseSubscription(sub);
     if (this.subs.get(taskId) === sub) this.subs.delete(taskId);
   }
@@ -309,35 +178,6 @@ export class ClientConnection extends Connection implements SubscriptionSink {
 }
 
 function settled(): void {}
-
-function commandOf(
-  msg: Extract<
-    ClientMessage,
-    { op: 'queue.cancel' | 'queue.send_now' | 'queue.auto_run' | 'session.cancel' }
-  >,
-): QueueCommand {
-  switch (msg.op) {
-    case 'queue.cancel':
-      return { type: 'queue.cancel', promptId: msg.promptId };
-    case 'queue.send_now':
-      return {
-        type: 'queue.send_now',
-        promptId: msg.promptId,
-        ...(msg.observedGeneration !== undefined
-          ? { observedGeneration: msg.observedGeneration }
-          : {}),
-      };
-    case 'queue.auto_run':
-      return { type: 'queue.set_auto_run', enabled: msg.enabled };
-    case 'session.cancel':
-      return {
-        type: 'session.cancel',
-        ...(msg.observedGeneration !== undefined
-          ? { observedGeneration: msg.observedGeneration }
-          : {}),
-      };
-  }
-}
 
 const hooksByProcess = new WeakMap<Services, SubscriptionHooks>();
 
@@ -353,4 +193,30 @@ function hooksOf(s: Services): SubscriptionHooks {
     hooksByProcess.set(s, hooks);
   }
   return hooks;
+}
+
+/** The /ws gateway's handler of a message over the rate limit. */
+export const RATE_LIMITED = '\u0000rate_limited';
+
+/** A /ws message on its way through its handler: its connection, and the message once valid. */
+export class WsRequest {
+  /** The message, once its handler's pipe has validated it. */
+  msg: ClientMessage | undefined;
+  constructor(
+    readonly conn: ClientConnection,
+    readonly raw: unknown,
+    /** Over the rate limit: answered so, not read. */
+    readonly limited = false,
+  ) {}
+
+  /** The request's id: the valid message's, or what the raw one carries. */
+  get id(): string | undefined {
+    return this.msg?.id ?? idOf(this.raw);
+  }
+}
+
+function opOf(v: unknown): string | undefined {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
+  const op = (v as { op?: unknown }).op;
+  return typeof op === 'string' ? op : undefined;
 }

@@ -94,7 +94,7 @@ export abstract class Connection implements TokenBucket {
    * The connection now acts for `p` (AHP's in-protocol `authenticate`): its tenant may change
    * only while it holds no subscription; the token's expiry closes it from now on.
    */
-  protected reauthenticate(p: Principal): void {
+  reauthenticate(p: Principal): void {
     if (p.tenant !== this.principal_.tenant)
       (this.subs as TenantCountedMap<Subscription>).retenant(p.tenant);
     this.principal_ = p;
@@ -228,7 +228,7 @@ export abstract class Connection implements TokenBucket {
    * Null when a subscription under the new `key` fits the tenant's limit on this gateway (check
    * it with no await before adding it); otherwise why not.
    */
-  protected tenantLimitMessage(key: string): string | null {
+  tenantLimitMessage(key: string): string | null {
     if (!this.limits || this.subs.has(key) || this.limits.maySubscribe(this.principal.tenant)) {
       return null;
     }
@@ -239,7 +239,7 @@ export abstract class Connection implements TokenBucket {
   }
 
   /** Why a request that would send much is refused while the connection is behind. */
-  protected behindMessage(): string {
+  behindMessage(): string {
     return (
       `slow consumer: ${this.ws.bufferedAmount} bytes unsent, more than ` +
       `GATEWAY_MAX_BUFFERED_BYTES (${this.opts.maxBufferedBytes}); read them, then try again`

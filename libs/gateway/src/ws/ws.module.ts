@@ -6,17 +6,18 @@ import { Commands } from '../commands/commands';
 import type { Logger } from '../logger';
 import { GatewayMetrics } from '../metrics/metrics';
 import { LOGGER, OPTIONS, SERVICES, STORE, type ResolvedOptions } from '../options';
-import { Executions } from '../rest/executions';
 import { Tenancy } from '../tenancy';
 import { UpdateHub } from '../updates/update-hub';
 import type { Services } from './client-connection';
 import { ConnectionRegistry } from './connection';
 import { TenantLimits } from './tenant-limits';
-import { WsEndpoints } from './ws-endpoints';
+import { AhpGateway } from '../ahp/ahp.gateway';
+import { Routes } from './ws-adapter';
+import { WsGateway } from './ws.gateway';
 
 /**
- * The WebSocket endpoints: /ws (subscriptions, prompts and queue operations over Baton's own
- * protocol) and /ahp (the AHP host), on a plain ws server attached to the HTTP server.
+ * The WebSocket gateways: /ws (subscriptions, prompts and queue operations over Baton's own
+ * protocol) and /ahp (the AHP host), served by BatonWsAdapter (ws-adapter.ts).
  */
 @Module({
   imports: [CommandsModule],
@@ -34,23 +35,12 @@ import { WsEndpoints } from './ws-endpoints';
     },
     {
       provide: SERVICES,
-      inject: [
-        OPTIONS,
-        UpdateHub,
-        Tenancy,
-        Commands,
-        Executions,
-        GatewayMetrics,
-        LOGGER,
-        TenantLimits,
-        STORE,
-      ],
+      inject: [OPTIONS, UpdateHub, Tenancy, Commands, GatewayMetrics, LOGGER, TenantLimits, STORE],
       useFactory: (
         opts: ResolvedOptions,
         hub: UpdateHub,
         tenancy: Tenancy,
         commands: Commands,
-        executions: Executions,
         metrics: GatewayMetrics,
         log: Logger,
         limits: TenantLimits,
@@ -60,15 +50,16 @@ import { WsEndpoints } from './ws-endpoints';
         hub,
         tenancy,
         commands,
-        executions,
         metrics,
         log,
         limits,
         ahpLog: new HostLog(store.redis, opts.prefix),
+        routes: new Routes(),
       }),
     },
-    WsEndpoints,
+    WsGateway,
+    AhpGateway,
   ],
-  exports: [ConnectionRegistry, SERVICES, TenantLimits, WsEndpoints],
+  exports: [ConnectionRegistry, SERVICES, TenantLimits, WsGateway, AhpGateway],
 })
 export class WebSocketModule {}

@@ -1,4 +1,4 @@
-import { AHP_ERRORS, chatUri, negotiateAhpVersion, parseChatUri } from './ahp';
+import { AHP_ERRORS, chatUri, negotiateAhpVersion, parseChatUri } from './wire';
 
 describe('AHP version negotiation', () => {
   it.each([

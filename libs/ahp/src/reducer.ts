@@ -1,3 +1,5 @@
+import { reduceBackgroundWork } from './background-work';
+
 /**
  * AHP 1.0.0's chat reducer, written from the specification (types/channels-chat, the state-model
  * guide and the v1.0.0 reducer fixtures) for the part of ChatState Baton publishes: the turn
@@ -148,6 +150,8 @@ function endTurn(
   const next: ChatState = { ...s, turns: [...s.turns, turn] };
   delete next.activeTurn;
   const started = Date.parse(active.startedAt);
+  // A time from the actions' own data, not the clock.
+  // eslint-disable-next-line no-restricted-syntax
   if (Number.isFinite(started)) next.modifiedAt = new Date(started + d).toISOString();
   next.status = summaryStatus(next, terminal);
   return next;
@@ -378,20 +382,9 @@ export function chatReducer(s: ChatState, a: ChatAction): ChatState {
       for (const m of list) if (!seen.has(m.id)) out.push(m);
       return { ...s, queuedMessages: out };
     }
-    case 'chat/backgroundWorkSet': {
-      const work = a.work as BackgroundWorkEntry;
-      const list = s.backgroundWork ?? [];
-      const i = list.findIndex((w) => w.id === work.id);
-      return {
-        ...s,
-        backgroundWork: i < 0 ? [...list, work] : list.map((w, j) => (j === i ? work : w)),
-      };
-    }
-    case 'chat/backgroundWorkRemoved': {
-      const list = s.backgroundWork;
-      if (!list?.some((w) => w.id === a.id)) return s;
-      return { ...s, backgroundWork: list.filter((w) => w.id !== a.id) };
-    }
+    case 'chat/backgroundWorkSet':
+    case 'chat/backgroundWorkRemoved':
+      return reduceBackgroundWork(s, a);
     default:
       return s; // unknown actions (Baton's x- ones included) are no-ops
   }

@@ -1,4 +1,3 @@
-import type { AgentProfile } from '@baton/config';
 import type {
   BackgroundWork,
   PermissionRequestView,
@@ -10,7 +9,7 @@ import type {
   TaskView,
   Update,
 } from '@baton/protocol';
-import { chatUri } from '@baton/protocol';
+import { ahpWork } from './background-work';
 import {
   Status,
   chatReducer,
@@ -24,31 +23,13 @@ import {
   type ToolCallState,
   type Turn,
 } from './reducer';
+import { BATON_META_KEY, chatUri, sessionUri } from './wire';
 
 /**
  * Pure mapping of Baton's view of a session onto AHP's ChatState and actions. A Baton task is an
  * AHP session (`ahp-session:/<taskId>`), a Baton session one of its chats
  * (`ahp-chat:/<taskId>/<sessionId>`), each id percent-encoded.
  */
-
-export const BATON_META_KEY = 'x-baton';
-export const SESSION_SCHEME = 'ahp-session:/';
-
-export function sessionUri(taskId: string): string {
-  return `${SESSION_SCHEME}${encodeURIComponent(taskId)}`;
-}
-
-export function parseSessionUri(uri: string): string | null {
-  if (!uri.startsWith(SESSION_SCHEME)) return null;
-  const rest = uri.slice(SESSION_SCHEME.length);
-  if (rest.length === 0 || rest.includes('/')) return null;
-  try {
-    const id = decodeURIComponent(rest);
-    return id.length > 0 && id.length <= 200 ? id : null;
-  } catch {
-    return null;
-  }
-}
 
 /** AHP's MessageKind for Baton's prompt origin. */
 export function messageKind(origin: PromptOrigin | undefined): string {
@@ -651,7 +632,7 @@ export class ChatMirror {
       },
       queued: this.deleted ? [] : queuedMessages(this.queue),
       steering: this.steering(gen),
-      work: this.deleted ? (this.work ? [] : undefined) : this.work,
+      work: this.deleted ? (this.work ? [] : undefined) : this.work?.map(ahpWork),
       confirmations: this.deleted ? [] : this.permissions.map(pendingConfirmation),
       settled: (id) => this.settled.get(id),
     };
@@ -663,7 +644,7 @@ export class ChatMirror {
 // ---------------------------------------------------------------------------------------------
 
 /** RootState.agents: one agent per execution profile the operator configured. */
-export function rootState(profiles: Readonly<Record<string, AgentProfile>>) {
+export function rootState(profiles: Readonly<Record<string, { description?: string }>>) {
   return {
     agents: Object.entries(profiles)
       .sort(([a], [b]) => a.localeCompare(b))

@@ -1,13 +1,12 @@
-import { Inject, Injectable } from '@nestjs/common';
+import type { WebSocketAdapter, WsMessageHandler } from '@nestjs/common';
 import type { IncomingMessage, Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
-import { AhpConnection } from '../ahp/ahp-connection';
 import { AuthError, Authenticator, type Principal } from '../auth/auth';
-import { SERVICES } from '../options';
-import { ClientConnection, type Services } from './client-connection';
-import { ConnectionRegistry, connectionOf, type Connection } from './connection';
-import { TenantLimits } from './tenant-limits';
+import type { Services } from './client-connection';
+import { connectionOf, type Connection, type ConnectionRegistry } from './connection';
+import type { TenantLimits } from './tenant-limits';
 
 /**
  * What an /ahp connection opened without any token counts against (GATEWAY_MAX_CONNECTIONS_PER_TENANT
@@ -20,28 +19,62 @@ export const UNAUTHENTICATED = '\u0000unauthenticated';
 const anonymous = (): Principal => ({ tenant: UNAUTHENTICATED, scopes: new Set() });
 
 /** Who an upgrade is for: a token's principal, or (on /ahp only) nobody yet. */
-type Admission = { principal: Principal; anonymous: boolean };
+export type Admission = { principal: Principal; anonymous: boolean };
 
-interface Endpoint {
+/** What a gateway class (ws.gateway.ts, ahp.gateway.ts) gives the adapter for its path. */
+export interface ConnectionFactory {
+  readonly path: string;
   /** Whether the protocol can authenticate after the upgrade (AHP's `authenticate`). */
   readonly inProtocolAuth: boolean;
-  open(ws: WebSocket, req: IncomingMessage, a: Admission): Connection;
+  /** The lean connection of an admitted socket. */
+  open(ws: WebSocket, socket: Socket, a: Admission): Connection;
+}
+
+/** A gateway's server, as Nest holds it: its path and what makes its connections. */
+export interface Endpoint {
+  readonly path: string;
+  readonly factory: ConnectionFactory;
+}
+
+export type Route = (data: unknown) => unknown;
+
+/**
+ * Every gateway's message handlers, by path and message, as Nest built them (guards, pipes and
+ * filters applied): one per process, reached by each connection through its Services.
+ */
+export class Routes {
+  private readonly byPath = new Map<string, ReadonlyMap<string, Route>>();
+
+  set(path: string, handlers: readonly WsMessageHandler[]): void {
+    this.byPath.set(path, new Map(handlers.map((h) => [h.message as string, h.callback as Route])));
+  }
+
+  get(path: string, message: string): Route | undefined {
+    return this.byPath.get(path)?.get(message);
+  }
 }
 
 /**
- * The WebSocket endpoints, /ws (Baton's client protocol, libs/protocol wire.ts) and /ahp (Baton as
- * an AHP host, docs/ahp-channel.md), on a plain `ws` server attached to the HTTP server Nest
- * listens on: Nest keeps REST and dependency injection, a connection is one plain object (no
- * per-client stream pipeline). Every upgrade is authenticated before it becomes a connection — a
+ * Nest's WebSocket adapter for the gateways of /ws (Baton's client protocol, libs/protocol
+ * wire.ts) and /ahp (Baton as an AHP host, docs/ahp-channel.md), over the `ws` package on the HTTP
+ * server Nest listens on. Every upgrade is authenticated before it becomes a connection — a
  * missing, bad or expired token is answered 401 with a one-line reason, a tenant over
  * GATEWAY_MAX_CONNECTIONS_PER_TENANT 429; frames above the hard cap close the connection (1009)
  * without being buffered; each frame goes to its connection as it came (text as a string, binary
- * as a Buffer) to be validated and answered.
+ * as a Buffer), which decodes it and hands it to its gateway's handler for it.
+ *
+ * A connection is one plain object: Nest binds a gateway's handlers once, to the gateway's
+ * server (bindClientConnect), not once per socket, so an idle connection costs no bound
+ * handlers, subjects or closures; the connection reaches them through {@link Routes}, and its
+ * own lifecycle (heartbeats, close) is the registry's, not Nest's connect / disconnect events.
  */
-@Injectable()
-export class WsEndpoints {
+export class BatonWsAdapter implements WebSocketAdapter<Endpoint, Endpoint> {
   private readonly wss: WebSocketServer;
-  private readonly endpoints: ReadonlyMap<string, Endpoint>;
+  private readonly endpoints = new Map<string, Endpoint>();
+  private attached = false;
+  private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    void this.upgrade(req, socket, head);
+  };
   /**
    * The tenant whose connection place each admitted TCP socket holds, given back when it closes.
    * With the listeners below, one function for every socket: a closure per connection would
@@ -54,10 +87,12 @@ export class WsEndpoints {
   private readonly onError: (this: WebSocket, err: Error) => void;
 
   constructor(
-    @Inject(SERVICES) private readonly s: Services,
-    @Inject(ConnectionRegistry) private readonly registry: ConnectionRegistry,
-    @Inject(Authenticator) private readonly auth: Authenticator,
-    @Inject(TenantLimits) private readonly limits: TenantLimits,
+    private readonly http: Server,
+    private readonly s: Services,
+    private readonly registry: ConnectionRegistry,
+    private readonly auth: Authenticator,
+    private readonly limits: TenantLimits,
+    private readonly factories: readonly ConnectionFactory[],
   ) {
     this.wss = new WebSocketServer({
       noServer: true,
@@ -93,30 +128,39 @@ export class WsEndpoints {
     this.onError = function (this: WebSocket, err: Error) {
       s.log.debug({ err, endpoint: connectionOf(this)?.endpoint }, 'socket error');
     };
-    this.endpoints = new Map<string, Endpoint>([
-      [
-        '/ws',
-        {
-          inProtocolAuth: false,
-          open: (ws, req, a) => new ClientConnection(ws, req.socket, a.principal, s),
-        },
-      ],
-      [
-        '/ahp',
-        {
-          inProtocolAuth: true,
-          open: (ws, req, a) =>
-            new AhpConnection(ws, req.socket, a.principal, s, auth, a.anonymous),
-        },
-      ],
-    ]);
   }
 
-  /** Takes the upgrades of `server` (the HTTP server Nest listens on). */
-  attach(server: Server): void {
-    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      void this.upgrade(req, socket, head);
-    });
+  /** A gateway's server: its path (shared with the HTTP server, whose upgrades it takes). */
+  create(_port: number, options?: { path?: string }): Endpoint {
+    const path = options?.path ?? '/';
+    const factory = this.factories.find((f) => f.path === path);
+    if (!factory) throw new Error(`no connection factory for the WebSocket gateway at ${path}`);
+    const endpoint: Endpoint = { path, factory };
+    this.endpoints.set(path, endpoint);
+    if (!this.attached) {
+      this.attached = true;
+      this.http.on('upgrade', this.onUpgrade);
+    }
+    return endpoint;
+  }
+
+  /** Nest's handlers are bound once, to the gateway's server (see the class). */
+  bindClientConnect(server: Endpoint, callback: (client: Endpoint) => void): void {
+    callback(server);
+  }
+
+  /** The gateway's handlers, once (the client is its server): shared by all its connections. */
+  bindMessageHandlers(client: Endpoint, handlers: WsMessageHandler[]): void {
+    this.s.routes.set(client.path, handlers);
+  }
+
+  close(server: Endpoint): void {
+    this.endpoints.delete(server.path);
+  }
+
+  dispose(): void {
+    this.http.off('upgrade', this.onUpgrade);
+    this.wss.close();
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
@@ -124,7 +168,7 @@ export class WsEndpoints {
     // and keep the upgrade request (headers and all, ~1 KB) for as long as the socket lives.
     socket.on('error', destroyOnError);
     const path = new URL(req.url ?? '/', 'http://x').pathname;
-    const endpoint = this.endpoints.get(path);
+    const endpoint = this.endpoints.get(path)?.factory;
     if (!endpoint) {
       refuse(socket, 404, `no WebSocket endpoint at ${path}; there are /ws and /ahp`);
       return;
@@ -142,7 +186,7 @@ export class WsEndpoints {
   private async admit(
     req: IncomingMessage,
     socket: Duplex,
-    endpoint: Endpoint,
+    endpoint: ConnectionFactory,
   ): Promise<Admission | undefined> {
     let admission: Admission;
     if (endpoint.inProtocolAuth && hasNoToken(req)) {
@@ -184,16 +228,17 @@ export class WsEndpoints {
     return admission;
   }
 
-  private connect(ws: WebSocket, req: IncomingMessage, endpoint: Endpoint, a: Admission): void {
-    const c = endpoint.open(ws, req, a);
+  private connect(
+    ws: WebSocket,
+    req: IncomingMessage,
+    endpoint: ConnectionFactory,
+    a: Admission,
+  ): void {
+    const c = endpoint.open(ws, req.socket, a);
     this.registry.add(c);
     ws.on('message', this.onMessage);
     ws.on('close', this.onClose); // once: ws emits it once
     ws.on('error', this.onError);
-  }
-
-  close(): void {
-    this.wss.close();
   }
 }
 

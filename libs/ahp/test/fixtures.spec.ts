@@ -1,16 +1,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BackgroundWork, SCHEMA_VERSION, type StreamEntry, type Update } from '@baton/protocol';
+import { fold, initialTaskState } from '@baton/activity';
 import {
-  fold,
-  initialTaskState,
   reduceBackgroundWork,
   type BackgroundWorkAction,
   type ChatWithBackgroundWork,
 } from '../src';
 
 /** AHP reducer fixtures, in AHP's own `{description, reducer, initial, actions, expected}` form. */
-const dir = join(__dirname, '..', 'fixtures', 'ahp');
+const dir = join(__dirname, '..', 'fixtures', 'background-work');
 const fixtures = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
   .map(
@@ -36,7 +35,7 @@ describe('AHP chat reducer fixtures for backgroundWork', () => {
   });
 
   it('an absent remove returns the very same state object', () => {
-    const state = { title: 'x' };
+    const state: ChatWithBackgroundWork = { title: 'x' };
     expect(reduceBackgroundWork(state, { type: 'chat/backgroundWorkRemoved', id: 'missing' })).toBe(
       state,
     );

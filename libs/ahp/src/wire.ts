@@ -1,9 +1,8 @@
 import { z } from 'zod';
-import { Id } from './common';
-import type { BackgroundWork } from './background-work';
+import { Id } from '@baton/protocol';
 
 /**
- * Baton's AHP-compatible chat channel (Agent Host Protocol 1.0.0): JSON-RPC 2.0 over WebSocket,
+ * The wire of Baton's AHP host (Agent Host Protocol 1.0.0): JSON-RPC 2.0 over WebSocket,
  * one message per text frame. Only what a chat subscriber needs to follow a session's background
  * work: initialize (version negotiation), ping, subscribe / unsubscribe, reconnect, and `action`
  * notifications. docs/ahp-channel.md describes it.
@@ -32,6 +31,9 @@ export const AHP_ERRORS = {
 } as const;
 
 export const AHP_ROOT = 'ahp-root://';
+
+/** The `_meta` key under which AHP states and actions carry what is Baton's own. */
+export const BATON_META_KEY = 'x-baton';
 
 const SEMVER = /^(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})$/;
 
@@ -125,6 +127,26 @@ export function parseChatUri(uri: string): { taskId: string; sessionId: string }
   }
 }
 
+const SESSION_SCHEME = 'ahp-session:/';
+
+/** A Baton task as an AHP session: `ahp-session:/<taskId>`, the id percent-encoded. */
+export function sessionUri(taskId: string): string {
+  return `${SESSION_SCHEME}${encodeURIComponent(taskId)}`;
+}
+
+/** The task an AHP session URI names, or null when it is not one of Baton's. */
+export function parseSessionUri(uri: string): string | null {
+  if (!uri.startsWith(SESSION_SCHEME)) return null;
+  const rest = uri.slice(SESSION_SCHEME.length);
+  if (rest.length === 0 || rest.includes('/')) return null;
+  try {
+    const id = decodeURIComponent(rest);
+    return id.length > 0 && id.length <= 200 ? id : null;
+  } catch {
+    return null;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Messages
 // ---------------------------------------------------------------------------------------------
@@ -168,42 +190,53 @@ export const AhpReconnectParams = z.object({
 });
 export const AhpPingParams = z.object({ channel: Channel.optional(), ...meta }).optional();
 
-/** AHP SessionStatus bits (clients test bits, never equality). */
-export const AhpStatus = {
-  Idle: 1,
-  Error: 2,
-  InProgress: 8,
-  InputNeeded: 24,
-  IsRead: 32,
-  IsArchived: 64,
-} as const;
+export const AhpAuthenticateParams = z.object({
+  channel: z.literal(AHP_ROOT).optional(),
+  resource: z.string().min(1).max(1_000),
+  token: z.string().min(1).max(10_000),
+  scopes: z.array(z.string().max(200)).max(50).optional(),
+  ...meta,
+});
+export const AhpListSessionsParams = z.object({
+  channel: z.literal(AHP_ROOT).optional(),
+  cursor: z.string().max(400).optional(),
+  limit: z.number().int().min(1).max(500).optional(),
+  ...meta,
+});
+export const AhpDispatchParams = z.object({
+  channel: Channel,
+  clientSeq: z.number().int().min(0),
+  action: z.object({ type: z.string().min(1).max(200) }).loose(),
+  ...meta,
+});
+export type AhpDispatchParams = z.infer<typeof AhpDispatchParams>;
 
-/** The ChatState Baton publishes for a session (AHP 1.0.0 field names). */
-export interface AhpChatState {
-  resource: string;
-  title: string;
-  status: number;
-  modifiedAt: string;
-  turns: unknown[];
-  /** Absent: no inventory published yet; `[]`: no active work. */
-  backgroundWork?: BackgroundWork[];
-  _meta?: Record<string, unknown>;
-  /** AHP ChatState fields Baton does not fill (activeTurn, queuedMessages, …). */
-  [field: string]: unknown;
-}
+/** A message a client dispatches (a turn's or a pending message's): its text, at most 1 MB. */
+export const AhpDispatchedMessage = z
+  .object({
+    text: z.string().max(1_000_000),
+    origin: z.object({ kind: z.string() }).loose().optional(),
+  })
+  .loose();
 
-export interface AhpSnapshot {
-  resource: string;
-  state: AhpChatState;
-  fromSeq: number;
-}
-
-export type AhpAction = { type: string; [key: string]: unknown };
-
-export interface AhpActionEnvelope {
-  channel: string;
-  action: AhpAction;
-  serverSeq: number;
-  /** Always absent: every action Baton sends is server-originated. */
-  origin?: undefined;
-}
+/**
+ * AHP's `chat/toolCallConfirmed` as a client dispatches it (ChatToolCallApprovedAction |
+ * ChatToolCallDeniedAction): approved with how it was confirmed, or denied with why.
+ */
+export const AhpToolCallConfirmed = z
+  .object({
+    type: z.literal('chat/toolCallConfirmed'),
+    turnId: z.string().min(1).max(200),
+    toolCallId: z.string().min(1).max(200),
+    approved: z.boolean(),
+    confirmed: z.string().min(1).max(100).optional(),
+    reason: z.enum(['denied', 'skipped']).optional(),
+    selectedOptionId: z.string().min(1).max(200).optional(),
+    editedToolInput: z.string().max(1_000_000).optional(),
+    reasonMessage: z.unknown().optional(),
+    userSuggestion: z.unknown().optional(),
+    ...meta,
+  })
+  .refine((a) => (a.approved ? a.confirmed !== undefined : a.reason !== undefined), {
+    message: 'an approval needs confirmed, a denial needs reason',
+  });

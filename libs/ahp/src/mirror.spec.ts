@@ -2,16 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { QueueView, SessionActivityView, SessionView, Update } from '@baton/protocol';
-import { reduce as clientReduce } from '../../test/ahp-client-reducer';
-import {
-  ChatMirror,
-  SessionMirror,
-  chatActions,
-  emptyChat,
-  parseSessionUri,
-  rootState,
-  sessionUri,
-} from './mapping';
+import { reduce as clientReduce } from '../test/spec-reducer';
+import { ChatMirror, SessionMirror, chatActions, emptyChat, rootState } from './mirror';
+import { parseSessionUri, sessionUri } from './wire';
 import { Status, chatReducer, type ChatState } from './reducer';
 
 /** The fixtures' rule: `null` stands for an absent key; compare with absent keys dropped. */
@@ -40,9 +33,9 @@ const load = (dir: string): Fixture[] =>
 // Baton's own, in the same form (b01–b04): the actions the host sends for a permission request
 // and each way it is settled, folded by the spec's reducer.
 const fixtures = [
-  ...load(join(__dirname, '..', '..', 'test', 'fixtures', 'ahp-reducers')),
-  ...load(join(__dirname, '..', '..', 'test', 'fixtures', 'ahp-baton')),
-  ...load(join(__dirname, '..', '..', '..', '..', 'libs', 'activity', 'fixtures', 'ahp')),
+  ...load(join(__dirname, '..', 'fixtures', 'reducers')),
+  ...load(join(__dirname, '..', 'fixtures', 'baton')),
+  ...load(join(__dirname, '..', 'fixtures', 'background-work')),
 ];
 
 describe('AHP chat reducer (from the spec) against the upstream fixtures', () => {

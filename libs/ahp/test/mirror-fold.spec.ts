@@ -1,13 +1,15 @@
 import fc from 'fast-check';
-import type { AhpAction, BackgroundWork, SessionView, Update } from '@baton/protocol';
+import { taskView } from '@baton/activity';
+import type { BackgroundWork, SessionView, Update } from '@baton/protocol';
+import { CLAUDE_CAPS, Owner } from '../../activity/test/owner';
 import {
   ChatMirror,
-  ahpStatus,
   reduceBackgroundWork,
-  taskView,
+  type ChatAction,
   type ChatWithBackgroundWork,
 } from '../src';
-import { CLAUDE_CAPS, Owner } from './owner';
+
+const NOW = '2026-11-30T00:00:00.000Z';
 
 type Op =
   | { kind: 'start'; work: number; shell: boolean }
@@ -48,7 +50,7 @@ function play(ops: Op[]): { updates: Update[][]; views: (SessionView | undefined
   return { updates, views };
 }
 
-function reduce(state: ChatWithBackgroundWork, actions: AhpAction[]): ChatWithBackgroundWork {
+function reduce(state: ChatWithBackgroundWork, actions: ChatAction[]): ChatWithBackgroundWork {
   return actions.reduce((s, a) => reduceBackgroundWork(s, a), state);
 }
 
@@ -60,13 +62,12 @@ describe('ChatMirror (AHP chat channel)', () => {
     fc.assert(
       fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
         const { updates, views } = play(ops);
-        const mirror = new ChatMirror('t1', 's1');
-        mirror.reset(undefined);
-        let chat: ChatWithBackgroundWork = mirror.state('2026-11-30T00:00:00Z');
+        const mirror = new ChatMirror('t1', 's1', NOW);
+        let chat: ChatWithBackgroundWork = mirror.state();
         expect(chat.backgroundWork).toBeUndefined();
         updates.forEach((batch, i) => {
           for (const u of batch) {
-            const actions = mirror.apply(u);
+            const actions = mirror.applyGroup([u], NOW);
             for (const a of actions) {
               // Never a Removed for an id the client was not told about.
               if (a.type === 'chat/backgroundWorkRemoved')
@@ -90,39 +91,21 @@ describe('ChatMirror (AHP chat channel)', () => {
         const { views } = play(ops);
         const cut = views[cutAt % views.length];
         const last = views[views.length - 1];
-        const mirror = new ChatMirror('t1', 's1');
-        mirror.reset(cut);
-        let chat: ChatWithBackgroundWork = mirror.state('2026-11-30T00:00:00Z');
-        const actions = mirror.reconcile(last);
+        const mirror = new ChatMirror('t1', 's1', NOW);
+        mirror.sync(cut, NOW);
+        let chat: ChatWithBackgroundWork = mirror.state();
+        const actions = mirror.sync(last, NOW);
         chat = reduce(chat, actions);
-        expect(byId(chat.backgroundWork)).toEqual(byId(last?.backgroundWork));
+        expect(byId(chat.backgroundWork as BackgroundWork[])).toEqual(byId(last?.backgroundWork));
         // Reconciling again says nothing: the mirror is what the client has.
-        expect(mirror.reconcile(last)).toEqual([]);
+        expect(mirror.sync(last, NOW)).toEqual([]);
       }),
       { numRuns: 200 },
     );
   });
 
-  it('maps activity to AHP status bits: background work is Idle, never a bit of its own', () => {
-    const base = {
-      state: 'running' as const,
-      activeSubagentCount: 0,
-      supportsSteering: false,
-      runningGeneration: 1,
-      admission: 'coarse' as const,
-      attention: null,
-    };
-    expect(ahpStatus({ ...base, foregroundActivity: 'generating' })).toBe(8);
-    expect(ahpStatus({ ...base, foregroundActivity: 'background' })).toBe(1);
-    expect(ahpStatus({ ...base, foregroundActivity: null })).toBe(8);
-    expect(ahpStatus({ ...base, state: 'waiting_for_input', foregroundActivity: null })).toBe(24);
-    expect(ahpStatus({ ...base, state: 'failed', foregroundActivity: null })).toBe(2);
-    expect(ahpStatus({ ...base, state: 'idle', foregroundActivity: null })).toBe(1);
-  });
-
   it('sends activity and queue changes as x-baton actions, once per change', () => {
-    const mirror = new ChatMirror('t1', 's1');
-    mirror.reset(undefined);
+    const mirror = new ChatMirror('t1', 's1', NOW);
     const activity = {
       state: 'idle' as const,
       foregroundActivity: null,
@@ -139,12 +122,12 @@ describe('ChatMirror (AHP chat channel)', () => {
       type: 'session.activity',
       data: { sessionId: 's1', ...activity },
     });
-    expect(mirror.apply(u(1))).toEqual([{ type: 'x-baton/sessionActivity', activity, status: 1 }]);
-    expect(mirror.apply(u(2))).toEqual([]);
-    expect(mirror.apply({ ...u(3), data: { ...u(3).data, sessionId: 'other' } } as Update)).toEqual(
-      [],
-    );
-    const state = mirror.state('2026-11-30T00:00:00Z');
+    expect(mirror.applyGroup([u(1)], NOW)).toEqual([{ type: 'x-baton/sessionActivity', activity }]);
+    expect(mirror.applyGroup([u(2)], NOW)).toEqual([]);
+    expect(
+      mirror.applyGroup([{ ...u(3), data: { ...u(3).data, sessionId: 'other' } } as Update], NOW),
+    ).toEqual([]);
+    const state = mirror.state();
     expect(state._meta).toEqual({ 'x-baton': { taskId: 't1', sessionId: 's1', activity } });
   });
 });

@@ -1,0 +1,4 @@
+export * from './wire';
+export * from './background-work';
+export * from './reducer';
+export * from './mirror';
