@@ -63,6 +63,8 @@ interface ToolState {
 export interface TranscriptState {
   readonly shape: Shape;
   readonly limits: TranscriptLimits;
+  /** Prefix of the item ids: one per execution keeps items of a session's executions apart. */
+  readonly scope: string;
   turn: string | null;
   phase: Phase;
   /** The phase `session/load`'s response returns to. */
@@ -97,9 +99,11 @@ interface Opt {
 export const initialTranscriptState = (
   shape: Shape,
   limits: TranscriptLimits = DEFAULT_LIMITS,
+  scope = '',
 ): TranscriptState => ({
   shape,
   limits,
+  scope,
   turn: null,
   phase: 'setup',
   beforeLoad: 'setup',
@@ -200,7 +204,7 @@ class Step {
   }
 
   nextItem(prefix: string): string {
-    return `${prefix}${++this.s.seq}`;
+    return `${this.s.scope}${prefix}${++this.s.seq}`;
   }
 }
 
@@ -521,7 +525,7 @@ function onTool(step: Step, u: Rec): void {
   let tool = s.tools.get(toolCallId);
   if (tool === undefined) {
     // Draft v2 sends no tool_call: the first update of an unknown id creates the tool.
-    tool = { item: `t:${toolCallId}`, outputBytes: 0 };
+    tool = { item: `${s.scope}t:${toolCallId}`, outputBytes: 0 };
     s.tools.set(toolCallId, tool);
   }
   const max = s.limits.itemBytes;
