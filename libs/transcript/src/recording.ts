@@ -30,8 +30,9 @@ export function shapeOfFrames(frames: readonly RecordedFrame[]): Shape {
 export function transcriptOf(
   frames: readonly RecordedFrame[],
   limits?: TranscriptLimits,
+  scope?: string,
 ): { state: TranscriptState; events: TranscriptEvent[] } {
-  let state = initialTranscriptState(shapeOfFrames(frames), limits);
+  let state = initialTranscriptState(shapeOfFrames(frames), limits, scope);
   const events: TranscriptEvent[] = [];
   for (const f of frames) {
     const input: TranscriptInput = { kind: 'frame', ...f };

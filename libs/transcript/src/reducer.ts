@@ -61,7 +61,8 @@ interface ToolState {
 }
 
 export interface TranscriptState {
-  readonly shape: Shape;
+  /** Read off the `initialize` answer when the reducer sees it; the caller's guess until then. */
+  shape: Shape;
   readonly limits: TranscriptLimits;
   /** Prefix of the item ids: one per execution keeps items of a session's executions apart. */
   readonly scope: string;
@@ -336,7 +337,9 @@ function onAgentResponse(step: Step, m: Rec): void {
     return;
   }
   const r = m.result;
-  if (isRec(r) && s.sessionId === undefined) s.sessionId = str(r.sessionId);
+  if (!isRec(r)) return;
+  if (s.phase === 'setup' && r.protocolVersion !== undefined) s.shape = shapeOf(r);
+  if (s.sessionId === undefined) s.sessionId = str(r.sessionId);
 }
 
 function onPermission(step: Step, m: Rec): void {
