@@ -6,6 +6,7 @@ import {
   DEFAULT_LIMITS,
   foldTranscript,
   initialTranscriptState,
+  jsonBytes,
   reduceTranscript,
   transcriptOf,
   TranscriptEvent,
@@ -268,6 +269,23 @@ describe('transcript of a real Codex recording', () => {
     expect(usage.length).toBeGreaterThan(0);
     for (const u of usage) expect(u).toMatchObject({ used: 110, size: 258_400 });
     expect(xs.find((i) => i.type === 'turn_end')).toMatchObject({ stopReason: 'end_turn' });
+  });
+});
+
+describe('jsonBytes', () => {
+  it('counts the UTF-8 bytes of JSON.stringify exactly, escapes and surrogates included', () => {
+    const anyText = fc.string({ unit: 'binary' });
+    const value = fc.oneof(
+      anyText,
+      fc.jsonValue(),
+      fc.dictionary(anyText, fc.oneof(anyText, fc.double(), fc.constant(undefined))),
+    );
+    fc.assert(
+      fc.property(value, (v) => {
+        expect(jsonBytes(v)).toBe(bytes(JSON.stringify(v)));
+      }),
+      { numRuns: 1_000 },
+    );
   });
 });
 

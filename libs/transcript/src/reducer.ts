@@ -133,11 +133,78 @@ const num = (v: unknown): number | undefined =>
   typeof v === 'number' && Number.isFinite(v) ? v : undefined;
 
 const utf8 = new TextEncoder();
+/** UTF-8 bytes of `s`, counted without encoding it (a lone surrogate counts as U+FFFD does). */
 const byteLength = (s: string): number => {
-  // Every UTF-16 unit is at most 3 UTF-8 bytes, and ASCII is 1: most strings need no count.
-  if (s.length < 128 && /^[\t\n\r -~]*$/.test(s)) return s.length;
-  return utf8.encode(s).length;
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        // A pair: two units, four bytes.
+        n += 2;
+        i++;
+      } else n += 2;
+    } else n += 2;
+  }
+  return n;
 };
+
+/** Bytes of `s` as a JSON string (quotes and escapes included), as JSON.stringify writes it. */
+const jsonStringBytes = (s: string): number => {
+  let n = s.length + 2;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x20 && c < 0x80) {
+      if (c === 0x22 || c === 0x5c) n += 1;
+    } else if (c < 0x20) n += c === 8 || c === 9 || c === 10 || c === 12 || c === 13 ? 1 : 5;
+    else if (c < 0x800) n += 1;
+    else if (c >= 0xd800 && c <= 0xdfff) {
+      const d = i + 1 < s.length ? s.charCodeAt(i + 1) : 0;
+      if (c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff) {
+        n += 2;
+        i++;
+      } else n += 5; // a lone surrogate is written \udxxx
+    } else n += 2;
+  }
+  return n;
+};
+
+/**
+ * The UTF-8 bytes of `JSON.stringify(v)`, counted without making the string: the session's byte
+ * cap is checked on every event, and the writer serializes them anyway.
+ */
+export function jsonBytes(v: unknown): number {
+  switch (typeof v) {
+    case 'string':
+      return jsonStringBytes(v);
+    case 'number':
+      return Number.isFinite(v) ? String(v).length : 4;
+    case 'boolean':
+      return v ? 4 : 5;
+    case 'object': {
+      if (v === null) return 4;
+      if (Array.isArray(v)) {
+        let n = 2 + Math.max(0, v.length - 1);
+        for (const x of v) n += x === undefined || typeof x === 'function' ? 4 : jsonBytes(x);
+        return n;
+      }
+      let n = 2;
+      let first = true;
+      for (const k in v) {
+        const x = (v as Record<string, unknown>)[k];
+        if (x === undefined || typeof x === 'function') continue;
+        n += (first ? 0 : 1) + jsonStringBytes(k) + 1 + jsonBytes(x);
+        first = false;
+      }
+      return n;
+    }
+    default:
+      return 0;
+  }
+}
 
 /** `s` cut to at most `max` UTF-8 bytes on a character boundary; `more` counts what was cut. */
 export function capText(s: string, max: number): Capped {
@@ -176,7 +243,7 @@ class Step {
       s.text?.messageId === undefined
     )
       s.text = undefined;
-    const b = byteLength(JSON.stringify(e));
+    const b = jsonBytes(e);
     const l = s.limits;
     if (s.items + 2 > l.sessionItems || s.bytes + b + MARKER_BYTES > l.sessionBytes) {
       s.capped = true;
@@ -187,7 +254,7 @@ class Step {
         limit: s.items + 2 > l.sessionItems ? 'items' : 'bytes',
         max: s.items + 2 > l.sessionItems ? l.sessionItems : l.sessionBytes,
       };
-      const mb = byteLength(JSON.stringify(marker));
+      const mb = jsonBytes(marker);
       if (s.items + 1 <= l.sessionItems && s.bytes + mb <= l.sessionBytes) {
         s.items += 1;
         s.bytes += mb;
@@ -533,20 +600,26 @@ function onTool(step: Step, u: Rec): void {
   }
   const max = s.limits.itemBytes;
   const e: EventOf<'tool'> = {
-    ...step.base(),
+    turn: s.turn,
+    phase: s.phase,
     type: 'tool',
     item: tool.item,
     toolCallId,
-    ...toolFields(u, max),
   };
+  let said = setToolFields(e, u, max);
   const status = str(u.status);
-  if (status !== undefined) e.status = status;
+  if (status !== undefined) {
+    e.status = status;
+    said = true;
+  }
   if (Array.isArray(u.content))
     for (const c of u.content)
       if (isRec(c) && c.type === 'terminal' && typeof c.terminalId === 'string')
         s.terminals.set(c.terminalId, toolCallId);
-  if (u.rawOutput !== undefined && u.rawOutput !== null)
+  if (u.rawOutput !== undefined && u.rawOutput !== null) {
     e.result = capText(resultText(u.rawOutput), max);
+    said = true;
+  }
   const meta = isRec(u._meta) ? u._meta : undefined;
   if (meta !== undefined) {
     const cc = isRec(meta.claudeCode) ? meta.claudeCode : undefined;
@@ -554,26 +627,32 @@ function onTool(step: Step, u: Rec): void {
       // The adapter's tool response, where it says more than the result already reported.
       if (e.result === undefined && cc.toolResponse !== undefined && cc.toolResponse !== null) {
         const text = resultText(cc.toolResponse);
-        if (text !== '') e.result = capText(text, max);
+        if (text !== '') {
+          e.result = capText(text, max);
+          said = true;
+        }
       }
       const parent = str(cc.parentToolUseId);
-      if (parent !== undefined) e.parentToolCallId = parent;
+      if (parent !== undefined) {
+        e.parentToolCallId = parent;
+        said = true;
+      }
     }
     const to = isRec(meta.terminal_output) ? meta.terminal_output : undefined;
     if (to !== undefined && typeof to.data === 'string') {
       const kept = capText(to.data, Math.max(0, max - tool.outputBytes));
       tool.outputBytes += byteLength(to.data) - (kept.more ?? 0);
       e.output = { mode: 'append', text: kept.text, ...(kept.more ? { more: kept.more } : {}) };
+      said = true;
     }
     const te = isRec(meta.terminal_exit) ? meta.terminal_exit : undefined;
-    if (te !== undefined)
-      e.exit = {
-        code: num(te.exit_code) ?? null,
-        signal: str(te.signal) ?? null,
-      };
+    if (te !== undefined) {
+      e.exit = { code: num(te.exit_code) ?? null, signal: str(te.signal) ?? null };
+      said = true;
+    }
   }
   // An update that says nothing this transcript keeps (only _meta the adapter adds) is no event.
-  if (Object.keys(e).length <= 5 && u.sessionUpdate === 'tool_call_update') return;
+  if (!said && u.sessionUpdate === 'tool_call_update') return;
   step.emit(e);
 }
 
@@ -626,16 +705,32 @@ function resultText(v: unknown): string {
 }
 
 /** Title, kind, locations, input, content and diff of a tool call (or a permission's tool). */
-function toolFields(
-  u: Rec,
-  max: number,
-): Pick<EventOf<'tool'>, 'title' | 'kind' | 'locations' | 'input' | 'content' | 'diff'> {
-  const f: ReturnType<typeof toolFields> = {};
+type ToolFields = Pick<
+  EventOf<'tool'>,
+  'title' | 'kind' | 'locations' | 'input' | 'content' | 'diff'
+>;
+
+function toolFields(u: Rec, max: number): ToolFields {
+  const f: ToolFields = {};
+  setToolFields(f, u, max);
+  return f;
+}
+
+/** Sets on `f` the fields `u` gives; whether it gave any. */
+function setToolFields(f: ToolFields, u: Rec, max: number): boolean {
+  let said = false;
   const title = str(u.title);
-  if (title !== undefined) f.title = title;
+  if (title !== undefined) {
+    f.title = title;
+    said = true;
+  }
   const kind = str(u.kind);
-  if (kind !== undefined) f.kind = kind;
+  if (kind !== undefined) {
+    f.kind = kind;
+    said = true;
+  }
   if (Array.isArray(u.locations)) {
+    said = true;
     f.locations = [];
     for (const l of u.locations)
       if (isRec(l) && typeof l.path === 'string')
@@ -646,10 +741,12 @@ function toolFields(
   }
   const input = toolInput(u.rawInput, max);
   if (input !== undefined) {
+    said = true;
     f.input = input;
     if (input.diff !== undefined) f.diff = input.diff;
   }
   if (Array.isArray(u.content)) {
+    said = true;
     const content: ToolContent[] = [];
     for (const c of u.content) {
       if (!isRec(c)) continue;
@@ -665,7 +762,7 @@ function toolFields(
     }
     f.content = content;
   }
-  return f;
+  return said;
 }
 
 const diffOf = (path: string, oldText: string | null, newText: string, max: number): Diff => ({
