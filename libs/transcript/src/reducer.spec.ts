@@ -431,6 +431,51 @@ describe('transcript details', () => {
     expect(tool(xs, 't').output).toEqual({ text: '0123456789ab', more: 4 });
   });
 
+  it('records plans, thoughts and mode changes, and keeps a child session out of the text', () => {
+    const xs = run([
+      [
+        'client->agent',
+        { jsonrpc: '2.0', id: 1, method: 'session/new', params: { cwd: '/r', mcpServers: [] } },
+      ],
+      ['agent->client', { jsonrpc: '2.0', id: 1, result: { sessionId: 's' } }],
+      prompt([{ type: 'text', text: 'plan it' }]),
+      update({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: 'Hmm, ' } }),
+      update({
+        sessionUpdate: 'agent_thought_chunk',
+        content: { type: 'text', text: 'two steps.' },
+      }),
+      update({
+        sessionUpdate: 'plan',
+        entries: [
+          { content: 'read', priority: 'high', status: 'completed' },
+          { content: 'write', priority: 'low', status: 'in_progress' },
+        ],
+      }),
+      update({ sessionUpdate: 'current_mode_update', currentModeId: 'plan' }),
+      [
+        'agent->client',
+        {
+          jsonrpc: '2.0',
+          method: 'session/update',
+          params: {
+            sessionId: 'child',
+            update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'x' } },
+          },
+        },
+      ],
+      update({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Done.' } }),
+    ]);
+    expect(messages(xs, 'thought').map((m) => m.text)).toEqual(['Hmm, two steps.']);
+    expect(messages(xs).map((m) => m.text)).toEqual(['Done.']);
+    expect(xs.find((i) => i.type === 'plan')).toMatchObject({
+      entries: [
+        { content: 'read', status: 'completed', priority: 'high' },
+        { content: 'write', status: 'in_progress', priority: 'low' },
+      ],
+    });
+    expect(xs.find((i) => i.type === 'mode')).toMatchObject({ modeId: 'plan', turn: null });
+  });
+
   it('never records session/new or initialize params (env, settings)', () => {
     const xs = run([
       [
