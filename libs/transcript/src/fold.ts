@@ -8,6 +8,8 @@ export type MessageItem = Omit<EventOf<'text'>, 'type' | 'delta'> & {
 };
 /** A tool call whole: its patches applied in order, its output joined. */
 export type ToolItem = Omit<EventOf<'tool'>, 'output'> & { output?: Capped };
+/** A subagent with its last title and state. */
+export type SubagentItem = EventOf<'subagent'>;
 /** A permission request with how it was settled, once it was. */
 export type PermissionItem = EventOf<'permission'> & {
   settled?: Omit<EventOf<'settled'>, 'type' | 'item' | 'turn' | 'phase'>;
@@ -19,6 +21,7 @@ export type TranscriptItem =
   | MessageItem
   | ToolItem
   | PermissionItem
+  | SubagentItem
   | EventOf<'plan'>
   | EventOf<'mode'>
   | EventOf<'model'>
@@ -74,6 +77,17 @@ export function foldTranscript(events: readonly TranscriptEvent[]): TranscriptIt
           const { turn: _turn, phase: _phase, ...fields } = patch;
           Object.assign(t, fields);
           if (output !== undefined) t.output = applyOutput(t.output, output);
+        }
+        break;
+      }
+      case 'subagent': {
+        const i = byItem.get(e.item);
+        if (i === undefined) {
+          byItem.set(e.item, items.length);
+          items.push({ ...e });
+        } else {
+          const { turn: _turn, phase: _phase, ...fields } = e;
+          Object.assign(items[i]!, fields);
         }
         break;
       }

@@ -233,6 +233,28 @@ describe('transcript of a real Claude recording', () => {
     expect(tool(ys, 'toolu_B').result?.text).toMatch(/^Command running in background with ID/);
   });
 
+  it('keeps a subagent’s own session apart: its state, its tool, its result', () => {
+    const ys = items(frames.get('claude-real-subagents-subagent.jsonl')!);
+    expect(ys.find((i) => i.type === 'subagent')).toMatchObject({
+      sessionId: 'a23dcad944960015f',
+      title: 'Background check',
+      state: 'idle',
+      stopReason: 'end_turn',
+    });
+    expect(messages(ys).map((m) => [m.subagent, m.text])).toEqual([
+      [undefined, 'Launched.'],
+      ['a23dcad944960015f', 'Child work done.'],
+      [undefined, 'Noted.'],
+      [undefined, 'Second answer.'],
+    ]);
+    expect(tool(ys, 'toolu_child')).toMatchObject({
+      subagent: 'a23dcad944960015f',
+      parentToolCallId: 'toolu_agent',
+      status: 'completed',
+      result: { text: 'child' },
+    });
+  });
+
   it('keeps a session/load replay as history, not as a turn', () => {
     const ys = items(frames.get('claude-session-load-history.jsonl')!);
     expect(messages(ys, 'user')).toMatchObject([{ text: 'old prompt', phase: 'history' }]);
@@ -466,7 +488,10 @@ describe('transcript details', () => {
       update({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Done.' } }),
     ]);
     expect(messages(xs, 'thought').map((m) => m.text)).toEqual(['Hmm, two steps.']);
-    expect(messages(xs).map((m) => m.text)).toEqual(['Done.']);
+    expect(messages(xs).map((m) => [m.subagent, m.text])).toEqual([
+      ['child', 'x'],
+      [undefined, 'Done.'],
+    ]);
     expect(xs.find((i) => i.type === 'plan')).toMatchObject({
       entries: [
         { content: 'read', status: 'completed', priority: 'high' },

@@ -79,6 +79,8 @@ export interface TranscriptState {
   permissions: Map<string, { item: string; toolCallId: string | undefined; options: Opt[] }>;
   answeredBy: Map<string, string>;
   text: OpenText | undefined;
+  /** The open message of each subagent's own session. */
+  childText: Map<string, OpenText>;
   tools: Map<string, ToolState>;
   /** v2 terminal ids -> their tool call. */
   terminals: Map<string, string>;
@@ -115,6 +117,7 @@ export const initialTranscriptState = (
   permissions: new Map(),
   answeredBy: new Map(),
   text: undefined,
+  childText: new Map(),
   tools: new Map(),
   terminals: new Map(),
   seq: 0,
@@ -320,9 +323,11 @@ function onFrame(step: Step, direction: string, at: string, message: unknown): v
   if (method === 'session/update') {
     const p = message.params;
     if (!isRec(p) || !isRec(p.update)) return;
-    // A subagent's own session (clientCapabilities.subagents) stays out of the parent's text.
+    // A subagent's own session (clientCapabilities.subagents): its text and tools are its own
+    // items, never the parent's text.
     const sid = str(p.sessionId);
-    if (s.sessionId !== undefined && sid !== undefined && sid !== s.sessionId) return;
+    if (s.sessionId !== undefined && sid !== undefined && sid !== s.sessionId)
+      return onChildUpdate(step, p.update, sid);
     return onUpdate(step, p.update);
   }
   if (method === 'session/request_permission' && hasId) return onPermission(step, message);
@@ -342,6 +347,7 @@ function onPrompt(step: Step, m: Rec): void {
   s.prompts.set(idKey(m), promptId);
   s.turn = promptId;
   s.text = undefined;
+  s.childText.clear();
   s.phase = 'turn';
   const content: PromptBlock[] = [];
   const max = s.limits.itemBytes;
@@ -384,6 +390,7 @@ function endTurn(step: Step, stopReason: string | undefined, usage: unknown): vo
   });
   s.phase = 'background';
   s.text = undefined;
+  s.childText.clear();
 }
 
 function onAgentResponse(step: Step, m: Rec): void {
@@ -542,6 +549,8 @@ function onUpdate(step: Step, u: Rec): void {
         ...(str(origin?.kind) !== undefined ? { origin: str(origin?.kind)! } : {}),
       });
     }
+    case 'subagent_update':
+      return onSubagent(step, u);
     case 'state_update':
       // Draft v2: the turn ends at the first idle carrying its stop reason.
       if (s.shape === 'v2' && u.state === 'idle' && s.phase === 'turn')
@@ -553,18 +562,54 @@ function onUpdate(step: Step, u: Rec): void {
   }
 }
 
+function onChildUpdate(step: Step, u: Rec, child: string): void {
+  switch (u.sessionUpdate) {
+    case 'agent_message_chunk':
+      return onText(step, 'agent', u, child);
+    case 'agent_thought_chunk':
+      return onText(step, 'thought', u, child);
+    case 'tool_call':
+    case 'tool_call_update':
+      return onTool(step, u, child);
+    default:
+      return;
+  }
+}
+
+function onSubagent(step: Step, u: Rec): void {
+  const sessionId = str(u.sessionId);
+  if (sessionId === undefined) return;
+  const e: EventOf<'subagent'> = {
+    ...step.base(),
+    type: 'subagent',
+    item: `${step.s.scope}s:${sessionId}`,
+    sessionId,
+  };
+  const title = str(u.title);
+  if (title !== undefined) e.title = title;
+  const description = str(u.description);
+  if (description !== undefined) e.description = description;
+  if (isRec(u.state)) {
+    const state = str(u.state.state);
+    if (state !== undefined) e.state = state;
+    const stopReason = str(u.state.stopReason);
+    if (stopReason !== undefined) e.stopReason = stopReason;
+  }
+  step.emit(e);
+}
+
 function setMode(step: Step, modeId: string | undefined): void {
   if (modeId === undefined || modeId === step.s.mode) return;
   step.s.mode = modeId;
   step.emit({ ...step.base(), type: 'mode', modeId });
 }
 
-function onText(step: Step, role: OpenText['role'], u: Rec): void {
+function onText(step: Step, role: OpenText['role'], u: Rec, child?: string): void {
   const s = step.s;
   const c = u.content;
   if (!isRec(c) || c.type !== 'text' || typeof c.text !== 'string') return;
   const messageId = str(u.messageId);
-  let open = s.text;
+  let open = child === undefined ? s.text : s.childText.get(child);
   if (open === undefined || open.role !== role || open.messageId !== messageId) {
     open = { item: step.nextItem('m'), role, messageId, bytes: 0 };
   }
@@ -581,14 +626,16 @@ function onText(step: Step, role: OpenText['role'], u: Rec): void {
       role,
       ...(messageId !== undefined ? { messageId } : {}),
       delta: delta.text,
+      ...(child !== undefined ? { subagent: child } : {}),
     });
   if (delta.more !== undefined)
     step.emit({ ...step.base(), type: 'truncated', item: open.item, more: delta.more });
   // After emit: an event of another kind closes the open text, text keeps it.
-  s.text = open;
+  if (child === undefined) s.text = open;
+  else s.childText.set(child, open);
 }
 
-function onTool(step: Step, u: Rec): void {
+function onTool(step: Step, u: Rec, child?: string): void {
   const s = step.s;
   const toolCallId = str(u.toolCallId);
   if (toolCallId === undefined) return;
@@ -606,6 +653,7 @@ function onTool(step: Step, u: Rec): void {
     item: tool.item,
     toolCallId,
   };
+  if (child !== undefined) e.subagent = child;
   let said = setToolFields(e, u, max);
   const status = str(u.status);
   if (status !== undefined) {

@@ -109,6 +109,8 @@ export const TranscriptEvent = z.discriminatedUnion('type', [
     role: z.enum(['agent', 'thought', 'user']),
     messageId: z.string().optional(),
     delta: z.string(),
+    /** Said in a subagent's own session (its id): not the parent's text. */
+    subagent: z.string().optional(),
   }),
   z.object({
     ...base,
@@ -144,6 +146,19 @@ export const TranscriptEvent = z.discriminatedUnion('type', [
       .object({ code: z.number().nullable().optional(), signal: z.string().nullable().optional() })
       .optional(),
     parentToolCallId: z.string().optional(),
+    /** Run in a subagent's own session (its id). */
+    subagent: z.string().optional(),
+  }),
+  /** A subagent the agent started in a session of its own: a patch, as tool events are. */
+  z.object({
+    ...base,
+    type: z.literal('subagent'),
+    item: z.string(),
+    sessionId: z.string(),
+    title: z.string().optional(),
+    description: z.string().optional(),
+    state: z.string().optional(),
+    stopReason: z.string().optional(),
   }),
   z.object({
     ...base,
