@@ -50,7 +50,12 @@ export default tseslint.config(
   },
   {
     // The domain core is pure: no I/O, no clock, no randomness.
-    files: ['libs/activity/src/**/*.ts', 'libs/protocol/src/**/*.ts', 'libs/ahp/src/**/*.ts'],
+    files: [
+      'libs/activity/src/**/*.ts',
+      'libs/protocol/src/**/*.ts',
+      'libs/ahp/src/**/*.ts',
+      'libs/transcript/src/**/*.ts',
+    ],
     ignores: ['**/*.spec.ts'],
     rules: {
       'no-restricted-globals': ['error', 'setTimeout', 'setInterval', 'performance', 'process'],

@@ -7,6 +7,7 @@ import { packageRoot } from '@baton/config';
 import { formatResults, resultsOf, type SuiteOutput } from './lib';
 import { runFoldBench } from './fold.bench';
 import { runDialectBench } from './dialect.bench';
+import { runTranscriptBench } from './transcript.bench';
 import { runStoreBench } from './store.bench';
 import { runWorkerBench } from './worker.bench';
 import { runProjectorBench } from './projector.bench';
@@ -42,6 +43,14 @@ const SUITES: Suite[] = [
       'The whole frame-to-fact reducer (`reduceFrame`: JSON-RPC bookkeeping + the dialect the agent’s `initialize` selects) over one session of 5,000 distinct tool calls (start, input, result frames each, and a message chunk), frames already parsed. ' +
       'Baseline: `JSON.parse` of the same frames’ messages, the cost the host pays anyway to read them off the wire; interleaved, best of 3.',
     run: runDialectBench,
+  },
+  {
+    key: 'transcript',
+    title: 'Transcript reducer (libs/transcript)',
+    note:
+      'The transcript reducer (`reduceTranscript`: frames to transcript events, the session caps checked on each) over the dialect benchmark’s sessions of 5,000 distinct tool calls (Claude’s and Codex’s shapes) and one turn of 50,000 streamed text chunks, frames already parsed. ' +
+      'Baseline: `JSON.parse` of the same frames’ messages, the cost the worker pays anyway to read them off the wire; interleaved, best of 7.',
+    run: runTranscriptBench,
   },
   {
     key: 'store',

@@ -10,6 +10,7 @@ import { Executions } from './families/executions';
 import { Inbox } from './families/inbox';
 import { Leases, Projectors, ShardTasks, type Lease } from './families/leases';
 import { RawFrames } from './families/raw-frames';
+import { Transcripts } from './families/transcripts';
 import { StoreContext, type Page } from './families/shared';
 import { HistorySpans } from './families/history-spans';
 import { Snapshots } from './families/snapshots';
@@ -33,6 +34,13 @@ export interface EventStoreOptions {
   inboxMaxLen?: number;
   /** Approximate bound of each execution's raw-frame log (default 10,000 frames). */
   rawFramesMaxLen?: number;
+  /** Approximate bound of each task's transcript stream (default 100,000 events). */
+  transcriptMaxLen?: number;
+  /**
+   * How long transcript events are kept (default 1 day, as the projector's history retention;
+   * 0: until the length bound cuts them).
+   */
+  transcriptRetentionMs?: number;
   /** Approximate bound of each shard's dead-letter stream (default 10,000). */
   deadLettersMaxLen?: number;
   /** How long a task's append dedupe state outlives its last append (default 7 days). */
@@ -78,6 +86,7 @@ export class EventStore {
   readonly views: Views;
   readonly tenants: Tenants;
   readonly rawFrames: RawFrames;
+  readonly transcripts: Transcripts;
   readonly deadLetters: DeadLetters;
 
   constructor(
@@ -91,6 +100,8 @@ export class EventStore {
       updatesMaxLen: options.updatesMaxLen ?? 100_000,
       inboxMaxLen: options.inboxMaxLen ?? 1_000,
       rawFramesMaxLen: options.rawFramesMaxLen ?? 10_000,
+      transcriptMaxLen: options.transcriptMaxLen ?? 100_000,
+      transcriptRetentionMs: options.transcriptRetentionMs ?? 86_400_000,
       deadLettersMaxLen: options.deadLettersMaxLen ?? 10_000,
       dedupeTtlMs: options.dedupeTtlMs ?? 7 * 24 * 3600 * 1000,
       tailBlockMs: options.tailBlockMs ?? 5_000,
@@ -109,6 +120,7 @@ export class EventStore {
     this.views = new Views(this.ctx);
     this.tenants = new Tenants(this.ctx);
     this.rawFrames = new RawFrames(this.ctx);
+    this.transcripts = new Transcripts(this.ctx);
     this.deadLetters = new DeadLetters(this.ctx);
   }
 

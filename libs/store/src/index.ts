@@ -4,6 +4,7 @@ export type { ExecutionRef, ExpiredExecutionLease } from './families/executions'
 export type { StoredInboxMessage } from './families/inbox';
 export type { AcquireResult, Lease, PutAway } from './families/leases';
 export type { RawFrame } from './families/raw-frames';
+export type { StoredTranscriptEvent, TranscriptWrite } from './families/transcripts';
 export type { Page } from './families/shared';
 export type { Snapshot } from './families/snapshots';
 export type { FeedNote, StoredEntry } from './families/task-streams';

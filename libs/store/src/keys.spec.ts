@@ -25,11 +25,16 @@ describe('key layout', () => {
       k.snapshot('a'),
       k.inbox('a', 'a'),
       k.rawFrames('a', 'a'),
+      k.transcript('a'),
+      k.transcript('a:ts:a'),
       k.feed(0),
       k.lease(0),
     ];
     expect(new Set(keys).size).toBe(keys.length);
     expect(k.taskStream('x{y}z')).toBe('baton:{b:0}:ts:x{y}z');
+    // The transcript shares its task's hash tag: one slot with the task stream on a Cluster.
+    const many = new KeyLayout(64);
+    expect(many.transcript('t/7').split('}')[0]).toBe(many.taskStream('t/7').split('}')[0]);
   });
 
   it('refuses shard counts and prefixes that would break the layout', () => {

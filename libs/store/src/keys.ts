@@ -24,6 +24,8 @@
  * | baton:{b:7}:useq                 | hash   | task id -> last published update seq                 |
  * | baton:{b:7}:xi:<task>:<execId>   | stream | the execution's inbox (prompts handed to the worker) |
  * | baton:{b:7}:xr:<task>:<execId>   | stream | the execution's raw ACP frames: direction `d`, `f`   |
+ * | baton:{b:7}:tt:<taskId>          | stream | the task's transcript: session `s`, execution `x`,   |
+ * |                                  |        | event JSON `e` (libs/transcript); never folded       |
  * | baton:{b:7}:dead                 | stream | dead letters: `src` key, `id`, `reason`, `raw`       |
  * | baton:{b:7}:deadidx              | hash   | source entries already dead-lettered                 |
  * | baton:{b:7}:xleases              | zset   | execution leases: [task, session, exec] -> expiry  |
@@ -120,6 +122,10 @@ export class KeyLayout {
   }
   rawFrames(taskId: string, executionId: string): string {
     return `${this.shardBase(this.shardOf(taskId))}:xr:${encodeURIComponent(taskId)}:${executionId}`;
+  }
+  /** Beside the task stream, in its shard: a Cluster keeps a task's transcript with its facts. */
+  transcript(taskId: string): string {
+    return `${this.shardBase(this.shardOf(taskId))}:tt:${taskId}`;
   }
   deadLetters(shard: number): string {
     return `${this.shardBase(shard)}:dead`;

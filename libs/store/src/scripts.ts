@@ -76,6 +76,11 @@ const SCRIPTS = {
     [maxLen: number, ...directionLine: string[]],
     StreamId | null
   >(1),
+  transcriptAppend: declare<
+    [stream: string],
+    [maxLen: number, retain: Ms, ...sessionExecutionEvent: string[]],
+    StreamId | null
+  >(1),
   deadLetter: declare<
     [dead: string, index: string],
     [source: string, sourceId: string, reason: string, raw: Json, maxLen: number],

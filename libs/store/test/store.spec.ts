@@ -65,6 +65,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       k.updateSeqs(s),
       k.inbox(t, 'exec-1'),
       k.rawFrames(t, 'exec-1'),
+      k.transcript(t),
       k.deadLetters(s),
       k.deadIndex(s),
       k.executionLeases(s),

@@ -24,8 +24,17 @@ import {
   type ExecutionRef,
   type RawFrame,
   type StoredInboxMessage,
+  type TranscriptWrite,
   type StreamTail,
 } from '@baton/store';
+import {
+  coalesceEvents,
+  initialTranscriptState,
+  reduceTranscript,
+  type TranscriptEvent,
+  type TranscriptInput,
+  type TranscriptState,
+} from '@baton/transcript';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import type { Logger } from './logger';
@@ -99,6 +108,12 @@ class StoppedBeforeStart extends Error {
   }
 }
 
+/**
+ * How long transcript events gather before they are written: a token stream becomes a few
+ * appends a second, its deltas joined, instead of one per token.
+ */
+const TRANSCRIPT_WINDOW_MS = 75;
+
 /** How long a stopping worker waits for an execution's last facts to be acknowledged. */
 const SHUTDOWN_DRAIN_MS = 10_000;
 /** Facts waiting for Redis (appends succeeding) past which the agent's output is not read. */
@@ -130,11 +145,16 @@ export class Execution {
   /** `ask` permission requests the agent waits on, by request id: how to answer each. */
   private readonly pendingPermissions = new Map<
     string,
-    (response: RequestPermissionResponse) => void
+    (response: RequestPermissionResponse, by: string) => void
   >();
   private permissionSeq = 0;
   private readonly facts: Pump<Fact>;
   private readonly rawFrames: Pump<RawFrame>;
+  /** The transcript reducer's state; made when the generation (its items' scope) is known. */
+  private transcript: TranscriptState | undefined;
+  private transcriptWindow: TranscriptEvent[] = [];
+  private transcriptTimer: NodeJS.Timeout | undefined;
+  private readonly transcripts: Pump<TranscriptWrite>;
   private readonly log: Logger;
   private tempDir: string | undefined;
 
@@ -187,6 +207,24 @@ export class Execution {
       onGiveUp: (err, batch) =>
         this.log.warn({ err, frames: batch.length }, 'raw frames dropped after retries'),
     });
+    this.transcripts = new Pump<TranscriptWrite>({
+      send: (batch) =>
+        sendDroppingRefused(
+          batch,
+          async (events) => {
+            await this.store.transcripts.append(this.ref.taskId, events);
+          },
+          (err) => (err instanceof InvalidEntryError ? err.index : undefined),
+          (w, err) =>
+            this.log.error(
+              { err: (err as InvalidEntryError).reason, type: w.event.type },
+              'transcript reducer produced an invalid event',
+            ),
+        ),
+      maxAttempts: 10,
+      onGiveUp: (err, batch) =>
+        this.log.warn({ err, events: batch.length }, 'transcript events dropped after retries'),
+    });
   }
 
   /**
@@ -209,6 +247,8 @@ export class Execution {
   async run(): Promise<ExecutionOutcome> {
     const { store, ref, settings } = this;
     this.generation = await store.executions.nextGeneration(ref.taskId, ref.sessionId);
+    // Item ids are scoped by generation: a session's executions never share one.
+    this.transcript = initialTranscriptState('claude', undefined, `g${this.generation}.`);
     // Unique per execution start, so the store's (instance, seq) dedupe never spans two runs.
     this.writerInstance = `${settings.workerId}.${randomBytes(6).toString('hex')}`;
     const log = this.log.child({ generation: this.generation });
@@ -315,6 +355,9 @@ export class Execution {
     const deadline = this.shuttingDown ? SHUTDOWN_DRAIN_MS : undefined;
     const recorded = await this.facts.drain(deadline);
     await this.rawFrames.drain(deadline ?? 30_000);
+    clearTimeout(this.transcriptTimer);
+    this.flushTranscript();
+    await this.transcripts.drain(deadline ?? 30_000);
     clearInterval(renew);
     if (recorded) {
       // Best effort: a lease left behind lapses and its execution is declared lost, which is
@@ -409,6 +452,7 @@ export class Execution {
     });
     if (policy !== 'ask') {
       const response = choosePermission(policy, req);
+      if (toolCallId !== undefined) this.toTranscript({ kind: 'answer', toolCallId, by: 'policy' });
       const o = response.outcome;
       this.onFact({
         type: 'permission.resolved',
@@ -423,7 +467,12 @@ export class Execution {
       return Promise.resolve(response);
     }
     this.log.info({ requestId, title }, 'permission requested: waiting for a person');
-    return new Promise((resolve) => this.pendingPermissions.set(requestId, resolve));
+    return new Promise((resolve) =>
+      this.pendingPermissions.set(requestId, (response, by) => {
+        if (toolCallId !== undefined) this.toTranscript({ kind: 'answer', toolCallId, by });
+        resolve(response);
+      }),
+    );
   }
 
   /** The owner's answer to an `ask` request: to the agent, then reported resolved. */
@@ -439,6 +488,7 @@ export class Execution {
       a.outcome === 'selected' && a.optionId !== undefined
         ? { outcome: { outcome: 'selected', optionId: a.optionId } }
         : { outcome: { outcome: 'cancelled' } },
+      a.subject !== undefined ? `${a.by}:${a.subject}` : a.by,
     );
     log.info({ requestId: a.requestId, outcome: a.outcome, by: a.by }, 'permission answered');
     this.onFact({
@@ -524,6 +574,28 @@ export class Execution {
 
   private onRawFrame(frame: Frame, line: string): void {
     this.rawFrames.push({ direction: frame.direction === 'agent->client' ? 'in' : 'out', line });
+    this.toTranscript({ kind: 'frame', ...frame });
+  }
+
+  /** Feeds the transcript reducer; its events wait for the window's end to be written. */
+  private toTranscript(input: TranscriptInput): void {
+    if (this.transcript === undefined) return;
+    const r = reduceTranscript(this.transcript, input);
+    this.transcript = r.state;
+    if (r.out.length === 0) return;
+    for (const e of r.out) this.transcriptWindow.push(e);
+    this.transcriptTimer ??= setTimeout(() => {
+      this.transcriptTimer = undefined;
+      this.flushTranscript();
+    }, TRANSCRIPT_WINDOW_MS);
+  }
+
+  private flushTranscript(): void {
+    if (this.transcriptWindow.length === 0) return;
+    const { sessionId, executionId } = this.ref;
+    const events = coalesceEvents(this.transcriptWindow);
+    this.transcriptWindow = [];
+    this.transcripts.push(...events.map((event) => ({ sessionId, executionId, event })));
   }
 
   private async followInbox(tail: StreamTail<StoredInboxMessage>, log: Logger): Promise<void> {
@@ -571,6 +643,8 @@ export class Execution {
         const host = await this.hostSettled;
         // No host: the execution failed to start and has ended; its end retires the claim.
         if (!host) return;
+        // The turn's id for the transcript, should the frame not carry it.
+        this.toTranscript({ kind: 'prompt', promptId });
         // The turn lasts long; dispatch and turn end are read off the wire as facts.
         host.prompt({ promptId, admissionGeneration, text }).then(
           (r) => log.debug({ promptId, stopReason: r.stopReason }, 'turn ended'),

@@ -1,0 +1,98 @@
+import { TranscriptEvent } from '@baton/transcript';
+import { InvalidEntryError } from '../errors';
+import { zodReason } from '../stored';
+import { field, Refused, type Fields, type Page, type StoreContext } from './shared';
+
+/** An event of a task's transcript as stored: its stream id is the reader's cursor. */
+export interface StoredTranscriptEvent {
+  id: string;
+  sessionId: string;
+  executionId: string;
+  event: TranscriptEvent;
+}
+
+export interface TranscriptWrite {
+  sessionId: string;
+  executionId: string;
+  event: TranscriptEvent;
+}
+
+/**
+ * Each task's transcript (`tt:`): what its agents said and did, as events of libs/transcript,
+ * written by the workers beside the task stream. Neither the fold nor admission reads it: the task
+ * stream stays the source of activity.
+ */
+export class Transcripts {
+  constructor(private readonly ctx: StoreContext) {}
+
+  /**
+   * Appends a window of events, validated, in one round trip; the stream is bounded by
+   * `transcriptMaxLen` and by `transcriptRetentionMs`.
+   */
+  async append(taskId: string, events: readonly TranscriptWrite[]): Promise<string | null> {
+    if (events.length === 0) return null;
+    const args: string[] = [];
+    events.forEach((w, index) => {
+      const r = TranscriptEvent.safeParse(w.event);
+      if (!r.success) throw new InvalidEntryError(index, zodReason(r.error));
+      args.push(w.sessionId, w.executionId, JSON.stringify(r.data));
+    });
+    const { keys, opts } = this.ctx;
+    return this.ctx.scripts.transcriptAppend(
+      [keys.transcript(taskId)],
+      [opts.transcriptMaxLen, opts.transcriptRetentionMs, ...args],
+    );
+  }
+
+  /**
+   * Up to `limit` events after the cursor `after` (a stream id, exclusive; `'0-0'` from the
+   * start), of one session when `sessionId` is given. `lastId` is the next cursor: it moves past
+   * entries of other sessions too, so paging never reads one twice.
+   */
+  async read(
+    taskId: string,
+    opts: { after?: string; limit?: number; sessionId?: string } = {},
+  ): Promise<Page<StoredTranscriptEvent>> {
+    const key = this.ctx.keys.transcript(taskId);
+    const page = await this.ctx.page(
+      key,
+      this.ctx.shardOf(taskId),
+      opts.after ?? '0-0',
+      opts.limit ?? 500,
+      decode,
+    );
+    if (opts.sessionId === undefined) return page;
+    return { items: page.items.filter((e) => e.sessionId === opts.sessionId), lastId: page.lastId };
+  }
+
+  /** Every event of one turn (the prompt id) of a session, in order: the turn whole. */
+  async readTurn(
+    taskId: string,
+    sessionId: string,
+    promptId: string,
+  ): Promise<StoredTranscriptEvent[]> {
+    const key = this.ctx.keys.transcript(taskId);
+    const out: StoredTranscriptEvent[] = [];
+    for await (const page of this.ctx.pages(key, this.ctx.shardOf(taskId), '0-0', 1_000, decode))
+      for (const e of page.items)
+        if (e.sessionId === sessionId && e.event.turn === promptId) out.push(e);
+    return out;
+  }
+}
+
+/** Entries were validated on their way in: a parse is enough, what fails it is refused. */
+function decode(id: string, fields: Fields): StoredTranscriptEvent | Refused {
+  const raw = field(fields, 'e');
+  const sessionId = field(fields, 's');
+  if (raw === undefined || sessionId === undefined) return new Refused('missing fields');
+  try {
+    return {
+      id,
+      sessionId,
+      executionId: field(fields, 'x') ?? '',
+      event: JSON.parse(raw) as TranscriptEvent,
+    };
+  } catch {
+    return new Refused('event is not JSON');
+  }
+}

@@ -1,0 +1,4 @@
+export * from './schema';
+export * from './reducer';
+export * from './fold';
+export * from './recording';
