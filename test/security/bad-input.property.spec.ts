@@ -269,6 +269,76 @@ describe('bad input (property)', () => {
     expect(await streamLengths(store, PREFIX)).toEqual(before);
   });
 
+  it("Object.prototype's names are unknown names on every surface, never a crash", async () => {
+    const NAMES = [
+      '__proto__',
+      'constructor',
+      'prototype',
+      'toString',
+      'valueOf',
+      'hasOwnProperty',
+      'isPrototypeOf',
+      '__defineGetter__',
+      '__lookupSetter__',
+    ];
+    const from = gw.output().length;
+    const ws = await Client.connect(gw.wsUrl, tok);
+    for (const name of NAMES) {
+      const id = `p-${name}`;
+      ws.send(JSON.stringify({ v: 1, id, op: name, taskId: name, sessionId: name }));
+      const reply = await ws.next((m) => m.id === id, `the answer to op ${name}`);
+      expect([name, reply]).toEqual([
+        name,
+        expect.objectContaining({
+          ok: false,
+          error: expect.objectContaining({ code: 'invalid_message', path: 'op' }),
+        }),
+      ]);
+      // As ids of a valid request, the same names are just ids: an empty task, nothing found.
+      const list = await ws.request({ op: 'queue.list', taskId: name, sessionId: name });
+      expect([name, list]).toEqual([
+        name,
+        expect.objectContaining({
+          ok: false,
+          error: expect.objectContaining({ code: 'not_found' }),
+        }),
+      ]);
+    }
+    // A __proto__ key in the frame itself changes nothing.
+    ws.send('{"v":1,"id":"pp","op":"ping","__proto__":{"op":"prompt","text":"x"}}');
+    expect(await ws.next((m) => m.id === 'pp', 'the ping with a __proto__ key')).toMatchObject({
+      ok: true,
+      result: { pong: true },
+    });
+    await ws.close();
+
+    const ahp = await Client.connect(gw.wsUrl, tok, '/ahp');
+    for (const name of NAMES) {
+      const { error } = (await ahp.rpc(name, {})) as { error?: { code: number } };
+      expect([name, error?.code]).toEqual([name, expect.any(Number)]);
+      expect([name, error?.code]).not.toEqual([name, -32603]);
+    }
+    await ahp.close();
+
+    for (const name of NAMES) {
+      for (const path of [
+        `/v1/tasks/${name}`,
+        `/v1/tasks/${name}/sessions/${name}`,
+        `/v1/tasks/${name}/history?since=1h`,
+        `/v1/${name}`,
+      ]) {
+        const res = await fetch(`${gw.url}${path}`, {
+          headers: { authorization: `Bearer ${tok}` },
+        });
+        expect([path, res.status]).toEqual([path, res.status < 500 ? res.status : 'a 4xx']);
+      }
+    }
+    // Nothing logged an error or a stack trace, and the service goes on.
+    const logged = gw.output().slice(from);
+    expect(logged).not.toMatch(/"level":(50|60)|"stack"|\n\s+at /);
+    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+  });
+
   it('above the hard cap the connection is closed with 1009; the service goes on', async () => {
     const c = await Client.connect(gw.wsUrl, tok);
     c.send('x'.repeat(HARD + 1));

@@ -103,7 +103,7 @@ export function parseMessage(value: unknown): ParsedFrame {
   const id = idOf(value);
   const withId = id === undefined ? {} : { id };
   const op = (value as { op?: unknown }).op;
-  if (typeof op !== 'string' || !(op in BY_OP)) {
+  if (typeof op !== 'string' || !Object.hasOwn(BY_OP, op)) {
     const got =
       typeof op === 'string' ? `unknown op ${JSON.stringify(op.slice(0, 100))}` : 'missing op';
     return {
