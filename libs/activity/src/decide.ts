@@ -3,6 +3,7 @@ import { evolve } from './evolve';
 import { parkable, promptOf, waitsForPerson } from './state';
 import type { PendingCommand, SessionState, TaskState, Turn } from './state';
 import { admissionGate, supportsSteering } from './views';
+import { own } from './records';
 
 /** A decision before the owner stamps it with its writer envelope. */
 export type DecisionDraft = Decision extends infer D
@@ -61,7 +62,7 @@ export function decide(state: TaskState, timer?: Timer): DecisionDraft[] {
     }
   };
   if (timer) {
-    const s = current.sessions[timer.sessionId];
+    const s = own(current.sessions, timer.sessionId);
     if (s) apply(onTimer(s, timer));
   }
   // Each step answers a command or closes a gate by admitting, so this terminates.

@@ -10,6 +10,7 @@ import { sessions } from './evolve/sessions';
 import { task } from './evolve/task';
 import { tools } from './evolve/tools';
 import { turns } from './evolve/turns';
+import { copyRecord, own, put } from './records';
 
 /** Every session entry type to the handler of its concern (a missing one does not compile). */
 const SESSION: SessionHandlers = {
@@ -35,9 +36,9 @@ export function evolve(state: TaskState, entry: StreamEntry): TaskState {
   if (isTaskEntry(entry)) return (task[entry.type] as AnyTaskHandler)(state, entry);
   const before = sessionOf(state, entry.sessionId);
   const after = evolveSession(before, entry, state.status);
-  if (after === before && state.sessions[entry.sessionId]) return state;
-  const sessions: Record<string, SessionState> = Object.assign({}, state.sessions);
-  sessions[entry.sessionId] = after;
+  if (after === before && own(state.sessions, entry.sessionId)) return state;
+  const sessions = copyRecord(state.sessions);
+  put(sessions, entry.sessionId, after);
   return withSessions(state, state.seq, sessions);
 }
 
@@ -52,7 +53,7 @@ export function withSessions(
 
 /** The session an entry is about: a session first named in a deleted task is born deleted. */
 export function sessionOf(state: TaskState, sessionId: string): SessionState {
-  const s = state.sessions[sessionId];
+  const s = own(state.sessions, sessionId);
   if (s) return s;
   const fresh = initialSessionState(sessionId);
   if (state.status !== 'deleted') return fresh;

@@ -30,6 +30,7 @@ import {
   sessionActivity,
   taskActivity,
 } from './views';
+import { copyRecord, own, put } from './records';
 
 export interface Folded {
   readonly state: TaskState;
@@ -53,11 +54,11 @@ export function fold(state: TaskState, entry: StreamEntry): Folded {
   }
   if (isTaskEntry(entry)) return foldTask(state, entry);
   const sessionId = entry.sessionId;
-  const before: SessionState | undefined = state.sessions[sessionId];
+  const before: SessionState | undefined = own(state.sessions, sessionId);
   const after = evolveSession(before ?? sessionOf(state, sessionId), entry, state.status);
   if (after === before) return repeatedSubmit(state, entry);
-  const sessions: Record<string, SessionState> = Object.assign({}, state.sessions);
-  sessions[sessionId] = after;
+  const sessions = copyRecord(state.sessions);
+  put(sessions, sessionId, after);
   // Its activity is a function of these fields alone (views.ts): unchanged, it is the same view.
   const moved = !before || activityInputsMoved(before, after);
   const a0 = moved && before ? sessionActivity(before) : undefined;
@@ -184,7 +185,7 @@ function taskActivityChange(
  */
 function repeatedSubmit(state: TaskState, entry: StreamEntry): Folded {
   if (entry.type !== 'prompt.submit') return { state, updates: [] };
-  const s = state.sessions[entry.sessionId];
+  const s = own(state.sessions, entry.sessionId);
   const promptId = s && promptIdOfKey(s, entry.data.idempotencyKey);
   const record = promptId === undefined ? undefined : promptOf(s!, promptId);
   const decision = record && outcome(s!, record, entry);
@@ -349,7 +350,8 @@ function promptChanges(
   if (before && before.prompts === after.prompts && before.settled === after.settled) return;
   if (before) for (const id in before.prompts) announce(before, after, id, entry, out);
   const named = 'promptId' in entry.data ? entry.data.promptId : undefined;
-  if (named !== undefined && !before?.prompts[named]) announce(before, after, named, entry, out);
+  if (named !== undefined && !(before && own(before.prompts, named)))
+    announce(before, after, named, entry, out);
   // A force-release or a cancel timeout settles prompts of turns it ends that no entry field
   // names (the steer's, the turn a handoff claim would replace).
   if (
@@ -357,7 +359,7 @@ function promptChanges(
     (entry.type === 'session.force_released' || entry.type === 'turn.cancel_timed_out')
   ) {
     for (const t of [before.turn, before.turn?.predecessor ?? null, before.steer])
-      if (t && !before.prompts[t.promptId] && t.promptId !== named)
+      if (t && !own(before.prompts, t.promptId) && t.promptId !== named)
         announce(before, after, t.promptId, entry, out);
   }
 }

@@ -12,6 +12,7 @@ import type {
 import { evolve } from './evolve';
 import { initialTaskState, type SessionState, type TaskState } from './state';
 import { activityInputsMoved, attention, backgroundWork, foregroundActivity } from './views';
+import { own } from './records';
 
 /**
  * What happened in a task, when: computed from its stream by the same fold that makes the live
@@ -181,9 +182,9 @@ export class HistoryObserver {
     entry: StreamEntry,
     out: Observation[],
   ): void {
-    const after = state.sessions[sessionId];
+    const after = own(state.sessions, sessionId);
     if (!after) return;
-    const prev = before.sessions[sessionId];
+    const prev = own(before.sessions, sessionId);
     if (after === prev) {
       // Nothing moved, but an entry that names a session gives it a history: a session not
       // deleted has one from the range's start, a deleted one from here.
@@ -253,7 +254,7 @@ function historyEvent(e: StreamEntry, before: SessionState | undefined): History
   switch (e.type) {
     case 'prompt.submit':
       // A key the session knew makes no second prompt: the owner answers with what it decided.
-      return before?.promptByKey[e.data.idempotencyKey]
+      return before && own(before.promptByKey, e.data.idempotencyKey)
         ? { k: 'submit', p: e.data.promptId, key: e.data.idempotencyKey, known: true }
         : { k: 'submit', p: e.data.promptId, key: e.data.idempotencyKey };
     case 'prompt.admitted':

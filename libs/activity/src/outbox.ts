@@ -1,5 +1,6 @@
 import { SCHEMA_VERSION, type InboxMessage } from '@baton/protocol';
 import type { TaskState } from './state';
+import { own } from './records';
 
 /** One message the state owes a worker, keyed so that an owner sends it once. */
 export interface Owed {
@@ -45,7 +46,7 @@ export function outbox(state: TaskState): Outbox {
     if (s.deleted) continue;
     for (const claim of [s.turn, s.steer]) {
       if (!claim || claim.phase !== 'claimed') continue;
-      const record = s.prompts[claim.promptId];
+      const record = own(s.prompts, claim.promptId);
       if (!record || !claim.text) {
         textless.push({ sessionId: s.id, promptId: claim.promptId });
         continue;

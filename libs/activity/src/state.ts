@@ -12,6 +12,7 @@ import type {
   TaskEntry,
   TaskStatus,
 } from '@baton/protocol';
+import { own } from './records';
 
 /**
  * The folded state of one task. Plain JSON (no Map, no class) so that a snapshot is
@@ -370,7 +371,7 @@ export function promptOf(
   s: SessionState,
   promptId: string,
 ): PromptRecord | SettledPrompt | undefined {
-  const open = s.prompts[promptId];
+  const open = own(s.prompts, promptId);
   if (open) return open;
   for (let i = s.settled.length - 1; i >= 0; i--) {
     if (s.settled[i]!.promptId === promptId) return s.settled[i];
@@ -380,7 +381,7 @@ export function promptOf(
 
 /** The prompt a known idempotency key made (open or remembered settled), if any. */
 export function promptIdOfKey(s: SessionState, idempotencyKey: string): string | undefined {
-  const open = s.promptByKey[idempotencyKey];
+  const open = own(s.promptByKey, idempotencyKey);
   if (open !== undefined) return open;
   for (let i = s.settled.length - 1; i >= 0; i--) {
     if (s.settled[i]!.idempotencyKey === idempotencyKey) return s.settled[i]!.promptId;
@@ -390,7 +391,8 @@ export function promptIdOfKey(s: SessionState, idempotencyKey: string): string |
 
 /** Ownership of a tool call of the live execution, if a frame has decided it. */
 export function toolOwnership(s: SessionState, toolCallId: string): ToolOwnership | undefined {
-  if (s.tools[toolCallId] !== undefined) return s.tools[toolCallId];
+  const owner = own(s.tools, toolCallId);
+  if (owner !== undefined) return owner;
   if (sortedIndexOf(s.foregroundTools, toolCallId) >= 0) return 'foreground';
   return sortedIndexOf(s.childTools, toolCallId) >= 0 ? 'child' : undefined;
 }

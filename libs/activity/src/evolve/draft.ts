@@ -3,6 +3,7 @@
 import type { EntryOf, SessionEntry, TaskStatus } from '@baton/protocol';
 import { NO_ENTRIES, NO_IDS } from '../state';
 import type { ExecutionState, PendingCommand, PromptRecord, SessionState, Turn } from '../state';
+import { copyRecord, put } from '../records';
 
 export type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 /** A session copy that the current entry owns and changes in place until it returns it. */
@@ -127,14 +128,14 @@ export function appended<T>(list: readonly T[], item: T): readonly T[] {
   return out;
 }
 
-/** A copy of a record with one entry set (Object.assign copies small records fastest in V8). */
+/** A copy of a record with one entry set. */
 export function withEntry<V>(
   r: Readonly<Record<string, V>>,
   key: string,
   value: V,
 ): Record<string, V> {
-  const out: Record<string, V> = Object.assign({}, r);
-  out[key] = value;
+  const out = copyRecord(r);
+  put(out, key, value);
   return out;
 }
 
@@ -144,7 +145,7 @@ export function withoutKey<V>(
   key: string,
 ): Readonly<Record<string, V>> {
   let out: Record<string, V> | null = null;
-  for (const k in r) if (k !== key) (out ??= {})[k] = r[k]!;
+  for (const k in r) if (k !== key) put((out ??= {}), k, r[k]!);
   return out ?? NO_ENTRIES;
 }
 

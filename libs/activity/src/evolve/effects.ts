@@ -25,6 +25,7 @@ import {
   claims,
 } from './draft';
 import type { Draft } from './draft';
+import { own } from '../records';
 
 /** The owner is to stop the live execution (and owes the worker the stop until it ends). */
 export function stop(d: Draft, reason: ExecutionStopReason): void {
@@ -134,7 +135,7 @@ export function retireExecution(d: Draft): void {
   d.turn = null;
   d.steer = null;
   for (const claim of claims) {
-    if (claim && claim.phase === 'claimed' && !d.deleted && d.prompts[claim.promptId])
+    if (claim && claim.phase === 'claimed' && !d.deleted && own(d.prompts, claim.promptId))
       requeueAtHead(d, claim.promptId, claim.text);
   }
 }
@@ -170,9 +171,9 @@ export function setPrompt(
   d: Draft,
   promptId: string,
   status: PromptStatus,
-  text: string | null = d.prompts[promptId]?.text ?? null,
+  text: string | null = own(d.prompts, promptId)?.text ?? null,
 ): void {
-  const record = d.prompts[promptId];
+  const record = own(d.prompts, promptId);
   const at = isSettled(status) ? rememberedAt(d, promptId) : -1;
   // A prompt only remembered as settled can only settle again (its full record is gone).
   if (!record) {

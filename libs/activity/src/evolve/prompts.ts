@@ -13,6 +13,7 @@ import {
 } from './draft';
 import type { SessionHandler, SessionHandlers } from './draft';
 import { requeueAtHead, setPrompt } from './effects';
+import { own } from '../records';
 
 const settledByDecision: SessionHandler<EntryOf<'prompt.rejected' | 'prompt.removed'>> = (s, e) => {
   const d = copySession(s);
@@ -48,7 +49,7 @@ export const prompts = {
     const a = e.data;
     const d = copySession(s);
     // The record settles (its text goes); the claim carries the text until dispatch.
-    const text = s.prompts[a.promptId]?.text ?? null;
+    const text = own(s.prompts, a.promptId)?.text ?? null;
     answered(d, a.commandId);
     setPrompt(d, a.promptId, 'admitted');
     d.queue = without(d.queue, a.promptId);
@@ -80,7 +81,7 @@ export const prompts = {
     answered(d, e.data.commandId);
     setPrompt(d, e.data.promptId, 'queued');
     // Only an open prompt has the record a queue entry is shown from.
-    if (!d.queue.includes(e.data.promptId) && d.prompts[e.data.promptId])
+    if (!d.queue.includes(e.data.promptId) && own(d.prompts, e.data.promptId))
       d.queue = appended(d.queue, e.data.promptId);
     return d;
   },
@@ -99,7 +100,7 @@ export const prompts = {
   'prompt.promoted': (s, e) => {
     const d = copySession(s);
     answered(d, e.data.commandId);
-    const record = d.prompts[e.data.promptId];
+    const record = own(d.prompts, e.data.promptId);
     if (!record || record.status !== 'queued') return d;
     d.queue = toHead(d.queue, e.data.promptId);
     const promoted = copyPrompt(record);

@@ -3,6 +3,7 @@ import { NO_IDS } from '../state';
 import type { PendingTaskCommand, SessionState, TaskState, Turn } from '../state';
 import { appended, copySession } from './draft';
 import { closeSettled, retireExecution, setPrompt, stop } from './effects';
+import { put } from '../records';
 
 /** How one type of task-wide entry changes the task. */
 type TaskHandler<E extends TaskEntry> = (state: TaskState, e: E) => TaskState;
@@ -36,7 +37,7 @@ const closed: TaskHandler<EntryOf<'task.archived' | 'task.deleted'>> = (state, e
     e.type === 'task.deleted' || state.status === 'deleted' ? 'deleted' : 'archived';
   const reason = status === 'deleted' ? 'task_deleted' : 'task_archived';
   const sessions: Record<string, SessionState> = {};
-  for (const id in state.sessions) sessions[id] = closeSession(state.sessions[id]!, reason);
+  for (const id in state.sessions) put(sessions, id, closeSession(state.sessions[id]!, reason));
   return {
     taskId: state.taskId,
     seq: state.seq,

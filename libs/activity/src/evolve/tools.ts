@@ -14,6 +14,7 @@ import {
 } from './draft';
 import type { Draft, SessionHandler, SessionHandlers } from './draft';
 import { outputChanges, output } from './effects';
+import { own } from '../records';
 
 const toolCall: SessionHandler<EntryOf<'tool.started' | 'tool.updated'>> = (s, e) => {
   if (!isLive(s, e)) return null;
@@ -54,7 +55,7 @@ function onTool(
   let { tools, foregroundTools, childTools } = s;
   let owner: ToolOwnership | undefined;
   // A known tool keeps the ownership its first evidence gave it; completing forgets it.
-  if (tools[toolCallId] !== undefined) {
+  if (own(tools, toolCallId) !== undefined) {
     owner = 'background';
     if (done) tools = withoutKey(tools, toolCallId);
   } else {
