@@ -231,7 +231,8 @@ function newSession(sessionId: string, activity: Partial<SessionActivityView>): 
 function putSession(sessions: readonly SessionView[], session: SessionView): SessionView[] {
   const at = sessions.findIndex((s) => s.sessionId === session.sessionId);
   if (at !== -1) return sessions.map((s, i) => (i === at ? session : s));
-  const byId: Record<string, SessionView> = {};
+  // No prototype: a session called `__proto__` is an entry like any other.
+  const byId: Record<string, SessionView> = Object.create(null) as Record<string, SessionView>;
   for (const s of sessions) byId[s.sessionId] = s;
   byId[session.sessionId] = session;
   return Object.values(byId);
