@@ -219,3 +219,21 @@ describe('applyUpdate rules', () => {
     expect(aggregateActivity([asking, idle]).sessionsNeedingPerson).toBe(1);
   });
 });
+
+describe('session ids named like Object.prototype members', () => {
+  it.each(['__proto__', 'constructor', 'toString'])('%s is a session like any other', (id) => {
+    let v = applyUpdate(emptyView, {
+      ...base,
+      seq: 1,
+      type: 'session.activity',
+      data: { sessionId: 's', ...activity },
+    });
+    v = applyUpdate(v, {
+      ...base,
+      seq: 2,
+      type: 'session.activity',
+      data: { sessionId: id, ...activity },
+    });
+    expect(v.sessions.map((s) => s.sessionId)).toEqual(['s', id]);
+  });
+});
