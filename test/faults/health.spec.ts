@@ -1,4 +1,5 @@
 import { startRedis, type RedisServer } from '@baton/redis-server';
+import { spawnGateway, token } from '../../libs/gateway/test/support';
 import {
   spawnProjector,
   spawnWorker,
@@ -91,4 +92,53 @@ it('answers 503 with the reason while Redis is paused, 200 once it answers again
 
   server.resume();
   expect(await both(200, 'healthy again')).toEqual({ projector: 'ok\n', worker: 'ok\n' });
+});
+
+it('a gateway started while Redis is down waits unready, then serves once Redis is back', async () => {
+  await server.kill();
+  const gateway = await spawnGateway({
+    REDIS_URL: server.url,
+    BATON_PREFIX: 'hz',
+    BATON_SHARDS: '2',
+    GATEWAY_STORE_TIMEOUT_MS: '500',
+  });
+  try {
+    // Up, not ready, and saying why; a client's request is answered `unavailable`.
+    expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+    const down = await fetch(`${gateway.url}/readyz`);
+    expect(down.status).toBe(503);
+    expect(await down.json()).toMatchObject({ redis: 'unreachable', updates: 'starting' });
+    const tok = token({ tenant: 'hz', scope: 'read prompt' });
+    const view = await fetch(`${gateway.url}/v1/tasks/t-down`, {
+      headers: { authorization: `Bearer ${tok}` },
+    });
+    expect(view.status).toBe(503);
+    expect(await view.json()).toMatchObject({ error: { code: 'unavailable' } });
+
+    await server.restart();
+    await until(
+      async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
+      'the gateway ready once Redis is back',
+      30_000,
+    );
+    // Serving: a prompt through it is decided by the projector and shows in the view.
+    const res = await fetch(`${gateway.url}/v1/tasks/t-down/sessions/s/prompts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text: 'hello', idempotencyKey: 'k-down' }),
+    });
+    expect([200, 202]).toContain(res.status);
+    await until(async () => {
+      const v = (await (
+        await fetch(`${gateway.url}/v1/tasks/t-down`, {
+          headers: { authorization: `Bearer ${tok}` },
+        })
+      ).json()) as { sessions?: { queue: { entries: unknown[] } }[] };
+      return (v.sessions?.[0]?.queue.entries.length ?? 0) === 1;
+    }, 'the queued prompt in the view');
+  } finally {
+    await gateway.stop();
+  }
+  // It did not exit on its own while it waited.
+  expect(await gateway.exited).toBe(0);
 });

@@ -46,10 +46,11 @@ class StoreShutdown implements OnApplicationShutdown {
     {
       provide: UpdateHub,
       inject: [STORE, LOGGER, OPTIONS],
-      // The tail starts before the server listens: every update after this point reaches it.
-      useFactory: async (store: EventStore, log: Logger, o: ResolvedOptions) => {
+      // The tail is placed before the hub serves anything (it waits for Redis if need be): every
+      // update after a snapshot it hands out reaches it.
+      useFactory: (store: EventStore, log: Logger, o: ResolvedOptions) => {
         const hub = new UpdateHub(store, log, o.viewCacheBytes, o.cacheIdleMs);
-        await hub.start();
+        hub.start();
         return hub;
       },
     },

@@ -3,6 +3,7 @@ import type { EventStore } from '@baton/store';
 import { GatewayMetrics } from '../metrics/metrics';
 import { STORE } from '../options';
 import type { HttpResponse } from '../rest/http-errors';
+import { UpdateHub } from '../updates/update-hub';
 import { openApiDocument } from '../rest/openapi';
 
 const PING_TIMEOUT_MS = 1_000;
@@ -15,6 +16,7 @@ export class HealthController {
   constructor(
     @Inject(STORE) private readonly store: EventStore,
     @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
+    @Inject(UpdateHub) private readonly hub: UpdateHub,
   ) {}
 
   @Get('healthz')
@@ -22,7 +24,7 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Ready when Redis answers and every shard is owned by a projector. */
+  /** Ready when Redis answers, the update tail follows every shard and each has an owner. */
   @Get('readyz')
   async readyz(@Res() res: HttpResponse): Promise<void> {
     const shards = this.store.keys.shards;
@@ -38,10 +40,12 @@ export class HealthController {
     } catch {
       redis = 'unreachable';
     }
-    const ready = redis === 'ok' && owned === shards;
+    const updates = this.hub.started ? 'following' : 'starting';
+    const ready = redis === 'ok' && updates === 'following' && owned === shards;
     res.status(ready ? 200 : 503).json({
       status: ready ? 'ready' : 'not_ready',
       redis,
+      updates,
       shards: { total: shards, owned, unowned: unowned.slice(0, 20) },
     });
   }

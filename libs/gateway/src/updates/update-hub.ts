@@ -1,6 +1,8 @@
 import { splitTaskKey, type TaskView, type Update } from '@baton/protocol';
+import { backoffDelay } from '@baton/backoff';
 import {
   decodeStoredUpdate,
+  isUnavailableError,
   type EventStore,
   type StoredUpdate,
   type StreamTail,
@@ -65,6 +67,15 @@ const MAX_SCAN = 50_000;
 /** The first page of that look back, in entries; each next one is four times larger. */
 const FIRST_PAGE = 8;
 
+/** The hub answers nothing until its tail follows every shard: a client retries, as for Redis. */
+class HubNotStarted extends Error {
+  override readonly name = 'HubNotStarted';
+  constructor() {
+    // Worded as the store's own unavailability, so every surface answers `unavailable`.
+    super('Connection is closed: the update tail waits for Redis');
+  }
+}
+
 export function emptyView(taskId: string): TaskView {
   return {
     taskId,
@@ -87,6 +98,8 @@ export class UpdateHub {
   /** Corks the sockets of subscribers while one batch from the tail is fanned out. */
   readonly writes = new WriteBatch();
   private loop: Promise<void> | undefined;
+  private starting: Promise<void> | undefined;
+  private stopped = false;
 
   /** Task views by version, serialized once, shared by every subscriber and REST read. */
   readonly views: ViewCache;
@@ -102,23 +115,49 @@ export class UpdateHub {
     this.views = new ViewCache(viewCacheBytes, cacheIdleMs);
   }
 
-  /** Starts following every shard from its current end. */
-  async start(): Promise<void> {
+  /**
+   * Starts following every shard from its current end. Reading where each shard ends needs
+   * Redis: while Redis does not answer, this retries (backoff) and the hub serves nothing —
+   * {@link view} and the rest answer `unavailable`, /readyz says not ready — so a gateway started
+   * during an outage waits for Redis instead of exiting, and no subscription can read a snapshot
+   * before the tail is placed (it would miss what happened in between).
+   */
+  start(): void {
+    this.starting ??= this.place();
+  }
+
+  /** Whether the tail follows every shard: the hub can serve. */
+  get started(): boolean {
+    return this.tail !== undefined;
+  }
+
+  private async place(): Promise<void> {
     const shards = Array.from({ length: this.store.keys.shards }, (_, s) => s);
-    const lasts = await Promise.all(
-      shards.map(
-        async (s) =>
-          (
-            (await this.store.redis.xrevrange(
-              this.store.keys.updates(s),
-              '+',
-              '-',
-              'COUNT',
-              1,
-            )) as XEntry[]
-          )[0]?.[0] ?? '0-0',
-      ),
-    );
+    let lasts: string[] | undefined;
+    for (let attempt = 0; lasts === undefined; attempt++) {
+      if (this.stopped) return;
+      try {
+        lasts = await Promise.all(
+          shards.map(
+            async (s) =>
+              (
+                (await this.store.redis.xrevrange(
+                  this.store.keys.updates(s),
+                  '+',
+                  '-',
+                  'COUNT',
+                  1,
+                )) as XEntry[]
+              )[0]?.[0] ?? '0-0',
+          ),
+        );
+      } catch (err) {
+        // The outage itself is logged once by the store's availability watch.
+        if (!isUnavailableError(err)) this.log.error({ err }, 'update tail: reading shard ends');
+        await new Promise((r) => setTimeout(r, backoffDelay(attempt, { maxMs: 2_000 })));
+      }
+    }
+    if (this.stopped) return;
     const from: Record<number, string> = {};
     shards.forEach((s, i) => (from[s] = lasts[i]!));
     const tail = this.store.tailUpdates(shards, from);
@@ -130,6 +169,11 @@ export class UpdateHub {
         });
       }
     })().catch((err: unknown) => this.log.error({ err }, 'update tail stopped'));
+  }
+
+  /** Refuses to serve before the tail is placed, as the store does while Redis is away. */
+  private serving(): void {
+    if (this.tail === undefined) throw new HubNotStarted();
   }
 
   private dispatch(frame: UpdateFrame) {
@@ -206,6 +250,7 @@ export class UpdateHub {
    * view returned is shared: never modify it.
    */
   async view(taskId: string, maxAgeMs = 0): Promise<TaskView> {
+    this.serving();
     if (!this.views.enabled) return (await this.store.views.read(taskId)) ?? emptyView(taskId);
     if (maxAgeMs > 0) {
       const recent = this.views.recent(taskId, maxAgeMs);
@@ -243,6 +288,7 @@ export class UpdateHub {
   }
 
   lastSeq(taskId: string): Promise<number> {
+    this.serving();
     return this.store.lastUpdateSeq(taskId);
   }
 
@@ -252,6 +298,7 @@ export class UpdateHub {
    * no gaps, so finding `afterSeq + 1` while scanning back from the end proves nothing is missing.
    */
   async missed(taskId: string, afterSeq: number): Promise<Update[] | null> {
+    this.serving();
     const key = this.store.keys.updates(this.store.shardOf(taskId));
     const found: Update[] = [];
     let end = '+';
@@ -286,6 +333,8 @@ export class UpdateHub {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    await this.starting;
     await this.tail?.close();
     await this.loop;
     this.listeners.clear();
