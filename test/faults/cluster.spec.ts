@@ -113,7 +113,10 @@ it('one master of three lost: the others keep deciding, its tasks answer unavail
     .slice(logFrom)
     .split('\n')
     .filter((l) => l.includes('lease lost'))
-    .map((l) => (JSON.parse(l) as { shard: number }).shard);
+    .flatMap((l) => {
+      const line = JSON.parse(l) as { shard?: number; shards?: number[] };
+      return line.shards ?? [line.shard!];
+    });
   expect(dropped.filter((s) => !deadShards.has(s))).toEqual([]);
 
   await victim.restart();

@@ -16,11 +16,16 @@ export interface OwnershipHooks {
  * The shard leases of one instance: every tick it announces itself, renews what it holds, and
  * takes or gives up shards so that live instances hold about N/k each (see balance.ts).
  */
+/** How long lost leases are gathered into one log line. */
+const LOST_REPORT_MS = 200;
+
 export class ShardOwnership {
   readonly held = new Map<number, Lease>();
   /** performance.now() of the last answer Redis gave this instance (a renewal or a round). */
   lastReached = Number.NEGATIVE_INFINITY;
   private readonly renewing = new Set<number>();
+  /** Leases lost since the last line about them: an outage past the lease loses them all at once. */
+  private lostSince: { shard: number; epoch: number; reason: string }[] = [];
   private balancing: Promise<void> | undefined;
 
   constructor(
@@ -145,8 +150,26 @@ export class ShardOwnership {
     if (!lease || (epoch !== undefined && lease.epoch !== epoch)) return;
     this.held.delete(shard);
     this.metrics.leaseChanges.inc({ change: 'lost' });
-    this.log.warn({ shard, epoch: lease.epoch, reason }, 'lease lost: dropping the shard');
+    if (this.lostSince.push({ shard, epoch: lease.epoch, reason }) === 1) {
+      setTimeout(() => this.reportLost(), LOST_REPORT_MS).unref();
+    }
     this.hooks.lost(shard, reason);
+  }
+
+  /** One line for the leases lost together (each renewal finds its own within a few ms). */
+  private reportLost(): void {
+    const lost = this.lostSince;
+    this.lostSince = [];
+    if (lost.length === 1) {
+      const [{ shard, epoch, reason }] = lost as [(typeof lost)[number]];
+      this.log.warn({ shard, epoch, reason }, 'lease lost: dropping the shard');
+      return;
+    }
+    const reasons = [...new Set(lost.map((l) => l.reason))];
+    this.log.warn(
+      { shards: lost.map((l) => l.shard), count: lost.length, reasons },
+      `lease lost: dropping ${lost.length} shards`,
+    );
   }
 
   async release(shard: number, why: string): Promise<void> {

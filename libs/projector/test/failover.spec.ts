@@ -119,7 +119,14 @@ it('fencing: a projector paused past its leases writes nothing under them once r
   a.signal('SIGCONT');
   await waitFor(
     'the resumed projector noticed every lost lease',
-    () => aShards.every((s) => a.logs.some((l) => l.msg.startsWith('lease lost') && l.shard === s)),
+    () =>
+      aShards.every((s) =>
+        a.logs.some(
+          (l) =>
+            l.msg.startsWith('lease lost') &&
+            (l.shard === s || (l.shards as number[] | undefined)?.includes(s)),
+        ),
+      ),
     30_000,
   );
   // It rejoins and gets its share back, under new epochs.
