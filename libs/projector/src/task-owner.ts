@@ -305,6 +305,11 @@ export class TaskOwner {
       );
     }
     this.publishedSeq = published;
+    if (this.afterLostWrites) {
+      // What clients were sent past what Redis holds is gone, and its seqs are used again from
+      // here: every follower starts again from the view.
+      await store.announceRewritten(this.taskId, published);
+    }
     this.afterLostWrites = false;
     this.loaded = true;
     this.loadedAt = performance.now();

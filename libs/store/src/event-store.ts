@@ -16,7 +16,13 @@ import { HistorySpans } from './families/history-spans';
 import { Snapshots } from './families/snapshots';
 import { TaskStreams, type FeedNote, type StoredEntry } from './families/task-streams';
 import { Tenants } from './families/tenants';
-import { Updates, type Committed, type Step, type StoredUpdate } from './families/updates';
+import {
+  Updates,
+  type Committed,
+  type Step,
+  type StoredUpdate,
+  type UpdateStreamItem,
+} from './families/updates';
 import { Views } from './families/views';
 import { DEFAULT_PREFIX, DEFAULT_SHARDS, KeyLayout } from './keys';
 import { defineScripts } from './scripts';
@@ -284,8 +290,13 @@ export class EventStore {
   tailUpdates(
     shards: readonly number[],
     from: Readonly<Record<number, string>> = {},
-  ): StreamTail<StoredUpdate> {
+  ): StreamTail<UpdateStreamItem> {
     return this.updates.tail(shards, from);
+  }
+
+  /** See {@link Updates.announceRewritten}. */
+  announceRewritten(taskId: string, seq: number): Promise<void> {
+    return this.updates.announceRewritten(taskId, seq);
   }
 
   /** The last update seq published for a task (0 if none). */

@@ -8,7 +8,13 @@ export type { StoredTranscriptEvent, TranscriptWrite } from './families/transcri
 export type { Page } from './families/shared';
 export type { Snapshot } from './families/snapshots';
 export type { FeedNote, StoredEntry } from './families/task-streams';
-export type { Committed, Step, StoredUpdate } from './families/updates';
+export type {
+  Committed,
+  HistoryRewritten,
+  Step,
+  StoredUpdate,
+  UpdateStreamItem,
+} from './families/updates';
 export { StreamTail } from './tail';
 export { decodeStoredEntry, decodeStoredUpdate, type Decoded } from './stored';
 export {

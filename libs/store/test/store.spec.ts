@@ -460,6 +460,29 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect(await store.lastUpdateSeq(t)).toBe(0);
   });
 
+  it('carries a rewritten-history notice to followers of the update stream, not to readers of updates', async () => {
+    const t = 'rewritten-a';
+    const shard = store.shardOf(t);
+    const lease = await mustAcquire(store, shard, 'projector-rw');
+    await store.publishUpdates(lease, t, [update(t, 1)]);
+    await store.announceRewritten(t, 1);
+    await store.publishUpdates(lease, t, [update(t, 2)]);
+    const tail = store.tailUpdates([shard], { [shard]: '0-0' });
+    const ofTask: unknown[] = [];
+    while (ofTask.length < 3) {
+      for (const i of await tail.next()) {
+        if ('update' in i && i.update.taskId === t) ofTask.push(i.update.seq);
+        else if ('rewritten' in i && i.rewritten.taskId === t) ofTask.push(i.rewritten);
+      }
+    }
+    await tail.close();
+    expect(ofTask).toEqual([1, { taskId: t, seq: 1 }, 2]);
+    const page = await store.readUpdates(shard);
+    expect(page.items.filter((i) => i.update.taskId === t).map((i) => i.update.seq)).toEqual([
+      1, 2,
+    ]);
+  });
+
   it('tails shard feeds and update streams with blocking reads', async () => {
     const tasks = ['feed-a', 'feed-b', 'feed-c'];
     const shards = [...new Set(tasks.map((t) => store.shardOf(t)))];
@@ -484,7 +507,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       await new Promise((r) => setTimeout(r, 20));
     }
     const batch = await got;
-    expect(batch[0]!.update.taskId).toBe('feed-a');
+    expect(batch[0]).toMatchObject({ update: { taskId: 'feed-a' } });
     await feeds.close();
     await updates.close();
   });

@@ -37,7 +37,7 @@ export class GatewayMetrics {
   });
   readonly resyncs = new Counter({
     name: 'baton_gateway_resyncs_total',
-    help: 'Snapshots sent because updates were no longer retained or the client fell behind',
+    help: 'Snapshots sent because updates were no longer retained, the client fell behind or Redis lost writes',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -35,14 +35,14 @@ export class BehindError extends Error {
 }
 
 export interface SubscriptionHooks {
-  onResync(reason: 'not_retained' | 'slow_consumer'): void;
+  onResync(reason: ResyncReason): void;
   /** Catching up failed (it is retried); `taskId` is the subscription's. */
   onError(err: unknown, taskId: string): void;
   onDelivered(): void;
 }
 
 type State = 'catching_up' | 'live' | 'behind' | 'closed';
-type ResyncReason = 'not_retained' | 'slow_consumer';
+export type ResyncReason = 'not_retained' | 'slow_consumer' | 'history_rewritten';
 
 /** Updates buffered while catching up; past this the buffer is dropped and read back from Redis. */
 const MAX_BUFFERED = 10_000;
@@ -175,6 +175,21 @@ export class Subscription {
         this.buffer.push(frame);
         this.kick();
     }
+  }
+
+  /**
+   * Redis lost writes it had acknowledged and the task's owner loaded it again: updates this
+   * client was sent may be gone, and their seqs will be used again for other ones. The client
+   * gets the task's view again, flagged `resync`, whatever it has.
+   */
+  rewritten(): void {
+    // Behind, it gets a fresh snapshot once it drains anyway; closed, nothing.
+    if (this.state === 'closed' || this.state === 'behind') return;
+    this.state = 'catching_up';
+    this.buffer = [];
+    this.held = undefined;
+    this.wantResync = 'history_rewritten';
+    this.kick();
   }
 
   /** The connection drained after falling behind: the client gets a fresh snapshot. */

@@ -4,7 +4,7 @@ import {
   decodeStoredUpdate,
   isUnavailableError,
   type EventStore,
-  type StoredUpdate,
+  type UpdateStreamItem,
   type StreamTail,
 } from '@baton/store';
 import type { Logger } from '../logger';
@@ -53,6 +53,8 @@ export type UpdateListener = (frame: UpdateFrame) => void;
 /** A listener that is an object: held as itself, with no function made for it. */
 export interface UpdateFollower {
   offer(frame: UpdateFrame): void;
+  /** What the follower was sent may no longer be the task's history: start again from its view. */
+  rewritten(): void;
 }
 
 type XEntry = [string, string[]];
@@ -93,8 +95,14 @@ export function emptyView(taskId: string): TaskView {
  */
 export class UpdateHub {
   private readonly listeners = new Map<string, Set<UpdateListener | UpdateFollower>>();
+  /**
+   * The last seq seen of each followed task. A task's seqs only grow (the owner writes each once,
+   * with the seq Redis keeps, in one call), so one that does not was published again after Redis
+   * lost writes: what followers were sent is no longer the task's history.
+   */
+  private readonly seen = new Map<string, number>();
   private readonly tenantListeners = new Map<string, Set<UpdateListener>>();
-  private tail: StreamTail<StoredUpdate> | undefined;
+  private tail: StreamTail<UpdateStreamItem> | undefined;
   /** Corks the sockets of subscribers while one batch from the tail is fanned out. */
   readonly writes = new WriteBatch();
   private loop: Promise<void> | undefined;
@@ -165,7 +173,14 @@ export class UpdateHub {
     this.loop = (async () => {
       for await (const batch of tail) {
         this.writes.run(() => {
-          for (const { update } of batch) this.dispatch(new UpdateFrame(update));
+          for (const item of batch) {
+            if ('update' in item) this.dispatch(new UpdateFrame(item.update));
+            else {
+              // The owner's notice: its next update is the first of the new history.
+              this.seen.delete(item.rewritten.taskId);
+              this.rewritten(item.rewritten.taskId);
+            }
+          }
         });
       }
     })().catch((err: unknown) => this.log.error({ err }, 'update tail stopped'));
@@ -174,6 +189,19 @@ export class UpdateHub {
   /** Refuses to serve before the tail is placed, as the store does while Redis is away. */
   private serving(): void {
     if (this.tail === undefined) throw new HubNotStarted();
+  }
+
+  private rewritten(taskId: string): void {
+    this.log.warn({ taskId }, "the task's published history was rewritten; subscribers resync");
+    this.views.forget(taskId);
+    for (const l of this.listeners.get(taskId) ?? []) {
+      if (typeof l === 'function') continue;
+      try {
+        l.rewritten();
+      } catch (err) {
+        this.log.error({ err, taskId }, 'update listener failed');
+      }
+    }
   }
 
   private dispatch(frame: UpdateFrame) {
@@ -189,6 +217,10 @@ export class UpdateHub {
     }
     const set = this.listeners.get(frame.update.taskId);
     if (!set) return;
+    const { taskId, seq } = frame.update;
+    const before = this.seen.get(taskId);
+    this.seen.set(taskId, seq);
+    if (before !== undefined && seq <= before) this.rewritten(taskId);
     for (const l of set) {
       try {
         if (typeof l === 'function') l(frame);
@@ -219,7 +251,10 @@ export class UpdateHub {
     const set = this.listeners.get(taskId);
     if (!set) return;
     set.delete(l);
-    if (set.size === 0) this.listeners.delete(taskId);
+    if (set.size === 0) {
+      this.listeners.delete(taskId);
+      this.seen.delete(taskId);
+    }
   }
 
   /** Calls `fn` with every update of every task of `tenant` from now on (the AHP root channel). */

@@ -159,6 +159,12 @@ export class ViewCache {
     }
   }
 
+  /** Forgets the task's view: what was cached may be no longer the task's history. */
+  forget(taskId: string): void {
+    const e = this.byTask.get(taskId);
+    if (e) this.drop(e);
+  }
+
   private drop(e: Entry): void {
     this.byTask.delete(e.taskId);
     this.total -= e.bytes;

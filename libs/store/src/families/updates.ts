@@ -32,9 +32,32 @@ export interface StoredUpdate {
   update: Update;
 }
 
+/**
+ * The notice that a task's published history was rewritten: Redis lost writes it had
+ * acknowledged and the owner loaded the task again from what Redis holds, so updates a client was
+ * sent may be gone and their seqs are used again. Whoever follows the task starts again from its
+ * view (at `seq`).
+ */
+export interface HistoryRewritten {
+  id: string;
+  rewritten: { taskId: string; seq: number };
+}
+
+/** What a follower of the update streams reads: updates, and the notices among them. */
+export type UpdateStreamItem = StoredUpdate | HistoryRewritten;
+
 function decodeUpdate(id: string, fields: Fields): StoredUpdate | Refused {
   const r = decodeStoredUpdate(field(fields, 'u'));
   return r.ok ? { id, update: r.value } : new Refused(r.reason);
+}
+
+function decodeItem(id: string, fields: Fields): UpdateStreamItem | Refused {
+  if (field(fields, 'rw') === undefined) return decodeUpdate(id, fields);
+  const taskId = field(fields, 't');
+  const seq = Number(field(fields, 's'));
+  return taskId !== undefined && Number.isSafeInteger(seq) && seq >= 0
+    ? { id, rewritten: { taskId, seq } }
+    : new Refused('a rewritten-history notice without its task or seq');
 }
 
 /**
@@ -111,16 +134,47 @@ export class Updates {
     return { ids, published, lastSeq, viewStored: stored === 1 };
   }
 
+  /**
+   * Tells every follower of `taskId` that its published history was rewritten (see
+   * {@link StoredUpdate}): its view is now at `seq`. Not fenced: a stale owner's notice costs a
+   * snapshot, nothing more.
+   */
+  async announceRewritten(taskId: string, seq: number): Promise<void> {
+    const { keys, opts, redis } = this.ctx;
+    const shard = this.ctx.shardOf(taskId);
+    await redis.xadd(
+      keys.updates(shard),
+      'MAXLEN',
+      '~',
+      opts.updatesMaxLen,
+      '*',
+      't',
+      taskId,
+      's',
+      String(seq),
+      'rw',
+      '1',
+    );
+  }
+
+  /** A page of updates (the notices among them left out; the cursor moves past them). */
   async read(shard: number, afterId: string, count: number): Promise<Page<StoredUpdate>> {
-    return this.ctx.page(this.ctx.keys.updates(shard), shard, afterId, count, decodeUpdate);
+    const page = await this.ctx.page(
+      this.ctx.keys.updates(shard),
+      shard,
+      afterId,
+      count,
+      decodeItem,
+    );
+    return { ...page, items: page.items.filter((i): i is StoredUpdate => 'update' in i) };
   }
 
   tail(
     shards: readonly number[],
     from: Readonly<Record<number, string>>,
-  ): StreamTail<StoredUpdate> {
+  ): StreamTail<UpdateStreamItem> {
     const stream = (shard: number) => this.ctx.keys.updates(shard);
-    return this.ctx.followShards(shards, from, stream, decodeUpdate);
+    return this.ctx.followShards(shards, from, stream, decodeItem);
   }
 
   async lastSeq(taskId: string): Promise<number> {
