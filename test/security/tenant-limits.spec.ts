@@ -26,6 +26,7 @@ beforeAll(async () => {
     GATEWAY_MAX_CONNECTIONS_PER_TENANT: '3',
     GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT: '4',
     GATEWAY_MAX_SUBSCRIPTIONS: '3',
+    GATEWAY_MAX_REQUESTS_PER_SECOND: '5',
   });
 });
 afterAll(async () => {
@@ -166,6 +167,35 @@ it('a tenant holding GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT subscriptions is refus
     return (r.error as { code?: number } | undefined)?.code === -32008;
   }, 'room after a connection closed');
   await Promise.all([two, ahp, d].map((x) => x.close()));
+});
+
+it('a tenant over GATEWAY_MAX_REQUESTS_PER_SECOND on REST is answered 429 before anything is done; others are not', async () => {
+  const post = (tok: string, key: string) =>
+    fetch(`${gw.url}/v1/tasks/flood/sessions/s/prompts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text: key, idempotencyKey: key }),
+    });
+  const a = tokenFor('rate-a');
+  // 40 prompts at once from one tenant: the burst (twice the rate: 10) goes through.
+  const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => post(a, `k${i}`)));
+  const limited = answers.filter((r) => r.status === 429);
+  expect(answers.length - limited.length).toBeGreaterThanOrEqual(10);
+  expect(answers.length - limited.length).toBeLessThan(15);
+  expect(Number(limited[0]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  expect(await limited[0]!.json()).toMatchObject({ error: { code: 'rate_limited' } });
+  // Another tenant is not held back.
+  expect((await post(tokenFor('rate-b'), 'b1')).status).not.toBe(429);
+  // Reads count too, and the tenant gets through again once it waits.
+  await waitFor(
+    async () =>
+      (
+        await fetch(`${gw.url}/v1/tasks/flood`, {
+          headers: { authorization: `Bearer ${a}` },
+        })
+      ).status !== 429,
+    'the bucket refilled',
+  );
 });
 
 it('the settings are validated at start', async () => {

@@ -279,6 +279,11 @@ export const GATEWAY = {
     '50',
     'Messages per second per connection',
   ),
+  GATEWAY_MAX_REQUESTS_PER_SECOND: setting(
+    int(1, 1_000_000),
+    '100',
+    'REST requests per second per tenant on one gateway (bursts of twice as many); over it, 429',
+  ),
   GATEWAY_MAX_BUFFERED_BYTES: setting(
     int(1_024, 1_073_741_824),
     '4194304',

@@ -68,6 +68,7 @@ export function resolveOptions(o: GatewayOptions): ResolvedOptions {
     viewCacheBytes: o.viewCacheBytes ?? DEFAULTS.viewCacheBytes,
     cacheIdleMs: o.cacheIdleMs ?? DEFAULTS.cacheIdleMs,
     maxMessagesPerSecond: o.maxMessagesPerSecond ?? DEFAULTS.maxMessagesPerSecond,
+    maxRequestsPerSecond: o.maxRequestsPerSecond ?? DEFAULTS.maxRequestsPerSecond,
     maxBufferedBytes: o.maxBufferedBytes ?? DEFAULTS.maxBufferedBytes,
     heartbeatMs: o.heartbeatMs ?? DEFAULTS.heartbeatMs,
     idleTimeoutMs: o.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,

@@ -29,6 +29,8 @@ export interface GatewayOptions {
   /** A task's cached view and tenancy not used for this long are dropped; 0: kept to their bounds. */
   cacheIdleMs?: number;
   maxMessagesPerSecond?: number;
+  /** REST requests per second per tenant (bursts of twice as many). */
+  maxRequestsPerSecond?: number;
   maxBufferedBytes?: number;
   heartbeatMs?: number;
   /** A connection with no subscription that sends nothing for this long is closed; 0: never. */
@@ -93,6 +95,7 @@ export function gatewayLimits(
     | 'viewCacheBytes'
     | 'cacheIdleMs'
     | 'maxMessagesPerSecond'
+    | 'maxRequestsPerSecond'
     | 'maxBufferedBytes'
     | 'heartbeatMs'
     | 'idleTimeoutMs'
@@ -109,6 +112,7 @@ export function gatewayLimits(
     viewCacheBytes: config.GATEWAY_VIEW_CACHE_BYTES,
     cacheIdleMs: config.GATEWAY_CACHE_IDLE_MS,
     maxMessagesPerSecond: config.GATEWAY_MAX_MESSAGES_PER_SECOND,
+    maxRequestsPerSecond: config.GATEWAY_MAX_REQUESTS_PER_SECOND,
     maxBufferedBytes: config.GATEWAY_MAX_BUFFERED_BYTES,
     heartbeatMs: config.GATEWAY_HEARTBEAT_MS,
     idleTimeoutMs: config.GATEWAY_IDLE_TIMEOUT_MS,

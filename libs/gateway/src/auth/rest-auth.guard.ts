@@ -9,6 +9,7 @@ import { Reflector } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
 import { WireFailure } from '../errors';
 import { AuthError, Authenticator, allows, type Principal, type Scope } from './auth';
+import { TenantRequestRate } from './request-rate';
 
 const SCOPE_KEY = 'baton:scope';
 
@@ -23,6 +24,7 @@ export class RestAuthGuard implements CanActivate {
   constructor(
     @Inject(Authenticator) private readonly auth: Authenticator,
     @Inject(Reflector) private readonly reflector: Reflector,
+    @Inject(TenantRequestRate) private readonly rate: TenantRequestRate,
   ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
@@ -33,6 +35,18 @@ export class RestAuthGuard implements CanActivate {
       throw new WireFailure(
         'unauthorized',
         err instanceof AuthError ? err.message : 'authentication failed',
+      );
+    }
+    // Per tenant, before anything is read or written: one token cannot flood Redis.
+    const waitMs = this.rate.take(req.principal.tenant);
+    if (waitMs > 0) {
+      ctx
+        .switchToHttp()
+        .getResponse<{ setHeader(name: string, value: string): void }>()
+        .setHeader('Retry-After', String(Math.ceil(waitMs / 1_000)));
+      throw new WireFailure(
+        'rate_limited',
+        'too many requests for this tenant; retry after the Retry-After seconds',
       );
     }
     const scope = this.reflector.getAllAndOverride<Scope | undefined>(SCOPE_KEY, [
