@@ -194,6 +194,7 @@ export async function runSoakBench(): Promise<SuiteOutput> {
     maxSubscriptions: WINDOW,
     maxSubscriptionsPerTenant: WINDOW,
     maxMessagesPerSecond: 1_000_000,
+    maxRequestsPerSecond: 1_000_000,
   });
   const page = await Client.open(gateway.url);
   try {

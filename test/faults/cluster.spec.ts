@@ -45,7 +45,12 @@ beforeAll(async () => {
   };
   [projector, gateway] = await Promise.all([
     spawnProjector({ ...env, LOG_LEVEL: 'info' }),
-    spawnGateway({ ...env, GATEWAY_STORE_TIMEOUT_MS: '1000' }),
+    spawnGateway({
+      ...env,
+      GATEWAY_STORE_TIMEOUT_MS: '1000',
+      // A load test of failover, not of the tenant's request rate.
+      GATEWAY_MAX_REQUESTS_PER_SECOND: '1000000',
+    }),
   ]);
   await waitFor(
     async () => (await fetch(`${gateway.url}/readyz`)).status === 200,

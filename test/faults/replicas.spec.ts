@@ -53,7 +53,13 @@ beforeAll(async () => {
   };
   [projector, gateway] = await Promise.all([
     spawnProjector(env),
-    spawnGateway({ ...env, GATEWAY_STORE_TIMEOUT_MS: '1000', GATEWAY_ACK_REPLICAS: '1' }),
+    spawnGateway({
+      ...env,
+      GATEWAY_STORE_TIMEOUT_MS: '1000',
+      GATEWAY_ACK_REPLICAS: '1',
+      // A load test of failover, not of the tenant's request rate.
+      GATEWAY_MAX_REQUESTS_PER_SECOND: '1000000',
+    }),
   ]);
   await waitFor(
     async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
