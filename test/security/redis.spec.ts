@@ -125,17 +125,31 @@ describe("the compose file's Redis", () => {
     expect(await rightPassword.ping()).toBe('PONG');
   });
 
+  /** A key of each family (shard 0, task `acme/t`), as libs/store names them. */
+  const K = {
+    stream: 'baton:{b:0}:ts:acme/t',
+    transcript: 'baton:{b:0}:tt:acme/t',
+    snapshot: 'baton:{b:0}:tsnap:acme/t',
+    lease: 'baton:{b:0}:lease',
+    epoch: 'baton:{b:0}:epoch',
+    updates: 'baton:{b:0}:updates',
+    views: 'baton:{b:0}:views',
+    dead: 'baton:{b:0}:dead',
+    inbox: 'baton:{b:0}:xi:acme%2Ft:x1',
+    projectors: 'baton:projectors',
+  };
+
   it('gives each role keys under the prefix only, and the projector not the job queue', async () => {
     for (const role of ROLES) {
       const c = await as(role);
-      expect(await c.set('baton:probe', role)).toBe('OK');
+      expect(await c.xadd(K.stream, '*', 'probe', role)).toMatch(/^\d+-\d+$/);
       expect(await refusal(c.set('other:probe', role))).toMatch(/^NOPERM/);
       expect(await refusal(c.get('batonx:probe'))).toMatch(/^NOPERM/);
       // A script is held to the same patterns as the commands it runs.
       expect(
         await refusal(c.eval("return redis.call('set', KEYS[1], 'x')", 1, 'other:via-script')),
       ).toMatch(/NOPERM|No permissions/);
-      expect(await c.eval("return redis.call('get', KEYS[1])", 1, 'baton:probe')).toBe(role);
+      expect(await c.eval("return redis.call('xlen', KEYS[1])", 1, K.stream)).toBeGreaterThan(0);
     }
     const projector = await as('projector');
     expect(await refusal(projector.lpush('{baton:q}:executions:wait', 'job'))).toMatch(/^NOPERM/);
@@ -143,6 +157,51 @@ describe("the compose file's Redis", () => {
       const c = await as(role);
       expect(await c.hset(`{baton:q}:executions:probe-${role}`, 'by', role)).toBe(1);
     }
+  });
+
+  it("keeps each role to its families: a worker's or a gateway's credential takes over nothing", async () => {
+    const projector = await as('projector');
+    await projector.hset(K.lease, 'owner', 'projector-1', 'epoch', '7');
+    await projector.xadd(K.updates, '*', 't', 'acme/t', 's', '1', 'u', '{}');
+    await projector.xadd(K.dead, '*', 'reason', 'probe');
+    const worker = await as('worker');
+    for (const attempt of [
+      () => worker.hset(K.lease, 'owner', 'worker-1'),
+      () => worker.hgetall(K.lease),
+      () => worker.incr(K.epoch),
+      () => worker.zadd(K.projectors, Date.now() + 60_000, 'worker-1'),
+      () => worker.xadd(K.updates, '*', 't', 'acme/t', 's', '2', 'u', '{}'),
+      () => worker.hset(K.views, 'acme/t', '{}'),
+      () => worker.hset(K.snapshot, 'state', '{}'),
+      () => worker.sadd('baton:{t:acme}:tasks', 't'),
+    ]) {
+      expect(await refusal(attempt())).toMatch(/^NOPERM/);
+    }
+    // What a worker does: facts, its inbox, its transcript, its dead letters.
+    expect(await worker.xadd(K.transcript, '*', 'e', '{}')).toMatch(/^\d+-\d+$/);
+    expect(await worker.xrange(K.inbox, '-', '+')).toEqual([]);
+    expect(await worker.xadd(K.dead, '*', 'reason', 'worker probe')).toMatch(/^\d+-\d+$/);
+
+    const gateway = await as('gateway');
+    for (const attempt of [
+      () => gateway.hset(K.lease, 'owner', 'gateway-1'),
+      () => gateway.incr(K.epoch),
+      () => gateway.zadd(K.projectors, Date.now() + 60_000, 'gateway-1'),
+      () => gateway.xadd(K.updates, '*', 't', 'acme/t', 's', '2', 'u', '{}'),
+      () => gateway.hset(K.views, 'acme/t', '{}'),
+      () => gateway.del(K.dead),
+      () => gateway.xtrim(K.dead, 'MAXLEN', 0),
+      () => gateway.xadd(K.inbox, '*', 'm', '{}'),
+    ]) {
+      expect(await refusal(attempt())).toMatch(/^NOPERM/);
+    }
+    // What a gateway reads: leases (readiness), updates, views; what it keeps: tenants.
+    expect(await gateway.hget(K.lease, 'owner')).toBe('projector-1');
+    expect((await gateway.xrange(K.updates, '-', '+')).length).toBeGreaterThan(0);
+    expect(await gateway.sadd('baton:{t:acme}:tasks', 't')).toBe(1);
+    // The lease is as the projector left it; the dead letters are all there.
+    expect(await projector.hget(K.lease, 'owner')).toBe('projector-1');
+    expect(await projector.xlen(K.dead)).toBe(2);
   });
 
   it('lets no role flush, reconfigure, list every key, manage users, debug, watch or stop the server', async () => {
@@ -161,15 +220,20 @@ describe("the compose file's Redis", () => {
         () => c.call('SHUTDOWN', 'NOSAVE'),
         () => c.call('REPLICAOF', '127.0.0.1', '1'),
         () => c.call('MODULE', 'LIST'),
-        () => c.call('SORT', 'baton:probe-list', 'BY', 'other:*'),
+        () => c.call('SORT', K.stream, 'BY', 'other:*'),
         () => c.publish('baton:channel', 'x'),
+        () => c.call('FUNCTION', 'FLUSH'),
+        () => c.call('FUNCTION', 'DELETE', 'x'),
+        () => c.call('SCRIPT', 'FLUSH'),
+        () => c.call('SCRIPT', 'KILL'),
+        () => c.select(1),
       ]) {
         // DEBUG is refused before the ACL is asked (enable-debug-command no); both are a no.
         expect(await refusal(attempt())).toMatch(/^NOPERM|^ERR DEBUG command not allowed/);
       }
     }
     // The server is still up and nothing was flushed.
-    expect(await (await as('gateway')).get('baton:probe')).not.toBeNull();
+    expect(await (await as('gateway')).xlen(K.stream)).toBeGreaterThan(0);
   });
 
   it('refuses the whole stack when a role has no password set', () => {
