@@ -387,3 +387,36 @@ describe('task ids are tenant-scoped', () => {
     });
   });
 });
+
+describe('one id grammar on every surface', () => {
+  const BAD = ['.', '..', 'nul\u0000x', 'rtl\u202etxt.exe', 'trailing ', ' leading', 'b{1}'];
+
+  it('a task or session id outside the grammar is refused with the rule, on /ws and REST alike, and nothing is written', async () => {
+    const before = await streamLengths(stack.store, stack.prefix);
+    const c = await Client.connect(ws, X);
+    for (const id of BAD) {
+      for (const m of [
+        { op: 'prompt', taskId: id, sessionId: 's', text: 'x', idempotencyKey: 'k' },
+        { op: 'prompt', taskId: 't-ok', sessionId: id, text: 'x', idempotencyKey: 'k' },
+        { op: 'subscribe', taskId: id },
+      ]) {
+        const r = await c.request(m);
+        expect([id, m.op, r.ok, (r.error as { code?: string }).code]).toEqual([
+          id,
+          m.op,
+          false,
+          'invalid_message',
+        ]);
+      }
+      const res = await fetch(`${http}/v1/tasks/${encodeURIComponent(id)}/sessions/s/prompts`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${X}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ text: 'x', idempotencyKey: 'k' }),
+      });
+      // `.` and `..` are resolved away by any HTTP client before they reach a server: 404 there.
+      expect([id, res.status]).toEqual([id, id === '.' || id === '..' ? 404 : 400]);
+    }
+    await c.close();
+    expect(await streamLengths(stack.store, stack.prefix)).toEqual(before);
+  });
+});

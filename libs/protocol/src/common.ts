@@ -6,6 +6,18 @@ export const SchemaVersion = z.literal(SCHEMA_VERSION);
 
 /** Opaque identifiers chosen by clients, workers or agents. Bounded so one entry stays small. */
 export const Id = z.string().min(1).max(200);
+/**
+ * An id a client chooses for a task, session or execution: one grammar on every surface. No
+ * control or format characters (a NUL, a right-to-left override, a zero-width space make ids that
+ * look alike), no white space at either end, not `.` or `..` (a path segment that is none), and no
+ * braces (the Redis ACL's key patterns rely on a task's keys holding none but their hash tag's).
+ */
+export const ClientId = Id.regex(
+  /^[^{}\p{Cc}\p{Cf}]*$/u,
+  'must not contain braces, control or format characters',
+)
+  .refine((s) => s.trim() === s, 'must not start or end with white space')
+  .refine((s) => s !== '.' && s !== '..', 'must not be "." or ".."');
 /** A Redis stream entry id, `<ms>-<n>` (a position in a task stream). */
 export const StreamId = z.string().regex(/^\d{1,20}-\d{1,20}$/);
 export const IsoTime = z.iso.datetime({ offset: true });

@@ -1,4 +1,5 @@
 import { MAX_TASK_KEY_CHARS, TaskKey, TenantId, splitTaskKey, taskKey } from './task-key';
+import { ClientId } from './common';
 
 describe('task keys', () => {
   it('builds and splits <tenant>/<task id>; a task id may hold "/"', () => {
@@ -24,5 +25,38 @@ describe('task keys', () => {
     expect(k.length).toBe(MAX_TASK_KEY_CHARS);
     expect(TaskKey.safeParse(k).success).toBe(true);
     expect(TaskKey.safeParse(`${k}x`).success).toBe(false);
+  });
+});
+
+describe('ClientId: the one grammar of task, session and execution ids', () => {
+  it.each([
+    'plain',
+    'with space inside',
+    'a/b:c',
+    'ünïcode-ok',
+    '__proto__',
+    '...',
+    'x'.repeat(200),
+  ])('accepts %j', (id) => {
+    expect(ClientId.safeParse(id).success).toBe(true);
+  });
+
+  it.each([
+    '',
+    '.',
+    '..',
+    ' lead',
+    'trail ',
+    'tab\there',
+    'nul\u0000x',
+    'rtl\u202eexe.txt',
+    'zero\u200bwidth',
+    'brace{b:1}',
+    'close}:ts:x',
+    'x'.repeat(201),
+  ])('refuses %j with a reason', (id) => {
+    const r = ClientId.safeParse(id);
+    expect(r.success).toBe(false);
+    expect(r.error?.issues[0]?.message.length).toBeGreaterThan(0);
   });
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, MAX_PROMPT_CHARS, PromptOrigin, SchemaVersion } from './common';
+import { ClientId, Id, MAX_PROMPT_CHARS, PromptOrigin, SchemaVersion } from './common';
 import { PromptOutcome, Update } from './updates';
 import { QueueView, TaskView } from './views';
 
@@ -9,7 +9,7 @@ import { QueueView, TaskView } from './views';
  */
 const request = <O extends string, S extends z.ZodRawShape>(op: O, shape: S) =>
   z.object({ v: SchemaVersion, id: Id, op: z.literal(op), ...shape });
-const sessionRef = { taskId: Id, sessionId: Id };
+const sessionRef = { taskId: ClientId, sessionId: ClientId };
 const Generation = z.number().int().min(0);
 
 /**
@@ -22,12 +22,12 @@ const Generation = z.number().int().min(0);
  * replaces the subscription.
  */
 export const SubscribeRequest = request('subscribe', {
-  taskId: Id,
-  sessionId: Id.optional(),
+  taskId: ClientId,
+  sessionId: ClientId.optional(),
   /** Resume: the last sequence the client applied; it gets what it missed, or a resync snapshot. */
   afterSeq: z.number().int().min(0).optional(),
 });
-export const UnsubscribeRequest = request('unsubscribe', { taskId: Id });
+export const UnsubscribeRequest = request('unsubscribe', { taskId: ClientId });
 export const PromptRequest = request('prompt', {
   ...sessionRef,
   text: z.string().min(1).max(MAX_PROMPT_CHARS),
@@ -69,10 +69,10 @@ export const PermissionRespondRequest = request('permission.respond', {
   optionId: Id,
 });
 /** Archived: no prompts, no executions, queues discarded; unarchive takes prompts again. */
-export const TaskArchiveRequest = request('task.archive', { taskId: Id });
-export const TaskUnarchiveRequest = request('task.unarchive', { taskId: Id });
+export const TaskArchiveRequest = request('task.archive', { taskId: ClientId });
+export const TaskUnarchiveRequest = request('task.unarchive', { taskId: ClientId });
 /** Deleted for good: a tombstone keeps the id taken (see docs/protocol.md). */
-export const TaskDeleteRequest = request('task.delete', { taskId: Id });
+export const TaskDeleteRequest = request('task.delete', { taskId: ClientId });
 export const PingRequest = request('ping', {});
 
 export const ClientMessage = z.discriminatedUnion('op', [

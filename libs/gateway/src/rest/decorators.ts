@@ -9,7 +9,7 @@ import {
   type ExecutionContext,
   type PipeTransform,
 } from '@nestjs/common';
-import { Id } from '@baton/protocol';
+import { ClientId } from '@baton/protocol';
 import type { Principal, Scope } from '../auth/auth';
 import { RequiresScope, RestAuthGuard, type AuthedRequest } from '../auth/rest-auth.guard';
 import { Tenancy } from '../tenancy';
@@ -52,7 +52,7 @@ const TaskOfPath = createParamDecorator(
  */
 const checked = (t: { tenant: string; taskId: unknown }): TenantTask => ({
   tenant: t.tenant,
-  taskId: parse(Id, t.taskId, 'taskId'),
+  taskId: parse(ClientId, t.taskId, 'taskId'),
 });
 
 @Injectable()

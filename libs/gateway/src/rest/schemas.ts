@@ -1,5 +1,6 @@
 import {
   ExecutionJob,
+  ClientId,
   Id,
   MAX_PROMPT_CHARS,
   ProfileName,
@@ -35,7 +36,7 @@ export const ForceReleaseBody = z.object({ reason: z.string().max(500).optional(
 export const ExecutionBody = z.strictObject(
   {
     /** Chosen by the caller to make the request retryable; a fresh one when absent. */
-    executionId: Id.optional(),
+    executionId: ClientId.optional(),
     /** A profile the operator configured (BATON_PROFILES / BATON_PROFILES_FILE). */
     profile: ProfileName,
     /** Replay profiles only: the recording to play. */

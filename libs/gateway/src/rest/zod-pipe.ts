@@ -1,5 +1,5 @@
 import { Injectable, type ArgumentMetadata, type PipeTransform } from '@nestjs/common';
-import { Id } from '@baton/protocol';
+import { ClientId } from '@baton/protocol';
 import type { z } from 'zod';
 import { parse } from './body';
 
@@ -19,10 +19,10 @@ export class ZodPipe<S extends z.ZodType> implements PipeTransform<unknown, z.in
   }
 }
 
-/** Every path parameter (a task, session, prompt, request or execution id) is an Id. */
+/** Every path parameter (a task, session, prompt, request or execution id) is a ClientId. */
 @Injectable()
 export class PathIds implements PipeTransform {
   transform(value: unknown, meta: ArgumentMetadata): unknown {
-    return meta.type === 'param' ? parse(Id, value, meta.data) : value;
+    return meta.type === 'param' ? parse(ClientId, value, meta.data) : value;
   }
 }
