@@ -334,6 +334,7 @@ describe('REST', () => {
     expect(await ready.json()).toEqual({
       status: 'ready',
       redis: 'ok',
+      updates: 'following',
       shards: { total: 4, owned: 4, unowned: [] },
     });
     const text = await (await fetch(`${http}/metrics`)).text();
@@ -357,6 +358,7 @@ describe('REST', () => {
     expect(await r.json()).toEqual({
       status: 'not_ready',
       redis: 'ok',
+      updates: expect.stringMatching(/^(following|starting)$/),
       shards: { total: 2, owned: 0, unowned: [0, 1] },
     });
     await lone.stop();

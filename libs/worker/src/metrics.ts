@@ -25,6 +25,25 @@ export class WorkerMetrics {
     registers: [this.registry],
   });
 
+  /** The executions queue's depth when scraped (what an autoscaler adds workers on). */
+  private countWaiting: (() => Promise<number>) | undefined;
+  readonly waiting = new Gauge({
+    name: 'baton_worker_executions_waiting',
+    help: 'Executions waiting for a worker slot: the whole queue, as this worker sees it',
+    registers: [this.registry],
+    collect: async () => {
+      if (!this.countWaiting) return;
+      // Redis away: the last value stays, and /metrics still answers.
+      const n = await this.countWaiting().catch(() => undefined);
+      if (n !== undefined) this.waiting.set(n);
+    },
+  });
+
+  /** Reports the queue's depth from `count` at each scrape. */
+  watchQueue(count: () => Promise<number>): void {
+    this.countWaiting = count;
+  }
+
   constructor(instance: string) {
     this.registry.setDefaultLabels({ instance });
     collectDefaultMetrics({ register: this.registry, prefix: 'baton_worker_' });

@@ -5,6 +5,7 @@ import {
   EXECUTIONS_QUEUE,
   InvalidExecutionJobError,
   executionJobId,
+  executionQueue,
   parseExecutionJob,
   queuePrefix,
   startTimedOut,
@@ -73,6 +74,9 @@ export async function startWorker(
   const runs = new Map<string, { executionId: string; run: Execution }>();
   let stopping = false;
   const metrics = new WorkerMetrics(opts.instanceId);
+  // Read only, for the waiting gauge: the worker's own jobs come from the Worker below.
+  const queue = executionQueue(bull, opts.prefix);
+  metrics.watchQueue(() => queue.getWaitingCount());
   const settings = {
     workerId: opts.instanceId,
     periods: opts.periods,
@@ -216,6 +220,7 @@ export async function startWorker(
       for (const { run } of runs.values()) run.shutdown();
       await closing;
       await health?.close();
+      await queue.close();
       await store.close();
       await bull.quit().catch(() => bull.disconnect());
       log.info('worker stopped');

@@ -144,6 +144,14 @@ it('shows an execution waiting for a worker with its position, fails it after th
     state: 'waiting',
     position: 2,
   });
+  // The worker's scrape says how deep the queue is: what an autoscaler adds workers on.
+  const ready = worker
+    .output()
+    .split('\n')
+    .find((l) => l.includes('"worker ready"'))!;
+  const port = (JSON.parse(ready) as { metricsPort: number }).metricsPort;
+  const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  expect(metrics).toMatch(/^baton_worker_executions_waiting\{[^}]*\} 2$/m);
   const s3 = await until(async () => {
     const v = await sessionView('s3');
     return v?.queue.blockedBy === 'waiting_for_worker' ? v : false;
