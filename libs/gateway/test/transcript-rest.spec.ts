@@ -143,3 +143,31 @@ function cmp(a: string, b: string): number {
   const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
   return am === bm ? Number(as - bs) : am < bm ? -1 : 1;
 }
+
+describe('the history query', () => {
+  it("gives each session's transcript cursor range in the time range", async () => {
+    const { events } = await pageAll(100);
+    const now = Date.now();
+    const r = await get(`/v1/tasks/${TASK}/history?since=${now - 3_600_000}&until=${now}`);
+    expect(r.status).toBe(200);
+    const s1 = (r.body.sessions as Array<{ sessionId: string; transcript?: unknown }>).find(
+      (s) => s.sessionId === 's1',
+    );
+    expect(s1?.transcript).toEqual({ first: events[0]!.id, last: events.at(-1)!.id });
+    // From the ms of the last event on: only it.
+    const lastMs = Number(events.at(-1)!.id.split('-')[0]);
+    const late = await get(`/v1/tasks/${TASK}/history?since=${lastMs}&until=${now}`);
+    const s1Late = (late.body.sessions as Array<{ sessionId: string; transcript?: unknown }>).find(
+      (s) => s.sessionId === 's1',
+    );
+    expect((s1Late?.transcript as { last: string } | undefined)?.last).toBe(events.at(-1)!.id);
+    // A range before any event: none.
+    const firstMs = Number(events[0]!.id.split('-')[0]);
+    const early = await get(
+      `/v1/tasks/${TASK}/history?since=${firstMs - 60_000}&until=${firstMs - 1}`,
+    );
+    expect(early.status).toBe(200);
+    for (const s of early.body.sessions as Array<{ transcript?: unknown }>)
+      expect(s.transcript).toBeUndefined();
+  });
+});

@@ -100,7 +100,8 @@ const historyResponses = {
     description:
       'what happened in the range, per session, from the task stream by the same fold as the ' +
       'live view (`truncated`: a bound was reached; `trimmed`: the stream was trimmed behind ' +
-      'the range, what happened before its snapshot is gone)',
+      'the range, what happened before its snapshot is gone). Each session’s `transcript`, ' +
+      'when present, is the cursor range of its transcript events in the range',
     ...json('TaskHistory'),
   },
   ...errors(400, 401, 403, 404, 503),
