@@ -132,6 +132,12 @@ describe('the transcript over REST', () => {
       expect({ q, status: r.status }).toEqual({ q, status: 400 });
       expect(r.body).toMatchObject({ error: { code: 'invalid_message' } });
     }
+    // Well formed, but past anything the transcript handed out: not a cursor of it.
+    const future = await get(`${S}?after=${Date.now() + 3_600_000}-0`);
+    expect(future.status).toBe(400);
+    expect(future.body).toMatchObject({
+      error: { message: expect.stringContaining('past the end of this transcript') },
+    });
     expect((await get(`${S}?after=yesterday`)).body).toMatchObject({
       error: { message: expect.stringContaining('transcript cursor') },
     });

@@ -285,7 +285,9 @@ export function openApiDocument(): Record<string, unknown> {
               name: 'after',
               in: 'query',
               required: false,
-              description: 'the `cursor` of the previous page (default: from the start)',
+              description:
+                'the `cursor` of the previous page (default: from the start); a malformed cursor, or one past ' +
+                'anything the transcript handed out, is a 400',
               schema: { type: 'string', pattern: '^\\d{1,20}-\\d{1,20}$' },
             },
             {

@@ -90,6 +90,18 @@ export class TranscriptController {
       cursor = page.lastId;
       if (events.length > 0 || !moved) break;
     }
+    // An empty answer past a cursor the transcript never reached: a cursor not of this stream.
+    if (
+      events.length === 0 &&
+      q.after !== undefined &&
+      !(await this.store.transcripts.issued(key, q.after))
+    ) {
+      throw new WireFailure(
+        'invalid_message',
+        `after: cursor ${q.after} is past the end of this transcript: pass the \`cursor\` of an earlier answer`,
+        'after',
+      );
+    }
     return { events, cursor };
   }
 

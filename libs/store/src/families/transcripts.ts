@@ -65,6 +65,24 @@ export class Transcripts {
     return { items: page.items.filter((e) => e.sessionId === opts.sessionId), lastId: page.lastId };
   }
 
+  /**
+   * Whether `cursor` is one the transcript could have handed out: at or before the last id it
+   * ever generated (trimming keeps that id; a transcript that expired whole knows no ids, and
+   * takes any cursor as its start).
+   */
+  async issued(taskId: string, cursor: string): Promise<boolean> {
+    const key = this.ctx.keys.transcript(taskId);
+    let info: unknown[];
+    try {
+      info = (await this.ctx.redis.xinfo('STREAM', key)) as unknown[];
+    } catch (err) {
+      if (/no such key/i.test(String(err))) return true;
+      throw err;
+    }
+    const last = String(info[info.indexOf('last-generated-id') + 1]);
+    return compareIds(cursor, last) <= 0;
+  }
+
   /** Every event of one turn (the prompt id) of a session, in order: the turn whole. */
   async readTurn(
     taskId: string,
@@ -109,6 +127,13 @@ export class Transcripts {
       }
     return out;
   }
+}
+
+/** Orders two stream ids (`<ms>-<seq>`, each up to 20 digits). */
+function compareIds(a: string, b: string): number {
+  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
+  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
+  return am !== bm ? (am < bm ? -1 : 1) : as === bs ? 0 : as < bs ? -1 : 1;
 }
 
 function sessionOf(id: string, fields: Fields): { id: string; sessionId: string } | Refused {
