@@ -132,9 +132,31 @@ describe('tenant isolation', () => {
   });
 
   it('REST: every read of X’s task id is a 404 like an unknown task’s; the list is empty', async () => {
+    // X's session has a transcript: Y reads none of it, not even that it exists.
+    await stack.store.transcripts.append(X_KEY, [
+      {
+        sessionId: 's1',
+        executionId: 'e1',
+        event: {
+          type: 'prompt',
+          turn: 'k1',
+          phase: 'turn',
+          item: 'p1',
+          promptId: 'k1',
+          content: [],
+        },
+      },
+    ]);
     const before = await streamLengths(stack.store, stack.prefix);
     const s = `/v1/tasks/${TASK}/sessions/s1`;
-    for (const path of [`/v1/tasks/${TASK}`, s, `${s}/queue`]) {
+    for (const path of [
+      `/v1/tasks/${TASK}`,
+      s,
+      `${s}/queue`,
+      `${s}/transcript`,
+      `${s}/transcript?limit=1&after=0-0`,
+      `${s}/transcript/turns/k1`,
+    ]) {
       expect({ path, ...(await call('GET', path, intruder)) }).toEqual({
         path,
         status: 404,
@@ -150,6 +172,7 @@ describe('tenant isolation', () => {
     // X itself reads its task.
     expect((await call('GET', '/v1/tasks', owner)).body).toEqual({ tasks: [TASK] });
     expect((await call('GET', `/v1/tasks/${TASK}`, owner)).body).toMatchObject({ taskId: TASK });
+    expect((await call('GET', `${s}/transcript/turns/k1`, owner)).status).toBe(200);
   });
 
   it('Y’s commands with X’s task id go to Y’s own task: X’s stream, view and subscribers see nothing', async () => {

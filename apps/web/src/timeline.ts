@@ -23,6 +23,8 @@ export interface Bar {
   readonly open: boolean;
   /** Its row in the lane (0: the first): bars that overlap in time are drawn one above another. */
   readonly row: number;
+  /** The turn (Baton prompt id) it belongs to, where it is one's: its place in the conversation. */
+  readonly turn?: string;
 }
 
 export interface Lane {
@@ -120,7 +122,11 @@ export function timelineOf(h: SessionHistory, now: number, from?: number): Timel
     .filter((a) => (a.to ?? end) > start)
     .map((a) => {
       const stop = stopped(a)?.replace(/_/g, ' ');
-      return bar(
+      const turn =
+        a.state === 'generating'
+          ? h.turns.find((t) => t.start >= a.from && t.start <= (a.to ?? now))?.promptId
+          : undefined;
+      const made = bar(
         `fg-${a.from}`,
         a.from,
         a.to,
@@ -128,6 +134,7 @@ export function timelineOf(h: SessionHistory, now: number, from?: number): Timel
         stop ? `${LANE_TEXT[a.state]} · ${stop}` : LANE_TEXT[a.state],
         `${LANE_TEXT[a.state]}${a.reason ? ` (${a.reason.replace(/_/g, ' ')})` : ''}, ${when(a.from, a.to, now)}${stop ? `, turn ${stop}` : ''}`,
       );
+      return turn === undefined ? made : { ...made, turn };
     });
   const background = stack(
     h.background.map((b) =>
@@ -164,7 +171,7 @@ export function timelineOf(h: SessionHistory, now: number, from?: number): Timel
       ...(p.dispatchedAt !== null ? [`dispatched ${clock(p.dispatchedAt)}`] : []),
       ...(p.reason ? [p.reason.replace(/_/g, ' ')] : []),
     ].join(', ');
-    return bar(
+    const made = bar(
       `p-${p.promptId}`,
       p.submittedAt,
       until,
@@ -176,6 +183,7 @@ export function timelineOf(h: SessionHistory, now: number, from?: number): Timel
         : (p.decision ?? 'submitted'),
       detail,
     );
+    return { ...made, turn: p.promptId };
   });
   const executions = h.executions.map((x) => {
     const a = x.start ?? x.requestedAt ?? start;

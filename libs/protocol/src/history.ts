@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id } from './common';
+import { Id, StreamId } from './common';
 
 /**
  * A task's history over a time range, as the REST history query answers it: computed from the
@@ -80,6 +80,18 @@ export const SessionHistory = z.object({
   background: z.array(BackgroundRecord),
   prompts: z.array(PromptHistory),
   executions: z.array(ExecutionRecord),
+  /**
+   * Where the session's transcript events of the range are (their stream ids' time in it): page
+   * `GET …/sessions/{sessionId}/transcript` from just before `first` up to `last`. Absent when
+   * the range holds none of them.
+   */
+  transcript: z
+    .object({ first: StreamId, last: StreamId })
+    .optional()
+    .describe(
+      'the cursor range of the session’s transcript events in the range: the first and last ' +
+        'stream id whose time falls in it (absent when none does)',
+    ),
 });
 export type SessionHistory = z.infer<typeof SessionHistory>;
 

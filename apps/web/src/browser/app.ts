@@ -5,6 +5,7 @@
 import { BatonClient, type BatonError } from '@baton/client';
 import type { SessionView, TaskView } from '@baton/protocol';
 import { Composer } from './composer';
+import { ConversationPanel } from './conversation-panel';
 import { byId, setAttrs, setText } from './dom';
 import { MAX_TASKS, type ConnectionState, type Page, type Selection, type TaskEntry } from './page';
 import { listTasks, type ActionOutcome } from './rest';
@@ -36,7 +37,10 @@ export class App implements Page {
   private readonly taskList = new TaskList(this);
   private readonly session = new SessionPanel(this);
   private readonly composer = new Composer(this);
-  private readonly timeline = new TimelinePanel(this);
+  private readonly conversation = new ConversationPanel(this);
+  private readonly timeline = new TimelinePanel(this, (promptId) =>
+    this.conversation.reveal(promptId),
+  );
 
   constructor(
     readonly token: string,
@@ -98,13 +102,14 @@ export class App implements Page {
 
   stop(): void {
     this.stopped = true;
+    this.conversation.stop();
     for (const t of this.timers) clearInterval(t);
     for (const off of this.offs) off();
     for (const [target, type, fn] of this.listeners) target.removeEventListener(type, fn);
     cancelAnimationFrame(this.frame);
     void this.client.close();
     byId('task-list').replaceChildren();
-    for (const id of ['queue-list', 'work-list', 'timeline-lanes', 'board']) {
+    for (const id of ['queue-list', 'work-list', 'timeline-lanes', 'board', 'conversation-list']) {
       byId(id).replaceChildren();
     }
     setText(byId('composer-result'), '');
@@ -187,6 +192,7 @@ export class App implements Page {
     this.session.render();
     this.composer.render();
     this.timeline.render();
+    this.conversation.render();
   }
 
   private renderBanner(): void {

@@ -42,6 +42,7 @@ function updateBar(el: HTMLElement, b: Bar): void {
     title: b.detail,
     'data-open': b.open,
     'data-row': b.row,
+    'data-turn': b.turn ?? null,
   });
   el.style.top = `${0.1 + b.row * ROW_REM}rem`;
   el.style.left = `${b.left * 100}%`;
@@ -63,7 +64,11 @@ export class TimelinePanel {
   /** How far back the timeline looks (the range picker). */
   private range: TimelineRange = savedRange();
 
-  constructor(private readonly page: Page) {}
+  constructor(
+    private readonly page: Page,
+    /** Shows the turn a prompt started in the conversation. */
+    private readonly revealTurn: (promptId: string) => void,
+  ) {}
 
   /** Asks for the selected session's history when it is new or its view moved on (throttled). */
   private load(): void {
@@ -224,6 +229,15 @@ export class TimelinePanel {
     const show = () => setText(byId('timeline-detail'), el.getAttribute('aria-label') ?? '');
     el.addEventListener('mouseenter', show);
     el.addEventListener('focus', show);
+    // A bar of a turn leads to its place in the conversation.
+    const go = () => {
+      const turn = el.dataset.turn;
+      if (turn) this.revealTurn(turn);
+    };
+    el.addEventListener('click', go);
+    el.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter') go();
+    });
     updateBar(el, b);
     return el;
   }

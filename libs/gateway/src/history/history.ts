@@ -95,7 +95,12 @@ export class History {
     });
     // Spans the owner had not written (the query folded their entries): kept for the next query.
     for (const span of built) await this.store.historySpans.write(key, span);
-    return { ...history, taskId: clientTaskId };
+    const positions = await this.store.transcripts.positions(key, since, until);
+    const sessions = history.sessions.map((s) => {
+      const at = positions.get(s.sessionId);
+      return at ? { ...s, transcript: at } : s;
+    });
+    return { ...history, sessions, taskId: clientTaskId };
   }
 
   /** The stream after `after` up to `until`, page by page; the next page is read meanwhile. */

@@ -7,6 +7,7 @@ import {
   TaskHistory,
   TaskView,
 } from '@baton/protocol';
+import { TranscriptEvent } from '@baton/transcript';
 import { z } from 'zod';
 import {
   AutoRunBody,
@@ -23,6 +24,23 @@ import {
 } from './schemas';
 
 type Io = 'input' | 'output';
+
+const TranscriptEntry = z.object({
+  id: z.string().describe('the stream id: a cursor just past this event'),
+  executionId: z.string(),
+  event: TranscriptEvent,
+});
+const TranscriptPage = z.object({
+  events: z.array(TranscriptEntry),
+  cursor: z.string().describe('pass as `after` for the next page; it moves even when no event'),
+});
+const TranscriptTurn = z.object({
+  promptId: z.string(),
+  events: z.array(TranscriptEntry),
+  items: z
+    .array(z.record(z.string(), z.unknown()))
+    .describe('the events folded into whole items (foldTranscript of @baton/transcript)'),
+});
 
 function schema(s: z.ZodType, io: Io): Record<string, unknown> {
   const { $schema: _, ...rest } = z.toJSONSchema(s, { io, unrepresentable: 'any' }) as Record<
@@ -82,7 +100,8 @@ const historyResponses = {
     description:
       'what happened in the range, per session, from the task stream by the same fold as the ' +
       'live view (`truncated`: a bound was reached; `trimmed`: the stream was trimmed behind ' +
-      'the range, what happened before its snapshot is gone)',
+      'the range, what happened before its snapshot is gone). Each session’s `transcript`, ' +
+      'when present, is the cursor range of its transcript events in the range',
     ...json('TaskHistory'),
   },
   ...errors(400, 401, 403, 404, 503),
@@ -146,6 +165,8 @@ export function openApiDocument(): Record<string, unknown> {
         PermissionAnswerBody: schema(PermissionAnswerBody, 'input'),
         ResumeBody: schema(ResumeBody, 'input'),
         ExecutionBody: schema(ExecutionBody, 'input'),
+        TranscriptPage: schema(TranscriptPage, 'output'),
+        TranscriptTurn: schema(TranscriptTurn, 'output'),
         Error: schema(ErrorBody, 'output'),
       },
     },
@@ -247,6 +268,56 @@ export function openApiDocument(): Record<string, unknown> {
           ...secured,
           parameters: session,
           responses: commandResponses,
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/transcript': {
+        get: {
+          summary:
+            'The session’s transcript — what its agent said and did (prompts, text, tool calls, ' +
+            'permissions and how they were settled, usage) as events, oldest first, after a ' +
+            'cursor. Fold them with foldTranscript (@baton/transcript); live events follow on ' +
+            '/ws (`transcript.subscribe`). An empty page means nothing more for now; a session ' +
+            'with no transcript is an empty page',
+          ...secured,
+          parameters: [
+            ...session,
+            {
+              name: 'after',
+              in: 'query',
+              required: false,
+              description:
+                'the `cursor` of the previous page (default: from the start); a malformed cursor, or one past ' +
+                'anything the transcript handed out, is a 400',
+              schema: { type: 'string', pattern: '^\\d{1,20}-\\d{1,20}$' },
+            },
+            {
+              name: 'limit',
+              in: 'query',
+              required: false,
+              description: 'events per page at most',
+              schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 },
+            },
+          ],
+          responses: {
+            '200': {
+              description: 'a page of events and the next cursor',
+              ...json('TranscriptPage'),
+            },
+            ...errors(400, 401, 403, 404, 503),
+          },
+        },
+      },
+      '/v1/tasks/{taskId}/sessions/{sessionId}/transcript/turns/{promptId}': {
+        get: {
+          summary:
+            'One turn of the transcript whole (by the Baton prompt id that started it): its ' +
+            'events and the items they fold to; 404 when the turn has no events',
+          ...secured,
+          parameters: [...session, promptId],
+          responses: {
+            '200': { description: 'the turn', ...json('TranscriptTurn') },
+            ...errors(400, 401, 403, 404, 503),
+          },
         },
       },
       '/v1/tasks/{taskId}/sessions/{sessionId}/reset': {
