@@ -21,7 +21,14 @@ import {
 } from '../subscriptions/subscription';
 import type { UpdateFrame, UpdateHub } from '../updates/update-hub';
 import type { Tenancy } from '../tenancy';
+import type { TranscriptHub } from '../transcripts/transcript-hub';
+import {
+  TranscriptSubscription,
+  type TranscriptHooks,
+} from '../transcripts/transcript-subscription';
+import type { EventStore } from '@baton/store';
 import { Connection } from './connection';
+import { TenantCountedMap } from './tenant-limits';
 import { idOf, parseMessage, readJson } from './frames';
 import type { TenantLimits } from './tenant-limits';
 import type { HostLog } from '../ahp/host-log';
@@ -31,6 +38,9 @@ import type { Routes } from './ws-adapter';
 export interface Services {
   opts: ResolvedOptions;
   hub: UpdateHub;
+  store: EventStore;
+  /** The tails of the transcripts /ws clients follow. */
+  transcripts: TranscriptHub;
   tenancy: Tenancy;
   commands: Commands;
   /** Starts the execution that resumes a parked session when a prompt comes for it. */
@@ -50,6 +60,8 @@ export interface Services {
 export class ClientConnection extends Connection implements SubscriptionSink {
   /** subscribe and unsubscribe run one at a time, in the order they came (none: all done). */
   private ops: Promise<void> | undefined;
+  /** Transcript subscriptions by session (made at the first: an idle connection holds none). */
+  private transcriptSubs: TenantCountedMap<TranscriptSubscription> | undefined;
 
   constructor(
     ws: WebSocket,
@@ -175,6 +187,107 @@ export class ClientConnection extends Connection implements SubscriptionSink {
     sub.close();
     this.s.hub.unfollow(sub.taskId, sub);
   }
+
+  /** Subscriptions of both kinds, which the connection's limits count together. */
+  get allSubscriptions(): number {
+    return this.subs.size + (this.transcriptSubs?.size ?? 0);
+  }
+
+  protected override get subscriptionCount(): number {
+    return this.allSubscriptions;
+  }
+
+  hasTranscript(taskId: string, sessionId: string): boolean {
+    return this.transcriptSubs?.has(transcriptKey(taskId, sessionId)) ?? false;
+  }
+
+  /**
+   * Subscribes to a session's transcript under the task `key` (the tenant's): the reply with the
+   * cursor it starts after, then the events. Replaces a subscription to the same session.
+   */
+  async subscribeTranscript(
+    msg: Extract<ClientMessage, { op: 'transcript.subscribe' }>,
+    key: string,
+  ): Promise<void> {
+    const k = transcriptKey(msg.taskId, msg.sessionId);
+    const subs = (this.transcriptSubs ??= new TenantCountedMap(this.limits, this.principal.tenant));
+    const old = subs.get(k);
+    if (old) {
+      old.close();
+      subs.delete(k);
+    }
+    if (this.limits && !this.limits.maySubscribe(this.principal.tenant)) {
+      throw new WireFailure(
+        'too_many_subscriptions',
+        `the tenant holds ${this.limits.maxSubscriptions} subscriptions on this gateway ` +
+          '(GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT); unsubscribe first',
+      );
+    }
+    const sub = new TranscriptSubscription(
+      key,
+      msg.taskId,
+      msg.sessionId,
+      msg.after,
+      this.s.store,
+      this.s.transcripts,
+      this,
+      transcriptHooksOf(this.s),
+    );
+    subs.set(k, sub);
+    try {
+      await sub.start((cursor) =>
+        this.reply(msg.id, {
+          taskId: msg.taskId,
+          sessionId: msg.sessionId,
+          subscribed: true,
+          cursor,
+        }),
+      );
+    } catch (err) {
+      this.unsubscribeTranscript(msg.taskId, msg.sessionId);
+      throw err;
+    }
+  }
+
+  unsubscribeTranscript(taskId: string, sessionId: string): void {
+    const k = transcriptKey(taskId, sessionId);
+    const sub = this.transcriptSubs?.get(k);
+    if (!sub) return;
+    sub.close();
+    this.transcriptSubs!.delete(k);
+    if (this.transcriptSubs!.size === 0) this.transcriptSubs = undefined;
+  }
+
+  protected override onDrained(): void {
+    if (this.transcriptSubs)
+      for (const sub of this.transcriptSubs.values()) sub.resyncAfterBehind();
+  }
+
+  protected override onDispose(): void {
+    if (!this.transcriptSubs) return;
+    for (const sub of this.transcriptSubs.values()) sub.close();
+    this.transcriptSubs.clear();
+    this.transcriptSubs = undefined;
+  }
+}
+
+/** A transcript subscription's key: JSON keeps any two ids apart. */
+function transcriptKey(taskId: string, sessionId: string): string {
+  return JSON.stringify([taskId, sessionId]);
+}
+
+const transcriptHooksByProcess = new WeakMap<Services, TranscriptHooks>();
+
+function transcriptHooksOf(s: Services): TranscriptHooks {
+  let hooks = transcriptHooksByProcess.get(s);
+  if (!hooks) {
+    hooks = {
+      onResync: () => s.metrics.resyncs.inc({ reason: 'slow_consumer' }),
+      onError: (err, taskId) => s.log.warn({ err, taskId }, 'transcript catch-up failed'),
+    };
+    transcriptHooksByProcess.set(s, hooks);
+  }
+  return hooks;
 }
 
 function settled(): void {}
