@@ -218,3 +218,59 @@ it('a reader that does not read is resynced from its last cursor once it drains'
     await c.close();
   }
 });
+
+it('readers of one task share one tail: one Redis connection, gone with the last reader', async () => {
+  // Connections whose last command is XREAD: the gateway's update tail, and transcript tails.
+  const tails = async () =>
+    ((await stack.store.redis.client('LIST')) as string)
+      .split('\n')
+      .filter((l) => l.includes('cmd=xread')).length;
+  // The tails of earlier tests' readers are gone.
+  await waitFor(async () => (await tails()) === 1, 'the update tail alone');
+  const before = 1;
+  const readers = await Promise.all(
+    Array.from({ length: 10 }, () => Client.connect(stack.gateways[0]!.wsUrl, tok)),
+  );
+  try {
+    for (const r of readers) {
+      expect(
+        await r.request({ op: 'transcript.subscribe', taskId: 't6', sessionId: 's' }),
+      ).toMatchObject({ ok: true });
+    }
+    await append('acme', 't6', 's', 0, 3);
+    for (const r of readers) {
+      await waitFor(() => eventsOf(transcriptMsgs(r)).length === 3, 'the events, on every reader');
+      expect(deltas(eventsOf(transcriptMsgs(r)))).toBe(expected(0, 3));
+    }
+    expect(await tails()).toBe(before + 1);
+  } finally {
+    await Promise.all(readers.map((r) => r.close()));
+  }
+  await waitFor(async () => (await tails()) === before, 'the tail closed with its last reader');
+});
+
+it('readers that join while events are written each get every event once, in order', async () => {
+  const N = 300;
+  const readers: Client[] = [];
+  try {
+    const writing = (async () => {
+      for (let i = 0; i < N; i += 2) await append('acme', 't7', 's', i, 2);
+    })();
+    // Joining at different points of the writing: each one's catch-up meets the live tail at
+    // another place.
+    for (let k = 0; k < 8; k++) {
+      const r = await Client.connect(stack.gateways[0]!.wsUrl, tok);
+      readers.push(r);
+      r.send({ v: 1, id: `j${k}`, op: 'transcript.subscribe', taskId: 't7', sessionId: 's' });
+      await pause(5 + k * 3);
+    }
+    await writing;
+    for (const r of readers) {
+      await waitFor(() => eventsOf(transcriptMsgs(r)).length >= N, 'every event', 30_000);
+    }
+    await pause(200);
+    for (const r of readers) expect(deltas(eventsOf(transcriptMsgs(r)))).toBe(expected(0, N));
+  } finally {
+    await Promise.all(readers.map((r) => r.close()));
+  }
+});
