@@ -95,10 +95,12 @@ function message(m: MessageItem, style: Style): string[] {
 }
 
 function tool(t: ToolItem, style: Style): string[] {
-  const title = one(t.title ?? t.input?.command?.text ?? t.kind ?? 'tool');
+  const command = t.input?.command?.text;
+  // A title that only repeats the command is not said twice.
+  const title = t.title !== undefined && t.title !== command ? ` ${one(t.title)}` : '';
   const status = t.status ? ` [${one(t.status)}]` : '';
-  const kind = t.kind ? `${one(t.kind)} ` : '';
-  const out = [`${style.bold('tool')} ${kind}${title}${status}`];
+  const kind = t.kind ? ` ${one(t.kind)}` : '';
+  const out = [`${style.bold('tool')}${kind}${title}${status}`];
   if (t.input?.command) out.push(...block(capped(t.input.command), '  $ '));
   if (t.input?.path) out.push(`  ${style.dim('path')} ${one(t.input.path)}`);
   const diff = t.diff ?? t.input?.diff;
@@ -110,10 +112,9 @@ function tool(t: ToolItem, style: Style): string[] {
     .join('\n');
   const shown = output || texts || capped(t.result);
   if (shown) out.push(`  ${style.dim('output:')}`, ...block(shown, '  │ ', OUTPUT_LINES, true));
-  if (t.exit && (t.exit.code !== undefined || t.exit.signal)) {
-    out.push(
-      `  ${style.dim('exit')} ${t.exit.signal ? one(t.exit.signal) : String(t.exit.code ?? '')}`,
-    );
+  const exit = t.exit;
+  if (exit && (typeof exit.code === 'number' || exit.signal)) {
+    out.push(`  ${style.dim('exit')} ${exit.signal ? one(exit.signal) : String(exit.code)}`);
   }
   return out;
 }
@@ -183,7 +184,8 @@ export function formatItem(item: TranscriptItem, style: Style = PLAIN): string[]
       const parts: string[] = [];
       if (item.used !== undefined)
         parts.push(`context ${item.used}${item.size !== undefined ? `/${item.size}` : ''}`);
-      if (item.cost) parts.push(`cost ${item.cost.amount} ${one(item.cost.currency)}`);
+      if (item.cost)
+        parts.push(`cost ${Number(item.cost.amount.toFixed(4))} ${one(item.cost.currency)}`);
       const t = tokens(item.tokens);
       if (t) parts.push(t);
       return [style.dim(`usage: ${parts.join(', ') || '—'}`)];
@@ -205,17 +207,27 @@ export function formatItem(item: TranscriptItem, style: Style = PLAIN): string[]
   }
 }
 
-/** A whole transcript (its events), as lines. */
+/**
+ * A whole transcript (its events), as lines: a blank line before each prompt, and of usage
+ * reports in a row only the last.
+ */
 export function formatTranscript(
   events: readonly TranscriptEvent[],
   style: Style = PLAIN,
 ): string[] {
-  return foldTranscript(events).flatMap((item) => formatItem(item, style));
+  const items = foldTranscript(events);
+  const lines: string[] = [];
+  items.forEach((item, i) => {
+    if (item.type === 'usage' && items[i + 1]?.type === 'usage') return;
+    if (item.type === 'prompt' && lines.length > 0) lines.push('');
+    lines.push(...formatItem(item, style));
+  });
+  return lines;
 }
 
 /**
- * `baton follow`: prints items as they become whole, each once: a message once another item
- * follows it, a tool once it completed or failed (its first line earlier when its turn ended
+ * `baton follow`: prints items as they become whole, each once: a message (or a model run's
+ * usage) once another item follows it, a tool once it completed or failed (its first line earlier when its turn ended
  * without it: background work), a permission when asked and how it was settled when it was.
  */
 export class Follower {
@@ -238,6 +250,8 @@ export class Follower {
       const lines = formatItem(item, this.style);
       let now: 1 | 2 | undefined;
       if (item.type === 'message') now = last ? undefined : 2;
+      // Reports of one model run merge into one item until one with a cost closes it.
+      else if (item.type === 'usage') now = last && item.cost === undefined ? undefined : 2;
       else if (item.type === 'tool') {
         const done = item.status === 'completed' || item.status === 'failed';
         const turnOver = items.slice(i + 1).some((x) => x.type === 'turn_end');
