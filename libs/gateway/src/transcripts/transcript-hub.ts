@@ -231,8 +231,20 @@ class ShardTail {
       }
       try {
         if (!this.conn) {
-          this.conn = duplicateForBlocking(this.redis);
-          if (!cluster) this.clientId = (await this.conn.client('ID')) as number;
+          const conn = duplicateForBlocking(this.redis);
+          this.conn = conn;
+          if (!cluster) {
+            // A reconnect gives the connection a new id: the old one would wake nothing (until
+            // the new one is known, a new stream waits at most for the read's timeout).
+            conn.on('ready', () => {
+              this.clientId = undefined;
+              conn.client('ID').then(
+                (id) => this.conn === conn && (this.clientId = id as number),
+                () => undefined,
+              );
+            });
+            this.clientId = (await conn.client('ID')) as number;
+          }
         }
         if (this.dirty) continue;
         this.reading = true;
