@@ -8,7 +8,11 @@ import { Client, startStack, token, waitFor, type Stack } from './support';
 jest.setTimeout(120_000);
 
 let stack: Stack;
-const GATEWAY_ENV = { GATEWAY_MAX_SUBSCRIPTIONS: '4', GATEWAY_MAX_BUFFERED_BYTES: '262144' };
+const GATEWAY_ENV = {
+  GATEWAY_MAX_SUBSCRIPTIONS: '4',
+  GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT: '12',
+  GATEWAY_MAX_BUFFERED_BYTES: '262144',
+};
 const tok = token({ tenant: 'acme', scope: 'read prompt' });
 
 beforeAll(async () => {
@@ -272,5 +276,43 @@ it('readers that join while events are written each get every event once, in ord
     for (const r of readers) expect(deltas(eventsOf(transcriptMsgs(r)))).toBe(expected(0, N));
   } finally {
     await Promise.all(readers.map((r) => r.close()));
+  }
+});
+
+it("transcript subscriptions count against the tenant's limit on the gateway", async () => {
+  const t = token({ tenant: 'initech', scope: 'read' });
+  const conns = await Promise.all(
+    Array.from({ length: 4 }, () => Client.connect(stack.gateways[0]!.wsUrl, t)),
+  );
+  try {
+    for (const [i, c] of conns.slice(0, 3).entries())
+      for (let j = 0; j < 4; j++) {
+        const r = await c.request({
+          op: 'transcript.subscribe',
+          taskId: `t${i}`,
+          sessionId: `s${j}`,
+        });
+        expect(r).toMatchObject({ ok: true });
+      }
+    const over = await conns[3]!.request({
+      op: 'transcript.subscribe',
+      taskId: 'u',
+      sessionId: 's',
+    });
+    expect(over).toMatchObject({
+      ok: false,
+      error: { code: 'too_many_subscriptions', message: expect.stringContaining('PER_TENANT') },
+    });
+    await conns[0]!.close();
+    await waitFor(async () => {
+      const r = await conns[3]!.request({
+        op: 'transcript.subscribe',
+        taskId: 'u',
+        sessionId: 's',
+      });
+      return r.ok === true;
+    }, 'room once a connection closed');
+  } finally {
+    await Promise.all(conns.slice(1).map((c) => c.close()));
   }
 });

@@ -216,7 +216,9 @@ export class ClientConnection extends Connection implements SubscriptionSink {
       old.close();
       subs.delete(k);
     }
+    // The old one is given back first: replacing is not one more.
     if (this.limits && !this.limits.maySubscribe(this.principal.tenant)) {
+      if (subs.size === 0) this.transcriptSubs = undefined;
       throw new WireFailure(
         'too_many_subscriptions',
         `the tenant holds ${this.limits.maxSubscriptions} subscriptions on this gateway ` +
