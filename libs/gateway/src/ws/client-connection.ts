@@ -60,8 +60,6 @@ export interface Services {
 export class ClientConnection extends Connection implements SubscriptionSink {
   /** subscribe and unsubscribe run one at a time, in the order they came (none: all done). */
   private ops: Promise<void> | undefined;
-  /** Transcript subscriptions by session (made at the first: an idle connection holds none). */
-  private transcriptSubs: TenantCountedMap<TranscriptSubscription> | undefined;
 
   constructor(
     ws: WebSocket,
@@ -190,7 +188,7 @@ export class ClientConnection extends Connection implements SubscriptionSink {
 
   /** Subscriptions of both kinds, which the connection's limits count together. */
   get allSubscriptions(): number {
-    return this.subs.size + (this.transcriptSubs?.size ?? 0);
+    return this.subs.size + (TRANSCRIPTS.get(this)?.size ?? 0);
   }
 
   protected override get subscriptionCount(): number {
@@ -198,7 +196,7 @@ export class ClientConnection extends Connection implements SubscriptionSink {
   }
 
   hasTranscript(taskId: string, sessionId: string): boolean {
-    return this.transcriptSubs?.has(transcriptKey(taskId, sessionId)) ?? false;
+    return TRANSCRIPTS.get(this)?.has(transcriptKey(taskId, sessionId)) ?? false;
   }
 
   /**
@@ -210,7 +208,9 @@ export class ClientConnection extends Connection implements SubscriptionSink {
     key: string,
   ): Promise<void> {
     const k = transcriptKey(msg.taskId, msg.sessionId);
-    const subs = (this.transcriptSubs ??= new TenantCountedMap(this.limits, this.principal.tenant));
+    let subs = TRANSCRIPTS.get(this);
+    if (!subs)
+      TRANSCRIPTS.set(this, (subs = new TenantCountedMap(this.limits, this.principal.tenant)));
     const old = subs.get(k);
     if (old) {
       old.close();
@@ -218,7 +218,7 @@ export class ClientConnection extends Connection implements SubscriptionSink {
     }
     // The old one is given back first: replacing is not one more.
     if (this.limits && !this.limits.maySubscribe(this.principal.tenant)) {
-      if (subs.size === 0) this.transcriptSubs = undefined;
+      if (subs.size === 0) TRANSCRIPTS.delete(this);
       throw new WireFailure(
         'too_many_subscriptions',
         `the tenant holds ${this.limits.maxSubscriptions} subscriptions on this gateway ` +
@@ -253,23 +253,25 @@ export class ClientConnection extends Connection implements SubscriptionSink {
 
   unsubscribeTranscript(taskId: string, sessionId: string): void {
     const k = transcriptKey(taskId, sessionId);
-    const sub = this.transcriptSubs?.get(k);
-    if (!sub) return;
+    const subs = TRANSCRIPTS.get(this);
+    const sub = subs?.get(k);
+    if (!subs || !sub) return;
     sub.close();
-    this.transcriptSubs!.delete(k);
-    if (this.transcriptSubs!.size === 0) this.transcriptSubs = undefined;
+    subs.delete(k);
+    if (subs.size === 0) TRANSCRIPTS.delete(this);
   }
 
   protected override onDrained(): void {
-    if (this.transcriptSubs)
-      for (const sub of this.transcriptSubs.values()) sub.resyncAfterBehind();
+    const subs = TRANSCRIPTS.get(this);
+    if (subs) for (const sub of subs.values()) sub.resyncAfterBehind();
   }
 
   protected override onDispose(): void {
-    if (!this.transcriptSubs) return;
-    for (const sub of this.transcriptSubs.values()) sub.close();
-    this.transcriptSubs.clear();
-    this.transcriptSubs = undefined;
+    const subs = TRANSCRIPTS.get(this);
+    if (!subs) return;
+    for (const sub of subs.values()) sub.close();
+    subs.clear();
+    TRANSCRIPTS.delete(this);
   }
 }
 
@@ -293,6 +295,12 @@ function transcriptHooksOf(s: Services): TranscriptHooks {
 }
 
 function settled(): void {}
+
+/**
+ * Each connection's transcript subscriptions by session, made at its first: a connection that
+ * holds none (most do) has no field, no map, nothing for them.
+ */
+const TRANSCRIPTS = new WeakMap<ClientConnection, TenantCountedMap<TranscriptSubscription>>();
 
 const hooksByProcess = new WeakMap<Services, SubscriptionHooks>();
 
