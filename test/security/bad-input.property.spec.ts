@@ -64,6 +64,8 @@ const OPS = [
   'queue.auto_run',
   'session.cancel',
   'ping',
+  'transcript.subscribe',
+  'transcript.unsubscribe',
 ];
 const fieldValue = fc.oneof(
   fc.string({ maxLength: 20 }),
@@ -89,6 +91,7 @@ const FIELDS = [
   'promptId',
   'enabled',
   'observedGeneration',
+  'after',
 ];
 
 const binary = fc.uint8Array({ minLength: 0, maxLength: 64 }).map((a) => Buffer.from(a));

@@ -7,7 +7,14 @@
  */
 import { BatonClient, BatonError } from '@baton/client';
 import { CLI, COMMON, ConfigError, GATEWAY, RUN, loadConfig, optional } from '@baton/config';
-import { TaskHistory, TenantId, taskKey, type CommandResult } from '@baton/protocol';
+import {
+  TaskHistory,
+  TaskView,
+  TenantId,
+  taskKey,
+  type CommandResult,
+  type TranscriptEntry,
+} from '@baton/protocol';
 import { EventStore, redact, redisTargetFromUrl } from '@baton/store';
 import { embeddedRedisUrl } from '@baton/redis-server';
 import { randomUUID } from 'node:crypto';
@@ -16,6 +23,7 @@ import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { SCOPES, localSecret, mintToken, type Scope } from '@baton/auth';
 import { formatHistory, parseWhen } from './history-format';
+import { ANSI, Follower, PLAIN, formatTranscript, type Style } from './transcript-format';
 import { rebuildTask, shardOwnership, taskView } from './redis-commands';
 
 export const USAGE = `usage: baton <command> [options]
@@ -49,6 +57,13 @@ client commands (through the gateway; BATON_GATEWAY_URL, BATON_TOKEN):
                                                 work, prompts (queue waits), executions; T is 30m,
                                                 2h, 1d (ago), ms since the epoch or ISO 8601
                                                 (default: the last day)
+  transcript <task> [session] [--after CURSOR] [--json]
+                                                the conversation: prompts, the agent's text and
+                                                thoughts, tool calls (command, path, diff, output),
+                                                permissions and how they were settled, usage (every
+                                                session without one; --json: the events)
+  follow <task> [session] [--after CURSOR] [--json]
+                                                the same, live, as it happens (like tail -f)
   exec <task> <session> --profile NAME [--recording R] [--speed F] [--workspace DIR]
                                                 start an execution of an agent profile the operator
                                                 configured (execute scope; --recording alone: replay);
@@ -371,6 +386,70 @@ export async function run(
       else for (const line of formatHistory(h)) out(line);
       return;
     }
+    case 'transcript': {
+      const { positionals: p, values } = parse(rest, {
+        after: { type: 'string' },
+        json: { type: 'boolean' },
+      });
+      const [taskId, only] = positionals(p, ['task'], 'transcript');
+      const sessions = only !== undefined ? [only] : await sessionsOf(taskId!);
+      for (const sessionId of sessions) {
+        if (sessions.length > 1 && !values.json) out(`── session ${sessionId} ──`);
+        const after = typeof values.after === 'string' ? values.after : undefined;
+        const entries = await transcriptOf(taskId!, sessionId, after);
+        if (values.json) for (const e of entries) out(JSON.stringify({ sessionId, ...e }));
+        else
+          for (const l of formatTranscript(
+            entries.map((e) => e.event),
+            styleOf(),
+          ))
+            out(l);
+      }
+      return;
+    }
+    case 'follow': {
+      const { positionals: p, values } = parse(rest, {
+        after: { type: 'string' },
+        json: { type: 'boolean' },
+      });
+      const [taskId, given] = positionals(p, ['task'], 'follow');
+      let sessionId = given;
+      if (sessionId === undefined) {
+        const sessions = await sessionsOf(taskId!);
+        if (sessions.length !== 1) {
+          throw new UsageError(
+            sessions.length === 0
+              ? `task ${taskId} has no session yet: name the one to follow`
+              : `task ${taskId} has sessions ${sessions.join(', ')}: name the one to follow`,
+          );
+        }
+        sessionId = sessions[0]!;
+      }
+      const follower = new Follower(out, styleOf());
+      await withClient(async (client) => {
+        let failed: Error | undefined;
+        const done = new Promise<void>((resolve) => {
+          if (signal?.aborted) return resolve();
+          signal?.addEventListener('abort', () => resolve(), { once: true });
+          process.once('SIGINT', () => resolve());
+          const reader = client.transcript(taskId!, sessionId, {
+            ...(typeof values.after === 'string' ? { after: values.after } : {}),
+            onEvents: (entries) => {
+              if (values.json) for (const e of entries) out(JSON.stringify(e));
+              else follower.take(entries.map((e) => e.event));
+            },
+            onError: (err) => {
+              failed = err;
+              resolve();
+            },
+          });
+          reader.ready.catch(() => undefined);
+        });
+        await done;
+        if (failed) throw failed;
+      });
+      return;
+    }
     case 'exec': {
       if (rest.includes('--')) {
         throw new UsageError(
@@ -486,6 +565,50 @@ export async function run(
       return;
     default:
       throw new UsageError(`unknown command ${command}; try baton help`);
+  }
+}
+
+/** Colour only for a terminal that shows it (NO_COLOR: https://no-color.org). */
+function styleOf(): Style {
+  return process.stdout.isTTY && !process.env.NO_COLOR ? ANSI : PLAIN;
+}
+
+const sessionPath = (taskId: string, sessionId: string) =>
+  `/v1/tasks/${encodeURIComponent(taskId)}/sessions/${encodeURIComponent(sessionId)}`;
+
+/** The task's sessions, as its view has them. */
+async function sessionsOf(taskId: string): Promise<string[]> {
+  const view = TaskView.parse(
+    await restCall('GET', `/v1/tasks/${encodeURIComponent(taskId)}`, undefined),
+  );
+  return view.sessions.map((s) => s.sessionId);
+}
+
+/** Every event of a session's transcript after `after`, page by page. */
+async function transcriptOf(
+  taskId: string,
+  sessionId: string,
+  after: string | undefined,
+): Promise<TranscriptEntry[]> {
+  const all: TranscriptEntry[] = [];
+  let cursor = after;
+  for (;;) {
+    const q = new URLSearchParams({ limit: '500' });
+    if (cursor !== undefined) q.set('after', cursor);
+    const page = (await restCall(
+      'GET',
+      `${sessionPath(taskId, sessionId)}/transcript?${q}`,
+      undefined,
+    )) as { events: TranscriptEntry[]; cursor: string };
+    all.push(...page.events);
+    // A page may be empty while the cursor moves past other sessions' events; the end is where
+    // it no longer moves.
+    if (
+      page.cursor === cursor ||
+      (cursor === undefined && page.events.length === 0 && page.cursor === '0-0')
+    )
+      return all;
+    cursor = page.cursor;
   }
 }
 

@@ -13,9 +13,11 @@ import {
 } from './prompts';
 import { parseResult, Requests, type Outgoing, type RequestOptions } from './requests';
 import { Subscriptions, type SubscribeOptions, type Subscription } from './subscriptions';
+import { Transcripts, type TranscriptOptions, type TranscriptReader } from './transcripts';
 
 export type { PendingPrompt, PromptDecision, PromptRequest } from './prompts';
 export type { SubscribeOptions, Subscription, SubscriptionState, ViewCause } from './subscriptions';
+export type { TranscriptOptions, TranscriptReader } from './transcripts';
 
 export interface BatonClientOptions extends ConnectionOptions, RequestOptions, PromptOptions {}
 
@@ -45,6 +47,7 @@ export class BatonClient extends Emitter<ClientEvents> {
   private readonly requests: Requests;
   private readonly subscriptions: Subscriptions;
   private readonly prompts: Prompts;
+  private readonly transcripts: Transcripts;
 
   readonly queue = {
     list: (ref: SessionRef) =>
@@ -67,6 +70,7 @@ export class BatonClient extends Emitter<ClientEvents> {
       // Subscriptions first, so decisions reach them, then the rest.
       resume: () => {
         this.subscriptions.resume();
+        this.transcripts.resume();
         this.prompts.resume();
         this.requests.resume();
       },
@@ -83,6 +87,9 @@ export class BatonClient extends Emitter<ClientEvents> {
       this.emit('error', e),
     );
     this.prompts = new Prompts(options, this.connection, this.requests, emit);
+    this.transcripts = new Transcripts(this.connection, this.requests, (e) =>
+      this.emit('error', e),
+    );
   }
 
   /** True while a connection is open. */
@@ -107,6 +114,7 @@ export class BatonClient extends Emitter<ClientEvents> {
     this.requests.rejectAll(error);
     this.prompts.rejectAll(error);
     this.subscriptions.endAll();
+    this.transcripts.endAll();
     await this.connection.hangUp(error);
     this.emit('close', { code: 1000, reason: 'client closed', willReconnect: false });
   }
@@ -118,6 +126,15 @@ export class BatonClient extends Emitter<ClientEvents> {
    */
   subscribe(taskId: string, options: SubscribeOptions = {}): Subscription {
     return this.subscriptions.subscribe(taskId, options);
+  }
+
+  /**
+   * Reads a session's transcript: every event after `after` (or from the start), then live, each
+   * once and in order (`onEvents`; `onItems` gets them folded into whole items). After a
+   * reconnect it subscribes again from the last cursor it got: nothing missed, nothing twice.
+   */
+  transcript(taskId: string, sessionId: string, options: TranscriptOptions): TranscriptReader {
+    return this.transcripts.open(taskId, sessionId, options);
   }
 
   async unsubscribe(taskId: string): Promise<void> {
@@ -183,6 +200,9 @@ export class BatonClient extends Emitter<ClientEvents> {
         return this.onUpdate(m.update);
       case 'error':
         this.emit('error', BatonError.fromWire(m.error));
+        return;
+      case 'transcript':
+        this.transcripts.receive(m);
         return;
     }
   }

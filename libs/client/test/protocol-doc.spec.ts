@@ -5,6 +5,7 @@ import {
   CommandResult,
   ExecutionStartResult,
   ExecutionStatusResult,
+  TranscriptSubscribeResult,
   PongResult,
   PromptResult,
   QueueListResult,
@@ -48,6 +49,7 @@ const RESULTS: z.ZodType[] = [
   PongResult,
   ExecutionStartResult,
   ExecutionStatusResult,
+  TranscriptSubscribeResult,
 ];
 
 describe('docs/protocol.md stays true to libs/protocol', () => {
@@ -63,7 +65,7 @@ describe('docs/protocol.md stays true to libs/protocol', () => {
       if (
         'type' in m &&
         'v' in m &&
-        ['reply', 'snapshot', 'update', 'error'].includes(m.type as string)
+        ['reply', 'snapshot', 'update', 'error', 'transcript'].includes(m.type as string)
       )
         return void ServerMessage.parse(m);
       if ('seq' in m && 'type' in m) return void Update.parse(m);

@@ -3,6 +3,7 @@ import { EventStore, logAvailability, redisTargetFromUrl } from '@baton/store';
 import type { Logger } from './logger';
 import { LOGGER, OPTIONS, STORE, type ResolvedOptions } from './options';
 import { Tenancy } from './tenancy';
+import { TranscriptHub } from './transcripts/transcript-hub';
 import { UpdateHub } from './updates/update-hub';
 
 @Injectable()
@@ -10,10 +11,11 @@ class StoreShutdown implements OnApplicationShutdown {
   constructor(
     @Inject(STORE) private readonly store: EventStore,
     @Inject(UpdateHub) private readonly hub: UpdateHub,
+    @Inject(TranscriptHub) private readonly transcripts: TranscriptHub,
   ) {}
 
   async onApplicationShutdown(): Promise<void> {
-    await this.hub.stop();
+    await Promise.all([this.hub.stop(), this.transcripts.stop()]);
     await this.store.close();
   }
 }
@@ -55,12 +57,18 @@ class StoreShutdown implements OnApplicationShutdown {
       },
     },
     {
+      provide: TranscriptHub,
+      inject: [STORE, LOGGER],
+      // Reads nothing until a client subscribes to a transcript.
+      useFactory: (store: EventStore, log: Logger) => new TranscriptHub(store, log),
+    },
+    {
       provide: Tenancy,
       inject: [STORE, OPTIONS],
       useFactory: (store: EventStore, o: ResolvedOptions) => new Tenancy(store, o.cacheIdleMs),
     },
     StoreShutdown,
   ],
-  exports: [STORE, UpdateHub, Tenancy],
+  exports: [STORE, UpdateHub, TranscriptHub, Tenancy],
 })
 export class StoreModule {}

@@ -12,6 +12,8 @@ import {
   QueueListResult,
   ServerMessage,
   SubscribeResult,
+  TranscriptSubscribeResult,
+  TranscriptUnsubscribeResult,
   UnsubscribeResult,
 } from './wire';
 
@@ -30,6 +32,8 @@ export const PUBLISHED_SCHEMAS = {
   'command-result': CommandResult,
   'queue-list-result': QueueListResult,
   'pong-result': PongResult,
+  'transcript-subscribe-result': TranscriptSubscribeResult,
+  'transcript-unsubscribe-result': TranscriptUnsubscribeResult,
   'execution-job': ExecutionJob,
   'inbox-message': InboxMessage,
 } as const;

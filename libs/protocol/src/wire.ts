@@ -1,3 +1,4 @@
+import { TranscriptEvent } from '@baton/transcript';
 import { z } from 'zod';
 import { ClientId, Id, MAX_PROMPT_CHARS, PromptOrigin, SchemaVersion } from './common';
 import { PromptOutcome, Update } from './updates';
@@ -75,6 +76,23 @@ export const TaskUnarchiveRequest = request('task.unarchive', { taskId: ClientId
 export const TaskDeleteRequest = request('task.delete', { taskId: ClientId });
 export const PingRequest = request('ping', {});
 
+/** A transcript cursor: the stream id of the last event a reader has (`0-0`: none yet). */
+export const TranscriptCursor = z
+  .string()
+  .regex(/^\d{1,20}-\d{1,20}$/, 'a transcript cursor is a stream id such as 1712345678901-0');
+/**
+ * Scope `read`: the session's transcript, from after `after` (or from the start): the reply, then
+ * `transcript` messages catching up and then live, in stream order, each event once. A reconnect
+ * that subscribes again with the last cursor it got misses nothing and gets nothing twice. Another
+ * tenant's task, like an absent one, has an empty transcript. Subscribing again to the same
+ * session replaces the subscription.
+ */
+export const TranscriptSubscribeRequest = request('transcript.subscribe', {
+  ...sessionRef,
+  after: TranscriptCursor.optional(),
+});
+export const TranscriptUnsubscribeRequest = request('transcript.unsubscribe', sessionRef);
+
 export const ClientMessage = z.discriminatedUnion('op', [
   SubscribeRequest,
   UnsubscribeRequest,
@@ -92,6 +110,8 @@ export const ClientMessage = z.discriminatedUnion('op', [
   TaskUnarchiveRequest,
   TaskDeleteRequest,
   PingRequest,
+  TranscriptSubscribeRequest,
+  TranscriptUnsubscribeRequest,
 ]);
 export type ClientMessage = z.infer<typeof ClientMessage>;
 
@@ -152,7 +172,46 @@ export const ErrorMessage = z.object({
   error: WireError,
 });
 
-export const ServerMessage = z.union([ReplyMessage, SnapshotMessage, UpdateMessage, ErrorMessage]);
+/** One event of a transcript as a reader gets it: its stream id is its cursor. */
+export const TranscriptEntry = z.object({
+  id: z.string(),
+  executionId: z.string(),
+  event: TranscriptEvent,
+});
+export type TranscriptEntry = z.infer<typeof TranscriptEntry>;
+/**
+ * Events of a transcript subscription, in stream order; `cursor` is what to subscribe again with
+ * (it may be past the last event: entries of other sessions are skipped). `resync` (no events):
+ * the connection fell behind and dropped what it could not take; once it has drained, the
+ * subscription catches up by itself from `cursor`, the last it delivered.
+ */
+export const TranscriptMessage = z.union([
+  z.object({
+    v: SchemaVersion,
+    type: z.literal('transcript'),
+    taskId: Id,
+    sessionId: Id,
+    events: z.array(TranscriptEntry),
+    cursor: z.string(),
+  }),
+  z.object({
+    v: SchemaVersion,
+    type: z.literal('transcript'),
+    taskId: Id,
+    sessionId: Id,
+    resync: z.literal(true),
+    cursor: z.string(),
+  }),
+]);
+export type TranscriptMessage = z.infer<typeof TranscriptMessage>;
+
+export const ServerMessage = z.union([
+  ReplyMessage,
+  SnapshotMessage,
+  UpdateMessage,
+  ErrorMessage,
+  TranscriptMessage,
+]);
 export type ServerMessage = z.infer<typeof ServerMessage>;
 
 // ---------------------------------------------------------------------------------------------
@@ -170,6 +229,20 @@ export const SubscribeResult = z.object({
 export type SubscribeResult = z.infer<typeof SubscribeResult>;
 
 export const UnsubscribeResult = z.object({ taskId: Id, subscribed: z.literal(false) });
+
+/** transcript.subscribe: the cursor its messages start after. */
+export const TranscriptSubscribeResult = z.object({
+  taskId: Id,
+  sessionId: Id,
+  subscribed: z.literal(true),
+  cursor: z.string(),
+});
+export type TranscriptSubscribeResult = z.infer<typeof TranscriptSubscribeResult>;
+export const TranscriptUnsubscribeResult = z.object({
+  taskId: Id,
+  sessionId: Id,
+  subscribed: z.literal(false),
+});
 
 /**
  * prompt: the decision on the prompt under its idempotency key — the same for every retry of the

@@ -21,7 +21,14 @@ import {
 } from '../subscriptions/subscription';
 import type { UpdateFrame, UpdateHub } from '../updates/update-hub';
 import type { Tenancy } from '../tenancy';
+import type { TranscriptHub } from '../transcripts/transcript-hub';
+import {
+  TranscriptSubscription,
+  type TranscriptHooks,
+} from '../transcripts/transcript-subscription';
+import type { EventStore } from '@baton/store';
 import { Connection } from './connection';
+import { TenantCountedMap } from './tenant-limits';
 import { idOf, parseMessage, readJson } from './frames';
 import type { TenantLimits } from './tenant-limits';
 import type { HostLog } from '../ahp/host-log';
@@ -31,6 +38,9 @@ import type { Routes } from './ws-adapter';
 export interface Services {
   opts: ResolvedOptions;
   hub: UpdateHub;
+  store: EventStore;
+  /** The tails of the transcripts /ws clients follow. */
+  transcripts: TranscriptHub;
   tenancy: Tenancy;
   commands: Commands;
   /** Starts the execution that resumes a parked session when a prompt comes for it. */
@@ -175,9 +185,122 @@ export class ClientConnection extends Connection implements SubscriptionSink {
     sub.close();
     this.s.hub.unfollow(sub.taskId, sub);
   }
+
+  /** Subscriptions of both kinds, which the connection's limits count together. */
+  get allSubscriptions(): number {
+    return this.subs.size + (TRANSCRIPTS.get(this)?.size ?? 0);
+  }
+
+  protected override get subscriptionCount(): number {
+    return this.allSubscriptions;
+  }
+
+  hasTranscript(taskId: string, sessionId: string): boolean {
+    return TRANSCRIPTS.get(this)?.has(transcriptKey(taskId, sessionId)) ?? false;
+  }
+
+  /**
+   * Subscribes to a session's transcript under the task `key` (the tenant's): the reply with the
+   * cursor it starts after, then the events. Replaces a subscription to the same session.
+   */
+  async subscribeTranscript(
+    msg: Extract<ClientMessage, { op: 'transcript.subscribe' }>,
+    key: string,
+  ): Promise<void> {
+    const k = transcriptKey(msg.taskId, msg.sessionId);
+    let subs = TRANSCRIPTS.get(this);
+    if (!subs)
+      TRANSCRIPTS.set(this, (subs = new TenantCountedMap(this.limits, this.principal.tenant)));
+    const old = subs.get(k);
+    if (old) {
+      old.close();
+      subs.delete(k);
+    }
+    // The old one is given back first: replacing is not one more.
+    if (this.limits && !this.limits.maySubscribe(this.principal.tenant)) {
+      if (subs.size === 0) TRANSCRIPTS.delete(this);
+      throw new WireFailure(
+        'too_many_subscriptions',
+        `the tenant holds ${this.limits.maxSubscriptions} subscriptions on this gateway ` +
+          '(GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT); unsubscribe first',
+      );
+    }
+    const sub = new TranscriptSubscription(
+      key,
+      msg.taskId,
+      msg.sessionId,
+      msg.after,
+      this.s.store,
+      this.s.transcripts,
+      this,
+      transcriptHooksOf(this.s),
+    );
+    subs.set(k, sub);
+    try {
+      await sub.start((cursor) =>
+        this.reply(msg.id, {
+          taskId: msg.taskId,
+          sessionId: msg.sessionId,
+          subscribed: true,
+          cursor,
+        }),
+      );
+    } catch (err) {
+      this.unsubscribeTranscript(msg.taskId, msg.sessionId);
+      throw err;
+    }
+  }
+
+  unsubscribeTranscript(taskId: string, sessionId: string): void {
+    const k = transcriptKey(taskId, sessionId);
+    const subs = TRANSCRIPTS.get(this);
+    const sub = subs?.get(k);
+    if (!subs || !sub) return;
+    sub.close();
+    subs.delete(k);
+    if (subs.size === 0) TRANSCRIPTS.delete(this);
+  }
+
+  protected override onDrained(): void {
+    const subs = TRANSCRIPTS.get(this);
+    if (subs) for (const sub of subs.values()) sub.resyncAfterBehind();
+  }
+
+  protected override onDispose(): void {
+    const subs = TRANSCRIPTS.get(this);
+    if (!subs) return;
+    for (const sub of subs.values()) sub.close();
+    subs.clear();
+    TRANSCRIPTS.delete(this);
+  }
+}
+
+/** A transcript subscription's key: JSON keeps any two ids apart. */
+function transcriptKey(taskId: string, sessionId: string): string {
+  return JSON.stringify([taskId, sessionId]);
+}
+
+const transcriptHooksByProcess = new WeakMap<Services, TranscriptHooks>();
+
+function transcriptHooksOf(s: Services): TranscriptHooks {
+  let hooks = transcriptHooksByProcess.get(s);
+  if (!hooks) {
+    hooks = {
+      onResync: () => s.metrics.resyncs.inc({ reason: 'slow_consumer' }),
+      onError: (err, taskId) => s.log.warn({ err, taskId }, 'transcript catch-up failed'),
+    };
+    transcriptHooksByProcess.set(s, hooks);
+  }
+  return hooks;
 }
 
 function settled(): void {}
+
+/**
+ * Each connection's transcript subscriptions by session, made at its first: a connection that
+ * holds none (most do) has no field, no map, nothing for them.
+ */
+const TRANSCRIPTS = new WeakMap<ClientConnection, TenantCountedMap<TranscriptSubscription>>();
 
 const hooksByProcess = new WeakMap<Services, SubscriptionHooks>();
 

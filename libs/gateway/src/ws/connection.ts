@@ -263,6 +263,7 @@ export abstract class Connection implements TokenBucket {
       this.drainTimer = undefined;
       this.behindSince = undefined;
       for (const sub of this.subs.values()) sub.resyncAfterBehind();
+      this.onDrained();
       return;
     }
     if (Date.now() - this.behindSince! > this.opts.heartbeatMs * 2) {
@@ -283,7 +284,7 @@ export abstract class Connection implements TokenBucket {
     }
     if (
       this.opts.idleTimeoutMs > 0 &&
-      this.subs.size === 0 &&
+      this.subscriptionCount === 0 &&
       now - this.lastActivity > this.opts.idleTimeoutMs
     ) {
       this.close(1000, 'idle timeout');
@@ -332,6 +333,14 @@ export abstract class Connection implements TokenBucket {
   get isClosed(): boolean {
     return this.closed;
   }
+
+  /** Every subscription the connection holds (an idle one holds none). */
+  protected get subscriptionCount(): number {
+    return this.subs.size;
+  }
+
+  /** The connection drained after falling behind (its subscriptions resync). */
+  protected onDrained(): void {}
 
   /** A frame of the client's, as it came (text as a string, binary as a Buffer). */
   abstract handleFrame(data: string | Buffer): void;

@@ -17,6 +17,8 @@ import {
   TaskArchiveRequest,
   TaskDeleteRequest,
   TaskUnarchiveRequest,
+  TranscriptSubscribeRequest,
+  TranscriptUnsubscribeRequest,
   UnsubscribeRequest,
   type WireError,
 } from '@baton/protocol';
@@ -39,6 +41,8 @@ const BY_OP = {
   'task.unarchive': TaskUnarchiveRequest,
   'task.delete': TaskDeleteRequest,
   ping: PingRequest,
+  'transcript.subscribe': TranscriptSubscribeRequest,
+  'transcript.unsubscribe': TranscriptUnsubscribeRequest,
 } as const satisfies Record<ClientMessage['op'], z.ZodType>;
 
 export const OPS = Object.keys(BY_OP) as ClientMessage['op'][];

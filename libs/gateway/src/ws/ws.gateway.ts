@@ -63,7 +63,7 @@ export class WsGateway implements ConnectionFactory {
     return conn.serial(async () => {
       // A snapshot is what it would be sent first: not while it has not read what it has.
       if (conn.behind) throw new WireFailure('unavailable', conn.behindMessage());
-      if (!conn.subs.has(msg.taskId) && conn.subs.size >= this.s.opts.maxSubscriptions) {
+      if (!conn.subs.has(msg.taskId) && conn.allSubscriptions >= this.s.opts.maxSubscriptions) {
         throw new WireFailure(
           'too_many_subscriptions',
           `a connection may hold ${this.s.opts.maxSubscriptions} subscriptions; unsubscribe first`,
@@ -83,6 +83,35 @@ export class WsGateway implements ConnectionFactory {
       const sub = conn.subs.get(msg.taskId);
       if (sub) conn.unsubscribe(msg.taskId, sub);
       conn.reply(msg.id, { taskId: msg.taskId, subscribed: false });
+    });
+  }
+
+  @SubscribeMessage('transcript.subscribe')
+  @RequiresScope('read')
+  transcriptSubscribe(@MessageBody(ClientMessagePipe) req: WsRequest): Promise<void> {
+    const { conn } = req;
+    const msg = msgOf<'transcript.subscribe'>(req);
+    return conn.serial(async () => {
+      if (conn.behind) throw new WireFailure('unavailable', conn.behindMessage());
+      const max = this.s.opts.maxSubscriptions;
+      if (!conn.hasTranscript(msg.taskId, msg.sessionId) && conn.allSubscriptions >= max) {
+        throw new WireFailure(
+          'too_many_subscriptions',
+          `a connection may hold ${max} subscriptions; unsubscribe first`,
+        );
+      }
+      // As for activity: never claims nor writes; another tenant's task is its own key, empty.
+      await conn.subscribeTranscript(msg, this.s.tenancy.key(conn.principal.tenant, msg.taskId));
+    });
+  }
+
+  @SubscribeMessage('transcript.unsubscribe')
+  transcriptUnsubscribe(@MessageBody(ClientMessagePipe) req: WsRequest): Promise<void> {
+    const { conn } = req;
+    const msg = msgOf<'transcript.unsubscribe'>(req);
+    return conn.serial(async () => {
+      conn.unsubscribeTranscript(msg.taskId, msg.sessionId);
+      conn.reply(msg.id, { taskId: msg.taskId, sessionId: msg.sessionId, subscribed: false });
     });
   }
 

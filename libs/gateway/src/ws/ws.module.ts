@@ -7,6 +7,7 @@ import type { Logger } from '../logger';
 import { GatewayMetrics } from '../metrics/metrics';
 import { LOGGER, OPTIONS, SERVICES, STORE, type ResolvedOptions } from '../options';
 import { Tenancy } from '../tenancy';
+import { TranscriptHub } from '../transcripts/transcript-hub';
 import { UpdateHub } from '../updates/update-hub';
 import type { Services } from './client-connection';
 import { ConnectionRegistry } from './connection';
@@ -35,7 +36,17 @@ import { WsGateway } from './ws.gateway';
     },
     {
       provide: SERVICES,
-      inject: [OPTIONS, UpdateHub, Tenancy, Commands, GatewayMetrics, LOGGER, TenantLimits, STORE],
+      inject: [
+        OPTIONS,
+        UpdateHub,
+        Tenancy,
+        Commands,
+        GatewayMetrics,
+        LOGGER,
+        TenantLimits,
+        STORE,
+        TranscriptHub,
+      ],
       useFactory: (
         opts: ResolvedOptions,
         hub: UpdateHub,
@@ -45,9 +56,12 @@ import { WsGateway } from './ws.gateway';
         log: Logger,
         limits: TenantLimits,
         store: EventStore,
+        transcripts: TranscriptHub,
       ): Services => ({
         opts,
         hub,
+        store,
+        transcripts,
         tenancy,
         commands,
         metrics,
