@@ -708,6 +708,7 @@ describe('a chat that follows the transcript', () => {
       at(0),
     );
     m.seedHistory(at(0));
+    m.recheck(at(0));
     const chat = m.ahp;
     expect(chat.turns.map((t) => [t.id, t.message.text, t.responseParts])).toEqual([
       ['p1', 'prompt p1', [{ kind: 'markdown', id: 'm-p1', content: 'one' }]],
@@ -781,6 +782,7 @@ describe('a chat that follows the transcript', () => {
       at(1),
     );
     expect(m.ahp.activeTurn).toMatchObject({ id: 'p1', message: { text: 'text k1' } });
+    m.applyTranscript(stored(turnEvents('p1', 'partial', false)), at(1));
     m.applyGroup([u('session.activity', activity())], at(2));
     expect(m.ahp.activeTurn?.id).toBe('p1');
     m.recheck(at(6));

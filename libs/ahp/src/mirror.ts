@@ -218,7 +218,7 @@ function sameMessage(a: Message, b: Message): boolean {
 const SETTLED_KEPT = 64;
 
 /** How long a turn's start or end waits for the transcript at most. */
-const TRANSCRIPT_GRACE_MS = 3_000;
+const TRANSCRIPT_GRACE_MS = 1_500;
 
 /**
  * The AHP actions that take a client holding `state` to `target`, in an order a client's reducer
@@ -426,6 +426,8 @@ export class ChatMirror {
   /** Agent tool call ids of permission requests, by request id. */
   private readonly acpOfRequest = new Map<string, string>();
   private fed = false;
+  /** The transcript was read up to the subscription (seedHistory). */
+  private caught = false;
   private holding = false;
   private firstGen: number | null | undefined;
   /** The content of the turn that ends now, sent before its end. */
@@ -543,6 +545,7 @@ export class ChatMirror {
   /** Takes Baton's current view of the session; returns the actions it means for the client. */
   sync(session: SessionView | undefined, now: string): ChatAction[] {
     if (session) {
+      if (this.firstGen === undefined) this.firstGen = session.activity.runningGeneration;
       this.activity = session.activity;
       this.queue = session.queue;
       this.work = session.backgroundWork;
@@ -714,7 +717,9 @@ export class ChatMirror {
    * The turns the transcript has that ended before the client subscribed, put into the chat
    * (only before its snapshot): under their prompt ids, with their content.
    */
-  seedHistory(now: string): void {
+  seedHistory(now: string, history = true): void {
+    this.caught = true;
+    if (!history) return;
     const running = this.target(now).activeTurn?.id;
     const turns = [...this.chat.turns];
     for (const id of this.transcript.turns()) {
@@ -780,7 +785,6 @@ export class ChatMirror {
   private target(now: string): ChatTarget {
     const a = this.activity;
     const gen = this.deleted ? null : (a?.runningGeneration ?? null);
-    this.firstGen ??= gen;
     this.holding = false;
     let activeTurn: ChatTarget['activeTurn'] = null;
     if (gen !== null) {
@@ -789,8 +793,11 @@ export class ChatMirror {
         this.promptOfGen.get(gen) ??
         (gen === this.firstGen ? this.openPrompt() : undefined);
       // The prompt id comes with Baton's decision: a turn waits for it a while.
-      const waitForId = !id && this.fed && this.wait(`gen:${gen}`, now);
-      if (!waitForId) {
+      // (A turn that ran before the subscription has had its decision: it is the transcript's.)
+      const waitForId = !id && this.fed && gen !== this.firstGen && this.wait(`gen:${gen}`, now);
+      // A turn that ran before the subscription is known once the transcript is read.
+      const unread = !id && this.fed && gen === this.firstGen && !this.caught;
+      if (!waitForId && !unread) {
         id ??= this.keyOfGen.get(gen) ?? `${this.sessionId}#${gen}`;
         this.turnOfGen.set(gen, id);
         const key = this.keyOfPrompt.get(id) ?? this.keyOfGen.get(gen) ?? id;
@@ -804,7 +811,11 @@ export class ChatMirror {
             : known;
         // A prompt sent elsewhere: its text is the transcript's (a while at most).
         const waitForText =
-          !text && this.fed && this.chat.activeTurn?.id !== id && this.wait(`text:${id}`, now);
+          !text &&
+          this.fed &&
+          gen !== this.firstGen &&
+          this.chat.activeTurn?.id !== id &&
+          this.wait(`text:${id}`, now);
         if (!waitForText)
           activeTurn = { id, key, message: text ?? message(''), ...(content ? { content } : {}) };
       }
@@ -814,7 +825,9 @@ export class ChatMirror {
     if (had && had.id !== activeTurn?.id && this.fed && !this.deleted) {
       const ev = this.transcript.events(had.id);
       const ending = this.endings.get(this.keyOfPrompt.get(had.id) ?? had.id);
+      // A turn the transcript has nothing of never reached the agent: nothing to wait for.
       if (
+        ev.length > 0 &&
         !ev.some((e) => e.type === 'turn_end') &&
         ending === undefined &&
         this.wait(`end:${had.id}`, now)
