@@ -737,6 +737,29 @@ export class ChatMirror {
     this.chat = { ...this.chat, turns };
   }
 
+  /**
+   * The open requests as tool calls of their own, but for those the transcript shows on the
+   * agent's tool call (its confirmation): while following the transcript, a request naming the
+   * agent's call waits a while for it there.
+   */
+  private confirmations(content: TurnContent | undefined, now: string): PendingConfirmation[] {
+    const shown = new Set(
+      (content?.parts ?? []).flatMap((p) =>
+        p.kind === 'toolCall' && p.toolCall.options !== undefined ? [p.toolCall.toolCallId] : [],
+      ),
+    );
+    return this.permissions
+      .filter(
+        (r) =>
+          !(
+            this.fed &&
+            r.toolCallId !== undefined &&
+            (shown.has(r.toolCallId) || this.wait(`perm:${r.requestId}`, now))
+          ),
+      )
+      .map(pendingConfirmation);
+  }
+
   /** The stop reason the transcript gives a turn, when it has its end. */
   private endedBy(turnId: string): string | undefined {
     const end = this.transcript.events(turnId).find((e) => e.type === 'turn_end');
@@ -825,9 +848,8 @@ export class ChatMirror {
     if (had && had.id !== activeTurn?.id && this.fed && !this.deleted) {
       const ev = this.transcript.events(had.id);
       const ending = this.endings.get(this.keyOfPrompt.get(had.id) ?? had.id);
-      // A turn the transcript has nothing of never reached the agent: nothing to wait for.
+      // (The transcript is written a little after the facts: a fast turn has none of it yet.)
       if (
-        ev.length > 0 &&
         !ev.some((e) => e.type === 'turn_end') &&
         ending === undefined &&
         this.wait(`end:${had.id}`, now)
@@ -870,7 +892,7 @@ export class ChatMirror {
       queued: this.deleted ? [] : queuedMessages(this.queue),
       steering: this.steering(gen),
       work: this.deleted ? (this.work ? [] : undefined) : this.work?.map(ahpWork),
-      confirmations: this.deleted ? [] : this.permissions.map(pendingConfirmation),
+      confirmations: this.deleted ? [] : this.confirmations(activeTurn?.content, now),
       settled: (id) => this.settled.get(id),
     };
   }

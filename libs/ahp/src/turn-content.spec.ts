@@ -42,17 +42,18 @@ function follow(chat: ChatState, events: readonly TranscriptEvent[]): ChatState 
   return c;
 }
 
-/** The frames' agent text and prompt, read off the ACP wire as a reader of it would. */
+/** The agent's text inside the turn (before the prompt's result), read off the ACP wire. */
 function wireText(frames: RecordedFrame[], kind: string): string {
-  return frames
+  const msgs = frames.map((f) => f.message as Record<string, unknown>);
+  const end = msgs.findIndex((m) => (m.result as { stopReason?: string } | undefined)?.stopReason);
+  return msgs
+    .slice(0, end)
     .map(
-      (f) =>
-        f.message as {
-          params?: { update?: { sessionUpdate?: string; content?: { text?: string } } };
-        },
+      (m) =>
+        (m.params as { update?: { sessionUpdate?: string; content?: { text?: string } } })?.update,
     )
-    .filter((m) => m.params?.update?.sessionUpdate === kind)
-    .map((m) => m.params!.update!.content!.text ?? '')
+    .filter((u) => u?.sessionUpdate === kind)
+    .map((u) => u!.content!.text ?? '')
     .join('');
 }
 

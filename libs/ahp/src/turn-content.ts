@@ -247,7 +247,9 @@ export function turnContent(events: readonly TranscriptEvent[]): TurnContent {
     return s;
   };
   for (const it of items) {
-    if (it.phase === 'history') continue;
+    // The turn's own: not a replayed history, not a model run after its end (a background
+    // shell's notification starts one: the turn's usage and answer are those it ended with).
+    if (it.phase !== 'turn') continue;
     switch (it.type) {
       case 'prompt':
         prompt ??= promptText(it);
