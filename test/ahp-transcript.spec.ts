@@ -218,6 +218,14 @@ it('Claude: the turn carries the prompt, the answer, the shell call with its per
     ],
   });
   expect((a.state.status as number) & 31).toBe(24); // InputNeeded
+  // A client that subscribes mid-turn finds the running turn, under its id, with what it has so far.
+  const mid = await AhpClient.open('ahp-mid', chat);
+  const running = mid.state.activeTurn as Json;
+  expect(running).toMatchObject({ id: promptId, message: { text: 'Wait in the background' } });
+  expect(tools(running).map((x) => [x.toolCallId, x.status])).toEqual([
+    ['toolu_B', 'pending-confirmation'],
+  ]);
+  await mid.c.close();
   // Client A answers it, the spec's way.
   a.c.send({
     jsonrpc: '2.0',
