@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { QueueView, SessionActivityView, SessionView, Update } from '@baton/protocol';
+import { transcriptOf, type RecordedFrame } from '@baton/transcript';
 import { reduce as clientReduce } from '../test/spec-reducer';
 import { ChatMirror, SessionMirror, chatActions, emptyChat, rootState } from './mirror';
 import { parseSessionUri, sessionUri } from './wire';
@@ -788,5 +789,75 @@ describe('a chat that follows the transcript', () => {
     m.recheck(at(6));
     expect(m.ahp.activeTurn).toBeUndefined();
     expect(m.ahp.turns.map((t) => t.id)).toEqual(['p1']);
+  });
+});
+
+describe('a chat that follows the transcript (property)', () => {
+  it('in any pages, some read twice, a real recording gives the client the chat one read gives, and the host’s own state', () => {
+    const frames = readFileSync(
+      join(__dirname, '../../acp/fixtures/claude-real-plain-shell.jsonl'),
+      'utf8',
+    )
+      .split('\n')
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l) as RecordedFrame);
+    const events = transcriptOf(frames).events.map((event, i) => ({ id: `1-${i + 1}`, event }));
+    const promptIds = [
+      ...new Set(events.flatMap((e) => (e.event.type === 'prompt' ? [e.event.turn!] : []))),
+    ];
+    expect(promptIds.length).toBeGreaterThan(0);
+    const at = (s: number) => new Date(Date.parse('2026-12-01T00:00:00.000Z') + s).toISOString();
+    const u = (type: string, data: object): Update =>
+      ({ v: 1, taskId: 't', seq: 1, type, data: { sessionId: 's', ...data } }) as unknown as Update;
+    /** Runs the session's turns with the transcript in pages; returns the client's chat. */
+    const run = (pages: number[], again: boolean[]) => {
+      const m = new ChatMirror('t', 's', at(0));
+      m.followTranscript();
+      m.sync({ sessionId: 's', activity: activity(), queue: queue([]), backgroundWork: [] }, at(0));
+      let client: ChatState = m.ahp;
+      const fold = (as: { type: string }[]) => {
+        for (const a of as) client = clientReduce(client, a as never) as ChatState;
+      };
+      promptIds.forEach((p, g) =>
+        fold(
+          m.applyGroup(
+            [
+              u('prompt.decided', {
+                promptId: p,
+                idempotencyKey: `k-${p}`,
+                decision: { outcome: 'admitted', mode: 'turn', admissionGeneration: g + 1 },
+              }),
+              u('session.activity', activity({ state: 'running', runningGeneration: g + 1 })),
+            ],
+            at(1),
+          ),
+        ),
+      );
+      let i = 0;
+      let k = 0;
+      while (i < events.length) {
+        const n = pages[k % pages.length]!;
+        const page = events.slice(i, i + n);
+        fold(m.applyTranscript(page, at(2)));
+        if (again[k % again.length]) fold(m.applyTranscript(events.slice(0, i + n), at(2)));
+        i += n;
+        k++;
+      }
+      fold(m.applyGroup([u('session.activity', activity())], at(3)));
+      expect(norm(client)).toEqual(norm(m.ahp));
+      return client;
+    };
+    const once = run([events.length], [false]);
+    expect(once.turns.length).toBeGreaterThan(0);
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 10 }),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 5 }),
+        (pages, again) => {
+          expect(norm(run(pages, again))).toEqual(norm(once));
+        },
+      ),
+      { numRuns: 40 },
+    );
   });
 });
