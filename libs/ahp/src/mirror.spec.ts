@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { QueueView, SessionActivityView, SessionView, Update } from '@baton/protocol';
+import { transcriptOf, type RecordedFrame } from '@baton/transcript';
 import { reduce as clientReduce } from '../test/spec-reducer';
 import { ChatMirror, SessionMirror, chatActions, emptyChat, rootState } from './mirror';
 import { parseSessionUri, sessionUri } from './wire';
@@ -293,7 +294,7 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
       ],
       '2026-12-01T00:00:01.000Z',
     );
-    expect(out[0]).toMatchObject({ type: 'chat/turnStarted', turnId: 'turn-a' });
+    expect(out[0]).toMatchObject({ type: 'chat/turnStarted', turnId: 'p1' });
     out = m.applyGroup(
       [
         u('prompt.decided', {
@@ -305,7 +306,7 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
       ],
       '2026-12-01T00:00:02.000Z',
     );
-    expect(out[0]).toMatchObject({ type: 'chat/error', turnId: 'turn-a', duration: 1000 });
+    expect(out[0]).toMatchObject({ type: 'chat/error', turnId: 'p1', duration: 1000 });
     expect(m.ahp.status).toBe(Status.Error);
     m.applyGroup(
       [
@@ -323,7 +324,7 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
       [u('session.activity', activity({ state: 'cancelled' }))],
       '2026-12-01T00:00:04.000Z',
     );
-    expect(out[0]).toMatchObject({ type: 'chat/turnCancelled', turnId: 'turn-b' });
+    expect(out[0]).toMatchObject({ type: 'chat/turnCancelled', turnId: 'p2' });
     expect(m.ahp.status).toBe(Status.Idle);
   });
 
@@ -504,14 +505,15 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
       },
     ]);
     expect(m.ahp.steeringMessage?.id).toBe('steer-b');
-    expect(m.ahp.activeTurn?.id).toBe('turn-a');
+    // The turn's id is the Baton prompt id; a steer is known by its key until it is a turn.
+    expect(m.ahp.activeTurn?.id).toBe('p-turn-a');
     out = m.applyGroup(
       [u('session.activity', activity({ runningGeneration: 2 }))],
       '2026-12-01T00:00:03.000Z',
     );
     expect(out.map((a) => [a.type, a.turnId, a.queuedMessageId])).toEqual([
-      ['chat/turnComplete', 'turn-a', undefined],
-      ['chat/turnStarted', 'steer-b', 'steer-b'],
+      ['chat/turnComplete', 'p-turn-a', undefined],
+      ['chat/turnStarted', 'p-steer-b', 'steer-b'],
       ['x-baton/sessionActivity', undefined, undefined],
     ]);
     expect(m.ahp.steeringMessage).toBeUndefined();
@@ -653,6 +655,209 @@ describe('Baton task → AHP session (pure mapping)', () => {
         },
       ),
       { numRuns: 200 },
+    );
+  });
+});
+
+describe('a chat that follows the transcript', () => {
+  const at = (s: number) =>
+    new Date(Date.parse('2026-12-01T00:00:00.000Z') + s * 1000).toISOString();
+  const u = (type: string, data: object): Update =>
+    ({ v: 1, taskId: 't', seq: 1, type, data: { sessionId: 's', ...data } }) as unknown as Update;
+  const base = { phase: 'turn' as const };
+  const turnEvents = (id: string, said: string, ended: boolean) => [
+    {
+      ...base,
+      turn: id,
+      type: 'prompt' as const,
+      item: `u-${id}`,
+      promptId: id,
+      content: [{ type: 'text' as const, text: { text: `prompt ${id}` } }],
+    },
+    {
+      ...base,
+      turn: id,
+      type: 'text' as const,
+      item: `m-${id}`,
+      role: 'agent' as const,
+      delta: said,
+    },
+    ...(ended ? [{ ...base, turn: id, type: 'turn_end' as const, stopReason: 'end_turn' }] : []),
+  ];
+  let n = 0;
+  const stored = (events: object[]) =>
+    events.map((event) => ({ id: `1-${++n}`, event: event as never }));
+
+  it('a late subscriber sees the earlier turns and the running one under their prompt ids, with their content', () => {
+    const m = new ChatMirror('t', 's', at(0));
+    m.followTranscript();
+    m.applyTranscript(
+      stored([
+        ...turnEvents('p1', 'one', true),
+        ...turnEvents('p2', 'two', true),
+        ...turnEvents('p3', 'thr', false),
+      ]),
+      at(0),
+    );
+    m.sync(
+      {
+        sessionId: 's',
+        activity: activity({ state: 'running', runningGeneration: 3 }),
+        queue: queue([]),
+        backgroundWork: [],
+      },
+      at(0),
+    );
+    m.seedHistory(at(0));
+    m.recheck(at(0));
+    const chat = m.ahp;
+    expect(chat.turns.map((t) => [t.id, t.message.text, t.responseParts])).toEqual([
+      ['p1', 'prompt p1', [{ kind: 'markdown', id: 'm-p1', content: 'one' }]],
+      ['p2', 'prompt p2', [{ kind: 'markdown', id: 'm-p2', content: 'two' }]],
+    ]);
+    expect(chat.activeTurn).toMatchObject({
+      id: 'p3',
+      message: { text: 'prompt p3' },
+      responseParts: [{ kind: 'markdown', id: 'm-p3', content: 'thr' }],
+    });
+  });
+
+  it('a live turn starts under its prompt id, streams, and ends once the transcript has its end', () => {
+    const m = new ChatMirror('t', 's', at(0));
+    m.followTranscript();
+    m.sync({ sessionId: 's', activity: activity(), queue: queue([]), backgroundWork: [] }, at(0));
+    let client: ChatState = m.ahp;
+    const fold = (as: { type: string }[]) => {
+      for (const a of as) client = chatReducer(client, a as never);
+    };
+    // Admitted elsewhere (no text known yet): the turn waits for the transcript's prompt.
+    fold(
+      m.applyGroup(
+        [
+          u('prompt.decided', {
+            promptId: 'p9',
+            idempotencyKey: 'k9',
+            decision: { outcome: 'admitted', mode: 'turn', admissionGeneration: 1 },
+          }),
+          u('session.activity', activity({ state: 'running', runningGeneration: 1 })),
+        ],
+        at(1),
+      ),
+    );
+    expect(client.activeTurn).toBeUndefined();
+    expect(m.waitingForTranscript).toBe(true);
+    const [prompt, text, end] = turnEvents('p9', 'hello world', true);
+    fold(m.applyTranscript(stored([prompt!]), at(1)));
+    expect(client.activeTurn).toMatchObject({ id: 'p9', message: { text: 'prompt p9' } });
+    fold(m.applyTranscript(stored([{ ...text!, delta: 'hello ' }]), at(1)));
+    fold(m.applyTranscript(stored([{ ...text!, delta: 'world' }]), at(1)));
+    expect(client.activeTurn?.responseParts).toEqual([
+      { kind: 'markdown', id: 'm-p9', content: 'hello world' },
+    ]);
+    // Baton says the turn ended before the transcript has its end: it waits (a while).
+    fold(m.applyGroup([u('session.activity', activity())], at(2)));
+    expect(client.activeTurn?.id).toBe('p9');
+    fold(m.applyTranscript(stored([end!]), at(2)));
+    expect(client.activeTurn).toBeUndefined();
+    expect(client.turns.map((t) => [t.id, t.state])).toEqual([['p9', 'complete']]);
+    expect(client).toEqual(m.ahp);
+  });
+
+  it('a turn whose transcript never ends it ends after the grace', () => {
+    const m = new ChatMirror('t', 's', at(0));
+    m.followTranscript();
+    m.sync(
+      { sessionId: 's', activity: activity(), queue: queue(['k1']), backgroundWork: [] },
+      at(0),
+    );
+    m.applyGroup(
+      [
+        u('prompt.decided', {
+          promptId: 'p1',
+          idempotencyKey: 'k1',
+          decision: { outcome: 'admitted', mode: 'turn', admissionGeneration: 1 },
+        }),
+        u('session.activity', activity({ state: 'running', runningGeneration: 1 })),
+        u('session.queue', queue([])),
+      ],
+      at(1),
+    );
+    expect(m.ahp.activeTurn).toMatchObject({ id: 'p1', message: { text: 'text k1' } });
+    m.applyTranscript(stored(turnEvents('p1', 'partial', false)), at(1));
+    m.applyGroup([u('session.activity', activity())], at(2));
+    expect(m.ahp.activeTurn?.id).toBe('p1');
+    m.recheck(at(6));
+    expect(m.ahp.activeTurn).toBeUndefined();
+    expect(m.ahp.turns.map((t) => t.id)).toEqual(['p1']);
+  });
+});
+
+describe('a chat that follows the transcript (property)', () => {
+  it('in any pages, some read twice, a real recording gives the client the chat one read gives, and the host’s own state', () => {
+    const frames = readFileSync(
+      join(__dirname, '../../acp/fixtures/claude-real-plain-shell.jsonl'),
+      'utf8',
+    )
+      .split('\n')
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l) as RecordedFrame);
+    const events = transcriptOf(frames).events.map((event, i) => ({ id: `1-${i + 1}`, event }));
+    const promptIds = [
+      ...new Set(events.flatMap((e) => (e.event.type === 'prompt' ? [e.event.turn!] : []))),
+    ];
+    expect(promptIds.length).toBeGreaterThan(0);
+    const at = (s: number) => new Date(Date.parse('2026-12-01T00:00:00.000Z') + s).toISOString();
+    const u = (type: string, data: object): Update =>
+      ({ v: 1, taskId: 't', seq: 1, type, data: { sessionId: 's', ...data } }) as unknown as Update;
+    /** Runs the session's turns with the transcript in pages; returns the client's chat. */
+    const run = (pages: number[], again: boolean[]) => {
+      const m = new ChatMirror('t', 's', at(0));
+      m.followTranscript();
+      m.sync({ sessionId: 's', activity: activity(), queue: queue([]), backgroundWork: [] }, at(0));
+      let client: ChatState = m.ahp;
+      const fold = (as: { type: string }[]) => {
+        for (const a of as) client = clientReduce(client, a as never) as ChatState;
+      };
+      promptIds.forEach((p, g) =>
+        fold(
+          m.applyGroup(
+            [
+              u('prompt.decided', {
+                promptId: p,
+                idempotencyKey: `k-${p}`,
+                decision: { outcome: 'admitted', mode: 'turn', admissionGeneration: g + 1 },
+              }),
+              u('session.activity', activity({ state: 'running', runningGeneration: g + 1 })),
+            ],
+            at(1),
+          ),
+        ),
+      );
+      let i = 0;
+      let k = 0;
+      while (i < events.length) {
+        const n = pages[k % pages.length]!;
+        const page = events.slice(i, i + n);
+        fold(m.applyTranscript(page, at(2)));
+        if (again[k % again.length]) fold(m.applyTranscript(events.slice(0, i + n), at(2)));
+        i += n;
+        k++;
+      }
+      fold(m.applyGroup([u('session.activity', activity())], at(3)));
+      expect(norm(client)).toEqual(norm(m.ahp));
+      return client;
+    };
+    const once = run([events.length], [false]);
+    expect(once.turns.length).toBeGreaterThan(0);
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 10 }),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 5 }),
+        (pages, again) => {
+          expect(norm(run(pages, again))).toEqual(norm(once));
+        },
+      ),
+      { numRuns: 40 },
     );
   });
 });

@@ -11,6 +11,15 @@ import type {
 } from '@baton/protocol';
 import { ahpWork } from './background-work';
 import {
+  confirmationKind,
+  contentActions,
+  historyTurn,
+  turnContent,
+  TranscriptTurns,
+  type TurnContent,
+} from './turn-content';
+import type { TranscriptEvent } from '@baton/transcript';
+import {
   Status,
   chatReducer,
   sessionReducer,
@@ -86,11 +95,6 @@ export function queueMeta(queue: QueueView): unknown {
 // ---------------------------------------------------------------------------------------------
 // Permission requests as tool calls awaiting confirmation
 // ---------------------------------------------------------------------------------------------
-
-/** AHP ConfirmationOptionKind of an ACP permission option kind (`allow_*` / `reject_*`). */
-export function confirmationKind(acpKind: string): 'approve' | 'deny' {
-  return acpKind.startsWith('reject') ? 'deny' : 'approve';
-}
 
 /**
  * An open permission request as the AHP tool call that awaits confirmation: its tool call id is
@@ -180,7 +184,9 @@ export function settledAction(
 /** What the chat should show, from Baton's view of the session (and what the host learnt of its turns). */
 export interface ChatTarget {
   /** The running turn: Baton's running admission generation, under the turn id the host gave it. */
-  activeTurn: { id: string; message: Message } | null;
+  activeTurn: { id: string; message: Message; key?: string; content?: TurnContent } | null;
+  /** The last of the conversation of the client's turn that ends now (sent before its end). */
+  endingContent?: TurnContent;
   /** How a turn that no longer runs ended. */
   ended: (turnId: string) => { state: Turn['state']; error?: unknown };
   queued: PendingMessage[];
@@ -211,6 +217,9 @@ function sameMessage(a: Message, b: Message): boolean {
 /** Settled permission requests a chat mirror remembers (a late answer is told how it ended). */
 const SETTLED_KEPT = 64;
 
+/** How long a turn's start or end waits for the transcript at most. */
+const TRANSCRIPT_GRACE_MS = 1_500;
+
 /**
  * The AHP actions that take a client holding `state` to `target`, in an order a client's reducer
  * folds into exactly the target (turn ended, then the next one started, then the queue, then
@@ -225,6 +234,15 @@ export function chatActions(state: ChatState, target: ChatTarget, now: string): 
   };
   const active = s.activeTurn;
   if (active && active.id !== target.activeTurn?.id) {
+    if (target.endingContent) {
+      for (const a of contentActions(
+        active.id,
+        active.responseParts,
+        active.usage,
+        target.endingContent,
+      ))
+        emit(a);
+    }
     const duration = Math.max(0, Date.parse(now) - Date.parse(active.startedAt)) || 0;
     const how = target.ended(active.id);
     if (how.state === 'error') {
@@ -246,25 +264,53 @@ export function chatActions(state: ChatState, target: ChatTarget, now: string): 
   if (t && s.activeTurn?.id !== t.id) {
     // A queued message, or the steering message, that becomes the turn: the spec's reducer
     // removes it from there by queuedMessageId.
-    const fromQueue =
-      s.queuedMessages?.some((m) => m.id === t.id) || s.steeringMessage?.id === t.id;
+    const key = t.key ?? t.id;
+    const fromQueue = s.queuedMessages?.some((m) => m.id === key) || s.steeringMessage?.id === key;
     emit({
       type: 'chat/turnStarted',
       turnId: t.id,
       startedAt: now,
       message: t.message,
-      ...(fromQueue ? { queuedMessageId: t.id } : {}),
+      ...(fromQueue ? { queuedMessageId: key } : {}),
     });
+  }
+  // The conversation of the running turn, as the transcript has it so far.
+  if (t?.content && s.activeTurn?.id === t.id) {
+    const at = s.activeTurn;
+    for (const a of contentActions(t.id, at.responseParts, at.usage, t.content)) emit(a);
   }
   // Permission requests: a tool call of the running turn awaiting confirmation while open; one
   // no longer open leaves pending-confirmation as it was settled (a turn's end cancels the rest).
   const turn = s.activeTurn;
   if (turn) {
-    const open = new Map((target.confirmations ?? []).map((c) => [c.toolCallId, c]));
+    const shown = new Set(
+      (t?.content?.parts ?? []).flatMap((p) =>
+        p.kind === 'toolCall' ? [p.toolCall.toolCallId] : [],
+      ),
+    );
+    const open = new Map(
+      (target.confirmations ?? [])
+        .filter((c) => {
+          const acp = (c._meta[BATON_META_KEY] as { toolCallId?: string }).toolCallId;
+          // The transcript shows this request on the agent's own tool call (its confirmation).
+          return (
+            acp === undefined ||
+            !shown.has(acp) ||
+            turn?.responseParts.some(
+              (p) => (p as ToolCallPart).toolCall?.toolCallId === c.toolCallId,
+            )
+          );
+        })
+        .map((c) => [c.toolCallId, c]),
+    );
     for (const p of turn.responseParts) {
       const tc = (p as Partial<ToolCallPart>).toolCall;
       if (p && (p as ToolCallPart).kind === 'toolCall' && tc) {
-        if (tc.status === 'pending-confirmation' && !open.has(tc.toolCallId)) {
+        // Only a request's own call (the transcript's calls settle by the transcript).
+        const own = (tc._meta as Record<string, { requestId?: string }> | undefined)?.[
+          BATON_META_KEY
+        ]?.requestId;
+        if (tc.status === 'pending-confirmation' && own !== undefined && !open.has(tc.toolCallId)) {
           emit(settledAction(turn.id, tc, target.settled?.(tc.toolCallId)));
         }
       }
@@ -370,6 +416,22 @@ export class ChatMirror {
   /** The AHP turn id of each admission generation (the prompt's idempotency key when known). */
   private readonly turnOfGen = new Map<number, string>();
   private readonly keyOfGen = new Map<number, string>();
+  /** The Baton prompt id of each admission generation (the AHP turn id), and its key. */
+  private readonly promptOfGen = new Map<number, string>();
+  private readonly keyOfPrompt = new Map<string, string>();
+  /** The session's transcript as read so far, by turn. */
+  readonly transcript = new TranscriptTurns();
+  /** Since when a turn's start or end waits for the transcript (its prompt, its end). */
+  private readonly waiting = new Map<string, number>();
+  /** Agent tool call ids of permission requests, by request id. */
+  private readonly acpOfRequest = new Map<string, string>();
+  private fed = false;
+  /** The transcript was read up to the subscription (seedHistory). */
+  private caught = false;
+  private holding = false;
+  private firstGen: number | null | undefined;
+  /** The content of the turn that ends now, sent before its end. */
+  private tail: { id: string; content: TurnContent } | undefined;
   private readonly texts = new Map<string, Message>();
   private readonly endings = new Map<string, { state: Turn['state']; error?: unknown }>();
   /** Baton's steer, as its decision said: the prompt's idempotency key and admission generation. */
@@ -410,6 +472,8 @@ export class ChatMirror {
     return JSON.stringify({
       turnOfGen: [...this.turnOfGen],
       keyOfGen: [...this.keyOfGen],
+      promptOfGen: [...this.promptOfGen],
+      keyOfPrompt: [...this.keyOfPrompt],
       endings: [...this.endings],
       ...(this.steer ? { steer: this.steer } : {}),
       ...(this.settled.size > 0 ? { settled: [...this.settled.values()] } : {}),
@@ -433,6 +497,8 @@ export class ChatMirror {
     const r = JSON.parse(knowledge) as {
       turnOfGen: [number, string][];
       keyOfGen: [number, string][];
+      promptOfGen?: [number, string][];
+      keyOfPrompt?: [string, string][];
       endings: [string, { state: Turn['state']; error?: unknown }][];
       steer?: { key: string; gen: number };
       settled?: PermissionSettled[];
@@ -441,6 +507,8 @@ export class ChatMirror {
     for (const x of r.settled ?? []) this.settle(x);
     for (const [k, v] of r.turnOfGen) this.turnOfGen.set(k, v);
     for (const [k, v] of r.keyOfGen) this.keyOfGen.set(k, v);
+    for (const [k, v] of r.promptOfGen ?? []) this.promptOfGen.set(k, v);
+    for (const [k, v] of r.keyOfPrompt ?? []) this.keyOfPrompt.set(k, v);
     for (const [k, v] of r.endings) this.endings.set(k, v);
   }
 
@@ -477,6 +545,7 @@ export class ChatMirror {
   /** Takes Baton's current view of the session; returns the actions it means for the client. */
   sync(session: SessionView | undefined, now: string): ChatAction[] {
     if (session) {
+      if (this.firstGen === undefined) this.firstGen = session.activity.runningGeneration;
       this.activity = session.activity;
       this.queue = session.queue;
       this.work = session.backgroundWork;
@@ -533,8 +602,10 @@ export class ChatMirror {
             // Queued again, cancelled, failed: no longer a steer.
             this.steer = null;
           }
+          this.keyOfPrompt.set(u.data.promptId, u.data.idempotencyKey);
           if (d.outcome === 'admitted') {
             this.keyOfGen.set(d.admissionGeneration, u.data.idempotencyKey);
+            this.promptOfGen.set(d.admissionGeneration, u.data.promptId);
             if (d.mode === 'steer') this.noteSteer(u.data.idempotencyKey, d.admissionGeneration);
           } else if (d.outcome === 'failed') {
             this.endings.set(u.data.idempotencyKey, {
@@ -548,6 +619,12 @@ export class ChatMirror {
         }
         case 'session.permissions':
           this.permissions = u.data.requests;
+          for (const r of this.permissions) {
+            if (r.toolCallId !== undefined) this.acpOfRequest.set(r.requestId, r.toolCallId);
+          }
+          while (this.acpOfRequest.size > SETTLED_KEPT * 2) {
+            this.acpOfRequest.delete(this.acpOfRequest.keys().next().value as string);
+          }
           for (const r of u.data.resolved ?? []) this.settle(r);
           break;
         case 'session.deleted':
@@ -565,12 +642,20 @@ export class ChatMirror {
 
   /** The open permission request behind a tool call of the chat (its id is the request's). */
   permissionOf(toolCallId: string): PermissionRequestView | undefined {
-    return this.permissions.find((r) => r.requestId === toolCallId);
+    return (
+      this.permissions.find((r) => r.requestId === toolCallId) ??
+      this.permissions.find((r) => r.toolCallId === toolCallId)
+    );
   }
 
   /** How a request that is no longer open was settled, if the host saw it. */
-  settledOf(requestId: string): PermissionSettled | undefined {
-    return this.settled.get(requestId);
+  settledOf(toolCallId: string): PermissionSettled | undefined {
+    const direct = this.settled.get(toolCallId);
+    if (direct) return direct;
+    for (const [req, acp] of this.acpOfRequest) {
+      if (acp === toolCallId) return this.settled.get(req);
+    }
+    return undefined;
   }
 
   private settle(r: PermissionSettled): void {
@@ -582,9 +667,131 @@ export class ChatMirror {
   }
 
   private move(now: string): ChatAction[] {
-    const actions = chatActions(this.chat, this.target(), now);
-    for (const a of actions) this.chat = chatReducer(this.chat, a);
+    const actions = chatActions(this.chat, this.target(now), now);
+    for (const a of actions) {
+      this.chat = chatReducer(this.chat, a);
+      // The client has the ended turn whole: its events are not needed again.
+      if (
+        a.type === 'chat/turnComplete' ||
+        a.type === 'chat/turnCancelled' ||
+        a.type === 'chat/error'
+      ) {
+        this.transcript.forget(a.turnId as string);
+      }
+    }
     return actions;
+  }
+
+  /**
+   * Follows the session's transcript from now on: a turn's start waits (a while at most) for
+   * its prompt id and text, its end for the transcript's end of it, so the turn a client is
+   * sent is the conversation whole.
+   */
+  followTranscript(): void {
+    this.fed = true;
+  }
+
+  /** Whether the chat waits for the transcript (the host should look again shortly). */
+  get waitingForTranscript(): boolean {
+    return this.holding;
+  }
+
+  /** Events of the session's transcript (stream order); returns the actions they mean. */
+  applyTranscript(
+    items: readonly { id: string; event: TranscriptEvent }[],
+    now: string,
+  ): ChatAction[] {
+    const touched = this.transcript.add(items);
+    for (const t of touched) {
+      if (this.chat.turns.some((x) => x.id === t)) this.transcript.forget(t);
+    }
+    return touched.size > 0 || this.holding ? this.move(now) : [];
+  }
+
+  /** Looks again at what waited for the transcript (the host's timer). */
+  recheck(now: string): ChatAction[] {
+    return this.move(now);
+  }
+
+  /**
+   * The turns the transcript has that ended before the client subscribed, put into the chat
+   * (only before its snapshot): under their prompt ids, with their content.
+   */
+  seedHistory(now: string, history = true): void {
+    this.caught = true;
+    if (!history) return;
+    const running = this.target(now).activeTurn?.id;
+    const turns = [...this.chat.turns];
+    for (const id of this.transcript.turns()) {
+      if (id === running || turns.some((t) => t.id === id)) continue;
+      const events = this.transcript.events(id);
+      const content = turnContent(events);
+      const key = this.keyOfPrompt.get(id) ?? id;
+      const ending = this.endings.get(key);
+      const state: Turn['state'] =
+        ending?.state ?? (content.ended?.stopReason === 'cancelled' ? 'cancelled' : 'complete');
+      const text = content.prompt ?? this.texts.get(key)?.text ?? '';
+      turns.push(historyTurn(id, message(text), content, state));
+      this.transcript.forget(id);
+    }
+    this.chat = { ...this.chat, turns };
+  }
+
+  /**
+   * The open requests as tool calls of their own, but for those the transcript shows on the
+   * agent's tool call (its confirmation): while following the transcript, a request naming the
+   * agent's call waits a while for it there.
+   */
+  private confirmations(content: TurnContent | undefined, now: string): PendingConfirmation[] {
+    const shown = new Set(
+      (content?.parts ?? []).flatMap((p) =>
+        p.kind === 'toolCall' && p.toolCall.options !== undefined ? [p.toolCall.toolCallId] : [],
+      ),
+    );
+    return this.permissions
+      .filter(
+        (r) =>
+          !(
+            this.fed &&
+            r.toolCallId !== undefined &&
+            (shown.has(r.toolCallId) || this.wait(`perm:${r.requestId}`, now))
+          ),
+      )
+      .map(pendingConfirmation);
+  }
+
+  /** The stop reason the transcript gives a turn, when it has its end. */
+  private endedBy(turnId: string): string | undefined {
+    const end = this.transcript.events(turnId).find((e) => e.type === 'turn_end');
+    return end?.type === 'turn_end' ? end.stopReason : undefined;
+  }
+
+  /** The last turn the transcript has that has not ended: the one a late subscriber finds running. */
+  private openPrompt(): string | undefined {
+    const ids = this.transcript.turns();
+    for (let i = ids.length - 1; i >= 0; i--) {
+      const ev = this.transcript.events(ids[i] as string);
+      if (ev.some((e) => e.type === 'turn_end')) continue;
+      if (ev.some((e) => e.type === 'prompt')) return ids[i];
+    }
+    return undefined;
+  }
+
+  /** Whether a wait for the transcript under `k` is still within its grace. */
+  private wait(k: string, now: string): boolean {
+    const at = Date.parse(now);
+    const since = this.waiting.get(k);
+    if (since === undefined) {
+      if (this.waiting.size > 64) this.waiting.clear();
+      this.waiting.set(k, at);
+      this.holding = true;
+      return true;
+    }
+    if (at - since < TRANSCRIPT_GRACE_MS) {
+      this.holding = true;
+      return true;
+    }
+    return false;
   }
 
   /**
@@ -598,22 +805,73 @@ export class ChatMirror {
     return { id: st.key, message: this.texts.get(st.key) ?? message('') };
   }
 
-  private target(): ChatTarget {
+  private target(now: string): ChatTarget {
     const a = this.activity;
     const gen = this.deleted ? null : (a?.runningGeneration ?? null);
+    this.holding = false;
     let activeTurn: ChatTarget['activeTurn'] = null;
     if (gen !== null) {
-      let id = this.turnOfGen.get(gen);
-      if (!id) {
-        id = this.keyOfGen.get(gen) ?? `${this.sessionId}#${gen}`;
+      let id =
+        this.turnOfGen.get(gen) ??
+        this.promptOfGen.get(gen) ??
+        (gen === this.firstGen ? this.openPrompt() : undefined);
+      // The prompt id comes with Baton's decision: a turn waits for it a while.
+      // (A turn that ran before the subscription has had its decision: it is the transcript's.)
+      const waitForId = !id && this.fed && gen !== this.firstGen && this.wait(`gen:${gen}`, now);
+      // A turn that ran before the subscription is known once the transcript is read.
+      const unread = !id && this.fed && gen === this.firstGen && !this.caught;
+      if (!waitForId && !unread) {
+        id ??= this.keyOfGen.get(gen) ?? `${this.sessionId}#${gen}`;
         this.turnOfGen.set(gen, id);
+        const key = this.keyOfPrompt.get(id) ?? this.keyOfGen.get(gen) ?? id;
+        const content = this.transcript.has(id)
+          ? turnContent(this.transcript.events(id))
+          : undefined;
+        const known = this.texts.get(key);
+        const text =
+          content?.prompt !== undefined
+            ? { ...(known ?? message('')), text: content.prompt }
+            : known;
+        // A prompt sent elsewhere: its text is the transcript's (a while at most).
+        const waitForText =
+          !text &&
+          this.fed &&
+          gen !== this.firstGen &&
+          this.chat.activeTurn?.id !== id &&
+          this.wait(`text:${id}`, now);
+        if (!waitForText)
+          activeTurn = { id, key, message: text ?? message(''), ...(content ? { content } : {}) };
       }
-      activeTurn = { id, message: this.texts.get(id) ?? message('') };
     }
+    // A turn ends for the client once the transcript has all of it (its turn_end), a while at most.
+    const had = this.chat.activeTurn;
+    if (had && had.id !== activeTurn?.id && this.fed && !this.deleted) {
+      const ev = this.transcript.events(had.id);
+      const ending = this.endings.get(this.keyOfPrompt.get(had.id) ?? had.id);
+      // (The transcript is written a little after the facts: a fast turn has none of it yet.)
+      if (
+        !ev.some((e) => e.type === 'turn_end') &&
+        ending === undefined &&
+        this.wait(`end:${had.id}`, now)
+      ) {
+        activeTurn = {
+          id: had.id,
+          message: had.message,
+          ...(ev.length > 0 ? { content: turnContent(ev) } : {}),
+        };
+      } else if (ev.length > 0) {
+        // The last of its content goes before its end.
+        this.tail = { id: had.id, content: turnContent(ev) };
+      }
+    }
+    const endingContent = this.tail?.id === had?.id ? this.tail?.content : undefined;
+    this.tail = undefined;
     return {
       activeTurn,
+      ...(endingContent ? { endingContent } : {}),
       ended: (turnId) => {
-        const known = this.endings.get(turnId);
+        const key = this.keyOfPrompt.get(turnId) ?? turnId;
+        const known = this.endings.get(turnId) ?? this.endings.get(key);
         if (known) return known;
         if (a?.state === 'failed') {
           return {
@@ -624,8 +882,9 @@ export class ChatMirror {
           };
         }
         if (a?.state === 'cancelled') return { state: 'cancelled' };
+        if (this.endedBy(turnId) === 'cancelled') return { state: 'cancelled' };
         // Cancelled before the agent had it: Baton gives the prompt back to the queue.
-        if (this.queue?.entries.some((e) => e.idempotencyKey === turnId)) {
+        if (this.queue?.entries.some((e) => e.idempotencyKey === key)) {
           return { state: 'cancelled' };
         }
         return { state: 'complete' };
@@ -633,7 +892,7 @@ export class ChatMirror {
       queued: this.deleted ? [] : queuedMessages(this.queue),
       steering: this.steering(gen),
       work: this.deleted ? (this.work ? [] : undefined) : this.work?.map(ahpWork),
-      confirmations: this.deleted ? [] : this.permissions.map(pendingConfirmation),
+      confirmations: this.deleted ? [] : this.confirmations(activeTurn?.content, now),
       settled: (id) => this.settled.get(id),
     };
   }

@@ -197,6 +197,20 @@ function updateToolCall(
   return status === next.status ? next : { ...next, status };
 }
 
+/** A markdown or reasoning part of the active turn grows by the action's content. */
+function appendToPart(s: ChatState, a: ChatAction, kind: 'markdown' | 'reasoning'): ChatState {
+  const active = s.activeTurn;
+  if (!active || active.id !== a.turnId || typeof a.content !== 'string') return s;
+  let found = false;
+  const responseParts = active.responseParts.map((p) => {
+    const part = p as { kind?: string; id?: string; content?: string };
+    if (found || part.kind !== kind || part.id !== a.partId) return p;
+    found = true;
+    return { ...part, content: (part.content ?? '') + (a.content as string) };
+  });
+  return found ? { ...s, activeTurn: { ...active, responseParts } } : s;
+}
+
 /** The confirmation option a confirmed action names, among those the pending tool call offered. */
 function selectedOption(tc: ToolCallState, id: unknown): unknown {
   if (typeof id !== 'string' || !Array.isArray(tc.options)) return undefined;
@@ -385,6 +399,27 @@ export function chatReducer(s: ChatState, a: ChatAction): ChatState {
     case 'chat/backgroundWorkSet':
     case 'chat/backgroundWorkRemoved':
       return reduceBackgroundWork(s, a);
+    case 'chat/responsePart': {
+      const active = s.activeTurn;
+      if (!active || active.id !== a.turnId || typeof a.part !== 'object' || a.part === null) {
+        return s;
+      }
+      return { ...s, activeTurn: { ...active, responseParts: [...active.responseParts, a.part] } };
+    }
+    case 'chat/delta':
+      return appendToPart(s, a, 'markdown');
+    case 'chat/reasoning':
+      return appendToPart(s, a, 'reasoning');
+    case 'chat/usage': {
+      const active = s.activeTurn;
+      if (!active || active.id !== a.turnId) return s;
+      return { ...s, activeTurn: { ...active, usage: a.usage } };
+    }
+    case 'chat/toolCallContentChanged':
+      // Replaces the content of a running call (a call in any other state keeps its own).
+      return updateToolCall(s, a, (tc) =>
+        tc.status !== 'running' ? tc : { ...tc, content: a.content },
+      );
     default:
       return s; // unknown actions (Baton's x- ones included) are no-ops
   }

@@ -1,6 +1,6 @@
 // AHP 1.0.0's chat reducer as a client has it, written from the specification alone (no Baton
-// code): the turn lifecycle, tool calls and their confirmation, pending messages and
-// backgroundWork. The conformance tests fold what
+// code): the turn lifecycle, response parts (markdown, reasoning), usage, tool calls with their
+// content and confirmation, pending messages and backgroundWork. The conformance tests fold what
 // the host sends through it.
 type Json = Record<string, unknown>;
 
@@ -47,6 +47,27 @@ export function reduce(s: Json, a: Json): Json {
       const parts = [...(active.responseParts as Json[]), { kind: 'toolCall', toolCall }];
       return { ...s, activeTurn: { ...active, responseParts: parts } };
     }
+    case 'chat/responsePart': {
+      if (!active || active.id !== a.turnId) return s;
+      const parts = [...(active.responseParts as Json[]), a.part as Json];
+      return { ...s, activeTurn: { ...active, responseParts: parts } };
+    }
+    case 'chat/delta':
+    case 'chat/reasoning': {
+      // Appends to the markdown (delta) or reasoning part the action names.
+      if (!active || active.id !== a.turnId) return s;
+      const kind = a.type === 'chat/delta' ? 'markdown' : 'reasoning';
+      const parts = (active.responseParts as Json[]).map((p) =>
+        p.kind === kind && p.id === a.partId
+          ? { ...p, content: `${(p.content as string) ?? ''}${a.content as string}` }
+          : p,
+      );
+      return { ...s, activeTurn: { ...active, responseParts: parts } };
+    }
+    case 'chat/usage':
+      if (!active || active.id !== a.turnId) return s;
+      return { ...s, activeTurn: { ...active, usage: a.usage } };
+    case 'chat/toolCallContentChanged':
     case 'chat/toolCallDelta':
     case 'chat/toolCallReady':
     case 'chat/toolCallConfirmed':
@@ -154,7 +175,9 @@ function toolCall(s: Json, a: Json): Json {
   if (i < 0) return s;
   const tc = parts[i]!.toolCall as Json;
   let next: Json | undefined;
-  if (a.type === 'chat/toolCallDelta' && tc.status === 'streaming') {
+  if (a.type === 'chat/toolCallContentChanged' && tc.status === 'running') {
+    next = { ...tc, content: a.content };
+  } else if (a.type === 'chat/toolCallDelta' && tc.status === 'streaming') {
     next = {
       ...tc,
       ...(a._meta !== undefined ? { _meta: a._meta } : {}),

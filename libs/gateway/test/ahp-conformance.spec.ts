@@ -677,6 +677,11 @@ describe('AHP host conformance', () => {
     const prompt = (key: string, text: string) =>
       ws.request({ op: 'prompt', taskId, sessionId: 's1', text, idempotencyKey: key });
     await prompt('busy', 'busy'); // takes the turn: what follows queues
+    // (Its text is the transcript's, which this agent-less test has not: the turn starts after a while.)
+    await waitFor(
+      () => envelopes(a, chat).some((e) => (e.action as Json).type === 'chat/turnStarted'),
+      'the turn to start',
+    );
     await prompt('big', big);
     await prompt('small', 'small');
     await waitFor(
@@ -714,7 +719,11 @@ describe('AHP host conformance', () => {
       ['big', 20_000],
       ['small', 5],
     ]);
-    expect((s.activeTurn as Json).id).toBe('busy');
+    // The turn's id is its Baton prompt id (the one the gateway wrote for the key).
+    const submitted = (await stack.store.readTask(K(taskId))).items
+      .map((e) => e.entry as unknown as Json)
+      .find((e) => e.type === 'prompt.submit' && (e.data as Json).idempotencyKey === 'busy');
+    expect((s.activeTurn as Json).id).toBe((submitted!.data as Json).promptId);
     // A client that saw less than its window holds (it starts at its initialize) gets snapshots.
     const c = await Client.connect(B, tok, '/ahp');
     const floor = ((await init(c, 'late-replayer', [chat])).result as Json).serverSeq as number;

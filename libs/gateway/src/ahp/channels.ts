@@ -14,6 +14,7 @@ import {
   type SessionState,
 } from '@baton/ahp';
 import { endsGroup, type Update } from '@baton/protocol';
+import type { StoredTranscriptEvent } from '@baton/store';
 import { allows } from '../auth/auth';
 import { Subscription } from '../subscriptions/subscription';
 import { clientTaskId } from '../tenancy';
@@ -55,6 +56,9 @@ export interface Restored {
 
 /** Above this, a message's text is left out of the snapshot a replay window keeps. */
 export const ELIDE_TEXT = 4_096;
+
+/** How soon a chat waiting for the transcript (a turn's prompt or end) looks again. */
+const TRANSCRIPT_RECHECK_MS = 250;
 
 /**
  * The snapshot a client was given, as its replay window keeps it: large message texts left out
@@ -190,9 +194,7 @@ export async function subscribe(
         group = [];
         // Before the client has its snapshot, the mirror silently becomes the view; after,
         // the client is brought to it with AHP actions (reconcile, as AHP asks of hosts).
-        const actions = mirror.sync(session, new Date().toISOString());
-        if (ready) conn.emit(channel, mirror, actions);
-        else if (restored) held.push(...actions);
+        out(mirror.sync(session, new Date().toISOString()));
         return true;
       },
       update: (frame) => {
@@ -200,9 +202,7 @@ export async function subscribe(
         if (!endsGroup(frame.update)) return;
         const updates = group;
         group = [];
-        const actions = mirror.applyGroup(updates, new Date().toISOString());
-        if (ready) conn.emit(channel, mirror, actions);
-        else if (restored) held.push(...actions);
+        out(mirror.applyGroup(updates, new Date().toISOString()));
       },
     },
     {
@@ -211,11 +211,51 @@ export async function subscribe(
       onDelivered: () => conn.s.metrics.delivered++,
     },
   );
-  const stop = conn.s.hub.listen(key, (frame) => sub.offer(frame));
+  const stopUpdates = conn.s.hub.listen(key, (frame) => sub.offer(frame));
+  let stopTranscript: (() => void) | undefined;
+  let recheck: NodeJS.Timeout | undefined;
+  let gone = false;
+  const stop = () => {
+    gone = true;
+    stopUpdates();
+    stopTranscript?.();
+    clearTimeout(recheck);
+  };
   conn.chans.set(channel, { kind: 'chat', sub, mirror, stop });
   conn.subs.set(channel, sub);
+  // The conversation is the session's transcript: a turn waits for it (see ChatMirror).
+  mirror.followTranscript();
+  const out = (actions: ChatAction[]) => {
+    if (ready) conn.emit(channel, mirror, actions);
+    else if (restored) held.push(...actions);
+    if (mirror.waitingForTranscript && !recheck && !gone) {
+      recheck = setTimeout(() => {
+        recheck = undefined;
+        if (!gone) out(mirror.recheck(new Date().toISOString()));
+      }, TRANSCRIPT_RECHECK_MS);
+      recheck.unref();
+    }
+  };
   try {
     await sub.start(undefined, () => undefined);
+    // Listening before catching up: what is appended meanwhile waits, then goes after it
+    // (the mirror takes each event once, by its stream id).
+    let caught = false;
+    const early: StoredTranscriptEvent[] = [];
+    stopTranscript = await conn.s.ahpTranscripts.listen(key, (items) => {
+      const mine = items.filter((e) => e.sessionId === ref.sessionId);
+      if (!caught) early.push(...mine);
+      else if (mine.length > 0) out(mirror.applyTranscript(mine, new Date().toISOString()));
+    });
+    if (gone) stopTranscript();
+    await conn.s.ahpTranscripts.catchUp(key, ref.sessionId, (items) =>
+      out(mirror.applyTranscript(items, new Date().toISOString())),
+    );
+    caught = true;
+    if (early.length > 0) out(mirror.applyTranscript(early.splice(0), new Date().toISOString()));
+    // Turns that ended before this subscription: in the snapshot, with their content.
+    mirror.seedHistory(new Date().toISOString(), !restored);
+    out(mirror.recheck(new Date().toISOString()));
   } catch (err) {
     unsubscribe(conn, channel);
     throw err;

@@ -13,7 +13,7 @@ import {
   type Message,
   type ToolCallPart,
 } from '@baton/ahp';
-import type { PermissionSettled } from '@baton/protocol';
+import { Id, type PermissionSettled } from '@baton/protocol';
 import { allows } from '../auth/auth';
 import { toWireError } from '../errors';
 import type { AhpConnection } from './ahp-connection';
@@ -174,6 +174,8 @@ export async function dispatch(conn: AhpConnection, p: AhpDispatchParams): Promi
             text: msg.data.text,
             idempotencyKey: id,
             origin: 'human',
+            // The turn's id is its prompt's: the same for every client, on every connection.
+            ...(Id.safeParse(id).success ? { promptId: id } : {}),
           },
           (late) => decide(late.data.decision as Decision),
         );

@@ -23,6 +23,8 @@ export interface PromptInput {
   text: string;
   idempotencyKey: string;
   origin: PromptOrigin;
+  /** The prompt's id, when the client named it (an AHP turn id); a fresh one otherwise. */
+  promptId?: string;
 }
 
 export type QueueCommand =
@@ -104,7 +106,7 @@ export class Commands {
         writer,
         data: {
           commandId: randomUUID(),
-          promptId: randomUUID(),
+          promptId: input.promptId ?? randomUUID(),
           idempotencyKey,
           text: input.text,
           origin: input.origin,

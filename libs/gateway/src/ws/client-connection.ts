@@ -11,6 +11,7 @@ import type { Principal } from '../auth/auth';
 import type { Commands } from '../commands/commands';
 import { WireFailure } from '../errors';
 import type { Logger } from '../logger';
+import type { TranscriptTail } from '../ahp/transcript-tail';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { ResolvedOptions } from '../options';
 import {
@@ -49,6 +50,8 @@ export interface Services {
   limits: TenantLimits;
   /** The /ahp host's serverSeq and replay windows (libs/gateway/src/ahp). */
   ahpLog: HostLog;
+  /** The /ahp host's shared per-task transcript tails (libs/gateway/src/ahp/transcript-tail.ts). */
+  ahpTranscripts: TranscriptTail;
   /** The gateways' message handlers, as Nest built them (ws-adapter.ts). */
   routes: Routes;
 }

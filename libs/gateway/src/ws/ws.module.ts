@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import type { EventStore } from '@baton/store';
+import { TranscriptTail } from '../ahp/transcript-tail';
 import { HostLog } from '../ahp/host-log';
 import { CommandsModule } from '../commands/commands.module';
 import { Commands } from '../commands/commands';
@@ -68,6 +69,7 @@ import { WsGateway } from './ws.gateway';
         log,
         limits,
         ahpLog: new HostLog(store.redis, opts.prefix),
+        ahpTranscripts: new TranscriptTail(store, log),
         routes: new Routes(),
       }),
     },
