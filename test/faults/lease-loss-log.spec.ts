@@ -57,10 +57,7 @@ it('reports leases lost together in one line, then takes them again', async () =
     'every shard owned again',
     60_000,
   );
-  await until(
-    () => lines(from).some((l) => l.msg.startsWith('lease lost')),
-    'the loss reported',
-  );
+  await until(() => lines(from).some((l) => l.msg.startsWith('lease lost')), 'the loss reported');
   // Nothing more is said of it after the first line.
   await new Promise((r) => setTimeout(r, 1_000));
   const lost = lines(from).filter((l) => l.msg.startsWith('lease lost'));
