@@ -202,6 +202,10 @@ const CASES: [rule: string, fixture: string][] = [
   ['ACP v2 (real 0.101.0): shell, subagent and Monitor — the list names two', 'claude-v2-all'],
   ['ACP v2 (real 0.101.0): two shells, each retired by the list', 'claude-v2-twoShells'],
   ['generic: a cancelled prompt ends its turn with stopReason cancelled', 'generic-cancelled'],
+  [
+    'claude (real 0.101.0): Read, then an Edit and a Write asked and allowed: foreground tools of the turn, nothing registered',
+    'claude-real-edit',
+  ],
 ];
 
 describe('dialect fixtures', () => {

@@ -4586,4 +4586,101 @@ export const EXPECTED: Record<string, FactBody[]> = {
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
   ],
+  // Recorded like claude-real-shell; the permission requests (with the diffs) are the worker's
+  // facts, not the reducer's: see the transcript's example tests.
+  'claude-real-edit': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: '@agentclientprotocol/claude-agent-acp', version: '0.101.0' },
+        dialect: 'claude',
+        promptQueueing: true,
+        handoff: true,
+        attestedKinds: ['shell', 'subagent', 'monitor'],
+        unambiguousCompletionKinds: [],
+        _meta: {
+          claudeCode: {
+            rawTaskEvents: true,
+            lineage: true,
+            subagentSessions: false,
+            terminalOutput: false,
+          },
+        },
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+          sessionMeta: {
+            claudeCode: {
+              emitRawSDKMessages: [
+                { type: 'system', subtype: 'task_started' },
+                { type: 'system', subtype: 'task_updated' },
+                { type: 'system', subtype: 'task_notification' },
+              ],
+            },
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            _meta: { claudeCode: { promptQueueing: true }, authStatus: {} },
+            promptCapabilities: { image: true, embeddedContext: true },
+            mcpCapabilities: { http: true, sse: true },
+            auth: { logout: {} },
+            providers: {},
+            loadSession: true,
+            sessionCapabilities: {
+              additionalDirectories: {},
+              close: {},
+              delete: {},
+              fork: {},
+              list: {},
+              resume: {},
+              systemPrompt: { mode: { override: {} } },
+            },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-EDIT', admissionGeneration: 1 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'toolu_read',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'Read File',
+        toolKind: 'read',
+      },
+    },
+    { type: 'tool.updated', data: { toolCallId: 'toolu_read', status: 'completed' } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'toolu_edit',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'Edit',
+        toolKind: 'edit',
+      },
+    },
+    { type: 'tool.updated', data: { toolCallId: 'toolu_edit', status: 'completed' } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'toolu_write',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'Preparing file…',
+        toolKind: 'edit',
+      },
+    },
+    { type: 'tool.updated', data: { toolCallId: 'toolu_write', status: 'completed' } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 19 } },
+    { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
 };
