@@ -85,6 +85,8 @@ export function recordStream(
           title: 'Read file',
         });
         fact(sessionId, 'tool.updated', { toolCallId: tool, status: 'completed' });
+        // What the worker passes on of the agent's usage: the window mid-turn, tokens at the end.
+        fact(sessionId, 'usage.reported', { used: 20_000 + round * 500, size: 200_000 });
         if (round % 4 === 0) {
           const id = `subagent:${round}`;
           fact(sessionId, 'background.started', {
@@ -105,6 +107,10 @@ export function recordStream(
           fact(sessionId, 'background.ended', { workId: id, status: 'completed' });
         }
         fact(sessionId, 'foreground.idle', { origin: 'human', admissionGeneration: gen });
+        fact(sessionId, 'usage.reported', {
+          cost: { amount: round / 100, currency: 'USD' },
+          tokens: { input: 20_000 + round * 500, output: 400, total: 20_400 + round * 500 },
+        });
         fact(sessionId, 'turn.ended', { admissionGeneration: gen, stopReason: 'end_turn' });
       }
     }

@@ -100,6 +100,24 @@ export function subagentText(n: number): string {
   return n === 1 ? '1 subagent' : `${n} subagents`;
 }
 
+const tokens = (n: number): string =>
+  n < 1_000
+    ? `${n}`
+    : n < 1_000_000
+      ? `${Math.round(n / 1_000)}k`
+      : `${Math.round(n / 100_000) / 10}M`;
+
+/**
+ * How full the agent's context window is, as it last reported ("context 45% (90k / 200k)"), or
+ * null when it reported no use of it.
+ */
+export function usageText(usage: SessionView['activity']['usage']): string | null {
+  if (!usage || usage.used === undefined) return null;
+  if (!usage.size) return `context ${tokens(usage.used)} tokens`;
+  const pct = Math.round((usage.used / usage.size) * 100);
+  return `context ${pct}% (${tokens(usage.used)} / ${tokens(usage.size)})`;
+}
+
 /** One background work entry as shown: its kind in words, its label, and what it runs. */
 export interface WorkLine {
   readonly id: string;

@@ -12,6 +12,7 @@ import {
   taskIndicator,
   taskStatusText,
   tokenClaims,
+  usageText,
   workLine,
 } from '../src/model';
 
@@ -236,5 +237,22 @@ describe('sessions that need a person', () => {
     expect(needsYouText(0)).toBe('');
     expect(needsYouText(1)).toBe('1 session needs you');
     expect(needsYouText(2)).toBe('2 sessions need you');
+  });
+});
+
+describe('context pressure on the session card', () => {
+  it('shows how full the context window is, as the agent last reported it', () => {
+    expect(usageText({ used: 90_000, size: 200_000 })).toBe('context 45% (90k / 200k)');
+    expect(
+      usageText({ used: 110, size: 1_000_000, cost: { amount: 0.003, currency: 'USD' } }),
+    ).toBe('context 0% (110 / 1M)');
+    expect(usageText({ used: 1_250_000, size: 2_000_000 })).toBe('context 63% (1.3M / 2M)');
+    expect(usageText({ used: 5_000 })).toBe('context 5k tokens');
+  });
+
+  it('shows nothing until the agent reports its context, or once it is cleared', () => {
+    expect(usageText(undefined)).toBeNull();
+    expect(usageText(null)).toBeNull();
+    expect(usageText({ tokens: { total: 440 } })).toBeNull();
   });
 });

@@ -3,6 +3,7 @@ import { claudeDialect, isClaudeAgent, type ClaudeState } from './dialects/claud
 import { codexDialect, codexTurnEnded, isCodexAgent, type CodexState } from './dialects/codex';
 import { genericDialect, type GenericState } from './dialects/generic';
 import type { AgentIdentity, DialectName, SessionSetup } from './dialects/types';
+import { turnUsageFact } from './dialects/common';
 import type { FactBody } from './facts';
 import { classify, idKey, type Frame } from './frames';
 import { asId, path, rec, text, type JsonRecord } from './json';
@@ -264,6 +265,8 @@ const onAgentResponse = (state: AcpState, message: JsonRecord): Reduction => {
       next = { ...next, dialect: { name: 'codex', state: r.state } };
       facts.push(...r.facts);
     }
+    const usage = ok && !next.loading ? turnUsageFact(path(message.result, 'usage')) : undefined;
+    if (usage !== undefined) facts.push(usage);
     facts.push({ type: 'turn.ended', data: { admissionGeneration: gen, stopReason } });
   }
   return { state: next, facts };

@@ -5,7 +5,7 @@ import {
   sessionActivity,
 } from '@baton/activity';
 import type { ForegroundActivity, StreamEntry } from '@baton/protocol';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Owner } from '../../activity/test/owner';
@@ -92,6 +92,20 @@ const monitor = (command: string): ScriptBlock => ({
   input: { command, description: 'Watch the release file' },
 });
 const say = (text: string): ScriptBlock[] => [{ type: 'text', text }];
+const tool = (id: string, name: string, input: Record<string, unknown>): ScriptBlock => ({
+  type: 'tool_use',
+  id,
+  name,
+  input,
+});
+
+/** The edit scenario's workspace: a file the model edits, and one it writes anew. */
+const EDITED = 'notes.txt';
+const EDITED_BEFORE = 'first line\nhello world\nlast line\n';
+const EDIT_OLD = 'hello world';
+const EDIT_NEW = 'hello baton';
+const WRITTEN = 'fresh.txt';
+const WRITE_TEXT = 'a new file\nwritten by the model\n';
 
 /** The subagent's own loop: its conversation starts with the Agent prompt's marker. */
 const subagentTurns = (marker: string): ScriptTurn[] => [
@@ -196,7 +210,36 @@ const SCRIPTS = {
     },
     notifications,
   ],
-} satisfies Record<string, ScriptTurn[]>;
+  edit: (work: string): ScriptTurn[] => [
+    {
+      name: 'read the file',
+      when: { last: 'RUN-EDIT' },
+      reply: [
+        { type: 'text', text: 'Reading it first.' },
+        tool('toolu_read', 'Read', { file_path: join(work, EDITED) }),
+      ],
+    },
+    {
+      name: 'edit the file',
+      when: { afterTool: 'Read' },
+      reply: [
+        tool('toolu_edit', 'Edit', {
+          file_path: join(work, EDITED),
+          old_string: EDIT_OLD,
+          new_string: EDIT_NEW,
+        }),
+      ],
+    },
+    {
+      name: 'write a new file',
+      when: { afterTool: 'Edit' },
+      reply: [
+        tool('toolu_write', 'Write', { file_path: join(work, WRITTEN), content: WRITE_TEXT }),
+      ],
+    },
+    { name: 'files changed', when: { afterTool: 'Write' }, reply: say('Edited and written.') },
+  ],
+} satisfies Record<string, ScriptTurn[] | ((work: string) => ScriptTurn[])>;
 
 /** The client profiles the adapter tells apart; `raw` is what a Baton worker asks for. */
 const CLIENT_PROFILES = {
@@ -261,8 +304,9 @@ class RealSession {
     mkdirSync(work);
     // The server reports to the session it serves, made once the server's URL is known.
     const late: { session?: RealSession } = {};
+    const scripted = SCRIPTS[name];
     const server = await startScriptedModelServer({
-      script: SCRIPTS[name],
+      script: typeof scripted === 'function' ? scripted(work) : scripted,
       onUnmatched: (r) =>
         late.session?.fail(
           `the model server has no scripted turn for a conversation request\n${r.report}`,
@@ -846,6 +890,54 @@ describeReal(
       expect(activeSubagentCount(s.session())).toBe(0);
       expect(s.server.unmatched()).toEqual([]);
     });
+
+    it('an Edit and a Write in the workspace: each asks permission with its diff, allowed, and changes the file', async () => {
+      s = await RealSession.start('edit', 'handoff', claude);
+      writeFileSync(join(s.work, EDITED), EDITED_BEFORE);
+      s.submit('RUN-EDIT');
+      const session = s;
+      await s.until('the turn to end', () => session.has(turnEnded(1)));
+      await s.finish();
+
+      expect(readFileSync(join(s.work, EDITED), 'utf8')).toBe(
+        EDITED_BEFORE.replace(EDIT_OLD, EDIT_NEW),
+      );
+      expect(readFileSync(join(s.work, WRITTEN), 'utf8')).toBe(WRITE_TEXT);
+      // Default mode asks before each change; the request carries the diff, the host allows it.
+      const asked = s.frames.filter(
+        (f) => (f.message as { method?: string }).method === 'session/request_permission',
+      );
+      expect(asked.map((f) => f.message)).toEqual([
+        expect.objectContaining({
+          params: expect.objectContaining({
+            toolCall: expect.objectContaining({
+              toolCallId: 'toolu_edit',
+              content: [
+                expect.objectContaining({
+                  type: 'diff',
+                  path: join(s.work, EDITED),
+                  newText: expect.stringContaining(EDIT_NEW),
+                }),
+              ],
+            }),
+          }),
+        }),
+        expect.objectContaining({
+          params: expect.objectContaining({
+            toolCall: expect.objectContaining({ toolCallId: 'toolu_write' }),
+          }),
+        }),
+      ]);
+      for (const tool of ['toolu_read', 'toolu_edit', 'toolu_write'])
+        expect(s.has(toolCompleted(tool))).toBe(true);
+      expect(s.server.used).toEqual([
+        'read the file',
+        'edit the file',
+        'write a new file',
+        'files changed',
+      ]);
+      expect(s.server.unmatched()).toEqual([]);
+    });
   },
 );
 
@@ -876,7 +968,10 @@ const cyclesEnded = (s: RealSession, n: number) =>
     return used >= n && s.facts.filter(idleOf('task-notification')).length >= n;
   });
 
-const DRIVES: Record<keyof typeof SCRIPTS, Drive> = {
+/** The edit scenario is recorded in the raw profile only (its own test). */
+type Launching = Exclude<keyof typeof SCRIPTS, 'edit'>;
+
+const DRIVES: Record<Launching, Drive> = {
   shell: {
     prompt: 'RUN-SHELL',
     launched: 'shell launched',
@@ -936,7 +1031,7 @@ describeReal('claude-agent-acp 0.101.0 in every client profile (recordings)', ()
 
   const cases = (['plain', 'terminal', 'subagents', 'subagentsRaw', 'v2', 'raw'] as const).flatMap(
     (profile) =>
-      (Object.keys(DRIVES) as (keyof typeof SCRIPTS)[])
+      (Object.keys(DRIVES) as Launching[])
         // The raw profile's other scenarios are the detailed tests above; with subagents as
         // child sessions, raw task messages change only the subagent's ways.
         .filter((scenario) => profile !== 'raw' || scenario === 'twoShells')

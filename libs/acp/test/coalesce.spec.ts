@@ -180,3 +180,94 @@ describe('output coalescing', () => {
     );
   });
 });
+
+describe('usage coalescing', () => {
+  const usage = (data: Extract<FactBody, { type: 'usage.reported' }>['data']): FactBody => ({
+    type: 'usage.reported',
+    data,
+  });
+  const ended: FactBody = { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'x' } };
+
+  it('passes the first report at once, keeps the latest of each field, and lets other facts by', () => {
+    let r = coalesce(initialCoalesceState(), usage({ used: 1, size: 10 }), 0, PERIOD);
+    expect(r.facts).toEqual([usage({ used: 1, size: 10 })]);
+    r = coalesceAll(r.state, [usage({ used: 2 }), usage({ used: 3 }), out(4)], 10, PERIOD);
+    // Output is not held back by pending usage, nor is usage flushed by it.
+    expect(r.facts).toEqual([out(4)]);
+    r = coalesce(r.state, tool('t'), 20, PERIOD);
+    expect(r.facts).toEqual([tool('t')]);
+    r = coalesce(r.state, usage({ cost: { amount: 1, currency: 'USD' } }), 30, PERIOD);
+    expect(nextFlushAt(r.state, PERIOD)).toBe(PERIOD);
+    expect(flushDue(r.state, PERIOD - 1, PERIOD).facts).toEqual([]);
+    r = flushDue(r.state, PERIOD, PERIOD);
+    expect(r.facts).toEqual([usage({ used: 3, cost: { amount: 1, currency: 'USD' } })]);
+    expect(nextFlushAt(r.state, PERIOD)).toBeUndefined();
+  });
+
+  it('sends the pending report just before the turn ends, after pending output', () => {
+    let r = coalesceAll(
+      initialCoalesceState(),
+      [usage({ used: 1 }), out(1), usage({ used: 2 }), out(2)],
+      0,
+      PERIOD,
+    );
+    expect(r.facts).toEqual([usage({ used: 1 }), out(1)]);
+    r = coalesceAll(r.state, [usage({ tokens: { total: 9 } }), ended], 5, PERIOD);
+    expect(r.facts).toEqual([out(2), usage({ used: 2, tokens: { total: 9 } }), ended]);
+    expect(flushAll(r.state, 6).facts).toEqual([]);
+  });
+
+  it('is due at the earlier of pending output and pending usage, and flushAll ends both', () => {
+    let r = coalesceAll(initialCoalesceState(), [out(1), usage({ used: 1 })], 0, 100);
+    r = coalesce(r.state, usage({ used: 2 }), 50, 100);
+    r = coalesce(r.state, out(2), 60, 100);
+    expect(nextFlushAt(r.state, 100)).toBe(100);
+    r = coalesce(r.state, out(3), 120, 100);
+    // No timer flushed them: both are due now, output first.
+    expect(flushDue(r.state, 120, 100).facts).toEqual([out(5), usage({ used: 2 })]);
+    expect(flushAll(r.state, 120).facts).toEqual([out(5), usage({ used: 2 })]);
+  });
+
+  it('at every turn end and at the end, what was passed on adds up to what was reported', () => {
+    type U = { kind: 'usage'; used: number; dt: number } | { kind: 'end' | 'tick'; dt: number };
+    const stepU: fc.Arbitrary<U> = fc.oneof(
+      fc.record({ kind: fc.constant('usage' as const), used: fc.nat(1_000), dt: fc.nat(120) }),
+      fc.record({ kind: fc.constantFrom('end' as const, 'tick' as const), dt: fc.nat(120) }),
+    );
+    fc.assert(
+      fc.property(fc.array(stepU, { maxLength: 60 }), fc.integer({ min: 1, max: 300 }), (us, p) => {
+        let s = initialCoalesceState();
+        let now = 0;
+        let reported: number | undefined;
+        let passed: number | undefined;
+        let lastAt: number | undefined;
+        const take = (facts: FactBody[], forced: boolean) => {
+          for (const f of facts) {
+            if (f.type !== 'usage.reported') continue;
+            if (!forced && lastAt !== undefined) expect(now - lastAt).toBeGreaterThanOrEqual(p);
+            lastAt = now;
+            passed = f.data.used ?? passed;
+          }
+        };
+        for (const u of us) {
+          now += u.dt;
+          if (u.kind === 'tick') {
+            const r = flushDue(s, now, p);
+            s = r.state;
+            take(r.facts, false);
+            continue;
+          }
+          if (u.kind === 'usage') reported = u.used;
+          const r = coalesce(s, u.kind === 'usage' ? usage({ used: u.used }) : ended, now, p);
+          s = r.state;
+          take(r.facts, u.kind === 'end');
+          if (u.kind === 'end') expect(passed).toBe(reported);
+        }
+        const r = flushAll(s, now);
+        take(r.facts, true);
+        expect(passed).toBe(reported);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

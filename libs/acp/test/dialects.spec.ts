@@ -202,6 +202,10 @@ const CASES: [rule: string, fixture: string][] = [
   ['ACP v2 (real 0.101.0): shell, subagent and Monitor — the list names two', 'claude-v2-all'],
   ['ACP v2 (real 0.101.0): two shells, each retired by the list', 'claude-v2-twoShells'],
   ['generic: a cancelled prompt ends its turn with stopReason cancelled', 'generic-cancelled'],
+  [
+    'claude (real 0.101.0): Read, then an Edit and a Write asked and allowed: foreground tools of the turn, nothing registered',
+    'claude-real-edit',
+  ],
 ];
 
 describe('dialect fixtures', () => {
@@ -217,6 +221,50 @@ describe('dialect fixtures', () => {
 });
 
 describe('rules stated directly', () => {
+  it('usage: a usage_update reports the context window and cost, the prompt answer the turn’s tokens; nothing unusable is reported', () => {
+    const base = loadFixture('generic-turn');
+    const at = base.at(-1)!.at;
+    const update = (u: Record<string, unknown>, meta?: Record<string, unknown>) => ({
+      direction: 'agent->client' as const,
+      at,
+      message: {
+        jsonrpc: '2.0',
+        method: 'session/update',
+        params: { sessionId: 's', update: { sessionUpdate: 'usage_update', ...u, _meta: meta } },
+      },
+    });
+    const generic = reduceFrames([
+      ...base,
+      update({ used: 5, size: 100, cost: { amount: 0.25, currency: 'EUR' } }),
+      update({ used: -1, size: 1.5, cost: { amount: 'lots' } }),
+      update({ cost: { amount: 0 } }),
+    ]).facts;
+    expect(ofType(generic, 'usage.reported').slice(-2)).toEqual([
+      {
+        type: 'usage.reported',
+        data: { used: 5, size: 100, cost: { amount: 0.25, currency: 'EUR' } },
+      },
+      { type: 'usage.reported', data: { cost: { amount: 0, currency: '' } } },
+    ]);
+    // Claude: a subagent's usage (stamped with its parent tool) is its own context, not the session's.
+    const claude = loadFixture('claude-real-edit');
+    const reported = (extra: ReturnType<typeof update>[]) =>
+      ofType(reduceFrames([...claude, ...extra]).facts, 'usage.reported').length;
+    const before = reported([]);
+    expect(reported([update({ used: 7 }, { claudeCode: { parentToolUseId: 'toolu_read' } })])).toBe(
+      before,
+    );
+    expect(reported([update({ used: 7 })])).toBe(before + 1);
+    // Codex answers a prompt without usage: no tokens are made up.
+    expect(
+      ofType(run('codex-real-plain'), 'usage.reported').filter((f) => f.data.tokens !== undefined),
+    ).toEqual([]);
+    expect(ofType(run('claude-real-edit'), 'usage.reported').at(-1)).toEqual({
+      type: 'usage.reported',
+      data: { tokens: { input: 400, output: 40, cachedRead: 0, cachedWrite: 0, total: 440 } },
+    });
+  });
+
   it('codex: a command left running ends by its card id if its card ever completes (0.16.0 never does; a later version may)', () => {
     const frames = loadFixture('codex-real-longExec');
     const last = frames.at(-1)!;

@@ -76,17 +76,31 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_A', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 28 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'prompt.dispatched', data: { promptId: 'p2', admissionGeneration: 2 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 2 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
     {
       type: 'background.ended',
       data: { workId: 'toolu_A', kind: 'subagent', status: 'completed', toolCallId: 'toolu_A' },
     },
     { type: 'foreground.output', data: { channel: 'message', chars: 20 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'claude-legacy-no-lineage': [
@@ -124,6 +138,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_L', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 5 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'claude-monitor-plain': [
@@ -190,15 +205,28 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_M', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { status: 'unknown', candidates: ['toolu_M'], mayBeNone: true },
     },
     { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
@@ -279,11 +307,24 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_M', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
@@ -350,6 +391,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-ALL', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -360,7 +402,9 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_search', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -406,6 +450,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_agent', status: 'completed' } },
     {
       type: 'tool.started',
@@ -450,7 +495,13 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 18 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     {
       type: 'background.ended',
@@ -461,19 +512,49 @@ export const EXPECTED: Record<string, FactBody[]> = {
       type: 'background.ended',
       data: { workId: 'task_1', kind: 'subagent', status: 'completed', toolCallId: 'toolu_agent' },
     },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { workId: 'task_2', kind: 'monitor', status: 'completed', toolCallId: 'toolu_monitor' },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 300, output: 30, cachedRead: 0, cachedWrite: 0, total: 330 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.005399999999999999, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.005999999999999999, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 100, output: 10, cachedRead: 0, cachedWrite: 0, total: 110 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
   ],
   'claude-real-monitor': [
@@ -533,6 +614,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-MONITOR', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -543,7 +625,9 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_search', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -554,6 +638,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -571,16 +656,38 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_monitor', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 9 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0024000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 300, output: 30, cachedRead: 0, cachedWrite: 0, total: 330 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0036, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { workId: 'task_1', kind: 'monitor', status: 'completed', toolCallId: 'toolu_monitor' },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
   'claude-real-shell': [
@@ -640,6 +747,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-SHELL', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 12 } },
     {
       type: 'tool.started',
@@ -651,6 +759,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -667,15 +776,31 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 24 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 2 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0018000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 200, output: 20, cachedRead: 0, cachedWrite: 0, total: 220 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     {
       type: 'background.ended',
       data: { workId: 'task_1', kind: 'shell', status: 'completed', toolCallId: 'toolu_shell' },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
   'claude-real-subagent': [
@@ -735,6 +860,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-AGENT', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -760,6 +886,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         attested: true,
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_agent', status: 'completed' } },
     {
       type: 'tool.started',
@@ -772,19 +899,45 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 9 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0024000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 200, output: 20, cachedRead: 0, cachedWrite: 0, total: 220 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0036, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 100, output: 10, cachedRead: 0, cachedWrite: 0, total: 110 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_child', status: 'completed' } },
     {
       type: 'background.ended',
       data: { workId: 'task_1', kind: 'subagent', status: 'completed', toolCallId: 'toolu_agent' },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.005399999999999999, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
   'claude-v2-initialize': [
@@ -849,6 +1002,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-SHELL', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 12 } },
     {
       type: 'tool.started',
@@ -860,6 +1014,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell', status: 'completed' } },
     {
       type: 'background.started',
@@ -876,8 +1031,14 @@ export const EXPECTED: Record<string, FactBody[]> = {
         attested: true,
       },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 24 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 2 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0018000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     {
@@ -889,7 +1050,13 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolCallId: 'toolu_shell',
       },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
   'claude-session-load-history': [
@@ -930,7 +1097,12 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'prompt.dispatched', data: { promptId: 'p1', admissionGeneration: 1 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 11 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'claude-shell-background-plain': [
@@ -997,9 +1169,18 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_B', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 29 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 32 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     { type: 'background.ended', data: { status: 'unknown', candidates: ['toolu_B'] } },
   ],
@@ -1077,13 +1258,22 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_B', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 29 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     {
       type: 'background.ended',
       data: { workId: 'bash_1', kind: 'shell', status: 'completed', toolCallId: 'toolu_B' },
     },
     { type: 'foreground.output', data: { channel: 'message', chars: 32 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
   'claude-shell-taskstop': [
@@ -1150,7 +1340,12 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_B', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 8 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'prompt.dispatched', data: { promptId: 'p2', admissionGeneration: 2 } },
     {
@@ -1169,7 +1364,12 @@ export const EXPECTED: Record<string, FactBody[]> = {
       data: { workId: 'toolu_B', kind: 'shell', status: 'stopped', toolCallId: 'toolu_B' },
     },
     { type: 'foreground.output', data: { channel: 'message', chars: 8 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
   ],
   'claude-subagent-background-plain': [
@@ -1248,10 +1448,19 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_R', status: 'completed' } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 42 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     { type: 'background.ended', data: { status: 'unknown', candidates: ['toolu_A'] } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'claude-subagent-background-raw': [
@@ -1340,13 +1549,22 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_R', status: 'completed' } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     {
       type: 'background.ended',
       data: { workId: 'toolu_A', kind: 'subagent', status: 'completed', toolCallId: 'toolu_A' },
     },
     { type: 'foreground.output', data: { channel: 'message', chars: 42 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'claude-subagent-foreground': [
@@ -1413,7 +1631,12 @@ export const EXPECTED: Record<string, FactBody[]> = {
     { type: 'tool.updated', data: { toolCallId: 'toolu_F', status: 'in_progress' } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_F', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 25 } },
+    {
+      type: 'usage.reported',
+      data: { used: 52632, size: 200000, cost: { amount: 3.17, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'codex-exec-command': [
@@ -1456,6 +1679,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'tool.updated', data: { toolCallId: 'item_7', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 15 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'codex-subagent-1x': [
@@ -1541,6 +1765,8 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'foreground.output', data: { channel: 'message', chars: 31 } },
+    { type: 'usage.reported', data: { used: 12000, size: 272000 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'codex-subagent-2x-no-end': [
@@ -1597,6 +1823,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'tool.updated', data: { toolCallId: 'call-spawn', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 28 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'generic-cancelled': [
@@ -1622,6 +1849,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
     { type: 'prompt.dispatched', data: { promptId: 'p1', admissionGeneration: 1 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 16 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'cancelled' } },
   ],
   'generic-turn': [
@@ -1660,6 +1888,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
     { type: 'tool.updated', data: { toolCallId: 'tc-1', status: 'in_progress' } },
     { type: 'tool.updated', data: { toolCallId: 'tc-1', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'claude-real-plain-all': [
@@ -1710,6 +1939,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-ALL', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -1720,7 +1950,9 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_search', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -1766,6 +1998,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_agent', status: 'completed' } },
     {
       type: 'tool.started',
@@ -1810,9 +2043,19 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 18 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_child', status: 'completed' } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
@@ -1822,7 +2065,13 @@ export const EXPECTED: Record<string, FactBody[]> = {
         mayBeNone: true,
       },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
@@ -1831,10 +2080,20 @@ export const EXPECTED: Record<string, FactBody[]> = {
         candidates: ['acec1a1f0865f14d1', 'b6huaqs8f', 'b87ghfmgo'],
         mayBeNone: true,
       },
+    },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 300, output: 30, cachedRead: 0, cachedWrite: 0, total: 330 } },
     },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.005399999999999999, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
@@ -1844,8 +2103,18 @@ export const EXPECTED: Record<string, FactBody[]> = {
         mayBeNone: true,
       },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.005999999999999999, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 100, output: 10, cachedRead: 0, cachedWrite: 0, total: 110 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
   ],
   'claude-real-plain-monitor': [
@@ -1896,6 +2165,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-MONITOR', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -1906,7 +2176,9 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_search', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -1917,6 +2189,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -1934,16 +2207,38 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_monitor', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 9 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0024000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 300, output: 30, cachedRead: 0, cachedWrite: 0, total: 330 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0036, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { status: 'unknown', candidates: ['botoffg48'], mayBeNone: true },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
@@ -1998,6 +2293,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-SHELL', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 12 } },
     {
       type: 'tool.started',
@@ -2009,6 +2305,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -2025,11 +2322,27 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 24 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 2 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0018000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 200, output: 20, cachedRead: 0, cachedWrite: 0, total: 220 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     { type: 'background.ended', data: { status: 'unknown', candidates: ['b093h3kwb'] } },
   ],
@@ -2081,6 +2394,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-AGENT', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -2106,6 +2420,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         attested: false,
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -2118,16 +2433,42 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_agent', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 9 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0024000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_child', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     { type: 'background.ended', data: { status: 'unknown', candidates: ['abff18ac2e787c37c'] } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 200, output: 20, cachedRead: 0, cachedWrite: 0, total: 220 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 100, output: 10, cachedRead: 0, cachedWrite: 0, total: 110 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
   ],
   'claude-real-plain-twoShells': [
@@ -2178,6 +2519,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-TWO', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -2198,6 +2540,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -2230,17 +2573,39 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell_a', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 24 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 3 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0018000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 200, output: 20, cachedRead: 0, cachedWrite: 0, total: 220 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { status: 'unknown', candidates: ['b4damrwyw', 'bx7o72hh2'] },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
@@ -2296,6 +2661,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-ALL', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -2306,7 +2672,9 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_search', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -2327,6 +2695,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -2384,33 +2753,67 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 18 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_child', status: 'completed' } },
     {
       type: 'background.ended',
       data: { workId: 'a8414e05428fe5b87', kind: 'subagent', status: 'completed' },
     },
-    { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
-      type: 'background.ended',
-      data: { status: 'unknown', candidates: ['b1phdnxy3', 'b1iqbzf2v'], mayBeNone: true },
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
     },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { status: 'unknown', candidates: ['b1phdnxy3', 'b1iqbzf2v'], mayBeNone: true },
     },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
+    },
+    { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    {
+      type: 'background.ended',
+      data: { status: 'unknown', candidates: ['b1phdnxy3', 'b1iqbzf2v'], mayBeNone: true },
+    },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { status: 'unknown', candidates: ['b1phdnxy3', 'b1iqbzf2v'], mayBeNone: true },
+    },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 300, output: 30, cachedRead: 0, cachedWrite: 0, total: 330 } },
     },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.005399999999999999, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 100, output: 10, cachedRead: 0, cachedWrite: 0, total: 110 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
   ],
   'claude-real-subagents-monitor': [
@@ -2462,6 +2865,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-MONITOR', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -2472,7 +2876,9 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_search', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -2483,6 +2889,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -2500,16 +2907,38 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_monitor', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 9 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0024000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 300, output: 30, cachedRead: 0, cachedWrite: 0, total: 330 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0036, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { status: 'unknown', candidates: ['bia0c7vrr'], mayBeNone: true },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
@@ -2565,6 +2994,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-SHELL', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 12 } },
     {
       type: 'tool.started',
@@ -2576,6 +3006,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -2592,11 +3023,27 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 24 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 2 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0018000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 200, output: 20, cachedRead: 0, cachedWrite: 0, total: 220 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     { type: 'background.ended', data: { status: 'unknown', candidates: ['bkd4lvqup'] } },
   ],
@@ -2649,6 +3096,8 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-AGENT', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -2674,19 +3123,45 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 9 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0024000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_child', status: 'completed' } },
     {
       type: 'background.ended',
       data: { workId: 'a23dcad944960015f', kind: 'subagent', status: 'completed' },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 200, output: 20, cachedRead: 0, cachedWrite: 0, total: 220 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 100, output: 10, cachedRead: 0, cachedWrite: 0, total: 110 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
   ],
   'claude-real-subagents-twoShells': [
@@ -2738,6 +3213,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-TWO', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -2758,6 +3234,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -2790,17 +3267,39 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell_a', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 24 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 3 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0018000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 200, output: 20, cachedRead: 0, cachedWrite: 0, total: 220 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { status: 'unknown', candidates: ['btb2t6r15', 'bjkibab56'] },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
@@ -2856,6 +3355,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-ALL', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -2866,7 +3366,9 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_search', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -2912,6 +3414,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_agent', status: 'completed' } },
     {
       type: 'tool.started',
@@ -2956,33 +3459,67 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 18 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_child', status: 'completed' } },
     {
       type: 'background.ended',
       data: { workId: 'btrwfc80n', kind: 'shell', status: 'unknown', toolCallId: 'toolu_shell' },
     },
-    { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
-      type: 'background.ended',
-      data: { status: 'unknown', candidates: ['ad1fc91efeb05b6e9', 'bgz5wzl77'], mayBeNone: true },
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
     },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { status: 'unknown', candidates: ['ad1fc91efeb05b6e9', 'bgz5wzl77'], mayBeNone: true },
     },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
+    },
+    { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    {
+      type: 'background.ended',
+      data: { status: 'unknown', candidates: ['ad1fc91efeb05b6e9', 'bgz5wzl77'], mayBeNone: true },
+    },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { status: 'unknown', candidates: ['ad1fc91efeb05b6e9', 'bgz5wzl77'], mayBeNone: true },
+    },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 300, output: 30, cachedRead: 0, cachedWrite: 0, total: 330 } },
     },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.005399999999999999, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 100, output: 10, cachedRead: 0, cachedWrite: 0, total: 110 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
   ],
   'claude-real-terminal-monitor': [
@@ -3034,6 +3571,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-MONITOR', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -3044,7 +3582,9 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_search', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -3055,6 +3595,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -3072,16 +3613,38 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_monitor', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 9 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0024000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 300, output: 30, cachedRead: 0, cachedWrite: 0, total: 330 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0036, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { status: 'unknown', candidates: ['b4i7ky7h7'], mayBeNone: true },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
@@ -3137,6 +3700,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-SHELL', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 12 } },
     {
       type: 'tool.started',
@@ -3148,6 +3712,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -3164,15 +3729,31 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 24 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 2 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0018000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 200, output: 20, cachedRead: 0, cachedWrite: 0, total: 220 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     {
       type: 'background.ended',
       data: { workId: 'bgyp2uzhc', kind: 'shell', status: 'unknown', toolCallId: 'toolu_shell' },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
   'claude-real-terminal-subagent': [
@@ -3224,6 +3805,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-AGENT', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -3249,6 +3831,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         attested: false,
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_agent', status: 'completed' } },
     {
       type: 'tool.started',
@@ -3261,16 +3844,42 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 9 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0024000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_child', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     { type: 'background.ended', data: { status: 'unknown', candidates: ['ab4d9217faef42f2d'] } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 200, output: 20, cachedRead: 0, cachedWrite: 0, total: 220 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 100, output: 10, cachedRead: 0, cachedWrite: 0, total: 110 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
   ],
   'claude-real-terminal-twoShells': [
@@ -3322,6 +3931,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-TWO', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -3342,6 +3952,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -3374,21 +3985,43 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell_a', status: 'completed' } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell_b', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 24 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 3 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0018000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 200, output: 20, cachedRead: 0, cachedWrite: 0, total: 220 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     {
       type: 'background.ended',
       data: { workId: 'b0egs02z5', kind: 'shell', status: 'unknown', toolCallId: 'toolu_shell_a' },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { workId: 'besv74ep4', kind: 'shell', status: 'unknown', toolCallId: 'toolu_shell_b' },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
   'claude-real-twoShells': [
@@ -3448,6 +4081,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-TWO', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -3468,6 +4102,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -3500,21 +4135,43 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell_a', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 24 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 3 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0018000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 200, output: 20, cachedRead: 0, cachedWrite: 0, total: 220 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     {
       type: 'background.ended',
       data: { workId: 'task_2', kind: 'shell', status: 'completed', toolCallId: 'toolu_shell_a' },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
       data: { workId: 'task_1', kind: 'shell', status: 'completed', toolCallId: 'toolu_shell_b' },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
   'claude-real-subagentsRaw-subagent': [
@@ -3575,6 +4232,8 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-AGENT', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -3600,16 +4259,42 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 9 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0024000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_child', status: 'completed' } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 200, output: 20, cachedRead: 0, cachedWrite: 0, total: 220 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'background.ended', data: { workId: 'task_1', kind: 'subagent', status: 'completed' } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 100, output: 10, cachedRead: 0, cachedWrite: 0, total: 110 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
   'claude-real-subagentsRaw-all': [
@@ -3670,6 +4355,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-ALL', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -3680,7 +4366,9 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_search', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -3701,6 +4389,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -3758,7 +4447,13 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'tool.updated', data: { toolCallId: 'toolu_monitor', status: 'completed' } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 18 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
     {
@@ -3770,15 +4465,45 @@ export const EXPECTED: Record<string, FactBody[]> = {
       type: 'background.ended',
       data: { workId: 'task_3', kind: 'shell', status: 'completed', toolCallId: 'toolu_shell' },
     },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 300, output: 30, cachedRead: 0, cachedWrite: 0, total: 330 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 100, output: 10, cachedRead: 0, cachedWrite: 0, total: 110 } },
+    },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     { type: 'background.ended', data: { workId: 'task_1', kind: 'subagent', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.005399999999999999, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.005999999999999999, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
   'codex-subagent-activity-end': [
@@ -3845,6 +4570,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'tool.updated', data: { toolCallId: 'call-spawn', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 28 } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     {
       type: 'tool.started',
@@ -3896,6 +4622,8 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-AGENT', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -3920,19 +4648,37 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 9 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0024000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_child', status: 'completed' } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0036, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
     {
       type: 'background.ended',
       data: { workId: 'ac97d2d86d5cfd359', kind: 'subagent', status: 'unknown' },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.005399999999999999, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
   'claude-v2-monitor': [
@@ -3965,6 +4711,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-MONITOR', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -3975,7 +4722,9 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_search', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -3986,13 +4735,32 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_monitor', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 9 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0024000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0036, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
   'claude-v2-all': [
@@ -4025,6 +4793,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-ALL', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -4035,7 +4804,9 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_search', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -4056,6 +4827,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'other',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     {
       type: 'background.started',
       data: {
@@ -4097,7 +4869,13 @@ export const EXPECTED: Record<string, FactBody[]> = {
         attested: true,
       },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 18 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
@@ -4115,12 +4893,28 @@ export const EXPECTED: Record<string, FactBody[]> = {
       type: 'background.ended',
       data: { workId: 'af3ac756e2194d1ef', kind: 'subagent', status: 'unknown' },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 2 } },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0048, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
   ],
   'claude-v2-twoShells': [
     {
@@ -4152,6 +4946,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-TWO', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     {
       type: 'tool.started',
       data: {
@@ -4172,6 +4967,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
     { type: 'tool.updated', data: { toolCallId: 'toolu_shell_a', status: 'completed' } },
     {
       type: 'background.started',
@@ -4204,8 +5000,14 @@ export const EXPECTED: Record<string, FactBody[]> = {
         attested: true,
       },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 24 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 3 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0018000000000000002, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     {
@@ -4217,7 +5019,13 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolCallId: 'toolu_shell_a',
       },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
     {
       type: 'background.ended',
@@ -4228,7 +5036,13 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolCallId: 'toolu_shell_b',
       },
     },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 6 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.0042, currency: 'USD' } },
+    },
     { type: 'foreground.idle', data: { origin: 'task-notification' } },
   ],
   'codex-real-plain': [
@@ -4262,6 +5076,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-SAY-HELLO', admissionGeneration: 1 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 22 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'codex-real-exec': [
@@ -4304,8 +5119,10 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'codex-real-subagent': [
@@ -4338,7 +5155,10 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-AGENT', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 19 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'codex-real-terminal-plain': [
@@ -4373,6 +5193,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-SAY-HELLO', admissionGeneration: 1 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 22 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'codex-real-terminal-exec': [
@@ -4416,8 +5237,10 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'completed' } },
     { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'codex-real-terminal-subagent': [
@@ -4451,7 +5274,10 @@ export const EXPECTED: Record<string, FactBody[]> = {
       },
     },
     { type: 'prompt.dispatched', data: { promptId: 'p-RUN-AGENT', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 19 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
   'codex-real-longExec': [
@@ -4494,7 +5320,9 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 35 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     {
       type: 'background.started',
       data: {
@@ -4517,6 +5345,7 @@ export const EXPECTED: Record<string, FactBody[]> = {
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
   ],
   'codex-real-terminal-longExec': [
@@ -4560,7 +5389,9 @@ export const EXPECTED: Record<string, FactBody[]> = {
         toolKind: 'execute',
       },
     },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 35 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     {
       type: 'background.started',
       data: {
@@ -4584,6 +5415,120 @@ export const EXPECTED: Record<string, FactBody[]> = {
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
     { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
     { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'usage.reported', data: { used: 110, size: 258400 } },
     { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
+  ],
+  // Recorded like claude-real-shell; the permission requests (with the diffs) are the worker's
+  // facts, not the reducer's: see the transcript's example tests.
+  'claude-real-edit': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: '@agentclientprotocol/claude-agent-acp', version: '0.101.0' },
+        dialect: 'claude',
+        promptQueueing: true,
+        handoff: true,
+        attestedKinds: ['shell', 'subagent', 'monitor'],
+        unambiguousCompletionKinds: [],
+        _meta: {
+          claudeCode: {
+            rawTaskEvents: true,
+            lineage: true,
+            subagentSessions: false,
+            terminalOutput: false,
+          },
+        },
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+          sessionMeta: {
+            claudeCode: {
+              emitRawSDKMessages: [
+                { type: 'system', subtype: 'task_started' },
+                { type: 'system', subtype: 'task_updated' },
+                { type: 'system', subtype: 'task_notification' },
+              ],
+            },
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            _meta: { claudeCode: { promptQueueing: true }, authStatus: {} },
+            promptCapabilities: { image: true, embeddedContext: true },
+            mcpCapabilities: { http: true, sse: true },
+            auth: { logout: {} },
+            providers: {},
+            loadSession: true,
+            sessionCapabilities: {
+              additionalDirectories: {},
+              close: {},
+              delete: {},
+              fork: {},
+              list: {},
+              resume: {},
+              systemPrompt: { mode: { override: {} } },
+            },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-EDIT', admissionGeneration: 1 } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'toolu_read',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'Read File',
+        toolKind: 'read',
+      },
+    },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    { type: 'tool.updated', data: { toolCallId: 'toolu_read', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'toolu_edit',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'Edit',
+        toolKind: 'edit',
+      },
+    },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    { type: 'tool.updated', data: { toolCallId: 'toolu_edit', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'toolu_write',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'Preparing file…',
+        toolKind: 'edit',
+      },
+    },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    { type: 'tool.updated', data: { toolCallId: 'toolu_write', status: 'completed' } },
+    { type: 'usage.reported', data: { used: 101, size: 1000000 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 19 } },
+    { type: 'usage.reported', data: { used: 110, size: 1000000 } },
+    {
+      type: 'usage.reported',
+      data: { used: 110, size: 1000000, cost: { amount: 0.003, currency: 'USD' } },
+    },
+    { type: 'foreground.idle', data: { origin: 'human', admissionGeneration: 1 } },
+    {
+      type: 'usage.reported',
+      data: { tokens: { input: 400, output: 40, cachedRead: 0, cachedWrite: 0, total: 440 } },
+    },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
 };

@@ -10,6 +10,7 @@ import { sessions } from './evolve/sessions';
 import { task } from './evolve/task';
 import { tools } from './evolve/tools';
 import { turns } from './evolve/turns';
+import { usage } from './evolve/usage';
 import { copyRecord, own, put } from './records';
 
 /** Every session entry type to the handler of its concern (a missing one does not compile). */
@@ -20,6 +21,7 @@ const SESSION: SessionHandlers = {
   ...prompts,
   ...permissions,
   ...sessions,
+  ...usage,
 };
 
 type AnySessionHandler = (s: SessionState, e: SessionEntry, task: TaskStatus) => Draft | null;

@@ -231,21 +231,22 @@ function sessionChanges(
       a0.supportsSteering !== a1.supportsSteering ||
       a0.runningGeneration !== a1.runningGeneration ||
       a0.admission !== a1.admission ||
-      !sameAttention(a0.attention, a1.attention))
+      !sameAttention(a0.attention, a1.attention) ||
+      a0.usage !== a1.usage)
   ) {
-    out.push({
-      type: 'session.activity',
-      data: {
-        sessionId,
-        state: a1.state,
-        foregroundActivity: a1.foregroundActivity,
-        activeSubagentCount: a1.activeSubagentCount,
-        supportsSteering: a1.supportsSteering,
-        runningGeneration: a1.runningGeneration,
-        admission: a1.admission,
-        attention: a1.attention,
-      },
-    });
+    const data: Extract<UnsequencedUpdate, { type: 'session.activity' }>['data'] = {
+      sessionId,
+      state: a1.state,
+      foregroundActivity: a1.foregroundActivity,
+      activeSubagentCount: a1.activeSubagentCount,
+      supportsSteering: a1.supportsSteering,
+      runningGeneration: a1.runningGeneration,
+      admission: a1.admission,
+      attention: a1.attention,
+      // Only once reported; null tells a client that had it that it is gone.
+      usage: a1.usage !== undefined || a0?.usage !== undefined ? (a1.usage ?? null) : undefined,
+    };
+    out.push({ type: 'session.activity', data });
   }
   // A new session's queue is published with it: a client that saw the task before the session
   // existed must not have to know the defaults (capacity) to build the session's view. Why its

@@ -5,7 +5,7 @@ import type { TaskState } from './state';
  * never read as this one: bump it whenever TaskState or SessionState changes shape, and a new
  * owner replays the stream instead of misreading an old snapshot.
  */
-export const STATE_VERSION = 4;
+export const STATE_VERSION = 5;
 
 export interface TaskSnapshot {
   readonly stateVersion: number;

@@ -2,6 +2,7 @@ import type {
   AbandonedTurnPolicy,
   AdmissionMode,
   AdmissionPolicy,
+  AgentUsage,
   BackgroundWork,
   Capabilities,
   Command,
@@ -280,6 +281,12 @@ export interface SessionState {
   readonly agentSession: AgentSession | null;
   /** The last execution was parked (ended after an idle period): resume loads `agentSession`. */
   readonly parked: boolean;
+  /**
+   * What the agent last reported of its usage (context window, cost, tokens). Undefined while it
+   * never reported any; null once a fresh agent session or a reset cleared it (so a client that
+   * was told it is told it is gone).
+   */
+  readonly usage: AgentUsage | null | undefined;
 }
 
 /** A command as the state keeps it until answered: its type and data (distributed over the union). */
@@ -331,6 +338,7 @@ export function initialSessionState(id: string): SessionState {
     resolvedPermissions: NO_IDS,
     agentSession: null,
     parked: false,
+    usage: undefined,
   };
 }
 

@@ -241,7 +241,8 @@ export function activityInputsMoved(before: SessionState, after: SessionState): 
     before.background !== after.background ||
     before.config !== after.config ||
     before.queue !== after.queue ||
-    before.permissions !== after.permissions
+    before.permissions !== after.permissions ||
+    before.usage !== after.usage
   );
 }
 
@@ -254,6 +255,9 @@ export function sessionActivity(s: SessionState): SessionActivityView {
     runningGeneration: s.turn ? s.turn.generation : null,
     admission: s.config.admission,
     attention: attention(s),
+    // Undefined (left out of JSON) until reported: views of agents that never report are as
+    // they were. Always present as a key, so every view has one shape.
+    usage: s.deleted ? undefined : s.usage,
   };
 }
 

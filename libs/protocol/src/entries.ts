@@ -169,6 +169,36 @@ export const ForegroundIdle = fact(
   z.object({ origin: z.string().min(1).max(100), admissionGeneration: Generation.optional() }),
 );
 
+const Count = z.number().int().nonnegative();
+
+/**
+ * What the agent reported of its usage: the context window (`used` of `size` tokens, from ACP
+ * `usage_update`), the session's cost so far, and the last turn's tokens (the prompt answer's
+ * `usage`). Each field is the latest reported; one absent was not reported (yet).
+ */
+export const AgentUsage = z.object({
+  used: Count.optional(),
+  size: Count.optional(),
+  cost: z.object({ amount: z.number().nonnegative(), currency: z.string().max(16) }).optional(),
+  tokens: z
+    .object({
+      input: Count.optional(),
+      output: Count.optional(),
+      thought: Count.optional(),
+      cachedRead: Count.optional(),
+      cachedWrite: Count.optional(),
+      total: Count.optional(),
+    })
+    .optional(),
+});
+export type AgentUsage = z.infer<typeof AgentUsage>;
+
+/**
+ * The agent reported usage; the fields it carries replace those known. Coalesced by the worker:
+ * at most one per coalescing period, and the latest before the turn's end.
+ */
+export const UsageReported = fact('usage.reported', AgentUsage);
+
 export const TurnEnded = fact(
   'turn.ended',
   z.object({ admissionGeneration: Generation, stopReason: z.string().min(1).max(100) }),
@@ -556,6 +586,7 @@ export const FACT_SCHEMAS = [
   PermissionRequested,
   PermissionResolved,
   AgentSessionEstablished,
+  UsageReported,
 ] as const;
 export const COMMAND_SCHEMAS = [
   PromptSubmit,

@@ -9,7 +9,7 @@ import {
   TaskStatus,
 } from './common';
 import { BackgroundWork } from './background-work';
-import { PermissionOption, QueueReason } from './entries';
+import { AgentUsage, PermissionOption, QueueReason } from './entries';
 
 export const QueueEntryView = z.object({
   promptId: Id,
@@ -70,6 +70,12 @@ export const SessionActivityView = z.object({
   runningGeneration: z.number().int().min(0).nullable(),
   admission: AdmissionPolicy,
   attention: Attention.nullable(),
+  /**
+   * What the agent last reported of its usage: context window (`used` of `size` tokens), cost so
+   * far, the last turn's tokens. Absent until it reports any (and in views written before it
+   * existed); an update carries null when a fresh agent session or a reset clears it.
+   */
+  usage: AgentUsage.nullable().optional(),
 });
 export type SessionActivityView = z.infer<typeof SessionActivityView>;
 

@@ -272,6 +272,84 @@ describe('transcript of a real Claude recording', () => {
   });
 });
 
+describe('transcript of a real Claude recording with file changes', () => {
+  const xs = items(frames.get('claude-real-edit.jsonl')!);
+  const notes = '/tmp/baton-claude/work/notes.txt';
+  const fresh = '/tmp/baton-claude/work/fresh.txt';
+  const options = [
+    { optionId: 'allow-once', name: 'Yes', kind: 'allow_once' },
+    {
+      optionId: 'allow-with-updates',
+      name: 'Yes, allow all edits during this session',
+      kind: 'allow_always',
+    },
+    { optionId: 'reject', name: 'No', kind: 'reject_once' },
+  ];
+
+  it('holds the Edit’s permission: its diff, its options, allowed once by the client', () => {
+    const ps = xs.filter((i): i is PermissionItem => i.type === 'permission');
+    expect(ps.map((p) => p.toolCallId)).toEqual(['toolu_edit', 'toolu_write']);
+    expect(ps[0]).toMatchObject({
+      turn: 'p-RUN-EDIT',
+      title: 'Edit notes.txt',
+      kind: 'edit',
+      locations: [{ path: notes }],
+      input: { path: notes },
+      diff: { path: notes, oldText: { text: 'hello world' }, newText: { text: 'hello baton' } },
+      content: [
+        {
+          type: 'diff',
+          diff: { path: notes, oldText: { text: 'hello world' }, newText: { text: 'hello baton' } },
+        },
+      ],
+      options,
+      settled: {
+        outcome: 'selected',
+        optionId: 'allow-once',
+        optionKind: 'allow_once',
+        by: 'client',
+      },
+    });
+  });
+
+  it('holds the Write’s permission: a diff from nothing to the new file', () => {
+    const p = xs.find(
+      (i): i is PermissionItem => i.type === 'permission' && i.toolCallId === 'toolu_write',
+    );
+    expect(p).toMatchObject({
+      title: 'Write fresh.txt',
+      diff: { path: fresh, oldText: null, newText: { text: 'a new file\nwritten by the model\n' } },
+      options,
+      settled: { outcome: 'selected', optionId: 'allow-once', by: 'client' },
+    });
+  });
+
+  it('holds each tool’s diff: the Edit shown in its file’s context, the Write as the whole file', () => {
+    expect(tool(xs, 'toolu_read')).toMatchObject({ kind: 'read', status: 'completed' });
+    expect(tool(xs, 'toolu_edit')).toMatchObject({
+      title: 'Edit notes.txt',
+      kind: 'edit',
+      status: 'completed',
+      input: {
+        path: notes,
+        diff: { path: notes, oldText: { text: 'hello world' }, newText: { text: 'hello baton' } },
+      },
+      diff: {
+        path: notes,
+        oldText: { text: 'first line\nhello world\nlast line' },
+        newText: { text: 'first line\nhello baton\nlast line' },
+      },
+    });
+    expect(tool(xs, 'toolu_edit').result?.text).toMatch(/^The file .*notes\.txt has been updated/);
+    expect(tool(xs, 'toolu_write')).toMatchObject({
+      title: 'Write fresh.txt',
+      status: 'completed',
+      diff: { path: fresh, oldText: null, newText: { text: 'a new file\nwritten by the model\n' } },
+    });
+    expect(messages(xs).map((m) => m.text)).toEqual(['Reading it first.', 'Edited and written.']);
+  });
+});
+
 describe('transcript of a real Codex recording', () => {
   const xs = items(frames.get('codex-real-terminal-exec.jsonl')!);
 

@@ -194,7 +194,13 @@ export class OwnerDouble {
 }
 
 /** A recording that holds a session busy: after the prompt, `chunks` message chunks `gapMs` apart. */
-export function writeBusyRecording(file: string, chunks: number, gapMs: number): void {
+export function writeBusyRecording(
+  file: string,
+  chunks: number,
+  gapMs: number,
+  /** A `usage_update` (context used: the chunks so far, of 1,000) after every this many chunks. */
+  usageEvery?: number,
+): void {
   const t0 = Date.parse('2026-11-10T10:00:00.000Z');
   const at = (ms: number) => new Date(t0 + ms).toISOString();
   const lines: unknown[] = [
@@ -254,6 +260,19 @@ export function writeBusyRecording(file: string, chunks: number, gapMs: number):
         },
       },
     });
+    if (usageEvery !== undefined && (i + 1) % usageEvery === 0)
+      lines.push({
+        direction: 'agent->client',
+        at: at(5 + i * gapMs),
+        message: {
+          jsonrpc: '2.0',
+          method: 'session/update',
+          params: {
+            sessionId: 's',
+            update: { sessionUpdate: 'usage_update', used: i + 1, size: 1_000 },
+          },
+        },
+      });
   }
   lines.push({
     direction: 'agent->client',

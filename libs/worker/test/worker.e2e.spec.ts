@@ -1,4 +1,5 @@
 import { parseRecording, replayAgentCommand, type FactBody, type Frame } from '@baton/acp';
+import { evolve, initialTaskState, sessionView } from '@baton/activity';
 import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
 import type { AgentProfileInput } from '@baton/config';
 import { startRedis, type RedisServer } from '@baton/redis-server';
@@ -192,7 +193,8 @@ describe('one worker process', () => {
     await owner.stopExecution(ref);
     await ended(ref);
 
-    const facts = factsOf(await readAll(store, ref.taskId), ref.executionId);
+    const entries = await readAll(store, ref.taskId);
+    const facts = factsOf(entries, ref.executionId);
     const [first, ...all] = facts;
     const last = all.pop();
     // The worker's own report of the ACP session (issue 18), once; the rest is the dialect's.
@@ -205,6 +207,12 @@ describe('one worker process', () => {
     });
     expect(last).toMatchObject({ type: 'execution.ended', data: { reason: 'cancelled' } });
     expect(rest.map(body).map(normalise)).toEqual(EXPECTED[fixture]!.map(normalise));
+    // The session shows the latest of each usage field the agent reported.
+    const reported = rest.flatMap((f) => (f.type === 'usage.reported' ? [f.data] : []));
+    const state = entries.reduce(evolve, initialTaskState(ref.taskId));
+    expect(sessionView(state.sessions[ref.sessionId]!).activity.usage).toEqual(
+      reported.length > 0 ? Object.assign({}, ...reported) : undefined,
+    );
     // One writer per execution start, its sequence growing by one in stream order.
     expect(new Set(facts.map((f) => f.writer.instance)).size).toBe(1);
     expect(facts.map((f) => f.writer.seq)).toEqual(facts.map((_, i) => i + 1));
@@ -317,8 +325,8 @@ describe('output coalescing in the worker', () => {
     await worker.exited;
   });
 
-  it('reports a burst of output as few facts, chars summed, flushed before the turn ends', async () => {
-    writeBusyRecording(join(dir, 'burst.jsonl'), 200, 1);
+  it('reports a burst of output and usage as few facts, chars summed, the latest usage, flushed before the turn ends', async () => {
+    writeBusyRecording(join(dir, 'burst.jsonl'), 200, 1, 10);
     const ref = await start('replay', { recording: 'burst', speed: 0 });
     await owner.deliver(ref, 'p1', 1);
     await until(async () => (await factTypes(ref)).includes('turn.ended'), 'turn ended');
@@ -334,13 +342,20 @@ describe('output coalescing in the worker', () => {
     expect(
       outputs.reduce((s, f) => s + (f.type === 'foreground.output' ? (f.data.chars ?? 0) : 0), 0),
     ).toBe(chars);
+    // Usage likewise, on its own clock: the first report at once, the latest before turn.ended.
+    expect(facts.filter((f) => f.type === 'usage.reported').map((f) => f.data)).toEqual([
+      { used: 10, size: 1_000 },
+      { used: 200, size: 1_000 },
+    ]);
     expect(facts.map((f) => f.type)).toEqual([
       'execution.started',
       'capabilities.negotiated',
       'agent.session',
       'prompt.dispatched',
       'foreground.output',
+      'usage.reported',
       'foreground.output',
+      'usage.reported',
       'turn.ended',
       'execution.ended',
     ]);

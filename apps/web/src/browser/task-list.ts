@@ -5,6 +5,7 @@ import {
   sessionIndicator,
   stateText,
   subagentText,
+  usageText,
   taskIndicator,
   taskStatusText,
 } from '../model';
@@ -197,6 +198,7 @@ export class TaskList {
       indicatorElement(),
       button,
       h('span', { class: 'session-state' }),
+      h('span', { class: 'session-usage' }),
       h('span', { class: 'session-queued' }),
       h('span', { class: 'session-needs needs-you' }),
     );
@@ -212,6 +214,11 @@ export class TaskList {
     });
     setAttrs(row, { class: selected ? 'session-row selected' : 'session-row' });
     setText(row.querySelector('.session-state')!, stateText(s));
+    const usage = usageText(s.activity.usage);
+    const u = row.querySelector<HTMLElement>('.session-usage')!;
+    setText(u, usage ?? '');
+    setAttrs(u, { title: usage ? "The agent's context window, as it last reported" : false });
+    u.hidden = usage === null;
     const queued = s.queue.entries.length;
     const q = row.querySelector<HTMLElement>('.session-queued')!;
     setText(q, queued > 0 ? `${queued} queued` : '');

@@ -6,6 +6,7 @@ import {
   sessionUpdate,
   toolFact,
   toolFrame,
+  usageFact,
   type Ownership,
   type ToolFrame,
 } from './common';
@@ -783,6 +784,9 @@ const step = (state: ClaudeState, { message, at }: StepContext): Step<ClaudeStat
     return acc;
   }
   if (update.sessionUpdate === 'usage_update') {
+    // A subagent's own usage is its context, not the session's.
+    const usage = parent === undefined ? usageFact(update) : undefined;
+    if (usage !== undefined) acc.facts.push(usage);
     const origin = text(str(path(update, '_meta', '_claude/origin', 'kind')), 100);
     if (origin !== undefined && parent === undefined) {
       acc.facts.push({ type: 'foreground.idle', data: { origin } });

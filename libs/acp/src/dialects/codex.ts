@@ -1,6 +1,6 @@
 import type { FactBody, FactBodyOf } from '../facts';
 import { asId, isRecord, path, rec, text, type JsonRecord } from '../json';
-import { outputFact, sessionUpdate, toolFact, toolFrame } from './common';
+import { outputFact, sessionUpdate, toolFact, toolFrame, usageFact } from './common';
 import { baseCapabilities } from './generic';
 import type { AgentIdentity, Dialect, Step } from './types';
 
@@ -77,6 +77,8 @@ const step = (
   if (update === undefined) return { state, facts: [] };
   const output = outputFact(update);
   if (output !== undefined) return { state, facts: [output] };
+  const usage = usageFact(update);
+  if (usage !== undefined) return { state, facts: [usage] };
   const frame = toolFrame(update);
   if (frame === undefined) return { state, facts: [] };
 

@@ -99,3 +99,50 @@ export const toolFact = (
   if (frame.toolKind !== undefined) data.toolKind = frame.toolKind;
   return { type: 'tool.started', data };
 };
+
+const count = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : undefined;
+
+/**
+ * ACP `usage_update`: the context window (`used` of `size` tokens) and the session's cost so
+ * far. Undefined for any other update, and for one that carries nothing usable.
+ */
+export const usageFact = (update: JsonRecord): FactBodyOf<'usage.reported'> | undefined => {
+  if (update.sessionUpdate !== 'usage_update') return undefined;
+  const used = count(update.used);
+  const size = count(update.size);
+  const c = rec(update.cost);
+  const amount = c?.amount;
+  const currency = text(c?.currency, 16) ?? '';
+  const cost =
+    typeof amount === 'number' && Number.isFinite(amount) && amount >= 0
+      ? { amount, currency }
+      : undefined;
+  if (used === undefined && size === undefined && cost === undefined) return undefined;
+  return {
+    type: 'usage.reported',
+    data: {
+      ...(used !== undefined ? { used } : {}),
+      ...(size !== undefined ? { size } : {}),
+      ...(cost !== undefined ? { cost } : {}),
+    },
+  };
+};
+
+/** The prompt answer's `usage` (ACP PromptResponse): the turn's tokens, if it reports any. */
+export const turnUsageFact = (usage: unknown): FactBodyOf<'usage.reported'> | undefined => {
+  const u = rec(usage);
+  if (u === undefined) return undefined;
+  const tokens: NonNullable<FactBodyOf<'usage.reported'>['data']['tokens']> = {};
+  const set = (k: keyof typeof tokens, v: unknown) => {
+    const n = count(v);
+    if (n !== undefined) tokens[k] = n;
+  };
+  set('input', u.inputTokens);
+  set('output', u.outputTokens);
+  set('thought', u.thoughtTokens);
+  set('cachedRead', u.cachedReadTokens);
+  set('cachedWrite', u.cachedWriteTokens);
+  set('total', u.totalTokens);
+  return Object.keys(tokens).length > 0 ? { type: 'usage.reported', data: { tokens } } : undefined;
+};

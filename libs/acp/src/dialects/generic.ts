@@ -1,5 +1,5 @@
 import type { Capabilities } from '@baton/protocol';
-import { outputFact, sessionUpdate, toolFact, toolFrame } from './common';
+import { outputFact, sessionUpdate, toolFact, toolFrame, usageFact } from './common';
 import type { AgentIdentity, Dialect, Step } from './types';
 
 export interface GenericState {
@@ -33,6 +33,8 @@ export const genericDialect: Dialect<GenericState> = {
     if (update === undefined) return { state, facts: [] };
     const output = outputFact(update);
     if (output !== undefined) return { state, facts: [output] };
+    const usage = usageFact(update);
+    if (usage !== undefined) return { state, facts: [usage] };
     const frame = toolFrame(update);
     if (frame === undefined) return { state, facts: [] };
     if (state.tools[frame.toolCallId] === undefined) {

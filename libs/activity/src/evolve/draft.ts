@@ -58,6 +58,7 @@ export function copySession(s: SessionState): Draft {
     resolvedPermissions: s.resolvedPermissions,
     agentSession: s.agentSession,
     parked: s.parked,
+    usage: s.usage,
   };
 }
 

@@ -75,6 +75,8 @@ export const executions = {
       loadable: e.data.loadable,
       launch: s.execution!.launch,
     };
+    // A fresh agent session starts with an empty context; a loaded one goes on with its own.
+    if (!e.data.loaded && s.usage !== undefined) d.usage = null;
     return d;
   },
   'execution.lost': (s, e) => {

@@ -49,6 +49,7 @@ export const sessions = {
     d.foregroundTools = NO_IDS;
     d.childTools = NO_IDS;
     d.generating = false;
+    if (s.usage !== undefined) d.usage = null;
     stop(d, 'session_reset');
     return d;
   },
