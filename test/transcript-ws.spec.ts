@@ -27,6 +27,7 @@ const RECORDINGS = [
   'claude-real-terminal-shell',
   'claude-shell-background-plain',
   'codex-real-terminal-exec',
+  'claude-real-edit',
 ];
 const PROFILES = JSON.stringify({
   profiles: {
@@ -194,6 +195,30 @@ it('Claude: a permission, its content and how the profile settled it', async () 
     size: 200000,
     cost: { amount: 3.17, currency: 'USD' },
   });
+});
+
+it('Claude: a file edit — the diff the person approves and the tool that made it', async () => {
+  const p = await play('claude-real-edit', 'allow', 't-edit');
+  const notes = '/tmp/baton-claude/work/notes.txt';
+  const diff = { path: notes, oldText: { text: 'hello world' }, newText: { text: 'hello baton' } };
+  const perms = p.items.filter((i): i is PermissionItem => i.type === 'permission');
+  expect(perms.map((x) => x.toolCallId)).toEqual(['toolu_edit', 'toolu_write']);
+  expect(perms[0]).toMatchObject({
+    title: 'Edit notes.txt',
+    diff,
+    settled: { outcome: 'selected', optionId: 'allow-once', by: 'policy' },
+  });
+  expect(perms[1]).toMatchObject({
+    title: 'Write fresh.txt',
+    diff: { oldText: null, newText: { text: 'a new file\nwritten by the model\n' } },
+  });
+  const edit = p.items.find(
+    (i): i is ToolItem => i.type === 'tool' && i.toolCallId === 'toolu_edit',
+  );
+  // The tool shows the edit in its file's context.
+  expect(edit).toMatchObject({ title: 'Edit notes.txt', diff: { path: notes } });
+  expect(edit!.diff!.newText.text).toContain('hello baton');
+  expect(edit!.diff!.oldText?.text).toContain('hello world');
 });
 
 it('Codex: the answer, the command, its output and exit, usage', async () => {
