@@ -12,9 +12,11 @@ import {
   token,
   waitFor,
   type Stack,
-} from '../../libs/gateway/test/support';
-import { spawnWorker, type WorkerProcess } from '../../libs/worker/test/support';
-import { Proc, cli } from '../support';
+  spawnWorker,
+  type WorkerProcess,
+  Proc,
+  cli,
+} from '@baton/testing';
 
 jest.setTimeout(180_000);
 

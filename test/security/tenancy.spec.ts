@@ -12,7 +12,7 @@ import {
   tokenFor,
   waitFor,
   type Stack,
-} from '../../libs/gateway/test/support';
+} from '@baton/testing';
 
 jest.setTimeout(60_000);
 

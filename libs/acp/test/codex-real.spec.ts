@@ -8,7 +8,7 @@ import type { ForegroundActivity, StreamEntry } from '@baton/protocol';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Owner } from '../../activity/test/owner';
+import { Owner } from '@baton/testing';
 import {
   AgentHost,
   clientAdvertisement,

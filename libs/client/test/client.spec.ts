@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import { SCHEMA_VERSION, type TaskView, type Update } from '@baton/protocol';
-import { GENERIC_CAPS } from '../../activity/test/owner';
+import { GENERIC_CAPS } from '@baton/testing';
 import { BatonClient, BatonError, type ViewCause } from '../src';
 import { TOKEN, WireServer } from './wire-server';
 import { waitFor } from './wait';

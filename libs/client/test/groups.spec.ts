@@ -4,9 +4,8 @@
 import fc from 'fast-check';
 import type { TaskView, Update } from '@baton/protocol';
 import { initialTaskState, type TaskState } from '@baton/activity';
-import { CLAUDE_CAPS, Owner } from '../../activity/test/owner';
+import { CLAUDE_CAPS, Owner, play, snapshotOf, streams } from '@baton/testing';
 import { BatonClient, stepUpdate, type Subscription } from '../src';
-import { play, snapshotOf, streams } from './streams';
 import { TOKEN, WireServer, visibleTo } from './wire-server';
 import { waitFor } from './wait';
 

@@ -12,13 +12,13 @@ import {
   ROOT,
   groupAlive,
   readAll,
-  spawnProjector,
+  spawnLeasedProjector,
   spawnWorker,
   startExecution,
-  until,
+  waitFor,
   type ProjectorProcess,
   type WorkerProcess,
-} from './support';
+} from '@baton/testing';
 
 /**
  * Issue 14's stranded sessions, with every part real: a projector process owns the tasks and its
@@ -66,7 +66,7 @@ beforeAll(async () => {
   gateway = new GatewayDouble(store);
   const common = { REDIS_URL: server.url, BATON_PREFIX: PREFIX, BATON_SHARDS: String(SHARDS) };
   [projector, worker] = await Promise.all([
-    spawnProjector({
+    spawnLeasedProjector({
       ...common,
       PROJECTOR_STALL_MS: '3000',
       PROJECTOR_CANCEL_GRACE_MS: '1000',
@@ -117,7 +117,7 @@ const ofType =
 
 /** The agent's process group (the adapter and the child it started), by the child's pid. */
 const agentGroup = async (name: string): Promise<number> => {
-  const pid = await until(() => {
+  const pid = await waitFor(() => {
     try {
       return Number(readFileSync(join(pids, `${name}.pid`), 'utf8')) || false;
     } catch {
@@ -135,12 +135,15 @@ it('a turn that never starts fails visibly, and its execution is stopped (the de
   await gateway.submit(ref, 'p1');
   await gateway.submit(ref, 'p2');
 
-  await until(async () => (await decisionOf(ref.taskId, 'p1'))?.outcome === 'failed', 'p1 failed');
+  await waitFor(
+    async () => (await decisionOf(ref.taskId, 'p1'))?.outcome === 'failed',
+    'p1 failed',
+  );
   expect(await decisionOf(ref.taskId, 'p1')).toMatchObject({
     outcome: 'failed',
     reason: 'abandoned',
   });
-  const entries = await until(async () => {
+  const entries = await waitFor(async () => {
     const all = await readAll(store, ref.taskId);
     return all.some(ofType('execution.ended')) ? all : false;
   }, 'the execution ended');
@@ -148,9 +151,9 @@ it('a turn that never starts fails visibly, and its execution is stopped (the de
     data: { promptId: 'p1', then: 'stop_execution' },
   });
   expect(entries.find(ofType('execution.ended'))).toMatchObject({ data: { reason: 'cancelled' } });
-  await until(() => !groupAlive(group), 'the agent process group is gone');
+  await waitFor(() => !groupAlive(group), 'the agent process group is gone');
   // p2 waits, and both the queue and the session say why.
-  const view = await until(async () => {
+  const view = await waitFor(async () => {
     const v = await store.views.read(ref.taskId);
     return sessionOf(v, 's')?.activity.attention?.reason === 'turn_abandoned' ? v : false;
   }, 'the session shows the failure');
@@ -165,13 +168,13 @@ it('a cancel the agent never answers ends the turn after the grace, and the work
   await startExecution(store, queue, ref, { profile: 'deaf' });
   const group = await agentGroup('deaf');
   await gateway.submit(ref, 'p1');
-  await until(
+  await waitFor(
     async () => (await readAll(store, ref.taskId)).some(ofType('prompt.dispatched')),
     'p1 reached the agent',
   );
   await gateway.command(ref, 'session.cancel', {});
 
-  await until(
+  await waitFor(
     async () => (await decisionOf(ref.taskId, 'p1'))?.outcome === 'cancelled',
     'p1 cancelled by the timeout',
   );
@@ -179,7 +182,7 @@ it('a cancel the agent never answers ends the turn after the grace, and the work
     outcome: 'cancelled',
     reason: 'cancel_timeout',
   });
-  const entries = await until(async () => {
+  const entries = await waitFor(async () => {
     const all = await readAll(store, ref.taskId);
     return all.some(ofType('execution.ended')) ? all : false;
   }, 'the execution ended');
@@ -189,8 +192,8 @@ it('a cancel the agent never answers ends the turn after the grace, and the work
   expect(order.every((i, k) => i >= 0 && (k === 0 || i > order[k - 1]!))).toBe(true);
   // The cancel grace, not the stall threshold, ended it: nothing was abandoned.
   expect(entries.some(ofType('turn.abandoned'))).toBe(false);
-  await until(() => !groupAlive(group), 'the agent process group is gone');
-  const view = await until(async () => {
+  await waitFor(() => !groupAlive(group), 'the agent process group is gone');
+  const view = await waitFor(async () => {
     const v = await store.views.read(ref.taskId);
     return sessionOf(v, 's')?.activity.attention?.reason === 'cancel_timeout' ? v : false;
   }, 'the session shows the cancel timeout');

@@ -5,13 +5,13 @@ import { EventStore, connectRedis, type RedisClient } from '@baton/store';
 import {
   GatewayDouble,
   readAll,
-  spawnProjector,
+  spawnLeasedProjector,
   spawnWorker,
   startExecution,
-  until,
+  waitFor,
   type ProjectorProcess,
   type WorkerProcess,
-} from './support';
+} from '@baton/testing';
 
 /**
  * The worker with the real owner: a projector process decides admission and hands prompts to the
@@ -38,7 +38,7 @@ beforeAll(async () => {
   gateway = new GatewayDouble(store);
   const common = { REDIS_URL: server.url, BATON_PREFIX: PREFIX, BATON_SHARDS: String(SHARDS) };
   [projector, worker] = await Promise.all([
-    spawnProjector(common),
+    spawnLeasedProjector(common),
     spawnWorker({ ...common, WORKER_CONCURRENCY: '4', WORKER_EXECUTION_LEASE_MS: '1500' }),
   ]);
 });
@@ -88,7 +88,7 @@ const indexOf = (entries: StreamEntry[], pred: (e: StreamEntry) => boolean, what
  */
 async function settled(ref: { taskId: string; sessionId: string }): Promise<void> {
   const commandId = await gateway.command(ref, 'queue.set_auto_run', { enabled: true });
-  await until(
+  await waitFor(
     async () =>
       (await readAll(store, ref.taskId)).some(
         (e) => e.type === 'queue.auto_run_set' && e.data.commandId === commandId,
@@ -113,7 +113,7 @@ it('Claude, handoff policy: the second prompt is admitted at the human-origin yi
 
   // The recording holds the first prompt open until the background review ends, which it does
   // only after the second prompt's turn: everything finishing proves the handoff happened.
-  const entries = await until(async () => {
+  const entries = await waitFor(async () => {
     const all = await readAll(store, ref.taskId);
     const turns = all.filter((e) => e.type === 'turn.ended').length;
     return turns === 2 ? all : false;
@@ -181,7 +181,7 @@ it('Codex, coarse policy: the second prompt waits for the first turn to end; del
   await startExecution(store, queue, ref, { recording: 'codex-exec-command', speed: 0 });
   await gateway.submit(ref, 'p1');
   await gateway.submit(ref, 'p2');
-  const entries = await until(async () => {
+  const entries = await waitFor(async () => {
     const all = await readAll(store, ref.taskId);
     return all.some((e) => e.type === 'prompt.dispatched' && e.data.promptId === 'p2')
       ? all
@@ -205,12 +205,12 @@ it('Codex, coarse policy: the second prompt waits for the first turn to end; del
 
   // Deleting the session makes its owner stop the execution through the inbox.
   await gateway.command(ref, 'session.delete', {});
-  const end = await until(async () => {
+  const end = await waitFor(async () => {
     const all = await readAll(store, ref.taskId);
     return all.find((e) => e.type === 'execution.ended');
   }, 'execution ended');
   expect(end).toMatchObject({ executionId: ref.executionId, data: { reason: 'cancelled' } });
-  await until(
+  await waitFor(
     async () =>
       !(await store.executions.leases(store.shardOf(ref.taskId))).some(
         (l) => l.executionId === ref.executionId,

@@ -2,13 +2,13 @@
 // processes, tokens, a worker's facts written as a worker writes them, and real ws clients.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { SCHEMA_VERSION, splitTaskKey, type Capabilities, type StreamEntry } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import WebSocket from 'ws';
+import { ROOT } from './processes';
+import { waitFor } from './wait';
 
-const ROOT = join(__dirname, '..', '..', '..');
 export const SECRET = 'gateway-test-secret-0123456789abcdefghij';
 
 const children = new Set<ChildProcess>();
@@ -29,21 +29,7 @@ export function token(
 
 export const tokenFor = (tenant: string, scope = 'read prompt') => token({ tenant, scope });
 
-export async function waitFor<T>(
-  check: () => T | undefined | false | Promise<T | undefined | false>,
-  what: string,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, delay));
-  }
-}
-
-export interface Proc {
+export interface ServiceProc {
   readonly proc: ChildProcess;
   output(): string;
   readonly exited: Promise<number | null>;
@@ -54,7 +40,7 @@ function run(
   file: string,
   env: Record<string, string>,
   ready?: RegExp,
-): Promise<Proc & { match: RegExpExecArray | null }> {
+): Promise<ServiceProc & { match: RegExpExecArray | null }> {
   const proc = spawn(process.execPath, [file], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
@@ -68,7 +54,7 @@ function run(
       r(code);
     }),
   );
-  const handle: Proc = {
+  const handle: ServiceProc = {
     proc,
     output: () => out,
     exited,
@@ -98,7 +84,7 @@ function run(
   });
 }
 
-export interface GatewayProc extends Proc {
+export interface GatewayProc extends ServiceProc {
   url: string;
   wsUrl: string;
 }
@@ -113,7 +99,7 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
   return { ...p, url, wsUrl: url.replace(/^http/, 'ws') };
 }
 
-export function spawnProjector(env: Record<string, string>): Promise<Proc> {
+export function spawnProjector(env: Record<string, string>): Promise<ServiceProc> {
   return run('dist/apps/projector/src/main.js', {
     PROJECTOR_LEASE_TTL_MS: '2000',
     PROJECTOR_RENEW_MS: '300',
@@ -129,7 +115,7 @@ export interface Stack {
   prefix: string;
   shards: number;
   gateways: GatewayProc[];
-  projectors: Proc[];
+  projectors: ServiceProc[];
   env: Record<string, string>;
   stop(): Promise<void>;
 }

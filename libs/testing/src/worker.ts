@@ -6,7 +6,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-export const ROOT = join(__dirname, '..', '..', '..');
+import { ROOT } from './processes';
+import { waitFor } from './wait';
 
 /**
  * Starts an execution as the gateway does: the task claimed for its tenant (the worker refuses
@@ -25,33 +26,6 @@ export async function startExecution(
     throw new Error(`task ${ref.taskId} is not ${tenant}'s`);
   await store.tenants.add(tenant, ref.taskId.slice(tenant.length + 1));
   return enqueueExecution(queue, { v: 1, ...ref, tenant, profile: 'replay', ...job });
-}
-
-/** Resolves once `cond` holds; jest's timeout bounds it. */
-export async function until<T>(
-  cond: () => Promise<T | undefined | false> | T | undefined | false,
-  what = 'condition',
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await cond();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** Every entry of a task stream, in order. */
-export async function readAll(store: EventStore, taskId: string): Promise<StreamEntry[]> {
-  const out: StreamEntry[] = [];
-  let after = '0-0';
-  for (;;) {
-    const page = await store.readTask(taskId, after);
-    out.push(...page.items.map((i) => i.entry));
-    if (page.items.length === 0) return out;
-    after = page.lastId;
-  }
 }
 
 type WithExecution = Extract<StreamEntry, { executionId: string }>;
@@ -93,7 +67,7 @@ export async function spawnWorker(env: Record<string, string>): Promise<WorkerPr
   );
   let gone = false;
   void exited.then(() => (gone = true));
-  await until(() => out.includes('"worker ready"') || gone, `worker ${instanceId} ready`);
+  await waitFor(() => out.includes('"worker ready"') || gone, `worker ${instanceId} ready`);
   if (gone) throw new Error(`worker exited at start:\n${out}`);
   return { child, pid: child.pid!, instanceId, output: () => out, exited };
 }
@@ -329,7 +303,7 @@ export interface ProjectorProcess {
 }
 
 /** A real projector process (apps/projector), quick to take shards and to notice lapsed leases. */
-export async function spawnProjector(env: Record<string, string>): Promise<ProjectorProcess> {
+export async function spawnLeasedProjector(env: Record<string, string>): Promise<ProjectorProcess> {
   const child = spawn(process.execPath, ['dist/apps/projector/src/main.js'], {
     cwd: ROOT,
     env: {
@@ -350,7 +324,7 @@ export async function spawnProjector(env: Record<string, string>): Promise<Proje
   );
   let gone = false;
   void exited.then(() => (gone = true));
-  await until(() => out.includes('"projector started"') || gone, 'projector started');
+  await waitFor(() => out.includes('"projector started"') || gone, 'projector started');
   if (gone) throw new Error(`projector exited at start:\n${out}`);
   return { child, exited, output: () => out };
 }
