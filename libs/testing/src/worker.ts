@@ -44,19 +44,19 @@ export interface WorkerProcess {
   readonly exited: Promise<number | NodeJS.Signals>;
 }
 
-/** A real worker process: `node dist/apps/worker/src/main.js`, ready when it says so. */
-export async function spawnWorker(env: Record<string, string>): Promise<WorkerProcess> {
-  const instanceId = env.BATON_INSTANCE_ID ?? `w-${Math.random().toString(36).slice(2, 8)}`;
-  const child = spawn(process.execPath, ['dist/apps/worker/src/main.js'], {
+/**
+ * `node <file>` from the repository root with `env` over this process's, its output kept; resolves
+ * once the output includes `ready`, and fails if the process exits first.
+ */
+async function spawnReady(
+  file: string,
+  env: NodeJS.ProcessEnv,
+  ready: string,
+  what: string,
+): Promise<ProjectorProcess> {
+  const child = spawn(process.execPath, [file], {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      LOG_LEVEL: 'info',
-      // Several workers share this host: each serves its health on a port of its own.
-      WORKER_METRICS_PORT: '0',
-      ...env,
-      BATON_INSTANCE_ID: instanceId,
-    },
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -67,9 +67,22 @@ export async function spawnWorker(env: Record<string, string>): Promise<WorkerPr
   );
   let gone = false;
   void exited.then(() => (gone = true));
-  await waitFor(() => out.includes('"worker ready"') || gone, `worker ${instanceId} ready`);
-  if (gone) throw new Error(`worker exited at start:\n${out}`);
-  return { child, pid: child.pid!, instanceId, output: () => out, exited };
+  await waitFor(() => out.includes(ready) || gone, `${what} ready`);
+  if (gone) throw new Error(`${what} exited at start:\n${out}`);
+  return { child, exited, output: () => out };
+}
+
+/** A real worker process: `node dist/apps/worker/src/main.js`, ready when it says so. */
+export async function spawnWorker(env: Record<string, string>): Promise<WorkerProcess> {
+  const instanceId = env.BATON_INSTANCE_ID ?? `w-${Math.random().toString(36).slice(2, 8)}`;
+  const p = await spawnReady(
+    'dist/apps/worker/src/main.js',
+    // Several workers share this host: each serves its health on a port of its own.
+    { WORKER_METRICS_PORT: '0', ...env, BATON_INSTANCE_ID: instanceId },
+    '"worker ready"',
+    `worker ${instanceId}`,
+  );
+  return { ...p, pid: p.child.pid!, instanceId };
 }
 
 /** Pids of the live (non-zombie) children of `pid`: a worker's agent process group leaders. */
@@ -303,30 +316,18 @@ export interface ProjectorProcess {
 }
 
 /** A real projector process (apps/projector), quick to take shards and to notice lapsed leases. */
-export async function spawnLeasedProjector(env: Record<string, string>): Promise<ProjectorProcess> {
-  const child = spawn(process.execPath, ['dist/apps/projector/src/main.js'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
+export function spawnLeasedProjector(env: Record<string, string>): Promise<ProjectorProcess> {
+  return spawnReady(
+    'dist/apps/projector/src/main.js',
+    {
       PROJECTOR_LEASE_TTL_MS: '1000',
       PROJECTOR_RENEW_MS: '200',
       PROJECTOR_METRICS_PORT: '0',
-      LOG_LEVEL: 'info',
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
-  child.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
-  const exited = new Promise<number | NodeJS.Signals>((resolve) =>
-    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+    '"projector started"',
+    'projector',
   );
-  let gone = false;
-  void exited.then(() => (gone = true));
-  await waitFor(() => out.includes('"projector started"') || gone, 'projector started');
-  if (gone) throw new Error(`projector exited at start:\n${out}`);
-  return { child, exited, output: () => out };
 }
 
 /**
