@@ -2,7 +2,13 @@
 // processes, tokens, a worker's facts written as a worker writes them, and real ws clients.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { SCHEMA_VERSION, splitTaskKey, type Capabilities, type StreamEntry } from '@baton/protocol';
+import {
+  SCHEMA_VERSION,
+  splitTaskKey,
+  taskKey,
+  type Capabilities,
+  type StreamEntry,
+} from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import WebSocket from 'ws';
@@ -166,6 +172,37 @@ export async function startStack(
       await redis.stop();
     },
   };
+}
+
+/**
+ * A task of `tenant` with one session `s1`: a live execution, the first of `keys` running as a
+ * prompt and the others queued, once the gateway's view shows them.
+ */
+export async function seedQueuedTask(
+  stack: Stack,
+  tenant: string,
+  taskId: string,
+  keys: string[],
+): Promise<void> {
+  const key = taskKey(tenant, taskId);
+  const c = await Client.connect(stack.gateways[0]!.wsUrl, tokenFor(tenant));
+  await new FakeWorker(stack.store, key, 's1').start();
+  for (const k of keys) {
+    const r = await c.request({
+      op: 'prompt',
+      taskId,
+      sessionId: 's1',
+      text: k,
+      idempotencyKey: k,
+    });
+    if (!r.ok) throw new Error(`prompt ${k} refused: ${JSON.stringify(r)}`);
+  }
+  await waitFor(
+    async () =>
+      (await stack.store.views.read(key))?.sessions[0]?.queue.entries.length === keys.length - 1,
+    `the view of ${taskId}`,
+  );
+  await c.close();
 }
 
 export const CAPS: Capabilities = {
