@@ -1,4 +1,4 @@
-// Shared by the gateway's integration tests: a real redis-server, real projector and gateway
+// Real gateway stacks for integration tests: a real redis-server, real projector and gateway
 // processes, tokens, a worker's facts written as a worker writes them, and real ws clients.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
@@ -8,6 +8,7 @@ import {
   taskKey,
   type Capabilities,
   type StreamEntry,
+  type Update,
 } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
@@ -376,6 +377,18 @@ export async function readAll(store: EventStore, taskId: string): Promise<Stream
   for (;;) {
     const page = await store.readTask(taskId, after);
     out.push(...page.items.map((i) => i.entry));
+    if (page.items.length === 0) return out;
+    after = page.lastId;
+  }
+}
+
+/** Every client update of a task (by its key), in order, from its shard's update stream. */
+export async function readUpdatesOf(store: EventStore, taskId: string): Promise<Update[]> {
+  const out: Update[] = [];
+  let after = '0-0';
+  for (;;) {
+    const page = await store.readUpdates(store.shardOf(taskId), after);
+    out.push(...page.items.map((i) => i.update).filter((u) => u.taskId === taskId));
     if (page.items.length === 0) return out;
     after = page.lastId;
   }

@@ -1,7 +1,7 @@
 import { replayAgentCommand } from '@baton/acp';
 import type { AgentProfileInput } from '@baton/config';
 import { executionQueue, type ExecutionQueue } from '@baton/jobs';
-import type { StreamEntry, TaskView, Update } from '@baton/protocol';
+import type { StreamEntry, TaskView } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -18,6 +18,7 @@ import {
   waitFor,
   type ProjectorProcess,
   type WorkerProcess,
+  readUpdatesOf,
 } from '@baton/testing';
 
 /**
@@ -90,19 +91,8 @@ afterAll(async () => {
   await server.stop();
 });
 
-async function updatesOf(taskId: string): Promise<Update[]> {
-  const out: Update[] = [];
-  let after = '0-0';
-  for (;;) {
-    const page = await store.readUpdates(store.shardOf(taskId), after);
-    out.push(...page.items.map((i) => i.update).filter((u) => u.taskId === taskId));
-    if (page.items.length === 0) return out;
-    after = page.lastId;
-  }
-}
-
 const decisionOf = async (taskId: string, promptId: string) =>
-  (await updatesOf(taskId))
+  (await readUpdatesOf(store, taskId))
     .filter((u) => u.type === 'prompt.decided' && u.data.promptId === promptId)
     .map((u) => (u.type === 'prompt.decided' ? u.data.decision : null))
     .at(-1);

@@ -11,6 +11,7 @@ import {
   waitFor,
   type ProjectorProcess,
   type WorkerProcess,
+  readUpdatesOf,
 } from '@baton/testing';
 
 /**
@@ -51,18 +52,6 @@ afterAll(async () => {
   await store.close();
   await server.stop();
 });
-
-/** Every client update of a task, in order. */
-async function updatesOf(taskId: string): Promise<Update[]> {
-  const out: Update[] = [];
-  let after = '0-0';
-  for (;;) {
-    const page = await store.readUpdates(store.shardOf(taskId), after);
-    out.push(...page.items.map((i) => i.update).filter((u) => u.taskId === taskId));
-    if (page.items.length === 0) return out;
-    after = page.lastId;
-  }
-}
 
 /** The session's activity as clients saw it change: `fg/subagents/running generation`. */
 const activityTrail = (updates: Update[]) => {
@@ -162,7 +151,7 @@ it('Claude, handoff policy: the second prompt is admitted at the human-origin yi
   expect(view.activity.activeSubagentCount).toBe(0);
   expect(view.backgroundWork).toEqual([]);
   expect(view.queue.entries).toEqual([]);
-  const trail = activityTrail(await updatesOf(ref.taskId));
+  const trail = activityTrail(await readUpdatesOf(store, ref.taskId));
   expect(trail).toEqual([
     'idle/0', // the session exists (its queue) before the execution is ready
     'generating/0', // p1 claimed and dispatched
@@ -200,7 +189,7 @@ it('Codex, coarse policy: the second prompt waits for the first turn to end; del
     entries.findIndex((e) => e.type === 'prompt.queued' && e.data.promptId === 'p2'),
   ).toBeLessThan(p1Ended);
   await settled(ref);
-  const trail = activityTrail(await updatesOf(ref.taskId));
+  const trail = activityTrail(await readUpdatesOf(store, ref.taskId));
   expect(trail).toEqual(['idle/0', 'generating/0', 'idle/0', 'generating/0']);
 
   // Deleting the session makes its owner stop the execution through the inbox.
