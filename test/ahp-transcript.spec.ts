@@ -14,6 +14,7 @@ import {
   token,
   type Stack,
   spawnWorker,
+  stopWorker,
   type WorkerProcess,
   waitFor,
 } from '@baton/testing';
@@ -52,10 +53,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  if (worker && worker.child.exitCode === null) {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-  }
+  await stopWorker(worker);
   await stack?.stop();
 });
 

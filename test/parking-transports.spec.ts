@@ -9,6 +9,7 @@ import {
   token,
   type Stack,
   spawnWorker,
+  stopWorker,
   type WorkerProcess,
   waitFor,
 } from '@baton/testing';
@@ -37,10 +38,7 @@ beforeAll(async () => {
   worker = await spawnWorker({ ...stack.env, BATON_PROFILES: PROFILES });
 });
 afterAll(async () => {
-  if (worker && worker.child.exitCode === null) {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-  }
+  await stopWorker(worker);
   await stack?.stop();
 });
 

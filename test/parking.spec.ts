@@ -9,6 +9,7 @@ import {
   token,
   type Stack,
   spawnWorker,
+  stopWorker,
   type WorkerProcess,
   waitFor,
 } from '@baton/testing';
@@ -45,10 +46,7 @@ beforeAll(async () => {
   worker = await spawnWorker({ ...stack.env, BATON_PROFILES: PROFILES, WORKER_CONCURRENCY: '1' });
 });
 afterAll(async () => {
-  if (worker && worker.child.exitCode === null) {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-  }
+  await stopWorker(worker);
   await stack?.stop();
 });
 

@@ -9,6 +9,7 @@ import {
   token,
   type Stack,
   spawnWorker,
+  stopWorker,
   type WorkerProcess,
   cli,
   waitFor,
@@ -49,10 +50,7 @@ beforeAll(async () => {
   worker = await spawnWorker({ ...stack.env, BATON_PROFILES: PROFILES });
 });
 afterAll(async () => {
-  if (worker && worker.child.exitCode === null) {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-  }
+  await stopWorker(worker);
   await stack?.stop();
 });
 

@@ -17,6 +17,7 @@ import {
   token,
   type Stack,
   spawnWorker,
+  stopWorker,
   type WorkerProcess,
   ROOT,
   waitFor,
@@ -47,10 +48,7 @@ beforeAll(async () => {
   worker = await spawnWorker({ ...stack.env, BATON_PROFILES: PROFILES });
 });
 afterAll(async () => {
-  if (worker && worker.child.exitCode === null) {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-  }
+  await stopWorker(worker);
   await stack?.stop();
 });
 

@@ -21,6 +21,7 @@ import {
   token,
   type Stack,
   spawnWorker,
+  stopWorker,
   type WorkerProcess,
   ROOT,
   cli,
@@ -64,10 +65,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  if (worker && worker.child.exitCode === null) {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-  }
+  await stopWorker(worker);
   await stack?.stop();
   rmSync(dir, { recursive: true, force: true });
 });

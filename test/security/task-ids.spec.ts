@@ -13,6 +13,7 @@ import {
   waitFor,
   type Stack,
   spawnWorker,
+  stopWorker,
   type WorkerProcess,
   Proc,
   cli,
@@ -284,10 +285,7 @@ describe('task ids are tenant-scoped', () => {
   describe('two tenants, one task id, real workers', () => {
     let worker: WorkerProcess | undefined;
     afterAll(async () => {
-      if (worker && worker.child.exitCode === null) {
-        worker.child.kill('SIGTERM');
-        await worker.exited;
-      }
+      await stopWorker(worker);
     });
 
     it('both prompt and run without seeing each other’s prompts or updates', async () => {

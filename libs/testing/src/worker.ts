@@ -85,6 +85,14 @@ export async function spawnWorker(env: Record<string, string>): Promise<WorkerPr
   return { ...p, pid: p.child.pid!, instanceId };
 }
 
+/** Stops a worker started by spawnWorker (SIGTERM: it drains), unless it is gone already. */
+export async function stopWorker(worker: WorkerProcess | undefined): Promise<void> {
+  if (worker && worker.child.exitCode === null) {
+    worker.child.kill('SIGTERM');
+    await worker.exited;
+  }
+}
+
 /** Pids of the live (non-zombie) children of `pid`: a worker's agent process group leaders. */
 export function childrenOf(pid: number): number[] {
   const out: number[] = [];
