@@ -1,7 +1,8 @@
 import type { FactBody } from '@baton/acp';
 import { SCHEMA_VERSION, type InboxMessage, type StreamEntry } from '@baton/protocol';
-import { enqueueExecution, type ExecutionQueue } from '@baton/jobs';
-import type { EventStore, Lease } from '@baton/store';
+import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
+import { startRedis, type RedisServer } from '@baton/redis-server';
+import { EventStore, connectRedis, type Lease, type RedisClient } from '@baton/store';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -83,6 +84,56 @@ export async function spawnWorker(env: Record<string, string>): Promise<WorkerPr
     `worker ${instanceId}`,
   );
   return { ...p, pid: p.child.pid!, instanceId };
+}
+
+/** A real redis-server, a projector and a worker process on it, and the test's own clients. */
+export interface WorkerStack {
+  server: RedisServer;
+  store: EventStore;
+  queue: ExecutionQueue;
+  gateway: GatewayDouble;
+  projector: ProjectorProcess;
+  worker: WorkerProcess;
+  stop(): Promise<void>;
+}
+
+export async function startWorkerStack(o: {
+  prefix: string;
+  shards: number;
+  projectorEnv?: Record<string, string>;
+  workerEnv?: Record<string, string>;
+}): Promise<WorkerStack> {
+  const server = await startRedis();
+  const store = EventStore.connect({ url: server.url }, { shards: o.shards, prefix: o.prefix });
+  const queueConn: RedisClient = connectRedis({ url: server.url }, { maxRetriesPerRequest: null });
+  const queue = executionQueue(queueConn, o.prefix);
+  const common = { REDIS_URL: server.url, BATON_PREFIX: o.prefix, BATON_SHARDS: String(o.shards) };
+  const [projector, worker] = await Promise.all([
+    spawnLeasedProjector({ ...common, ...o.projectorEnv }),
+    spawnWorker({
+      ...common,
+      WORKER_CONCURRENCY: '4',
+      WORKER_EXECUTION_LEASE_MS: '1500',
+      ...o.workerEnv,
+    }),
+  ]);
+  return {
+    server,
+    store,
+    queue,
+    gateway: new GatewayDouble(store),
+    projector,
+    worker,
+    stop: async () => {
+      worker.child.kill('SIGTERM');
+      projector.child.kill('SIGTERM');
+      await Promise.all([worker.exited, projector.exited]);
+      await queue.close();
+      queueConn.disconnect();
+      await store.close();
+      await server.stop();
+    },
+  };
 }
 
 /** Stops a worker started by spawnWorker (SIGTERM: it drains), unless it is gone already. */

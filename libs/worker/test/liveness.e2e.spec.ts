@@ -1,23 +1,20 @@
 import { replayAgentCommand } from '@baton/acp';
 import type { AgentProfileInput } from '@baton/config';
-import { executionQueue, type ExecutionQueue } from '@baton/jobs';
+import type { ExecutionQueue } from '@baton/jobs';
 import type { StreamEntry, TaskView } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis, type RedisClient } from '@baton/store';
+import type { EventStore } from '@baton/store';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { GatewayDouble } from '@baton/testing';
 import {
-  GatewayDouble,
   ROOT,
   groupAlive,
   readAll,
-  spawnLeasedProjector,
-  spawnWorker,
   startExecution,
   waitFor,
-  type ProjectorProcess,
-  type WorkerProcess,
+  startWorkerStack,
+  type WorkerStack,
   readUpdatesOf,
 } from '@baton/testing';
 
@@ -51,45 +48,25 @@ const PROFILES: Record<string, AgentProfileInput> = {
   deaf: deaf('deaf'),
 };
 
-let server: RedisServer;
+let stack: WorkerStack;
 let store: EventStore;
-let queueConn: RedisClient;
 let queue: ExecutionQueue;
-let projector: ProjectorProcess;
-let worker: WorkerProcess;
 let gateway: GatewayDouble;
 
 beforeAll(async () => {
-  server = await startRedis();
-  store = EventStore.connect({ url: server.url }, { shards: SHARDS, prefix: PREFIX });
-  queueConn = connectRedis({ url: server.url }, { maxRetriesPerRequest: null });
-  queue = executionQueue(queueConn, PREFIX);
-  gateway = new GatewayDouble(store);
-  const common = { REDIS_URL: server.url, BATON_PREFIX: PREFIX, BATON_SHARDS: String(SHARDS) };
-  [projector, worker] = await Promise.all([
-    spawnLeasedProjector({
-      ...common,
+  stack = await startWorkerStack({
+    prefix: PREFIX,
+    shards: SHARDS,
+    projectorEnv: {
       PROJECTOR_STALL_MS: '3000',
       PROJECTOR_CANCEL_GRACE_MS: '1000',
       PROJECTOR_QUIET_MS: '1000',
-    }),
-    spawnWorker({
-      ...common,
-      WORKER_CONCURRENCY: '4',
-      WORKER_EXECUTION_LEASE_MS: '1500',
-      BATON_PROFILES: JSON.stringify({ profiles: PROFILES }),
-    }),
-  ]);
+    },
+    workerEnv: { BATON_PROFILES: JSON.stringify({ profiles: PROFILES }) },
+  });
+  ({ store, queue, gateway } = stack);
 });
-afterAll(async () => {
-  worker?.child.kill('SIGTERM');
-  projector?.child.kill('SIGTERM');
-  await Promise.all([worker?.exited, projector?.exited]);
-  await queue.close();
-  queueConn.disconnect();
-  await store.close();
-  await server.stop();
-});
+afterAll(() => stack?.stop());
 
 const decisionOf = async (taskId: string, promptId: string) =>
   (await readUpdatesOf(store, taskId))

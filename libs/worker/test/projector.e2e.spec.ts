@@ -1,16 +1,14 @@
-import { executionQueue, type ExecutionQueue } from '@baton/jobs';
+import type { ExecutionQueue } from '@baton/jobs';
 import type { StreamEntry, Update } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis, type RedisClient } from '@baton/store';
+import type { EventStore } from '@baton/store';
+import type { GatewayDouble } from '@baton/testing';
 import {
-  GatewayDouble,
   readAll,
-  spawnLeasedProjector,
-  spawnWorker,
   startExecution,
   waitFor,
-  type ProjectorProcess,
+  startWorkerStack,
   type WorkerProcess,
+  type WorkerStack,
   readUpdatesOf,
 } from '@baton/testing';
 
@@ -23,35 +21,17 @@ import {
 const PREFIX = 'pw';
 const SHARDS = 2;
 
-let server: RedisServer;
+let stack: WorkerStack;
 let store: EventStore;
-let queueConn: RedisClient;
 let queue: ExecutionQueue;
-let projector: ProjectorProcess;
-let worker: WorkerProcess;
 let gateway: GatewayDouble;
+let worker: WorkerProcess;
 
 beforeAll(async () => {
-  server = await startRedis();
-  store = EventStore.connect({ url: server.url }, { shards: SHARDS, prefix: PREFIX });
-  queueConn = connectRedis({ url: server.url }, { maxRetriesPerRequest: null });
-  queue = executionQueue(queueConn, PREFIX);
-  gateway = new GatewayDouble(store);
-  const common = { REDIS_URL: server.url, BATON_PREFIX: PREFIX, BATON_SHARDS: String(SHARDS) };
-  [projector, worker] = await Promise.all([
-    spawnLeasedProjector(common),
-    spawnWorker({ ...common, WORKER_CONCURRENCY: '4', WORKER_EXECUTION_LEASE_MS: '1500' }),
-  ]);
+  stack = await startWorkerStack({ prefix: PREFIX, shards: SHARDS });
+  ({ store, queue, gateway, worker } = stack);
 });
-afterAll(async () => {
-  worker?.child.kill('SIGTERM');
-  projector?.child.kill('SIGTERM');
-  await Promise.all([worker?.exited, projector?.exited]);
-  await queue.close();
-  queueConn.disconnect();
-  await store.close();
-  await server.stop();
-});
+afterAll(() => stack?.stop());
 
 /** The session's activity as clients saw it change: `fg/subagents/running generation`. */
 const activityTrail = (updates: Update[]) => {
