@@ -20,7 +20,7 @@ export default tseslint.config(
     // The dependency rules of docs/ARCHITECTURE.md ("Where things live"), on the project graph Nx
     // reads from the imports: apps are entry points that no one imports; services (projector,
     // worker, gateway) compose infrastructure and the core, never each other; the core depends on
-    // nothing but itself. Production code only: tests may reach into another project's fixtures.
+    // nothing but itself. Production code only: tests take shared scaffolding from @baton/testing.
     files: ['apps/*/src/**/*.ts', 'libs/*/src/**/*.ts'],
     ignores: ['**/*.spec.ts'],
     plugins: { '@nx': nx },
@@ -38,6 +38,8 @@ export default tseslint.config(
             { sourceTag: 'type:service', onlyDependOnLibsWithTags: ['type:infra', 'type:core'] },
             { sourceTag: 'type:infra', onlyDependOnLibsWithTags: ['type:infra', 'type:core'] },
             { sourceTag: 'type:client', onlyDependOnLibsWithTags: ['type:core'] },
+            // Test scaffolding (libs/testing) may use anything; no production code may use it.
+            { sourceTag: 'type:test', onlyDependOnLibsWithTags: ['*'] },
             {
               sourceTag: 'type:core',
               onlyDependOnLibsWithTags: ['type:core'],
@@ -47,6 +49,12 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    // Test scaffolding is for tests and benchmarks only.
+    files: ['**/*.ts'],
+    ignores: ['**/*.spec.ts', '**/test/**', 'bench/**', 'libs/testing/**'],
+    rules: { 'no-restricted-imports': ['error', { paths: ['@baton/testing'] }] },
   },
   {
     // The domain core is pure: no I/O, no clock, no randomness.

@@ -7,10 +7,17 @@ import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { taskKey, type StreamEntry } from '@baton/protocol';
-import { reduce } from '../libs/ahp/test/spec-reducer';
-import { Client, startStack, token, type Stack } from '../libs/gateway/test/support';
-import { spawnWorker, type WorkerProcess } from '../libs/worker/test/support';
-import { until } from './support';
+import {
+  reduce,
+  Client,
+  startStack,
+  token,
+  type Stack,
+  spawnWorker,
+  stopWorker,
+  type WorkerProcess,
+  waitFor,
+} from '@baton/testing';
 
 jest.setTimeout(180_000);
 
@@ -46,10 +53,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  if (worker && worker.child.exitCode === null) {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-  }
+  await stopWorker(worker);
   await stack?.stop();
 });
 
@@ -141,7 +145,7 @@ class AhpClient {
   }
 
   async turnEnded(id: string): Promise<Json> {
-    return until(
+    return waitFor(
       () => {
         const t = ((this.fold().turns as Json[]) ?? []).find((x) => x.id === id);
         return Promise.resolve(t ?? null);
@@ -155,7 +159,7 @@ class AhpClient {
 async function started(taskId: string, profile: string): Promise<void> {
   const r = await rest('POST', `/v1/tasks/${taskId}/sessions/s/executions`, { profile });
   expect(r.status).toBe(202);
-  await until(
+  await waitFor(
     async () => ((await stream(taskId)).some((e) => e.type === 'execution.started') ? true : null),
     `${taskId} running`,
     30_000,
@@ -194,7 +198,7 @@ it('Claude: the turn carries the prompt, the answer, the shell call with its per
       },
     },
   });
-  const promptId = await until(
+  const promptId = await waitFor(
     async () =>
       (await stream(taskId)).some((e) => e.type === 'prompt.submit')
         ? promptIdOf(taskId, 'turn-claude-1')
@@ -204,7 +208,7 @@ it('Claude: the turn carries the prompt, the answer, the shell call with its per
   expect(promptId).toBe('turn-claude-1');
   const want = recorded(CLAUDE);
   // The agent asks to run the shell: the call awaits confirmation, with what it wants to run.
-  const asking = await until(() => {
+  const asking = await waitFor(() => {
     const t = a.fold().activeTurn as Json | undefined;
     const call = t ? tools(t).find((x) => x.toolCallId === 'toolu_B') : undefined;
     return Promise.resolve(call?.status === 'pending-confirmation' ? call : null);

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { ROOT } from './support';
+import { ROOT } from '@baton/testing';
 
 export interface ComposeService {
   image?: string;

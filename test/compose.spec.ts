@@ -17,7 +17,7 @@ import {
   composeServices,
   interpolate,
 } from './compose-file';
-import { Proc, ROOT, runToEnd, until } from './support';
+import { Proc, ROOT, runToEnd, waitFor } from '@baton/testing';
 
 jest.setTimeout(300_000);
 
@@ -159,7 +159,7 @@ describe('docker-compose.yml', () => {
         a.replace(/127\.0\.0\.1:(\d+)/g, (m, p: string) => `127.0.0.1:${ports.get(p) ?? p}`),
       );
       // Healthy, or exited: a process that dies at start fails the test at once, with its output.
-      await until(
+      await waitFor(
         async () =>
           !proc.running ||
           (await runToEnd(cmd === 'node' ? process.execPath : cmd!, local)).code === 0,
@@ -206,7 +206,7 @@ describe('docker-compose.yml', () => {
       },
     );
     expect(started.status).toBe(202);
-    await until(
+    await waitFor(
       () => sub.view?.sessions.find((s) => s.sessionId === 'main')?.activity.state === 'idle',
       'execution ready',
     );
@@ -225,7 +225,7 @@ describe('docker-compose.yml', () => {
     });
     expect(second.decision).toMatchObject({ outcome: 'queued', position: 1 });
     // The queued prompt drains when the first turn ends.
-    await until(
+    await waitFor(
       () =>
         decided.some(
           (u) =>
@@ -235,7 +235,7 @@ describe('docker-compose.yml', () => {
         ),
       'the queued prompt admitted',
     );
-    await until(
+    await waitFor(
       () => activity.at(-1) === null && activity.includes('background'),
       'the session idle after background work',
     );

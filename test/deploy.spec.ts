@@ -6,7 +6,7 @@ import { parseProfiles } from '@baton/config';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { composeServices } from './compose-file';
-import { ROOT } from './support';
+import { ROOT } from '@baton/testing';
 
 const dockerfile = readFileSync(join(ROOT, 'deploy', 'Dockerfile'), 'utf8');
 const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments, parse } from 'yaml';
 import { COMPOSE_SECRETS, composeRedisArgs } from './compose-file';
-import { ROOT } from './support';
+import { ROOT } from '@baton/testing';
 
 type Obj = {
   apiVersion: string;

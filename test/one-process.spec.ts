@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { Proc, cli, getJson, until } from './support';
+import { Proc, cli, getJson, waitFor } from '@baton/testing';
 
 jest.setTimeout(300_000);
 
@@ -69,7 +69,7 @@ describe('the one-process run (npm start) and the CLI', () => {
       env,
     );
     expect(exec.code).toBe(0);
-    await until(
+    await waitFor(
       async () => (await session('t1', 's1')).activity.state === 'idle',
       'execution ready',
     );
@@ -100,7 +100,7 @@ describe('the one-process run (npm start) and the CLI', () => {
       (await cli(['exec', 't1', 's1', '--recording', 'demo-claude.jsonl', '--speed', '0'], env))
         .code,
     ).toBe(0);
-    await until(
+    await waitFor(
       async () => (await session('t1', 's1')).queue.entries.length === 0,
       'queue drained',
     );
@@ -108,7 +108,7 @@ describe('the one-process run (npm start) and the CLI', () => {
     expect(json(again.stdout)).toMatchObject({ promptId: secondId, outcome: 'admitted' });
 
     // Rebuilding the task from its stream alone gives the view the gateway serves.
-    await until(async () => {
+    await waitFor(async () => {
       const rebuilt = await cli(['rebuild', 't1'], env);
       const served = await getJson(`${gateway}/v1/tasks/t1`, token());
       return (
@@ -182,7 +182,7 @@ describe('the one-process run (npm start) and the CLI', () => {
         own,
       );
       expect(exec.code).toBe(0);
-      await until(async () => {
+      await waitFor(async () => {
         const s = await getJson<SessionView>(
           `http://127.0.0.1:${port}/v1/tasks/t-own/sessions/s1`,
           ownToken,

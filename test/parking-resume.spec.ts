@@ -4,9 +4,14 @@
 // worker with one slot that is stopped while the first resume waits, then started again.
 import { BatonClient } from '@baton/client';
 import type { StreamEntry } from '@baton/protocol';
-import { startStack, token, type Stack } from '../libs/gateway/test/support';
-import { spawnWorker, type WorkerProcess } from '../libs/worker/test/support';
-import { until } from './support';
+import {
+  startStack,
+  token,
+  type Stack,
+  spawnWorker,
+  type WorkerProcess,
+  waitFor,
+} from '@baton/testing';
 
 jest.setTimeout(180_000);
 
@@ -74,17 +79,17 @@ it('resumes a parked session again on a new execution after a resume found no wo
     body: JSON.stringify({ profile: 'fresh' }),
   });
   expect(started.status).toBe(202);
-  await until(() => s()?.activity.state === 'idle', 'ready');
+  await waitFor(() => s()?.activity.state === 'idle', 'ready');
   expect(await prompt('one')).toMatchObject({ decision: { outcome: 'admitted' } });
-  await until(() => s()?.parked, 'parked', 30_000);
-  await until(async () => (await turnsEnded()) === 1, 'the first turn in the stream');
+  await waitFor(() => s()?.parked, 'parked', 30_000);
+  await waitFor(async () => (await turnsEnded()) === 1, 'the first turn in the stream');
 
   // No worker: the prompt's resume waits past its start bound and fails.
   await stopWorker(first);
   expect(await prompt('two')).toMatchObject({
     decision: { outcome: 'queued', reason: 'no_execution' },
   });
-  await until(
+  await waitFor(
     () => s()?.activity.attention?.reason === 'no_worker',
     'the resume found no worker in time',
     30_000,
@@ -103,7 +108,7 @@ it('resumes a parked session again on a new execution after a resume found no wo
   // reaches the agent after it.
   const dispatched = async () =>
     (await stream('t-again')).filter((e) => e.type === 'prompt.dispatched').length;
-  await until(async () => (await dispatched()) === 3, 'both waiting prompts dispatched', 60_000);
+  await waitFor(async () => (await dispatched()) === 3, 'both waiting prompts dispatched', 60_000);
   expect(await turnsEnded()).toBe(2);
   const starts = (await stream('t-again')).filter((e) => e.type === 'execution.started');
   expect(starts).toHaveLength(2);

@@ -3,9 +3,16 @@
 // real process: redis-server, a projector with a short park period, a gateway, a worker.
 import { BatonClient } from '@baton/client';
 import { taskKey, type StreamEntry, type TaskView } from '@baton/protocol';
-import { Client, startStack, token, type Stack } from '../libs/gateway/test/support';
-import { spawnWorker, type WorkerProcess } from '../libs/worker/test/support';
-import { until } from './support';
+import {
+  Client,
+  startStack,
+  token,
+  type Stack,
+  spawnWorker,
+  stopWorker,
+  type WorkerProcess,
+  waitFor,
+} from '@baton/testing';
 
 jest.setTimeout(180_000);
 
@@ -31,10 +38,7 @@ beforeAll(async () => {
   worker = await spawnWorker({ ...stack.env, BATON_PROFILES: PROFILES });
 });
 afterAll(async () => {
-  if (worker && worker.child.exitCode === null) {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-  }
+  await stopWorker(worker);
   await stack?.stop();
 });
 
@@ -60,7 +64,7 @@ async function parked(taskId: string): Promise<void> {
     profile: 'fresh',
   });
   expect(started.status).toBe(202);
-  await until(async () => (await session(taskId))?.parked, `${taskId} parked`, 30_000);
+  await waitFor(async () => (await session(taskId))?.parked, `${taskId} parked`, 30_000);
 }
 
 /**
@@ -68,7 +72,7 @@ async function parked(taskId: string): Promise<void> {
  * one before it, the prompt was dispatched to a `resume-` execution, and its turn ended.
  */
 async function ranOnResume(taskId: string, idempotencyKey: string): Promise<void> {
-  const entries = await until(
+  const entries = await waitFor(
     async () => {
       const all = await stream(taskId);
       return all.some((e) => e.type === 'turn.ended') ? all : null;

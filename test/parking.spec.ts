@@ -4,9 +4,15 @@
 // redis-server, a projector with a short park period, a worker with ONE slot, a gateway.
 import { BatonClient } from '@baton/client';
 import type { StreamEntry, TaskView } from '@baton/protocol';
-import { startStack, token, type Stack } from '../libs/gateway/test/support';
-import { spawnWorker, type WorkerProcess } from '../libs/worker/test/support';
-import { until } from './support';
+import {
+  startStack,
+  token,
+  type Stack,
+  spawnWorker,
+  stopWorker,
+  type WorkerProcess,
+  waitFor,
+} from '@baton/testing';
 
 jest.setTimeout(180_000);
 
@@ -40,10 +46,7 @@ beforeAll(async () => {
   worker = await spawnWorker({ ...stack.env, BATON_PROFILES: PROFILES, WORKER_CONCURRENCY: '1' });
 });
 afterAll(async () => {
-  if (worker && worker.child.exitCode === null) {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-  }
+  await stopWorker(worker);
   await stack?.stop();
 });
 
@@ -81,7 +84,7 @@ it('an idle session is parked (slot freed, ACP session kept); the next prompt re
   expect(
     (await call('POST', '/v1/tasks/t-park/sessions/s/executions', { profile: 'fresh' })).status,
   ).toBe(202);
-  await until(() => s()?.activity.state === 'idle', 'ready');
+  await waitFor(() => s()?.activity.state === 'idle', 'ready');
   const first = await client.prompt({
     taskId: 't-park',
     sessionId: 's',
@@ -89,10 +92,10 @@ it('an idle session is parked (slot freed, ACP session kept); the next prompt re
     idempotencyKey: 'k1',
   });
   expect(first).toMatchObject({ decision: { outcome: 'admitted' } });
-  await until(() => s()?.activity.state === 'waiting_for_input', 'first turn ended');
+  await waitFor(() => s()?.activity.state === 'waiting_for_input', 'first turn ended');
 
   // Idle for the park period: parked. The agent was closed cleanly (completed, not cancelled).
-  await until(() => s()?.parked, 'parked', 30_000);
+  await waitFor(() => s()?.parked, 'parked', 30_000);
   const x1 = (await stream('t-park')).find((e) => e.type === 'execution.started') as {
     executionId: string;
   };
@@ -115,12 +118,12 @@ it('an idle session is parked (slot freed, ACP session kept); the next prompt re
   expect(
     (await call('POST', '/v1/tasks/t-other/sessions/s/executions', { profile: 'fresh' })).status,
   ).toBe(202);
-  await until(
+  await waitFor(
     async () => (await view('t-other')).activity?.state === 'idle',
     'another session runs in the freed slot',
   );
   // It goes idle and is parked in turn, giving the slot back.
-  await until(async () => (await view('t-other')).parked, 'the other parked', 30_000);
+  await waitFor(async () => (await view('t-other')).parked, 'the other parked', 30_000);
 
   // The next prompt resumes the session: a new execution of the same profile (a fresh ACP
   // session, since this agent cannot load one — said so), and the prompt runs on it.
@@ -132,7 +135,7 @@ it('an idle session is parked (slot freed, ACP session kept); the next prompt re
   });
   // The owner finds no execution; the gateway that took the prompt starts the resuming one.
   expect(second).toMatchObject({ decision: { outcome: 'queued', reason: 'no_execution' } });
-  await until(
+  await waitFor(
     async () => (await stream('t-park')).filter((e) => e.type === 'turn.ended').length === 2,
     'second turn ended on the resumed execution',
     60_000,
@@ -157,8 +160,8 @@ it('an explicit resume loads the parked ACP session (session/load) when the agen
   expect(
     (await call('POST', '/v1/tasks/t-load/sessions/s/executions', { profile: 'claude' })).status,
   ).toBe(202);
-  await until(() => s()?.activity.state === 'idle', 'ready');
-  await until(() => s()?.parked, 'parked', 30_000);
+  await waitFor(() => s()?.activity.state === 'idle', 'ready');
+  await waitFor(() => s()?.parked, 'parked', 30_000);
   const parked = s()!.parked!;
   expect(parked).toMatchObject({ loadable: true, profile: 'claude' });
 
@@ -177,7 +180,7 @@ it('an explicit resume loads the parked ACP session (session/load) when the agen
   if (again.status === 202) expect(again.body.executionId).toBe(resumed.body.executionId);
   else expect(again.status).toBe(409); // already unparked by the time it came
 
-  await until(() => s()?.activity.state === 'idle' && !s()?.parked, 'resumed and ready');
+  await waitFor(() => s()?.activity.state === 'idle' && !s()?.parked, 'resumed and ready');
   const sessions = (await stream('t-load')).filter((e) => e.type === 'agent.session');
   expect(sessions.map((e) => e.data)).toEqual([
     { acpSessionId: parked.acpSessionId, loadable: true, loaded: false },
@@ -195,7 +198,7 @@ it('an explicit resume loads the parked ACP session (session/load) when the agen
 
   // And it takes the next prompt.
   await client.prompt({ taskId: 't-load', sessionId: 's', text: 'Continue', idempotencyKey: 'c1' });
-  await until(
+  await waitFor(
     async () => (await stream('t-load')).some((e) => e.type === 'turn.ended'),
     'turn on the loaded session',
     60_000,

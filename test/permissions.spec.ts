@@ -4,9 +4,16 @@
 // a gateway; clients answer over the CLI, WebSocket (@baton/client) and REST.
 import { BatonClient } from '@baton/client';
 import type { CommandResult, StreamEntry, TaskView } from '@baton/protocol';
-import { startStack, token, type Stack } from '../libs/gateway/test/support';
-import { spawnWorker, type WorkerProcess } from '../libs/worker/test/support';
-import { cli, until } from './support';
+import {
+  startStack,
+  token,
+  type Stack,
+  spawnWorker,
+  stopWorker,
+  type WorkerProcess,
+  cli,
+  waitFor,
+} from '@baton/testing';
 
 jest.setTimeout(180_000);
 
@@ -43,10 +50,7 @@ beforeAll(async () => {
   worker = await spawnWorker({ ...stack.env, BATON_PROFILES: PROFILES });
 });
 afterAll(async () => {
-  if (worker && worker.child.exitCode === null) {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-  }
+  await stopWorker(worker);
   await stack?.stop();
 });
 
@@ -71,7 +75,7 @@ async function session(taskId: string, profile: 'asker' | 'allower') {
   await sub.ready;
   const started = await call('POST', `/v1/tasks/${taskId}/sessions/s/executions`, { profile });
   expect(started.status).toBe(202);
-  await until(
+  await waitFor(
     () => sub.view?.sessions.find((s) => s.sessionId === 's')?.activity.state === 'idle',
     `${taskId} ready`,
   );
@@ -89,7 +93,7 @@ async function session(taskId: string, profile: 'asker' | 'allower') {
 it('a person answers over the CLI; a second answer (WS, REST) is refused and changes nothing; the agent proceeds', async () => {
   const { client, sub, s } = await session('t-answer', 'asker');
   // The session waits for a person: visibly, with what the agent asks and what it offers.
-  await until(() => s().activity.attention?.kind === 'needs_person', 'waiting for a person');
+  await waitFor(() => s().activity.attention?.kind === 'needs_person', 'waiting for a person');
   expect(s().activity.attention).toMatchObject({
     kind: 'needs_person',
     reason: 'permission_requested',
@@ -151,7 +155,7 @@ it('a person answers over the CLI; a second answer (WS, REST) is refused and cha
   expect(third.body).toMatchObject({ status: 'failed', reason: 'permission_answered' });
 
   // The agent proceeds: the turn ends, nobody is needed any more.
-  await until(() => s().activity.state === 'waiting_for_input', 'turn ended');
+  await waitFor(() => s().activity.state === 'waiting_for_input', 'turn ended');
   expect(s().permissions).toEqual([]);
   expect(s().activity.attention).toBeNull();
   expect(sub.view!.activity.sessionsNeedingPerson).toBe(0);
@@ -199,9 +203,9 @@ it('a person answers over the CLI; a second answer (WS, REST) is refused and cha
 
 it('nobody answers: the owner’s timeout denies (the reject option the agent offered), and the agent proceeds', async () => {
   const { client, s } = await session('t-timeout', 'asker');
-  await until(() => s().activity.attention?.kind === 'needs_person', 'waiting for a person');
+  await waitFor(() => s().activity.attention?.kind === 'needs_person', 'waiting for a person');
   const since = Date.now();
-  await until(() => s().activity.state === 'waiting_for_input', 'turn ended', 60_000);
+  await waitFor(() => s().activity.state === 'waiting_for_input', 'turn ended', 60_000);
   expect(Date.now() - since).toBeGreaterThanOrEqual(PERMISSION_TIMEOUT_MS - 500);
   const perm = (await stream('t-timeout')).filter((e) => e.type.startsWith('permission.'));
   expect(perm.map((e) => [e.type, (e.data as { by?: string }).by])).toEqual([
@@ -224,11 +228,11 @@ it('nobody answers: the owner’s timeout denies (the reject option the agent of
 
 it('a cancel of the turn resolves the open request as cancelled', async () => {
   const { client, s } = await session('t-cancel', 'asker');
-  await until(() => s().activity.attention?.kind === 'needs_person', 'waiting for a person');
+  await waitFor(() => s().activity.attention?.kind === 'needs_person', 'waiting for a person');
   expect(await client.cancel({ taskId: 't-cancel', sessionId: 's' })).toMatchObject({
     status: 'done',
   });
-  await until(
+  await waitFor(
     async () => (await stream('t-cancel')).some((e) => e.type === 'permission.resolved'),
     'request resolved',
   );
@@ -237,13 +241,13 @@ it('a cancel of the turn resolves the open request as cancelled', async () => {
   expect(perm[1]!.data).toMatchObject({ outcome: 'cancelled', by: 'turn_cancelled' });
   expect(s().permissions).toEqual([]);
   expect(s().activity.attention?.kind).not.toBe('needs_person');
-  await until(() => s().activity.state !== 'running', 'turn over');
+  await waitFor(() => s().activity.state !== 'running', 'turn over');
   await client.close();
 });
 
 it('a policy that answers at once (allow-once) never waits for a person, and is recorded', async () => {
   const { client, sub, s, views } = await session('t-policy', 'allower');
-  await until(() => s().activity.state === 'waiting_for_input', 'turn ended');
+  await waitFor(() => s().activity.state === 'waiting_for_input', 'turn ended');
   expect(views.some((v) => (v.activity.sessionsNeedingPerson ?? 0) > 0)).toBe(false);
   expect(sub.view!.sessions[0]!.activity.attention).toBeNull();
   const perm = (await stream('t-policy')).filter((e) => e.type.startsWith('permission.'));

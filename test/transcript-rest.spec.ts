@@ -12,9 +12,16 @@ import {
   type TranscriptEvent,
   type TranscriptItem,
 } from '@baton/transcript';
-import { startStack, token, type Stack } from '../libs/gateway/test/support';
-import { spawnWorker, type WorkerProcess } from '../libs/worker/test/support';
-import { ROOT, until } from './support';
+import {
+  startStack,
+  token,
+  type Stack,
+  spawnWorker,
+  stopWorker,
+  type WorkerProcess,
+  ROOT,
+  waitFor,
+} from '@baton/testing';
 
 jest.setTimeout(180_000);
 
@@ -41,10 +48,7 @@ beforeAll(async () => {
   worker = await spawnWorker({ ...stack.env, BATON_PROFILES: PROFILES });
 });
 afterAll(async () => {
-  if (worker && worker.child.exitCode === null) {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-  }
+  await stopWorker(worker);
   await stack?.stop();
 });
 
@@ -119,7 +123,7 @@ async function promptedTurn(
 ): Promise<string> {
   const started = await rest('POST', `/v1/tasks/${taskId}/sessions/s/executions`, { profile });
   expect(started.status).toBe(202);
-  await until(async () => (await session(taskId))?.activity.state === 'idle', 'agent ready');
+  await waitFor(async () => (await session(taskId))?.activity.state === 'idle', 'agent ready');
   const p = await rest('POST', `/v1/tasks/${taskId}/sessions/s/prompts`, {
     text,
     idempotencyKey: `${taskId}-1`,
@@ -127,7 +131,7 @@ async function promptedTurn(
   expect(p.status).toBe(200);
   const promptId = p.body.promptId as string;
   if (answer !== undefined) {
-    const request = await until(
+    const request = await waitFor(
       async () => (await session(taskId))?.permissions?.[0],
       'the agent asks permission',
     );
@@ -145,7 +149,7 @@ it('Claude: pages the transcript and fetches the turn: text, shell, permission, 
   const promptId = await promptedTurn('t-claude', 'claude', 'Wait in the background', 'allow');
   const want = comparable(recorded('claude-shell-background-plain'));
   // The turn whole, once its background part (the shell finishing) is in too.
-  const turn = await until(async () => {
+  const turn = await waitFor(async () => {
     const r = await rest('GET', `/v1/tasks/t-claude/sessions/s/transcript/turns/${promptId}`);
     const items = (r.body.items ?? []) as TranscriptItem[];
     return comparable(items).length >= want.length ? r : null;
@@ -191,7 +195,7 @@ it('Claude: pages the transcript and fetches the turn: text, shell, permission, 
 it('Codex: the same for a real Codex recording: its command, output and usage', async () => {
   const promptId = await promptedTurn('t-codex', 'codex', 'Run the command');
   const want = comparable(recorded('codex-real-exec'));
-  const turn = await until(async () => {
+  const turn = await waitFor(async () => {
     const r = await rest('GET', `/v1/tasks/t-codex/sessions/s/transcript/turns/${promptId}`);
     const items = (r.body.items ?? []) as TranscriptItem[];
     return items.some((i) => i.type === 'turn_end') ? r : null;

@@ -15,9 +15,18 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { Client, startStack, token, type Stack } from '../libs/gateway/test/support';
-import { spawnWorker, type WorkerProcess } from '../libs/worker/test/support';
-import { ROOT, cli, until } from './support';
+import {
+  Client,
+  startStack,
+  token,
+  type Stack,
+  spawnWorker,
+  stopWorker,
+  type WorkerProcess,
+  ROOT,
+  cli,
+  waitFor,
+} from '@baton/testing';
 
 jest.setTimeout(180_000);
 
@@ -57,10 +66,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  if (worker && worker.child.exitCode === null) {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-  }
+  await stopWorker(worker);
   await stack?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -143,7 +149,7 @@ async function play(recording: string, profile: string, taskId: string): Promise
     const json = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
     const want = json(comparable(expected, new Map()));
     const back = new Map([...ids].map(([a, b]) => [b, a]));
-    await until(
+    await waitFor(
       () => isDeepStrictEqual(json(comparable(items, back)), want),
       `the transcript of ${recording} over /ws`,
       60_000,
@@ -254,7 +260,7 @@ it('a reader that reconnects with its cursor misses nothing and gets nothing twi
       sessionId: 's',
       after: cut,
     });
-    const rest = await until(
+    const rest = await waitFor(
       () => {
         const got = second.messages
           .filter((m) => m.type === 'transcript')
@@ -389,7 +395,7 @@ it('baton follow prints the transcript live', async () => {
     await say('m1', 'first ');
     await say('m1', 'message');
     await say('m2', 'second');
-    await until(() => out.includes('first message'), 'the first message, whole', 15_000);
+    await waitFor(() => out.includes('first message'), 'the first message, whole', 15_000);
     await stack.store.transcripts.append(key, [
       {
         sessionId: 's',
@@ -397,7 +403,7 @@ it('baton follow prints the transcript live', async () => {
         event: { type: 'turn_end', turn: 'p', phase: 'turn', stopReason: 'end_turn' },
       },
     ]);
-    await until(() => out.includes('turn ended (end_turn)'), 'the turn end', 15_000);
+    await waitFor(() => out.includes('turn ended (end_turn)'), 'the turn end', 15_000);
     expect(out).toContain('second');
     expect(out.match(/first message/g)).toHaveLength(1);
   } finally {

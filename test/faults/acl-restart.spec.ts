@@ -11,13 +11,11 @@ import {
   token,
   waitFor,
   type GatewayProc,
-  type Proc,
-} from '../../libs/gateway/test/support';
-import {
+  type ServiceProc,
   spawnWorker,
   writeBusyRecording,
   type WorkerProcess,
-} from '../../libs/worker/test/support';
+} from '@baton/testing';
 import { composeRedisArgs, composeRedisUrl, type Role } from '../compose-file';
 import { restPrompt } from './support';
 
@@ -45,7 +43,7 @@ const tok = token({ tenant: TENANT, scope: 'read prompt execute' });
 
 let redis: RedisServer;
 let store: EventStore;
-let projector: Proc;
+let projector: ServiceProc;
 let gateway: GatewayProc;
 let worker: WorkerProcess;
 const recordings = mkdtempSync(join(tmpdir(), 'baton-acl-restart-'));

@@ -6,8 +6,8 @@ import {
   token,
   waitFor,
   type GatewayProc,
-  type Proc,
-} from '../../libs/gateway/test/support';
+  type ServiceProc,
+} from '@baton/testing';
 import { masterPort as masterPortOf, restPrompt, taskPerShard } from './support';
 
 /**
@@ -26,13 +26,13 @@ jest.setTimeout(180_000);
 const PREFIX = 'cl';
 const SHARDS = 12;
 const TENANT = 'acme';
-/** The projector's shard lease (libs/gateway/test/support: PROJECTOR_LEASE_TTL_MS). */
+/** The projector's shard lease (@baton/testing spawnProjector: PROJECTOR_LEASE_TTL_MS). */
 const LEASE_MS = 2_000;
 const tok = token({ tenant: TENANT, scope: 'read prompt' });
 
 let cluster: RedisClusterHandle;
 let store: EventStore;
-let projector: Proc;
+let projector: ServiceProc;
 let gateway: GatewayProc;
 
 beforeAll(async () => {

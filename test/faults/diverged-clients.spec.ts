@@ -10,8 +10,8 @@ import {
   token,
   waitFor,
   type GatewayProc,
-  type Proc,
-} from '../../libs/gateway/test/support';
+  type ServiceProc,
+} from '@baton/testing';
 import { composeRedisArgs, composeRedisUrl, type Role } from '../compose-file';
 
 /**
@@ -30,7 +30,7 @@ const TENANT = 'acme';
 const tok = token({ tenant: TENANT, scope: 'read prompt' });
 
 let redis: RedisServer;
-let projector: Proc;
+let projector: ServiceProc;
 let gateway: GatewayProc;
 const backup = mkdtempSync(join(tmpdir(), 'baton-aof-backup-'));
 

@@ -1,12 +1,13 @@
 import { startRedis, type RedisServer } from '@baton/redis-server';
-import { spawnGateway, token } from '../../libs/gateway/test/support';
 import {
-  spawnProjector,
+  spawnGateway,
+  token,
+  spawnLeasedProjector,
   spawnWorker,
-  until,
+  waitFor,
   type ProjectorProcess,
   type WorkerProcess,
-} from '../../libs/worker/test/support';
+} from '@baton/testing';
 
 /**
  * Issue 19: /healthz tells the truth. A real projector process and a real worker process answer
@@ -45,7 +46,7 @@ async function healthz(role: keyof typeof ports): Promise<{ status: number; body
 async function both(status: number, what: string) {
   const said = { projector: '', worker: '' };
   for (const role of ['projector', 'worker'] as const) {
-    said[role] = await until(
+    said[role] = await waitFor(
       async () => {
         const r = await healthz(role);
         return r.status === status ? r.body : false;
@@ -60,7 +61,7 @@ async function both(status: number, what: string) {
 beforeAll(async () => {
   server = await startRedis();
   const common = { REDIS_URL: server.url, BATON_PREFIX: 'hz', BATON_SHARDS: '2' };
-  [projector, worker] = await Promise.all([spawnProjector(common), spawnWorker(common)]);
+  [projector, worker] = await Promise.all([spawnLeasedProjector(common), spawnWorker(common)]);
   ports.projector = loggedPort(projector.output(), 'projector started');
   ports.worker = loggedPort(worker.output(), 'worker ready');
 });
@@ -116,7 +117,7 @@ it('a gateway started while Redis is down waits unready, then serves once Redis 
     expect(await view.json()).toMatchObject({ error: { code: 'unavailable' } });
 
     await server.restart();
-    await until(
+    await waitFor(
       async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
       'the gateway ready once Redis is back',
       30_000,
@@ -128,7 +129,7 @@ it('a gateway started while Redis is down waits unready, then serves once Redis 
       body: JSON.stringify({ text: 'hello', idempotencyKey: 'k-down' }),
     });
     expect([200, 202]).toContain(res.status);
-    await until(async () => {
+    await waitFor(async () => {
       const v = (await (
         await fetch(`${gateway.url}/v1/tasks/t-down`, {
           headers: { authorization: `Bearer ${tok}` },

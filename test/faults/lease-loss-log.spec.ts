@@ -1,6 +1,6 @@
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { connectRedis } from '@baton/store';
-import { spawnProjector, until, type ProjectorProcess } from '../../libs/worker/test/support';
+import { spawnLeasedProjector, waitFor, type ProjectorProcess } from '@baton/testing';
 
 /**
  * Leases are lost together (an outage past the lease, a Redis that lost its writes, a takeover):
@@ -16,7 +16,7 @@ let projector: ProjectorProcess;
 
 beforeAll(async () => {
   server = await startRedis({ aof: true });
-  projector = await spawnProjector({
+  projector = await spawnLeasedProjector({
     REDIS_URL: server.url,
     BATON_PREFIX: 'll',
     BATON_SHARDS: String(SHARDS),
@@ -42,7 +42,7 @@ const lines = (from: number) =>
     });
 
 it('reports leases lost together in one line, then takes them again', async () => {
-  await until(
+  await waitFor(
     () => lines(0).filter((l) => l.msg === 'lease acquired').length === SHARDS,
     'every shard owned',
   );
@@ -52,12 +52,12 @@ it('reports leases lost together in one line, then takes them again', async () =
   const redis = connectRedis({ url: server.url });
   for (let s = 0; s < SHARDS; s++) await redis.del(`ll:{b:${s}}:lease`);
   redis.disconnect();
-  await until(
+  await waitFor(
     () => lines(from).filter((l) => l.msg === 'lease acquired').length === SHARDS,
     'every shard owned again',
     60_000,
   );
-  await until(() => lines(from).some((l) => l.msg.startsWith('lease lost')), 'the loss reported');
+  await waitFor(() => lines(from).some((l) => l.msg.startsWith('lease lost')), 'the loss reported');
   // Nothing more is said of it after the first line.
   await new Promise((r) => setTimeout(r, 1_000));
   const lost = lines(from).filter((l) => l.msg.startsWith('lease lost'));

@@ -9,14 +9,14 @@ import {
   GatewayDouble,
   factsOf,
   readAll,
-  spawnProjector,
+  spawnLeasedProjector,
   spawnWorker,
   startExecution,
-  until,
+  waitFor,
   writeBusyRecording,
   type ProjectorProcess,
   type WorkerProcess,
-} from '../../libs/worker/test/support';
+} from '@baton/testing';
 
 /**
  * Issue 17, item 1: a Redis outage longer than the execution lease. Redis (AOF, fsync always) is
@@ -68,7 +68,7 @@ beforeAll(async () => {
   workerLink = await startRedisLink(server);
   const common = { BATON_PREFIX: PREFIX, BATON_SHARDS: String(SHARDS) };
   [projector, worker] = await Promise.all([
-    spawnProjector({ ...common, REDIS_URL: projectorLink.url }),
+    spawnLeasedProjector({ ...common, REDIS_URL: projectorLink.url }),
     spawnWorker({
       ...common,
       REDIS_URL: workerLink.url,
@@ -112,7 +112,7 @@ it('an outage longer than the execution lease loses no execution; the turns fini
   }
   // Every agent is mid-turn: its output reached the stream.
   for (const ref of refs) {
-    await until(
+    await waitFor(
       async () => (await readAll(store, ref.taskId)).some(ofType('foreground.output')),
       `${ref.taskId} streaming`,
     );
@@ -131,13 +131,13 @@ it('an outage longer than the execution lease loses no execution; the turns fini
   workerLink.open();
 
   // Recovered: every execution's buffered facts reached the stream again.
-  await until(async () => {
+  await waitFor(async () => {
     const now = await Promise.all(refs.map(async (r) => (await readAll(store, r.taskId)).length));
     return now.every((n, i) => n > before[i]!);
   }, 'every execution appending again');
   const recoverMs = Date.now() - back;
 
-  const streams = await until(async () => {
+  const streams = await waitFor(async () => {
     const all = await Promise.all(refs.map((r) => readAll(store, r.taskId)));
     return all.every((es) => es.some(ofType('turn.ended')) || es.some(ofType('execution.lost')))
       ? all
@@ -206,7 +206,7 @@ it('a worker that does not come back is still declared lost: one lease period af
   // Only the projector gets Redis back: to it, the worker is gone.
   projectorLink.open();
   const back = Date.now();
-  await until(async () => {
+  await waitFor(async () => {
     const all = await Promise.all(refs.map((r) => readAll(store, r.taskId)));
     return all.every((es) => es.some(ofType('execution.lost')));
   }, 'every execution declared lost');
@@ -219,7 +219,7 @@ it('a worker that does not come back is still declared lost: one lease period af
   // Back, the worker finds its leases gone and stops the agents: their ends are recorded.
   workerLink.open();
   for (const ref of refs) {
-    await until(
+    await waitFor(
       async () =>
         factsOf(await readAll(store, ref.taskId), ref.executionId).some(ofType('execution.ended')),
       `${ref.taskId} ended`,

@@ -8,8 +8,8 @@ import {
   token,
   waitFor,
   type GatewayProc,
-  type Proc,
-} from '../../libs/gateway/test/support';
+  type ServiceProc,
+} from '@baton/testing';
 import { masterPort as masterPortOf, restPrompt, taskPerShard } from './support';
 
 /**
@@ -30,13 +30,13 @@ const PREFIX = 'rp';
 const SHARDS = 6;
 const TENANT = 'acme';
 const NODE_TIMEOUT_MS = 1_000;
-/** The projector's shard lease (libs/gateway/test/support: PROJECTOR_LEASE_TTL_MS). */
+/** The projector's shard lease (@baton/testing spawnProjector: PROJECTOR_LEASE_TTL_MS). */
 const LEASE_MS = 2_000;
 const tok = token({ tenant: TENANT, scope: 'read prompt' });
 
 let cluster: RedisClusterHandle;
 let store: EventStore;
-let projector: Proc;
+let projector: ServiceProc;
 let gateway: GatewayProc;
 
 beforeAll(async () => {

@@ -9,8 +9,8 @@ import {
   token,
   waitFor,
   type GatewayProc,
-  type Proc,
-} from '../../libs/gateway/test/support';
+  type ServiceProc,
+} from '@baton/testing';
 
 /**
  * Issue 17, items 4 and 5: no client request blocks for the length of an outage, and what it is
@@ -37,7 +37,7 @@ const tok = token({ tenant: TENANT, scope: 'read prompt execute' });
 let server: RedisServer;
 let store: EventStore;
 let link: RedisLink;
-let projector: Proc;
+let projector: ServiceProc;
 let gateway: GatewayProc;
 let ws: Client;
 

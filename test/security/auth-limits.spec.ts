@@ -3,14 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import WebSocket from 'ws';
-import {
-  Client,
-  SECRET,
-  spawnGateway,
-  token,
-  waitFor,
-  type GatewayProc,
-} from '../../libs/gateway/test/support';
+import { Client, SECRET, spawnGateway, token, waitFor, type GatewayProc } from '@baton/testing';
 
 jest.setTimeout(60_000);
 

@@ -4,13 +4,7 @@
 import fc from 'fast-check';
 import { AhpPingParams } from '@baton/ahp';
 import { ClientMessage } from '@baton/protocol';
-import {
-  Client,
-  spawnGateway,
-  streamLengths,
-  tokenFor,
-  type GatewayProc,
-} from '../../libs/gateway/test/support';
+import { Client, spawnGateway, streamLengths, tokenFor, type GatewayProc } from '@baton/testing';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 

@@ -5,14 +5,13 @@
 import { taskKey } from '@baton/protocol';
 import {
   Client,
-  FakeWorker,
+  seedQueuedTask,
   startStack,
   streamLengths,
   token,
   tokenFor,
-  waitFor,
   type Stack,
-} from '../../libs/gateway/test/support';
+} from '@baton/testing';
 
 jest.setTimeout(60_000);
 
@@ -31,23 +30,7 @@ beforeAll(async () => {
   ws = stack.gateways[0]!.wsUrl;
   http = stack.gateways[0]!.url;
   // X's task: a live execution, a running prompt and a queued one.
-  const c = await Client.connect(ws, owner);
-  await new FakeWorker(stack.store, X_KEY, 's1').start();
-  for (const key of ['k1', 'k2']) {
-    const r = await c.request({
-      op: 'prompt',
-      taskId: TASK,
-      sessionId: 's1',
-      text: key,
-      idempotencyKey: key,
-    });
-    expect(r.ok).toBe(true);
-  }
-  await waitFor(
-    async () => (await stack.store.views.read(X_KEY))?.sessions[0]?.queue.entries.length === 1,
-    'the view of X',
-  );
-  await c.close();
+  await seedQueuedTask(stack, 'tenant-x', TASK, ['k1', 'k2']);
 });
 afterAll(() => stack?.stop());
 

@@ -3,13 +3,7 @@
 // must answer with an error, keep the connection usable and write nothing.
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
-import {
-  Client,
-  spawnGateway,
-  streamLengths,
-  tokenFor,
-  type GatewayProc,
-} from '../../libs/gateway/test/support';
+import { Client, spawnGateway, streamLengths, tokenFor, type GatewayProc } from '@baton/testing';
 
 jest.setTimeout(60_000);
 

@@ -25,15 +25,13 @@ import {
   streamLengths,
   token,
   type Stack,
-} from '../../libs/gateway/test/support';
-import {
   childrenOf,
   factsOf,
   readAll,
   spawnWorker,
-  until,
+  waitFor,
   type WorkerProcess,
-} from '../../libs/worker/test/support';
+} from '@baton/testing';
 
 jest.setTimeout(120_000);
 
@@ -112,7 +110,7 @@ afterAll(async () => {
 });
 
 const ended = (ref: { taskId: string }, executionId: string) =>
-  until(async () => {
+  waitFor(async () => {
     const facts = factsOf(await readAll(stack.store, taskKey(A, ref.taskId)), executionId);
     return facts.find((f) => f.type === 'execution.ended');
   }, `execution.ended of ${executionId}`);
@@ -142,7 +140,7 @@ const snapshot = async () => ({
 });
 
 const deadLetter = (taskId: string | undefined, jobId: string) =>
-  until(async () => {
+  waitFor(async () => {
     const shard = taskId === undefined ? 0 : stack.store.shardOf(taskId);
     const page = await stack.store.deadLetters.read(shard);
     return page.items.find((d) => d.sourceId === jobId);
@@ -254,7 +252,7 @@ describe('starting an execution over REST', () => {
     expect(a.body.jobId).not.toBe(b.body.jobId);
     // Each runs on its own tenant's task, and ends there.
     for (const tenant of [A, B]) {
-      await until(async () => {
+      await waitFor(async () => {
         const facts = factsOf(await readAll(stack.store, taskKey(tenant, ref.taskId)), 'chosen-1');
         return facts.find((f) => f.type === 'execution.ended');
       }, `chosen-1 ended on ${tenant}'s task`);
@@ -280,7 +278,7 @@ describe('the agent process', () => {
     const seen = new Set(probes());
     const r = await post(ref, { profile: 'probe', workspace: 'proj/sub', executionId: 'probe-1' });
     expect(r.status).toBe(202);
-    const file = await until(() => probes().find((f) => !seen.has(f)), 'the probe’s report');
+    const file = await waitFor(() => probes().find((f) => !seen.has(f)), 'the probe’s report');
     const report = JSON.parse(readFileSync(join(PROBES, file), 'utf8')) as {
       env: Record<string, string>;
       cwd: string;
@@ -308,11 +306,11 @@ describe('the agent process', () => {
     const seen = new Set(probes());
     const r = await post(ref, { profile: 'probe', executionId: 'probe-2' });
     expect(r.status).toBe(202);
-    const file = await until(() => probes().find((f) => !seen.has(f)), 'the probe’s report');
+    const file = await waitFor(() => probes().find((f) => !seen.has(f)), 'the probe’s report');
     const { cwd } = JSON.parse(readFileSync(join(PROBES, file), 'utf8')) as { cwd: string };
     expect(cwd.startsWith(`${realpathSync(join(WORKSPACES, A))}/x-`)).toBe(true);
     await ended(ref, 'probe-2');
-    await until(() => !existsSync(cwd), 'the fresh folder removed');
+    await waitFor(() => !existsSync(cwd), 'the fresh folder removed');
   });
 
   it('refuses a workspace that leads out through a symbolic link: the execution fails, nothing runs', async () => {
@@ -344,7 +342,7 @@ describe('the agent process', () => {
       executionId: 'replay-env',
     });
     expect(r.status).toBe(202);
-    await until(async () => {
+    await waitFor(async () => {
       const facts = factsOf(await readAll(stack.store, taskKey(A, ref.taskId)), 'replay-env');
       return facts.some((f) => f.type === 'capabilities.negotiated');
     }, 'the replay agent ready');
@@ -397,7 +395,7 @@ describe('a job written straight into Redis', () => {
     const smuggledDead = await deadLetter(ref.taskId, smuggled);
     expect(smuggledDead.reason).toMatch(/Unrecognized keys: "command", "args", "env", "cwd"/);
     for (const id of [legacy, smuggled]) {
-      await until(async () => (await queue.getJobState(id)) === 'failed', `${id} failed`);
+      await waitFor(async () => (await queue.getJobState(id)) === 'failed', `${id} failed`);
     }
     expect(existsSync(MARKER)).toBe(false);
     expect(probes().filter((f) => !seen.has(f))).toEqual([]);
@@ -444,7 +442,7 @@ describe('a job written straight into Redis', () => {
     );
     expect((await deadLetter(undefined, notAJob)).reason).toMatch(/^execution job refused: /);
     for (const id of [unknown, foreign, orphan, notAJob]) {
-      await until(async () => (await queue.getJobState(id)) === 'failed', `${id} failed`);
+      await waitFor(async () => (await queue.getJobState(id)) === 'failed', `${id} failed`);
     }
     expect(probes().filter((f) => !seen.has(f))).toEqual([]);
     expect(existsSync(MARKER)).toBe(false);

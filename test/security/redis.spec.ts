@@ -18,7 +18,7 @@ import {
   composeServices,
   type Role,
 } from '../compose-file';
-import { spawnGateway, spawnProjector, tokenFor, waitFor } from '../../libs/gateway/test/support';
+import { spawnGateway, spawnProjector, tokenFor, waitFor } from '@baton/testing';
 
 jest.setTimeout(120_000);
 

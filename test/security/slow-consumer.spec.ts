@@ -5,13 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { SCHEMA_VERSION, taskKey, type TaskView, type Update } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, type Lease } from '@baton/store';
-import {
-  Client,
-  spawnGateway,
-  tokenFor,
-  waitFor,
-  type GatewayProc,
-} from '../../libs/gateway/test/support';
+import { Client, spawnGateway, tokenFor, waitFor, type GatewayProc } from '@baton/testing';
 
 jest.setTimeout(120_000);
 

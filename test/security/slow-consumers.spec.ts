@@ -13,7 +13,7 @@ import {
   waitFor,
   type GatewayProc,
   type Stack,
-} from '../../libs/gateway/test/support';
+} from '@baton/testing';
 
 jest.setTimeout(300_000);
 

@@ -12,9 +12,12 @@ import {
   token,
   waitFor,
   type Stack,
-} from '../../libs/gateway/test/support';
-import { spawnWorker, type WorkerProcess } from '../../libs/worker/test/support';
-import { Proc, cli } from '../support';
+  spawnWorker,
+  stopWorker,
+  type WorkerProcess,
+  Proc,
+  cli,
+} from '@baton/testing';
 
 jest.setTimeout(180_000);
 
@@ -282,10 +285,7 @@ describe('task ids are tenant-scoped', () => {
   describe('two tenants, one task id, real workers', () => {
     let worker: WorkerProcess | undefined;
     afterAll(async () => {
-      if (worker && worker.child.exitCode === null) {
-        worker.child.kill('SIGTERM');
-        await worker.exited;
-      }
+      await stopWorker(worker);
     });
 
     it('both prompt and run without seeing each other’s prompts or updates', async () => {

@@ -4,13 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { chatUri } from '@baton/ahp';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import WebSocket from 'ws';
-import {
-  Client,
-  spawnGateway,
-  tokenFor,
-  waitFor,
-  type GatewayProc,
-} from '../../libs/gateway/test/support';
+import { Client, spawnGateway, tokenFor, waitFor, type GatewayProc } from '@baton/testing';
 
 jest.setTimeout(60_000);
 

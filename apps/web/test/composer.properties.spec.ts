@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { sessionView } from '@baton/activity';
 import type { PromptOutcome } from '@baton/protocol';
-import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from '../../../libs/activity/test/owner';
+import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from '@baton/testing';
 import { composerMode, type ComposerMode } from '../src/model';
 
 const S = 's1';

@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { Proc, cli, getJson, until } from '../../../test/support';
+import { Proc, cli, getJson, waitFor } from '@baton/testing';
 
 jest.setTimeout(240_000);
 
@@ -98,7 +98,7 @@ describe('the conversation panel in a browser', () => {
       env,
     );
     expect(r.code).toBe(0);
-    await until(
+    await waitFor(
       async () =>
         (await getJson<{ activity: { state: string } }>(`${base}/v1/tasks/t1/sessions/s1`, token()))
           .activity.state === 'idle',

@@ -7,8 +7,7 @@ import fc from 'fast-check';
 import { initialTaskState } from '@baton/activity';
 import { GroupBuffer, applyGroup, stepUpdate } from '@baton/client';
 import type { TaskView, Update } from '@baton/protocol';
-import { CLAUDE_CAPS, Owner } from '../../../libs/activity/test/owner';
-import { play, snapshotOf, streams } from '../../../libs/client/test/streams';
+import { CLAUDE_CAPS, Owner, play, snapshotOf, streams } from '@baton/testing';
 import { sessionIndicator, stateText, subagentText, taskIndicator, workLine } from '../src/model';
 
 /** What the page shows of a task view, as the page model derives it. */

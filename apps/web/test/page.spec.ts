@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import { Proc, cli, getJson, until } from '../../../test/support';
+import { Proc, cli, getJson, waitFor } from '@baton/testing';
 import { startDemo } from '../../baton/src/demo';
 
 jest.setTimeout(240_000);
@@ -160,7 +160,7 @@ describe('the live activity page in a browser', () => {
 
   story('follows a replay through generating, a queued prompt, background and idle', async () => {
     await exec('t1', 's1');
-    await until(async () => (await session('t1', 's1')).activity.state === 'idle', 'agent ready');
+    await waitFor(async () => (await session('t1', 's1')).activity.state === 'idle', 'agent ready');
 
     await page.goto(`${base}/?token=${token()}`);
     expect(page.url()).not.toContain('token=');
@@ -269,7 +269,7 @@ describe('the live activity page in a browser', () => {
           .waitFor();
         // Two shells at once, then a shell and a subagent at once, live in the work list.
         await page.locator('#work-list li').nth(1).waitFor({ timeout: WAIT });
-        await until(
+        await waitFor(
           async () => said.some((l) => l.endsWith('cancel done')),
           'the demo cancelled turn 3',
           WAIT,
@@ -483,7 +483,10 @@ describe('the live activity page in a browser', () => {
       );
       await signInWith(minted.stdout.trim());
       await exec('t2', 's1');
-      await until(async () => (await session('t2', 's1')).activity.state === 'idle', 'agent ready');
+      await waitFor(
+        async () => (await session('t2', 's1')).activity.state === 'idle',
+        'agent ready',
+      );
       expect((await cli(['prompt', 't2', 's1', 'a long turn'], env)).code).toBe(0);
       await row('t2', 's1').getByRole('button', { name: 'Session s1' }).click();
       await indicator(row('t2', 's1'), 'Generating').waitFor({ timeout: WAIT });
@@ -533,7 +536,7 @@ describe('the live activity page in a browser', () => {
       env,
     );
     expect(r.code).toBe(0);
-    await until(async () => (await session('t3', 's1')).activity.state === 'idle', 'agent ready');
+    await waitFor(async () => (await session('t3', 's1')).activity.state === 'idle', 'agent ready');
     expect((await cli(['prompt', 't3', 's1', 'Fix the bug'], env)).code).toBe(0);
     await row('t3', 's1').getByRole('button', { name: 'Session s1' }).click();
     const asks = page.locator('#permissions');
@@ -554,7 +557,7 @@ describe('the live activity page in a browser', () => {
     await result.filter({ hasText: 'Answered the agent: Allow.' }).waitFor();
     await asks.waitFor({ state: 'hidden' });
     await row('t3', 's1').locator('.session-needs').waitFor({ state: 'hidden' });
-    await until(
+    await waitFor(
       async () => (await session('t3', 's1')).activity.state === 'waiting_for_input',
       'the agent went on and ended its turn',
       WAIT,

@@ -1,7 +1,7 @@
 /**
- * Rewrites the EXPECTED entries of the named fixtures in test/expected-facts.ts from what the
- * dialects produce now (adding entries for new fixtures). Review the diff fact by fact: this is a
- * convenience for re-recordings, not a source of truth.
+ * Rewrites the EXPECTED entries of the named fixtures in libs/testing/src/expected-facts.ts from
+ * what the dialects produce now (adding entries for new fixtures). Review the diff fact by fact:
+ * this is a convenience for re-recordings, not a source of truth.
  *
  *   node --import tsx libs/acp/scripts/update-expected.ts claude-real-shell-plain …
  */
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { parseRecording, reduceFrames } from '../src';
 
 const root = join(__dirname, '..');
-const file = join(root, 'test', 'expected-facts.ts');
+const file = join(root, '..', 'testing', 'src', 'expected-facts.ts');
 let src = readFileSync(file, 'utf8');
 for (const name of process.argv.slice(2)) {
   const frames = parseRecording(readFileSync(join(root, 'fixtures', `${name}.jsonl`), 'utf8'));

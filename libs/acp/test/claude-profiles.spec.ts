@@ -1,6 +1,6 @@
 import { activeSubagentCount, admissionGate, sessionView } from '@baton/activity';
 import type { BackgroundWork, StreamEntry } from '@baton/protocol';
-import { Owner } from '../../activity/test/owner';
+import { Owner } from '@baton/testing';
 import { reduceFrames, toFact, type FactBody } from '../src';
 import { loadFixture } from './helpers';
 

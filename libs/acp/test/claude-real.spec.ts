@@ -4,21 +4,11 @@ import {
   liveRegistrations,
   sessionActivity,
 } from '@baton/activity';
-import type { ForegroundActivity, StreamEntry } from '@baton/protocol';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ForegroundActivity } from '@baton/protocol';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Owner } from '../../activity/test/owner';
-import {
-  AgentHost,
-  clientAdvertisement,
-  toFact,
-  toRecordingLine,
-  type ClientProfileOptions,
-  type FactBody,
-  type Frame,
-} from '../src';
-import { assertValidFact, FIXTURES } from './helpers';
+import { clientAdvertisement, type ClientProfileOptions, type FactBody } from '../src';
+import { FIXTURES } from './helpers';
 import { findClaudeInstall, offlineClaudeEnv, type ClaudeInstall } from './support/claude-cli';
 import {
   startScriptedModelServer,
@@ -26,7 +16,7 @@ import {
   type ScriptTurn,
   type ScriptedModelServer,
 } from './support/scripted-model-server';
-import { scrubRecording } from './support/scrub-recording';
+import { RealSession, SESSION, waitForFile } from './support/real-session';
 
 /**
  * The real claude-agent-acp 0.101.0 adapter and the real Claude Code CLI, fully offline: the
@@ -45,17 +35,11 @@ import { scrubRecording } from './support/scrub-recording';
  */
 
 const install = findClaudeInstall();
-const SESSION = 's1';
-const EXECUTION = 'e1';
-// Generous: the machine is shared. A scenario that goes wrong fails fast instead (see `fail`).
-const PROBE_MS = 60_000;
 
 jest.setTimeout(150_000);
 
 // ------------------------------------------------------------------------------------------------
 // Scripts: the model's side of each scenario.
-
-const waitFor = (file: string) => `until [ -f ${file} ]; do sleep 0.1; done`;
 
 const bash = (
   id: string,
@@ -112,7 +96,7 @@ const subagentTurns = (marker: string): ScriptTurn[] => [
   {
     name: 'subagent: child Bash',
     when: { first: marker, last: marker },
-    reply: [bash('toolu_child', `${waitFor('release-agent')}; echo child`, 'Wait for release')],
+    reply: [bash('toolu_child', `${waitForFile('release-agent')}; echo child`, 'Wait for release')],
   },
   {
     name: 'subagent: report',
@@ -143,7 +127,7 @@ const SCRIPTS = {
       when: { last: 'RUN-SHELL' },
       reply: [
         { type: 'text', text: 'Starting it.' },
-        bash('toolu_shell', `${waitFor('release-shell')}; echo done`, 'Wait for release', true),
+        bash('toolu_shell', `${waitForFile('release-shell')}; echo done`, 'Wait for release', true),
       ],
     },
     {
@@ -171,7 +155,7 @@ const SCRIPTS = {
       when: { afterTool: 'ToolSearch' },
       reply: [
         monitor(
-          `${waitFor('arm-monitor')}; echo armed; ${waitFor('release-monitor')}; echo finished`,
+          `${waitForFile('arm-monitor')}; echo armed; ${waitForFile('release-monitor')}; echo finished`,
         ),
       ],
     },
@@ -185,9 +169,9 @@ const SCRIPTS = {
       name: 'launch all three',
       when: { afterTool: 'ToolSearch' },
       reply: [
-        bash('toolu_shell', `${waitFor('release-shell')}; echo done`, 'Wait for release', true),
+        bash('toolu_shell', `${waitForFile('release-shell')}; echo done`, 'Wait for release', true),
         agent('toolu_agent', 'SUBAGENT-TASK'),
-        monitor(`${waitFor('release-monitor')}; echo finished`),
+        monitor(`${waitForFile('release-monitor')}; echo finished`),
       ],
     },
     { name: 'all launched', when: { afterTool: 'Monitor' }, reply: say('All three started.') },
@@ -199,8 +183,8 @@ const SCRIPTS = {
       name: 'launch two shells',
       when: { last: 'RUN-TWO' },
       reply: [
-        bash('toolu_shell_a', `${waitFor('release-a')}; echo a`, 'First shell', true),
-        bash('toolu_shell_b', `${waitFor('release-b')}; echo b`, 'Second shell', true),
+        bash('toolu_shell_a', `${waitForFile('release-a')}; echo a`, 'First shell', true),
+        bash('toolu_shell_b', `${waitForFile('release-b')}; echo b`, 'Second shell', true),
       ],
     },
     {
@@ -269,41 +253,29 @@ interface Step {
   live: number;
 }
 
-class RealSession {
-  readonly facts: FactBody[] = [];
-  readonly frames: Frame[] = [];
+class ClaudeSession extends RealSession<ScriptedModelServer> {
   /** Foreground activity and live registrations after each fact. */
   readonly steps: Step[] = [];
-  readonly owner = new Owner();
-  /** Folds the same facts under the other policy until `detachShadow`, to compare decisions. */
-  shadow: Owner | undefined = new Owner();
-  private host!: AgentHost;
-  private readonly sent = new Set<string>();
-  private readonly turns: Promise<unknown>[] = [];
-  private seq = 0;
-  private stderr = '';
-  /** Why the scenario can no longer pass, noticed outside a probe; the next probe throws it. */
-  private failure: string | undefined;
 
   private constructor(
-    readonly name: string,
-    readonly home: string,
-    readonly work: string,
-    readonly server: ScriptedModelServer,
+    name: string,
+    home: string,
+    work: string,
+    server: ScriptedModelServer,
     readonly profile: ClientProfile = 'raw',
-  ) {}
+  ) {
+    super(name, home, work, server);
+  }
 
   static async start(
     name: keyof typeof SCRIPTS,
     policy: 'handoff' | 'coarse',
     claude: ClaudeInstall,
     profile: ClientProfile = 'raw',
-  ): Promise<RealSession> {
-    const home = mkdtempSync(join(tmpdir(), 'baton-claude-'));
-    const work = join(home, 'work');
-    mkdirSync(work);
+  ): Promise<ClaudeSession> {
+    const { home, work } = RealSession.makeHome('claude');
     // The server reports to the session it serves, made once the server's URL is known.
-    const late: { session?: RealSession } = {};
+    const late: { session?: ClaudeSession } = {};
     const scripted = SCRIPTS[name];
     const server = await startScriptedModelServer({
       script: typeof scripted === 'function' ? scripted(work) : scripted,
@@ -313,170 +285,40 @@ class RealSession {
         ),
       dumpTo: process.env.BATON_SCRIPTED_MODEL_DUMP,
     });
-    const s = new RealSession(name, home, work, server, profile);
+    const s = new ClaudeSession(name, home, work, server, profile);
     late.session = s;
-    const other = policy === 'handoff' ? 'coarse' : 'handoff';
-    s.owner.command(SESSION, 'session.configure', { admission: policy });
-    s.shadow?.command(SESSION, 'session.configure', { admission: other });
-    try {
-      s.host = await AgentHost.start({
-        command: process.execPath,
-        args: [claude.adapter],
-        env: offlineClaudeEnv(home, server.url),
-        sessionCwd: work,
-        advertise: clientAdvertisement(CLIENT_PROFILES[profile]),
-        mode: 'default',
-        permissionPolicy: 'allow-once',
-        setupTimeoutMs: PROBE_MS,
-        onFact: (f) => s.onFact(f),
-        onRawFrame: (f) => s.frames.push(f),
-        onStderr: (c) => (s.stderr = (s.stderr + c).slice(-8_000)),
-      });
-    } catch (e) {
-      await server.close();
-      rmSync(home, { recursive: true, force: true });
-      throw new Error(`${name}: the adapter did not start: ${String(e)}\n${s.describe()}`);
-    }
+    await s.open(policy, {
+      command: process.execPath,
+      args: [claude.adapter],
+      env: offlineClaudeEnv(home, server.url),
+      advertise: clientAdvertisement(CLIENT_PROFILES[profile]),
+      mode: 'default',
+    });
     return s;
   }
 
-  private onFact(f: FactBody): void {
-    assertValidFact(f);
-    this.facts.push(f);
-    const entry = toFact(
-      {
-        v: 1,
-        taskId: this.owner.taskId,
-        sessionId: SESSION,
-        executionId: EXECUTION,
-        generation: 1,
-        writer: { role: 'worker', instance: 'w-real', seq: ++this.seq },
-      },
-      f,
-    ) as StreamEntry;
-    for (const o of [this.owner, this.shadow]) {
-      o?.append(entry);
-      o?.decideNow();
-    }
+  protected observe(f: FactBody): void {
     const s = this.session();
     this.steps.push({
       fact: f.type,
       activity: foregroundActivity(s),
       live: liveRegistrations(s).length,
     });
-    // A worker reads admissions asynchronously; never re-enter the host from its own callback.
-    setImmediate(() => this.dispatchAdmitted());
   }
 
-  session(owner: Owner = this.owner) {
-    return owner.session(SESSION);
+  protected requestSummaries(): string[] {
+    return this.server.requests.map((r) => `${r.kind}:${r.answer}`);
   }
 
-  /** The worker's half: every admission the owner decided goes to the agent as session/prompt. */
-  private dispatchAdmitted(): void {
-    for (const e of this.owner.entries) {
-      if (e.type !== 'prompt.admitted' || this.sent.has(e.data.promptId)) continue;
-      this.sent.add(e.data.promptId);
-      // As the projector delivers: from the claim, which carries the text until dispatch (the
-      // prompt record drops it at admission).
-      const s = this.session();
-      const claim = [s.turn, s.steer].find(
-        (c) => c?.promptId === e.data.promptId && c.generation === e.data.admissionGeneration,
-      );
-      if (!claim?.text) {
-        this.fail(
-          `prompt ${e.data.promptId} was admitted (generation ${e.data.admissionGeneration}) but no claim carries its text: ${JSON.stringify({ turn: s.turn, steer: s.steer })}`,
-        );
-        continue;
-      }
-      const text = claim.text;
-      this.turns.push(
-        this.host
-          .prompt({
-            promptId: e.data.promptId,
-            admissionGeneration: e.data.admissionGeneration,
-            text,
-          })
-          .catch((err: unknown) => err),
-      );
-    }
-  }
-
-  /** A human prompt through the owner (and the shadow, while attached); returns its id. */
-  submit(key: string): string {
-    const id = this.owner.submit(SESSION, key);
-    this.shadow?.submit(SESSION, key);
-    this.dispatchAdmitted();
-    return id;
-  }
-
-  detachShadow(): Owner {
-    const s = this.shadow!;
-    this.shadow = undefined;
-    return s;
-  }
-
-  release(file: string): void {
-    writeFileSync(join(this.work, file), '');
-  }
-
-  /** Records the first reason the scenario cannot pass; every probe throws it from then on. */
-  fail(reason: string): void {
-    this.failure ??= reason;
-  }
-
-  async until(what: string, cond: () => boolean): Promise<void> {
-    const deadline = Date.now() + PROBE_MS;
-    for (;;) {
-      if (this.failure !== undefined)
-        throw new Error(
-          `${this.name}: while waiting for ${what}: ${this.failure}\n${this.describe()}`,
-        );
-      if (cond()) return;
-      if (Date.now() > deadline)
-        throw new Error(`${this.name}: timed out waiting for ${what}\n${this.describe()}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
-
-  describe(): string {
-    return [
-      `facts: ${this.facts.map((f) => `${f.type} ${JSON.stringify(f.data).slice(0, 160)}`).join('\n  ')}`,
-      `model requests: ${JSON.stringify(this.server.requests.map((r) => `${r.kind}:${r.answer}`))}`,
-      `stderr tail: ${this.stderr.slice(-2_000)}`,
-    ].join('\n');
-  }
-
-  /** Waits for every dispatched prompt's answer, closes the agent, keeps the recording if asked. */
-  async finish(): Promise<void> {
-    const answers = await Promise.all(this.turns);
-    answers.forEach((a) => {
-      if (a instanceof Error) throw a;
-    });
-    await this.host.close();
-    if (process.env.BATON_RECORD_CLAUDE_FIXTURES === '1') {
-      const frames = scrubRecording(this.frames, {
-        home: this.home,
-        sessionId: this.host.sessionId!,
-      });
-      writeFileSync(
-        join(FIXTURES, fixtureName(this.profile, this.name) + '.jsonl'),
-        frames.map(toRecordingLine).join('\n') + '\n',
-      );
-    }
-  }
-
-  async dispose(): Promise<void> {
-    await this.host?.close();
-    await this.server.close();
-    rmSync(this.home, { recursive: true, force: true });
+  protected recording() {
+    if (process.env.BATON_RECORD_CLAUDE_FIXTURES !== '1') return undefined;
+    return {
+      file: join(FIXTURES, fixtureName(this.profile, this.name) + '.jsonl'),
+      scrub: { home: this.home, sessionId: this.host.sessionId! },
+    };
   }
 
   // -- fact queries ---------------------------------------------------------------------------
-
-  has(pred: (f: FactBody) => boolean): boolean {
-    return this.facts.some(pred);
-  }
 
   /** Index of the first fact matching, failing the test if there is none. */
   at(label: string, pred: (f: FactBody) => boolean): number {
@@ -556,11 +398,11 @@ const idleOf = (origin: string, gen?: number) => (f: F) =>
 const turnEnded = (gen: number) => (f: F) =>
   f.type === 'turn.ended' && f.data.admissionGeneration === gen;
 
-const started = (s: RealSession, kind: string, toolCallId: string) =>
+const started = (s: ClaudeSession, kind: string, toolCallId: string) =>
   s.facts.find(bgStarted(kind, toolCallId)) as Extract<F, { type: 'background.started' }>;
 
 /** Every registration's work id is the SDK task id the raw messages named for its launch. */
-const expectIdentified = (s: RealSession, kind: string, toolCallId: string) => {
+const expectIdentified = (s: ClaudeSession, kind: string, toolCallId: string) => {
   const reg = started(s, kind, toolCallId);
   expect(reg.data.attested).toBe(true);
   const taskStarted = s.frames.find((f) => {
@@ -587,7 +429,7 @@ describeReal(
   'claude-agent-acp 0.101.0 + the real Claude Code CLI, offline against a scripted model',
   () => {
     const claude = install as ClaudeInstall;
-    let s: RealSession | undefined;
+    let s: ClaudeSession | undefined;
 
     afterEach(async () => {
       await s?.dispose();
@@ -595,7 +437,7 @@ describeReal(
     });
 
     it('a background Bash shell: registered attested, foreground idle while it runs, ended by its task id', async () => {
-      s = await RealSession.start('shell', 'handoff', claude);
+      s = await ClaudeSession.start('shell', 'handoff', claude);
       // What a worker hosting the adapter gets: identified completion for all three kinds, and the
       // session in Manual mode (no permission classifier requests to the model).
       expect(s.facts[1]).toMatchObject({
@@ -636,7 +478,7 @@ describeReal(
         expect.objectContaining({
           kind: 'shell',
           label: 'Wait for release',
-          command: `${waitFor('release-shell')}; echo done`,
+          command: `${waitForFile('release-shell')}; echo done`,
         }),
       ]);
       // Both policies admit a new prompt now: a shell never holds the foreground.
@@ -669,7 +511,7 @@ describeReal(
     });
 
     it('a background Agent subagent with a child tool: held prompt yields, handoff admits a human prompt, coarse queues it', async () => {
-      s = await RealSession.start('subagent', 'handoff', claude);
+      s = await ClaudeSession.start('subagent', 'handoff', claude);
       s.submit('RUN-AGENT');
       const session = s;
       await s.until(
@@ -758,7 +600,7 @@ describeReal(
     });
 
     it('a Monitor watch (after ToolSearch select:Monitor): event cycles do not end it, its task does', async () => {
-      s = await RealSession.start('monitor', 'coarse', claude);
+      s = await ClaudeSession.start('monitor', 'coarse', claude);
       s.submit('RUN-MONITOR');
       const session = s;
       await s.until(
@@ -808,7 +650,7 @@ describeReal(
     });
 
     it('all three at once: each ends by its own identity; coarse admits the queued prompt only when the held turn ends', async () => {
-      s = await RealSession.start('all', 'coarse', claude);
+      s = await ClaudeSession.start('all', 'coarse', claude);
       s.submit('RUN-ALL');
       const session = s;
       await s.until(
@@ -892,7 +734,7 @@ describeReal(
     });
 
     it('an Edit and a Write in the workspace: each asks permission with its diff, allowed, and changes the file', async () => {
-      s = await RealSession.start('edit', 'handoff', claude);
+      s = await ClaudeSession.start('edit', 'handoff', claude);
       writeFileSync(join(s.work, EDITED), EDITED_BEFORE);
       s.submit('RUN-EDIT');
       const session = s;
@@ -951,10 +793,10 @@ interface Drive {
   launched: string;
   /** Background tasks whose end the model must be told of before the session is settled. */
   tasks: number;
-  then: (s: RealSession) => Promise<void>;
+  then: (s: ClaudeSession) => Promise<void>;
 }
 
-const terminalTold = (s: RealSession): Set<string> =>
+const terminalTold = (s: ClaudeSession): Set<string> =>
   new Set(
     s.server.requests.flatMap((r) =>
       r.kind === 'conversation' ? terminalNotifications(r.lastReminders ?? '') : [],
@@ -962,7 +804,7 @@ const terminalTold = (s: RealSession): Set<string> =>
   );
 
 /** Waits for `n` task-notification cycles to have been answered and ended. */
-const cyclesEnded = (s: RealSession, n: number) =>
+const cyclesEnded = (s: ClaudeSession, n: number) =>
   s.until(`${n} task-notification cycle(s) to end`, () => {
     const used = s.server.used.filter((x) => x === notifications.name).length;
     return used >= n && s.facts.filter(idleOf('task-notification')).length >= n;
@@ -1022,7 +864,7 @@ const DRIVES: Record<Launching, Drive> = {
 
 describeReal('claude-agent-acp 0.101.0 in every client profile (recordings)', () => {
   const claude = install as ClaudeInstall;
-  let s: RealSession | undefined;
+  let s: ClaudeSession | undefined;
 
   afterEach(async () => {
     await s?.dispose();
@@ -1045,7 +887,7 @@ describeReal('claude-agent-acp 0.101.0 in every client profile (recordings)', ()
     '%s profile, %s: the agent gets through, every task reported',
     async (profile, scenario) => {
       const drive = DRIVES[scenario];
-      s = await RealSession.start(scenario, 'handoff', claude, profile);
+      s = await ClaudeSession.start(scenario, 'handoff', claude, profile);
       s.detachShadow();
       const session = s;
       s.submit(drive.prompt);

@@ -6,7 +6,7 @@ import {
   sessionView,
 } from '@baton/activity';
 import type { StreamEntry } from '@baton/protocol';
-import { Owner } from '../../activity/test/owner';
+import { Owner } from '@baton/testing';
 import { reduceFrames, toFact, type FactBody, type Frame } from '../src';
 import { loadFixture } from './helpers';
 

@@ -4,21 +4,11 @@ import {
   sessionActivity,
   sessionView,
 } from '@baton/activity';
-import type { ForegroundActivity, StreamEntry } from '@baton/protocol';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ForegroundActivity } from '@baton/protocol';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Owner } from '../../activity/test/owner';
-import {
-  AgentHost,
-  clientAdvertisement,
-  toFact,
-  toRecordingLine,
-  type ClientProfileOptions,
-  type FactBody,
-  type Frame,
-} from '../src';
-import { assertValidFact, FIXTURES } from './helpers';
+import { clientAdvertisement, type ClientProfileOptions, type FactBody } from '../src';
+import { FIXTURES } from './helpers';
 import {
   CODEX_ACP_VERSION,
   findCodexInstall,
@@ -32,7 +22,7 @@ import {
   type ResponsesTurn,
   type ScriptedResponsesServer,
 } from './support/scripted-responses-server';
-import { scrubRecording } from './support/scrub-recording';
+import { RealSession, waitForFile } from './support/real-session';
 
 /**
  * The real codex-acp 0.16.0 adapter (Codex 0.137 inside), fully offline: the model is a scripted
@@ -48,12 +38,9 @@ import { scrubRecording } from './support/scrub-recording';
  */
 
 const install = findCodexInstall();
-const SESSION = 's1';
-const PROBE_MS = 60_000;
 
 jest.setTimeout(120_000);
 
-const waitFor = (file: string) => `until [ -f ${file} ]; do sleep 0.1; done`;
 const say = (text: string): ResponsesItem[] => [{ type: 'message', text }];
 /**
  * `yield_time_ms` at its maximum by default: the call returns when the command exits (well
@@ -78,7 +65,7 @@ const SCRIPTS = {
     {
       name: 'run command',
       when: { last: 'RUN-EXEC' },
-      reply: [exec(`${waitFor('release-exec')}; echo hello`)],
+      reply: [exec(`${waitForFile('release-exec')}; echo hello`)],
     },
     { name: 'command done', when: { afterTool: 'exec_command' }, reply: say('It printed hello.') },
   ],
@@ -86,7 +73,7 @@ const SCRIPTS = {
     {
       name: 'start long command',
       when: { last: 'RUN-LONG' },
-      reply: [exec(`${waitFor('release-long')}; echo late > long-done`, 250)],
+      reply: [exec(`${waitForFile('release-long')}; echo late > long-done`, 250)],
     },
     {
       name: 'left running',
@@ -100,7 +87,7 @@ const SCRIPTS = {
     {
       name: 'child: command',
       when: { first: 'CHILD-TASK', last: 'CHILD-TASK' },
-      reply: [exec(`${waitFor('release-agent')}; echo child`)],
+      reply: [exec(`${waitForFile('release-agent')}; echo child`)],
     },
     {
       name: 'child: report',
@@ -155,35 +142,26 @@ type ClientProfile = keyof typeof CLIENT_PROFILES;
 export const codexFixtureName = (profile: ClientProfile, scenario: Scenario): string =>
   profile === 'plain' ? `codex-real-${scenario}` : `codex-real-${profile}-${scenario}`;
 
-class CodexSession {
-  readonly facts: FactBody[] = [];
-  readonly frames: Frame[] = [];
+class CodexSession extends RealSession<ScriptedResponsesServer> {
+  /** Foreground activity after each fact. */
   readonly activities: ForegroundActivity[] = [];
-  readonly owner = new Owner();
-  readonly shadow = new Owner();
-  private host!: AgentHost;
-  private readonly sent = new Set<string>();
-  private readonly turns: Promise<unknown>[] = [];
-  private seq = 0;
-  private stderr = '';
-  private failure: string | undefined;
 
   private constructor(
     readonly scenario: Scenario,
     readonly profile: ClientProfile,
-    readonly home: string,
-    readonly work: string,
-    readonly server: ScriptedResponsesServer,
-  ) {}
+    home: string,
+    work: string,
+    server: ScriptedResponsesServer,
+  ) {
+    super(scenario, home, work, server);
+  }
 
   static async start(
     scenario: Scenario,
     profile: ClientProfile,
     codex: CodexInstall,
   ): Promise<CodexSession> {
-    const home = mkdtempSync(join(tmpdir(), 'baton-codex-'));
-    const work = join(home, 'work');
-    mkdirSync(work);
+    const { home, work } = RealSession.makeHome('codex');
     const late: { session?: CodexSession } = {};
     const server = await startScriptedResponsesServer({
       script: SCRIPTS[scenario],
@@ -194,146 +172,37 @@ class CodexSession {
     writeOfflineCodexConfig(join(home, '.codex'), server.url);
     const s = new CodexSession(scenario, profile, home, work, server);
     late.session = s;
-    s.owner.command(SESSION, 'session.configure', { admission: 'handoff' });
-    s.shadow.command(SESSION, 'session.configure', { admission: 'coarse' });
-    try {
-      s.host = await AgentHost.start({
-        command: codex.binary,
-        args: [],
-        env: offlineCodexEnv(home),
-        sessionCwd: work,
-        advertise: clientAdvertisement(CLIENT_PROFILES[profile]),
-        mode: 'full-access',
-        permissionPolicy: 'allow-once',
-        setupTimeoutMs: PROBE_MS,
-        onFact: (f) => s.onFact(f),
-        onRawFrame: (f) => s.frames.push(f),
-        onStderr: (c) => (s.stderr = (s.stderr + c).slice(-8_000)),
-      });
-    } catch (e) {
-      await server.close();
-      rmSync(home, { recursive: true, force: true });
-      throw new Error(`${scenario}: the adapter did not start: ${String(e)}\n${s.describe()}`);
-    }
+    await s.open('handoff', {
+      command: codex.binary,
+      args: [],
+      env: offlineCodexEnv(home),
+      advertise: clientAdvertisement(CLIENT_PROFILES[profile]),
+      mode: 'full-access',
+    });
     return s;
   }
 
-  private onFact(f: FactBody): void {
-    assertValidFact(f);
-    this.facts.push(f);
-    const entry = toFact(
-      {
-        v: 1,
-        taskId: this.owner.taskId,
-        sessionId: SESSION,
-        executionId: 'e1',
-        generation: 1,
-        writer: { role: 'worker', instance: 'w-codex', seq: ++this.seq },
-      },
-      f,
-    ) as StreamEntry;
-    for (const o of [this.owner, this.shadow]) {
-      o.append(entry);
-      o.decideNow();
-    }
+  protected observe(): void {
     this.activities.push(foregroundActivity(this.session()));
-    setImmediate(() => this.dispatchAdmitted());
   }
 
-  session(owner: Owner = this.owner) {
-    return owner.session(SESSION);
+  protected requestSummaries(): string[] {
+    return this.server.requests.map((r) => `${r.path}:${r.answer}`);
   }
 
-  private dispatchAdmitted(): void {
-    for (const e of this.owner.entries) {
-      if (e.type !== 'prompt.admitted' || this.sent.has(e.data.promptId)) continue;
-      this.sent.add(e.data.promptId);
-      const s = this.session();
-      const claim = [s.turn, s.steer].find(
-        (c) => c?.promptId === e.data.promptId && c.generation === e.data.admissionGeneration,
-      );
-      if (!claim?.text) {
-        this.fail(`prompt ${e.data.promptId} was admitted but no claim carries its text`);
-        continue;
-      }
-      this.turns.push(
-        this.host
-          .prompt({
-            promptId: e.data.promptId,
-            admissionGeneration: e.data.admissionGeneration,
-            text: claim.text,
-          })
-          .catch((err: unknown) => err),
-      );
-    }
-  }
-
-  submit(key: string): string {
-    const id = this.owner.submit(SESSION, key);
-    this.shadow.submit(SESSION, key);
-    this.dispatchAdmitted();
-    return id;
-  }
-
-  release(file: string): void {
-    writeFileSync(join(this.work, file), '');
-  }
-
-  fail(reason: string): void {
-    this.failure ??= reason;
-  }
-
-  async until(what: string, cond: () => boolean): Promise<void> {
-    const deadline = Date.now() + PROBE_MS;
-    for (;;) {
-      if (this.failure !== undefined)
-        throw new Error(
-          `${this.scenario}: while waiting for ${what}: ${this.failure}\n${this.describe()}`,
-        );
-      if (cond()) return;
-      if (Date.now() > deadline)
-        throw new Error(`${this.scenario}: timed out waiting for ${what}\n${this.describe()}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
-
-  has(pred: (f: FactBody) => boolean): boolean {
-    return this.facts.some(pred);
-  }
-
-  describe(): string {
-    return [
-      `facts: ${this.facts.map((f) => `${f.type} ${JSON.stringify(f.data).slice(0, 160)}`).join('\n  ')}`,
-      `model requests: ${JSON.stringify(this.server.requests.map((r) => `${r.path}:${r.answer}`))}`,
-      `stderr tail: ${this.stderr.slice(-2_000)}`,
-    ].join('\n');
-  }
-
-  async finish(): Promise<void> {
-    const answers = await Promise.all(this.turns);
-    answers.forEach((a) => {
-      if (a instanceof Error) throw a;
-    });
-    await this.host.close();
-    if (process.env.BATON_RECORD_CODEX_FIXTURES === '1') {
-      const processes = new Map<string, string>();
-      const frames = scrubRecording(this.frames, {
+  protected recording() {
+    if (process.env.BATON_RECORD_CODEX_FIXTURES !== '1') return undefined;
+    const processes = new Map<string, string>();
+    return {
+      file: join(FIXTURES, codexFixtureName(this.profile, this.scenario) + '.jsonl'),
+      scrub: {
         home: this.home,
         homeAs: '/tmp/baton-codex',
         sessionId: this.host.sessionId!,
-        rewrite: (message, at) => scrubCodexTool(message, at, processes),
-      });
-      writeFileSync(
-        join(FIXTURES, codexFixtureName(this.profile, this.scenario) + '.jsonl'),
-        frames.map(toRecordingLine).join('\n') + '\n',
-      );
-    }
-  }
-
-  async dispose(): Promise<void> {
-    await this.host?.close();
-    await this.server.close();
-    rmSync(this.home, { recursive: true, force: true });
+        rewrite: (message: Record<string, unknown>, at: string) =>
+          scrubCodexTool(message, at, processes),
+      },
+    };
   }
 }
 

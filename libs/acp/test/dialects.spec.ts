@@ -1,5 +1,5 @@
 import { negotiate, reduceFrames, type FactBody } from '../src';
-import { EXPECTED } from './expected-facts';
+import { EXPECTED } from '@baton/testing';
 import { assertValidFact, loadFixture } from './helpers';
 
 const run = (name: string): FactBody[] => reduceFrames(loadFixture(name)).facts;

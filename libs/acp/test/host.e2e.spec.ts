@@ -10,7 +10,7 @@ import {
   type Frame,
   type ReplayCommandOptions,
 } from '../src';
-import { EXPECTED } from './expected-facts';
+import { EXPECTED } from '@baton/testing';
 import { assertValidFact, fixturePath, loadFixture } from './helpers';
 
 /**

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import type { ActivityInterval, StreamEntry } from '@baton/protocol';
 import { activityLane, entryTime, taskHistory } from '../src';
-import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from './owner';
+import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from '@baton/testing';
 
 /** The stream as Redis would keep it: entry i at t0 + 100·i ms. */
 const T0 = 1_800_000_000_000;

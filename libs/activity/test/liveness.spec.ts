@@ -6,7 +6,7 @@ import {
   stateFromSnapshot,
   taskView,
 } from '../src';
-import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from './owner';
+import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from '@baton/testing';
 
 // Each case of issue 14 that used to strand a session or stay silent, as a named example. The
 // property over generated histories (properties.spec.ts, "liveness") proves the general claim.

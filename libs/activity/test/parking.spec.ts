@@ -1,5 +1,5 @@
 import { decide, parkable, parkedView, sessionView } from '../src';
-import { CLAUDE_CAPS, Owner } from './owner';
+import { CLAUDE_CAPS, Owner } from '@baton/testing';
 
 /** Issue 18: an idle session's execution is parked (its ACP session kept) to free a worker slot. */
 function idle() {

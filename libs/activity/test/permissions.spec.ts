@@ -1,5 +1,5 @@
 import { attention, decide, permissionsView, sessionView, taskView } from '../src';
-import { CLAUDE_CAPS, Owner, PERMISSION_OPTIONS } from './owner';
+import { CLAUDE_CAPS, Owner, PERMISSION_OPTIONS } from '@baton/testing';
 
 /** Issue 18: permission requests are the user's. */
 function asking(policy: 'ask' | 'allow-once' | 'deny' = 'ask') {

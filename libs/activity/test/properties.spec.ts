@@ -31,7 +31,7 @@ import {
 } from '../src';
 import { dueTimers, outbox, type OwnerClocks, type Timer, type TimerBounds } from '../src';
 import type { InboxMessage } from '@baton/protocol';
-import { CLAUDE_CAPS, GENERIC_CAPS, Owner, PERMISSION_OPTIONS } from './owner';
+import { CLAUDE_CAPS, GENERIC_CAPS, Owner, PERMISSION_OPTIONS } from '@baton/testing';
 
 /**
  * Generated interleavings of facts and commands from several executions of several sessions.

@@ -1,5 +1,5 @@
 import { sessionActivity, taskView } from '../src';
-import { CLAUDE_CAPS, Owner } from './owner';
+import { CLAUDE_CAPS, Owner } from '@baton/testing';
 
 // Session, prompt, execution and tool ids come from clients and agents. A name that is a member of
 // Object.prototype is an id like any other: a key of the state, never its prototype.

@@ -1,6 +1,6 @@
 import { ChatMirror } from '@baton/ahp';
 import { sessionActivity, sessionView, taskView } from '../src';
-import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from './owner';
+import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from '@baton/testing';
 
 const activity = (o: Owner, s = 's1') => sessionActivity(o.session(s));
 

@@ -1,6 +1,6 @@
 import { sessionActivity, sessionView, taskView } from '../src';
 import { mergeUsage } from '../src/evolve/usage';
-import { CLAUDE_CAPS, Owner } from './owner';
+import { CLAUDE_CAPS, Owner } from '@baton/testing';
 
 function running() {
   const o = new Owner();

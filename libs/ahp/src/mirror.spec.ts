@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import type { QueueView, SessionActivityView, SessionView, Update } from '@baton/protocol';
 import { transcriptOf, type RecordedFrame } from '@baton/transcript';
-import { reduce as clientReduce } from '../test/spec-reducer';
+import { reduce as clientReduce } from '@baton/testing';
 import { ChatMirror, SessionMirror, chatActions, emptyChat, rootState } from './mirror';
 import { parseSessionUri, sessionUri } from './wire';
 import { Status, chatReducer, type ChatState } from './reducer';

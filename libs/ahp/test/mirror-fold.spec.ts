@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { taskView } from '@baton/activity';
 import type { BackgroundWork, SessionView, Update } from '@baton/protocol';
-import { CLAUDE_CAPS, Owner } from '../../activity/test/owner';
+import { CLAUDE_CAPS, Owner } from '@baton/testing';
 import {
   ChatMirror,
   reduceBackgroundWork,

@@ -1,9 +1,9 @@
 import WebSocket from 'ws';
 import { SCHEMA_VERSION, type TaskView, type Update } from '@baton/protocol';
-import { GENERIC_CAPS } from '../../activity/test/owner';
+import { GENERIC_CAPS } from '@baton/testing';
 import { BatonClient, BatonError, type ViewCause } from '../src';
 import { TOKEN, WireServer } from './wire-server';
-import { waitFor } from './wait';
+import { waitFor } from '@baton/testing';
 
 let server: WireServer;
 let client: BatonClient;
@@ -44,7 +44,7 @@ describe('BatonClient against a wire-protocol server', () => {
     const b = await client.prompt({ taskId: 't1', sessionId: 's1', text: 'second' });
     expect(b.decision).toEqual({ outcome: 'queued', position: 1, reason: 'busy' });
 
-    await waitFor(() => sub.seq === server.view('t1').seq);
+    await waitFor(() => sub.seq === server.view('t1').seq, 'condition');
     expect(sub.view).toEqual(server.view('t1'));
     expect(sub.view!.sessions[0]!.queue.entries.map((e) => e.text)).toEqual(['second']);
     expect(seen.map((u) => u.seq)).toEqual(seen.map((_, i) => first.seq + i + 1));
@@ -64,7 +64,7 @@ describe('BatonClient against a wire-protocol server', () => {
     const s2 = client.subscribe('t2', { onResync: () => resyncs++ });
     await Promise.all([s1.ready, s2.ready]);
     await client.prompt({ taskId: 't1', sessionId: 's1', text: 'x' });
-    await waitFor(() => s1.seq === server.view('t1').seq);
+    await waitFor(() => s1.seq === server.view('t1').seq, 'condition');
     const before = { t1: s1.seq, t2: s2.seq };
 
     const reconnected = client.next('open', (e) => e.reconnected);
@@ -73,7 +73,10 @@ describe('BatonClient against a wire-protocol server', () => {
     server.act('t1', (o) => o.submit('s1', 'while-away'));
     server.act('t2', (o) => o.execution('s1', 'e1', 1).subagent('sub-1'));
     await reconnected;
-    await waitFor(() => s1.seq === server.view('t1').seq && s2.seq === server.view('t2').seq);
+    await waitFor(
+      () => s1.seq === server.view('t1').seq && s2.seq === server.view('t2').seq,
+      'condition',
+    );
 
     const resubs = server.received.filter((m) => m.op === 'subscribe' && 'afterSeq' in m);
     expect(resubs.map((m) => [m.taskId, m.afterSeq])).toEqual([
@@ -99,10 +102,10 @@ describe('BatonClient against a wire-protocol server', () => {
     server.act('t1', (o) => o.submit('s1', 'k2'));
     server.retainedFrom.set('t1', server.view('t1').seq); // everything before the last is gone
     await reconnected;
-    await waitFor(() => resynced.length === 1);
+    await waitFor(() => resynced.length === 1, 'condition');
     expect(resynced[0]).toEqual(server.view('t1'));
     expect(sub.view).toEqual(server.view('t1'));
-    await waitFor(() => sub.state === 'live');
+    await waitFor(() => sub.state === 'live', 'condition');
   });
 
   it('asks again from its last seq when an update skips one', async () => {
@@ -116,7 +119,7 @@ describe('BatonClient against a wire-protocol server', () => {
     const missed = server.owner('t1').updates.filter((u) => u.seq > at);
     expect(missed.length).toBeGreaterThan(1);
     server.sendUpdate(missed.at(-1)!);
-    await waitFor(() => sub.seq === server.view('t1').seq);
+    await waitFor(() => sub.seq === server.view('t1').seq, 'condition');
     expect(sub.view).toEqual(server.view('t1'));
     const asks = server.received.filter((m) => m.op === 'subscribe');
     expect(asks.at(-1)).toMatchObject({ taskId: 't1', afterSeq: at });
@@ -135,7 +138,7 @@ describe('BatonClient against a wire-protocol server', () => {
       type: 'chat/backgroundWorkRemoved',
       data: { sessionId: 'ghost', id: 'w' },
     });
-    await waitFor(() => resynced.length === 1);
+    await waitFor(() => resynced.length === 1, 'condition');
     expect(server.received.filter((m) => m.op === 'subscribe').at(-1)).toEqual({
       v: 1,
       id: expect.any(String),
@@ -154,7 +157,7 @@ describe('BatonClient against a wire-protocol server', () => {
       { taskId: 't1', sessionId: 's1', text: 'hello', idempotencyKey: 'key-1' },
       { onPending: (p) => pendingSeen.push(`${p.idempotencyKey}:${p.status}`) },
     );
-    await waitFor(() => pendingSeen.length === 1);
+    await waitFor(() => pendingSeen.length === 1, 'condition');
     expect(pendingSeen).toEqual(['key-1:pending']);
     expect(client.pendingPrompts).toEqual([
       { taskId: 't1', sessionId: 's1', idempotencyKey: 'key-1', status: 'pending' },
@@ -176,7 +179,7 @@ describe('BatonClient against a wire-protocol server', () => {
       { taskId: 't1', sessionId: 's1', text: 'hello', idempotencyKey: 'k' },
       { onPending: () => pendings++ },
     );
-    await waitFor(() => pendings === 1);
+    await waitFor(() => pendings === 1, 'condition');
     server.holdDecisions = false; // decided now, but the update for it is lost
     const d = await decided;
     expect(d).toMatchObject({ idempotencyKey: 'k', wasPending: true });
@@ -190,7 +193,7 @@ describe('BatonClient against a wire-protocol server', () => {
     await client.connect(server.url, TOKEN);
     server.swallowPrompts = true;
     const decided = client.prompt({ taskId: 't1', sessionId: 's1', text: 'once' });
-    await waitFor(() => prompts('t1').length === 1);
+    await waitFor(() => prompts('t1').length === 1, 'condition');
     // The first attempt did reach the task: the gateway died after appending, before replying.
     const key = prompts('t1')[0]!.idempotencyKey as string;
     server.act('t1', (o) => o.submit('s1', key, 'human', 'p-first'));
@@ -223,7 +226,7 @@ describe('BatonClient against a wire-protocol server', () => {
     // An unsolicited error (a frame the server could not read) arrives as an event.
     server.received.length = 0;
     (client as unknown as { connection: { send(s: string): void } }).connection.send('{not json');
-    await waitFor(() => errors.length === 1);
+    await waitFor(() => errors.length === 1, 'condition');
     expect(errors[0]!.code).toBe('invalid_message');
   });
 
@@ -245,7 +248,7 @@ describe('BatonClient against a wire-protocol server', () => {
     expect(await client.cancel({ taskId: 't1', sessionId: 's1' })).toMatchObject({
       status: 'done',
     });
-    await waitFor(() => sub.seq === server.view('t1').seq);
+    await waitFor(() => sub.seq === server.view('t1').seq, 'condition');
     // The cancelled turn had not reached an agent: its claim is released to the queue's head,
     // where it waits, auto-run being off.
     const queue = sub.view!.sessions[0]!.queue;
@@ -283,7 +286,7 @@ describe('BatonClient against a wire-protocol server', () => {
     await client.connect(server.url, TOKEN);
     const sub = client.subscribe('t1');
     const reconnected = client.next('open', (e) => e.reconnected);
-    await waitFor(() => server.received.some((m) => m.op === 'ping'));
+    await waitFor(() => server.received.some((m) => m.op === 'ping'), 'condition');
     server.muteNewConnections = false;
     await reconnected;
     expect((await sub.ready).seq).toBe(server.view('t1').seq);
@@ -298,14 +301,14 @@ describe('BatonClient against a wire-protocol server', () => {
     expect(sub.view!.sessions.map((s) => s.sessionId)).toEqual(['s1']);
     await client.prompt({ taskId: 't1', sessionId: 's2', text: 'other session' });
     await client.prompt({ taskId: 't1', sessionId: 's1', text: 'mine' });
-    await waitFor(() => sub.view!.sessions[0]!.activity.state === 'running');
+    await waitFor(() => sub.view!.sessions[0]!.activity.state === 'running', 'condition');
     const full = server.view('t1');
     expect(sub.view!.sessions).toEqual(full.sessions.filter((s) => s.sessionId === 's1'));
     // Reconnect: it resumes from the seq it reached, and gets nothing of s2's.
     const reconnected = client.next('open', (e) => e.reconnected);
     server.terminateAll();
     await reconnected;
-    await waitFor(() => sub.state === 'live');
+    await waitFor(() => sub.state === 'live', 'condition');
     expect(sub.seq).toBe(full.seq);
   });
 
@@ -334,7 +337,7 @@ describe('BatonClient against a wire-protocol server', () => {
     const errors: BatonError[] = [];
     client.on('error', (e) => errors.push(e));
     server.closeAll(1008, 'token expired');
-    await waitFor(() => errors.length === 1);
+    await waitFor(() => errors.length === 1, 'condition');
     expect(errors[0]!.code).toBe('unauthorized');
     expect(client.connected).toBe(false);
     expect(server.upgrades).toHaveLength(1);
@@ -353,7 +356,7 @@ describe('BatonClient against a wire-protocol server', () => {
       data: {},
     };
     server.sendUpdate(future as unknown as Update);
-    await waitFor(() => sub.seq === view.seq + 1);
+    await waitFor(() => sub.seq === view.seq + 1, 'condition');
     expect(sub.view).toEqual({ ...view, seq: view.seq + 1 });
   });
 
@@ -375,11 +378,11 @@ describe('BatonClient against a wire-protocol server', () => {
     await client.connect(server.url, TOKEN);
     server.swallowPrompts = true;
     const p = client.prompt({ taskId: 't1', sessionId: 's1', text: 'never answered' });
-    await waitFor(() => prompts('t1').length === 1);
+    await waitFor(() => prompts('t1').length === 1, 'condition');
     const outcome = p.catch((e: unknown) => e);
     await client.close();
     expect(await outcome).toMatchObject({ code: 'closed' });
     expect(client.connected).toBe(false);
-    await waitFor(() => server.connections === 0);
+    await waitFor(() => server.connections === 0, 'condition');
   });
 });

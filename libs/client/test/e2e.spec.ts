@@ -16,7 +16,7 @@ import {
 import { freePort, startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import { BatonClient, type ViewCause } from '../src';
-import { waitFor } from './wait';
+import { waitFor } from '@baton/testing';
 
 jest.setTimeout(120_000);
 
@@ -112,8 +112,8 @@ const wsUrl = () => `ws://127.0.0.1:${port}/ws`;
 const everyShardOwned = () =>
   waitFor(
     async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.status === 200,
-    30_000,
     'every shard owned',
+    30_000,
   );
 
 async function newClient(): Promise<BatonClient> {
@@ -208,7 +208,7 @@ describe('@baton/client end to end (redis, projector, gateway processes)', () =>
     expect(a.decision).toMatchObject({ outcome: 'admitted', mode: 'turn' });
     const b = await client.prompt({ taskId, sessionId: 's1', text: 'second' });
     expect(b.decision).toEqual({ outcome: 'queued', position: 1, reason: 'busy' });
-    await waitFor(() => sub.view!.sessions[0]?.queue.entries.length === 1);
+    await waitFor(() => sub.view!.sessions[0]?.queue.entries.length === 1, 'condition');
 
     // The gateway dies; the task moves on without it: the first turn runs and ends, the queued
     // prompt is admitted, and background work starts.
@@ -232,14 +232,14 @@ describe('@baton/client end to end (redis, projector, gateway processes)', () =>
     await w.fact('turn.ended', { admissionGeneration: g, stopReason: 'end_turn' });
     await waitFor(
       async () => (await store.lastUpdateSeq(K(taskId))) > before + 3,
-      15_000,
       'updates',
+      15_000,
     );
     gateway = await startGateway();
     await reconnected;
 
-    await waitFor(async () => sub.seq === (await store.lastUpdateSeq(K(taskId))), 15_000, 'resume');
-    await waitFor(() => sub.state === 'live');
+    await waitFor(async () => sub.seq === (await store.lastUpdateSeq(K(taskId))), 'resume', 15_000);
+    await waitFor(() => sub.state === 'live', 'condition');
     // Nothing missed: every seq after the snapshot, once, in order; no resync was needed.
     expect(seen.map((u) => u.seq)).toEqual(seen.map((_, i) => first.seq + i + 1));
     expect(resyncs).toBe(0);
@@ -250,8 +250,8 @@ describe('@baton/client end to end (redis, projector, gateway processes)', () =>
         const v = await store.views.read(K(taskId));
         return v && v.seq === sub.seq ? { ...v, taskId } : undefined;
       },
-      15_000,
       'the stored view',
+      15_000,
     );
     expect(sub.view).toEqual(stored);
     const fresh = await (await newClient()).subscribe(taskId).ready;
@@ -281,7 +281,7 @@ describe('@baton/client end to end (redis, projector, gateway processes)', () =>
       (await streamOf(taskId)).filter(
         (e) => e.type === 'prompt.submit' && e.data.idempotencyKey === key,
       );
-    await waitFor(async () => (await submits()).length === 1, 15_000, 'the first submit');
+    await waitFor(async () => (await submits()).length === 1, 'the first submit', 15_000);
     await kill(gateway);
     [gateway, projector] = await Promise.all([startGateway(), startProjector()]);
     const d = await pending;

@@ -4,11 +4,10 @@
 import fc from 'fast-check';
 import type { TaskView, Update } from '@baton/protocol';
 import { initialTaskState, type TaskState } from '@baton/activity';
-import { CLAUDE_CAPS, Owner } from '../../activity/test/owner';
+import { CLAUDE_CAPS, Owner, play, snapshotOf, streams } from '@baton/testing';
 import { BatonClient, stepUpdate, type Subscription } from '../src';
-import { play, snapshotOf, streams } from './streams';
 import { TOKEN, WireServer, visibleTo } from './wire-server';
-import { waitFor } from './wait';
+import { waitFor } from '@baton/testing';
 
 jest.setTimeout(120_000);
 
@@ -181,7 +180,7 @@ describe('a client applies the updates of one entry as one change', () => {
     // ...and the resumed subscription (from the group's start) gets all of it again.
     server.owners.set(taskId, o);
     server.terminateAll();
-    await waitFor(() => sub.state === 'live' && sub.seq === o.state.seq);
+    await waitFor(() => sub.state === 'live' && sub.seq === o.state.seq, 'condition');
     expect(sub.view).toEqual(snapshotOf(o.state));
     expect(seen.every((v) => v.seq <= before || v.seq === o.state.seq)).toBe(true);
     await client.unsubscribe(taskId);

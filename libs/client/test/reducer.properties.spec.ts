@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { Update, type TaskView } from '@baton/protocol';
 import { initialTaskState } from '@baton/activity';
 import { applyUpdate, stepUpdate, UpdateGapError } from '../src';
-import { play, snapshotOf, streams } from './streams';
+import { play, snapshotOf, streams } from '@baton/testing';
 
 const RUNS = { numRuns: 300 };
 

@@ -12,7 +12,7 @@ import {
   type WireError,
 } from '@baton/protocol';
 import { taskView } from '@baton/activity';
-import { Owner } from '../../activity/test/owner';
+import { Owner } from '@baton/testing';
 
 export const TOKEN = 'good-token';
 

@@ -1,8 +1,16 @@
 // AHP 1.0.0 conformance, written from the specification (not from Baton's docs): a client that
 // knows AHP and nothing of Baton, doing what VS Code's agent-host client does.
 import { SCHEMA_VERSION, taskKey, type StreamEntry } from '@baton/protocol';
-import { reduce } from '../../ahp/test/spec-reducer';
-import { CAPS, Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from './support';
+import {
+  reduce,
+  CAPS,
+  Client,
+  FakeWorker,
+  startStack,
+  tokenFor,
+  waitFor,
+  type Stack,
+} from '@baton/testing';
 
 jest.setTimeout(90_000);
 

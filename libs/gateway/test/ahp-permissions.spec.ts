@@ -2,8 +2,15 @@
 // spec's own chat/toolCallConfirmed — against real gateways, a real projector and a real Redis, by a
 // client that knows AHP and nothing of Baton (the reducer it folds is written from the spec).
 import { taskKey } from '@baton/protocol';
-import { reduce } from '../../ahp/test/spec-reducer';
-import { Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from './support';
+import {
+  reduce,
+  Client,
+  FakeWorker,
+  startStack,
+  tokenFor,
+  waitFor,
+  type Stack,
+} from '@baton/testing';
 
 jest.setTimeout(90_000);
 

@@ -2,7 +2,7 @@
 // version negotiation, a chat snapshot carrying backgroundWork, then chat/backgroundWorkSet and
 // chat/backgroundWorkRemoved actions whose serverSeq only grows, unknown kinds kept as they came.
 import { taskKey, type Capabilities } from '@baton/protocol';
-import { Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from './support';
+import { Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from '@baton/testing';
 
 jest.setTimeout(60_000);
 

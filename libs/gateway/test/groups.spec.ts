@@ -3,7 +3,7 @@
 // @baton/client applies each group as one change. One Redis, one projector, one gateway.
 import { BatonClient } from '@baton/client';
 import { taskKey, type TaskView } from '@baton/protocol';
-import { Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from './support';
+import { Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from '@baton/testing';
 
 jest.setTimeout(90_000);
 

@@ -2,7 +2,15 @@ import { entryTime, taskHistory } from '@baton/activity';
 import { taskKey } from '@baton/protocol';
 import type { StoredEntry } from '@baton/store';
 import { History } from '../src/history/history';
-import { Client, FakeWorker, readAll, startStack, tokenFor, waitFor, type Stack } from './support';
+import {
+  Client,
+  FakeWorker,
+  readAll,
+  startStack,
+  tokenFor,
+  waitFor,
+  type Stack,
+} from '@baton/testing';
 
 /**
  * The history's read model against real processes: a real projector that keeps checkpoints

@@ -1,7 +1,15 @@
 import { Board, taskKey, TaskHistory, type StreamEntry } from '@baton/protocol';
-import { cli } from '../../../test/support';
+import {
+  cli,
+  Client,
+  FakeWorker,
+  readAll,
+  startStack,
+  tokenFor,
+  waitFor,
+  type Stack,
+} from '@baton/testing';
 import { History } from '../src/history/history';
-import { Client, FakeWorker, readAll, startStack, tokenFor, waitFor, type Stack } from './support';
 
 /**
  * The history query over REST, against real processes: a real projector decides, a fake worker

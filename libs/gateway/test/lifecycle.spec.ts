@@ -3,8 +3,8 @@
 // over /ws and REST, each refused without its scope; what they do to prompts, as the prompts'
 // own decisions say it; and the tombstone a deleted task leaves.
 import { CommandResult, TaskView, taskKey } from '@baton/protocol';
-import { cli } from '../../../test/support';
 import {
+  cli,
   Client,
   FakeWorker,
   startStack,
@@ -12,7 +12,7 @@ import {
   token,
   waitFor,
   type Stack,
-} from './support';
+} from '@baton/testing';
 
 jest.setTimeout(90_000);
 

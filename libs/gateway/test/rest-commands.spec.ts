@@ -17,7 +17,7 @@ import {
   tokenFor,
   waitFor,
   type Stack,
-} from './support';
+} from '@baton/testing';
 
 jest.setTimeout(90_000);
 

@@ -2,7 +2,7 @@
 // sessions' entries in between), a turn whole with its items folded, and what is refused.
 import { taskKey } from '@baton/protocol';
 import { foldTranscript, type TranscriptEvent } from '@baton/transcript';
-import { FakeWorker, startStack, tokenFor, type Stack } from './support';
+import { FakeWorker, startStack, tokenFor, type Stack } from '@baton/testing';
 
 jest.setTimeout(60_000);
 

@@ -3,7 +3,7 @@
 import { BatonClient, type TranscriptEntry } from '@baton/client';
 import { taskKey } from '@baton/protocol';
 import type { TranscriptEvent } from '@baton/transcript';
-import { Client, startStack, token, waitFor, type Stack } from './support';
+import { Client, startStack, token, waitFor, type Stack } from '@baton/testing';
 
 jest.setTimeout(120_000);
 
@@ -108,7 +108,7 @@ it('@baton/client resumes after a reconnect from its cursor: nothing missed or d
     const gw = stack.gateways[0]!;
     await gw.stop();
     await append('acme', 't2', 's', 20, 10);
-    const { spawnGateway } = await import('./support');
+    const { spawnGateway } = await import('@baton/testing');
     const again = await spawnGateway({
       ...stack.env,
       ...GATEWAY_ENV,

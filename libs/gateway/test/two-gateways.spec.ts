@@ -1,7 +1,7 @@
 // Two gateway processes, one projector, one Redis: what a client sees does not depend on the
 // gateway it is connected to.
 import { taskKey, type Update } from '@baton/protocol';
-import { Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from './support';
+import { Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from '@baton/testing';
 
 jest.setTimeout(60_000);
 

@@ -7,7 +7,6 @@ import { fold, initialTaskState, taskView, type TaskState } from '@baton/activit
 import {
   SCHEMA_VERSION,
   groupOf,
-  type Capabilities,
   type EntryOf,
   type EntryType,
   type StreamEntry,
@@ -16,6 +15,7 @@ import {
 } from '@baton/protocol';
 import type { EventStore, StoredEntry } from '@baton/store';
 import type { Registry } from 'prom-client';
+import { CLAUDE_CAPS, GENERIC_CAPS } from '@baton/testing';
 
 const ROOT = join(__dirname, '..', '..', '..');
 
@@ -225,22 +225,7 @@ export class Writer {
   }
 }
 
-export const CLAUDE_CAPS: Capabilities = {
-  agent: { name: 'claude-agent-acp', version: '0.101.0' },
-  dialect: 'claude',
-  promptQueueing: true,
-  handoff: true,
-  attestedKinds: ['subagent', 'shell', 'monitor'],
-  unambiguousCompletionKinds: [],
-};
-export const GENERIC_CAPS: Capabilities = {
-  agent: { name: 'some-agent' },
-  dialect: 'generic',
-  promptQueueing: false,
-  handoff: false,
-  attestedKinds: [],
-  unambiguousCompletionKinds: [],
-};
+export { CLAUDE_CAPS, GENERIC_CAPS };
 
 /** One session of one task, written as a worker and a gateway would. */
 export class Task {

@@ -7,9 +7,9 @@ import {
   readAll,
   spawnWorker,
   startExecution,
-  until,
+  waitFor,
   type WorkerProcess,
-} from './support';
+} from '@baton/testing';
 
 /**
  * The worker process unchanged on a 3-master Redis Cluster (REDIS_URL=redis+cluster://...): the
@@ -64,7 +64,7 @@ it('runs executions of tasks in several shards (slots), turn to end, on a Cluste
     await owner.deliver(ref, 'p1', 1);
   }
   for (const ref of refs) {
-    await until(
+    await waitFor(
       async () =>
         factsOf(await readAll(store, ref.taskId), ref.executionId).some(
           (f) => f.type === 'turn.ended',
@@ -74,7 +74,7 @@ it('runs executions of tasks in several shards (slots), turn to end, on a Cluste
     await owner.stopExecution(ref);
   }
   for (const ref of refs) {
-    const end = await until(
+    const end = await waitFor(
       async () =>
         factsOf(await readAll(store, ref.taskId), ref.executionId).find(
           (f) => f.type === 'execution.ended',

@@ -1,24 +1,22 @@
 import { replayAgentCommand } from '@baton/acp';
 import type { AgentProfileInput } from '@baton/config';
-import { executionQueue, type ExecutionQueue } from '@baton/jobs';
-import type { StreamEntry, TaskView, Update } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis, type RedisClient } from '@baton/store';
+import type { ExecutionQueue } from '@baton/jobs';
+import type { StreamEntry, TaskView } from '@baton/protocol';
+import type { EventStore } from '@baton/store';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { GatewayDouble } from '@baton/testing';
 import {
-  GatewayDouble,
   ROOT,
   groupAlive,
   readAll,
-  spawnProjector,
-  spawnWorker,
   startExecution,
-  until,
-  type ProjectorProcess,
-  type WorkerProcess,
-} from './support';
+  waitFor,
+  startWorkerStack,
+  type WorkerStack,
+  readUpdatesOf,
+} from '@baton/testing';
 
 /**
  * Issue 14's stranded sessions, with every part real: a projector process owns the tasks and its
@@ -50,59 +48,28 @@ const PROFILES: Record<string, AgentProfileInput> = {
   deaf: deaf('deaf'),
 };
 
-let server: RedisServer;
+let stack: WorkerStack;
 let store: EventStore;
-let queueConn: RedisClient;
 let queue: ExecutionQueue;
-let projector: ProjectorProcess;
-let worker: WorkerProcess;
 let gateway: GatewayDouble;
 
 beforeAll(async () => {
-  server = await startRedis();
-  store = EventStore.connect({ url: server.url }, { shards: SHARDS, prefix: PREFIX });
-  queueConn = connectRedis({ url: server.url }, { maxRetriesPerRequest: null });
-  queue = executionQueue(queueConn, PREFIX);
-  gateway = new GatewayDouble(store);
-  const common = { REDIS_URL: server.url, BATON_PREFIX: PREFIX, BATON_SHARDS: String(SHARDS) };
-  [projector, worker] = await Promise.all([
-    spawnProjector({
-      ...common,
+  stack = await startWorkerStack({
+    prefix: PREFIX,
+    shards: SHARDS,
+    projectorEnv: {
       PROJECTOR_STALL_MS: '3000',
       PROJECTOR_CANCEL_GRACE_MS: '1000',
       PROJECTOR_QUIET_MS: '1000',
-    }),
-    spawnWorker({
-      ...common,
-      WORKER_CONCURRENCY: '4',
-      WORKER_EXECUTION_LEASE_MS: '1500',
-      BATON_PROFILES: JSON.stringify({ profiles: PROFILES }),
-    }),
-  ]);
+    },
+    workerEnv: { BATON_PROFILES: JSON.stringify({ profiles: PROFILES }) },
+  });
+  ({ store, queue, gateway } = stack);
 });
-afterAll(async () => {
-  worker?.child.kill('SIGTERM');
-  projector?.child.kill('SIGTERM');
-  await Promise.all([worker?.exited, projector?.exited]);
-  await queue.close();
-  queueConn.disconnect();
-  await store.close();
-  await server.stop();
-});
-
-async function updatesOf(taskId: string): Promise<Update[]> {
-  const out: Update[] = [];
-  let after = '0-0';
-  for (;;) {
-    const page = await store.readUpdates(store.shardOf(taskId), after);
-    out.push(...page.items.map((i) => i.update).filter((u) => u.taskId === taskId));
-    if (page.items.length === 0) return out;
-    after = page.lastId;
-  }
-}
+afterAll(() => stack?.stop());
 
 const decisionOf = async (taskId: string, promptId: string) =>
-  (await updatesOf(taskId))
+  (await readUpdatesOf(store, taskId))
     .filter((u) => u.type === 'prompt.decided' && u.data.promptId === promptId)
     .map((u) => (u.type === 'prompt.decided' ? u.data.decision : null))
     .at(-1);
@@ -117,7 +84,7 @@ const ofType =
 
 /** The agent's process group (the adapter and the child it started), by the child's pid. */
 const agentGroup = async (name: string): Promise<number> => {
-  const pid = await until(() => {
+  const pid = await waitFor(() => {
     try {
       return Number(readFileSync(join(pids, `${name}.pid`), 'utf8')) || false;
     } catch {
@@ -135,12 +102,15 @@ it('a turn that never starts fails visibly, and its execution is stopped (the de
   await gateway.submit(ref, 'p1');
   await gateway.submit(ref, 'p2');
 
-  await until(async () => (await decisionOf(ref.taskId, 'p1'))?.outcome === 'failed', 'p1 failed');
+  await waitFor(
+    async () => (await decisionOf(ref.taskId, 'p1'))?.outcome === 'failed',
+    'p1 failed',
+  );
   expect(await decisionOf(ref.taskId, 'p1')).toMatchObject({
     outcome: 'failed',
     reason: 'abandoned',
   });
-  const entries = await until(async () => {
+  const entries = await waitFor(async () => {
     const all = await readAll(store, ref.taskId);
     return all.some(ofType('execution.ended')) ? all : false;
   }, 'the execution ended');
@@ -148,9 +118,9 @@ it('a turn that never starts fails visibly, and its execution is stopped (the de
     data: { promptId: 'p1', then: 'stop_execution' },
   });
   expect(entries.find(ofType('execution.ended'))).toMatchObject({ data: { reason: 'cancelled' } });
-  await until(() => !groupAlive(group), 'the agent process group is gone');
+  await waitFor(() => !groupAlive(group), 'the agent process group is gone');
   // p2 waits, and both the queue and the session say why.
-  const view = await until(async () => {
+  const view = await waitFor(async () => {
     const v = await store.views.read(ref.taskId);
     return sessionOf(v, 's')?.activity.attention?.reason === 'turn_abandoned' ? v : false;
   }, 'the session shows the failure');
@@ -165,13 +135,13 @@ it('a cancel the agent never answers ends the turn after the grace, and the work
   await startExecution(store, queue, ref, { profile: 'deaf' });
   const group = await agentGroup('deaf');
   await gateway.submit(ref, 'p1');
-  await until(
+  await waitFor(
     async () => (await readAll(store, ref.taskId)).some(ofType('prompt.dispatched')),
     'p1 reached the agent',
   );
   await gateway.command(ref, 'session.cancel', {});
 
-  await until(
+  await waitFor(
     async () => (await decisionOf(ref.taskId, 'p1'))?.outcome === 'cancelled',
     'p1 cancelled by the timeout',
   );
@@ -179,7 +149,7 @@ it('a cancel the agent never answers ends the turn after the grace, and the work
     outcome: 'cancelled',
     reason: 'cancel_timeout',
   });
-  const entries = await until(async () => {
+  const entries = await waitFor(async () => {
     const all = await readAll(store, ref.taskId);
     return all.some(ofType('execution.ended')) ? all : false;
   }, 'the execution ended');
@@ -189,8 +159,8 @@ it('a cancel the agent never answers ends the turn after the grace, and the work
   expect(order.every((i, k) => i >= 0 && (k === 0 || i > order[k - 1]!))).toBe(true);
   // The cancel grace, not the stall threshold, ended it: nothing was abandoned.
   expect(entries.some(ofType('turn.abandoned'))).toBe(false);
-  await until(() => !groupAlive(group), 'the agent process group is gone');
-  const view = await until(async () => {
+  await waitFor(() => !groupAlive(group), 'the agent process group is gone');
+  const view = await waitFor(async () => {
     const v = await store.views.read(ref.taskId);
     return sessionOf(v, 's')?.activity.attention?.reason === 'cancel_timeout' ? v : false;
   }, 'the session shows the cancel timeout');

@@ -1,17 +1,16 @@
-import { executionQueue, type ExecutionQueue } from '@baton/jobs';
+import type { ExecutionQueue } from '@baton/jobs';
 import type { StreamEntry, Update } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis, type RedisClient } from '@baton/store';
+import type { EventStore } from '@baton/store';
+import type { GatewayDouble } from '@baton/testing';
 import {
-  GatewayDouble,
   readAll,
-  spawnProjector,
-  spawnWorker,
   startExecution,
-  until,
-  type ProjectorProcess,
+  waitFor,
+  startWorkerStack,
   type WorkerProcess,
-} from './support';
+  type WorkerStack,
+  readUpdatesOf,
+} from '@baton/testing';
 
 /**
  * The worker with the real owner: a projector process decides admission and hands prompts to the
@@ -22,47 +21,17 @@ import {
 const PREFIX = 'pw';
 const SHARDS = 2;
 
-let server: RedisServer;
+let stack: WorkerStack;
 let store: EventStore;
-let queueConn: RedisClient;
 let queue: ExecutionQueue;
-let projector: ProjectorProcess;
-let worker: WorkerProcess;
 let gateway: GatewayDouble;
+let worker: WorkerProcess;
 
 beforeAll(async () => {
-  server = await startRedis();
-  store = EventStore.connect({ url: server.url }, { shards: SHARDS, prefix: PREFIX });
-  queueConn = connectRedis({ url: server.url }, { maxRetriesPerRequest: null });
-  queue = executionQueue(queueConn, PREFIX);
-  gateway = new GatewayDouble(store);
-  const common = { REDIS_URL: server.url, BATON_PREFIX: PREFIX, BATON_SHARDS: String(SHARDS) };
-  [projector, worker] = await Promise.all([
-    spawnProjector(common),
-    spawnWorker({ ...common, WORKER_CONCURRENCY: '4', WORKER_EXECUTION_LEASE_MS: '1500' }),
-  ]);
+  stack = await startWorkerStack({ prefix: PREFIX, shards: SHARDS });
+  ({ store, queue, gateway, worker } = stack);
 });
-afterAll(async () => {
-  worker?.child.kill('SIGTERM');
-  projector?.child.kill('SIGTERM');
-  await Promise.all([worker?.exited, projector?.exited]);
-  await queue.close();
-  queueConn.disconnect();
-  await store.close();
-  await server.stop();
-});
-
-/** Every client update of a task, in order. */
-async function updatesOf(taskId: string): Promise<Update[]> {
-  const out: Update[] = [];
-  let after = '0-0';
-  for (;;) {
-    const page = await store.readUpdates(store.shardOf(taskId), after);
-    out.push(...page.items.map((i) => i.update).filter((u) => u.taskId === taskId));
-    if (page.items.length === 0) return out;
-    after = page.lastId;
-  }
-}
+afterAll(() => stack?.stop());
 
 /** The session's activity as clients saw it change: `fg/subagents/running generation`. */
 const activityTrail = (updates: Update[]) => {
@@ -88,7 +57,7 @@ const indexOf = (entries: StreamEntry[], pred: (e: StreamEntry) => boolean, what
  */
 async function settled(ref: { taskId: string; sessionId: string }): Promise<void> {
   const commandId = await gateway.command(ref, 'queue.set_auto_run', { enabled: true });
-  await until(
+  await waitFor(
     async () =>
       (await readAll(store, ref.taskId)).some(
         (e) => e.type === 'queue.auto_run_set' && e.data.commandId === commandId,
@@ -113,7 +82,7 @@ it('Claude, handoff policy: the second prompt is admitted at the human-origin yi
 
   // The recording holds the first prompt open until the background review ends, which it does
   // only after the second prompt's turn: everything finishing proves the handoff happened.
-  const entries = await until(async () => {
+  const entries = await waitFor(async () => {
     const all = await readAll(store, ref.taskId);
     const turns = all.filter((e) => e.type === 'turn.ended').length;
     return turns === 2 ? all : false;
@@ -162,7 +131,7 @@ it('Claude, handoff policy: the second prompt is admitted at the human-origin yi
   expect(view.activity.activeSubagentCount).toBe(0);
   expect(view.backgroundWork).toEqual([]);
   expect(view.queue.entries).toEqual([]);
-  const trail = activityTrail(await updatesOf(ref.taskId));
+  const trail = activityTrail(await readUpdatesOf(store, ref.taskId));
   expect(trail).toEqual([
     'idle/0', // the session exists (its queue) before the execution is ready
     'generating/0', // p1 claimed and dispatched
@@ -181,7 +150,7 @@ it('Codex, coarse policy: the second prompt waits for the first turn to end; del
   await startExecution(store, queue, ref, { recording: 'codex-exec-command', speed: 0 });
   await gateway.submit(ref, 'p1');
   await gateway.submit(ref, 'p2');
-  const entries = await until(async () => {
+  const entries = await waitFor(async () => {
     const all = await readAll(store, ref.taskId);
     return all.some((e) => e.type === 'prompt.dispatched' && e.data.promptId === 'p2')
       ? all
@@ -200,17 +169,17 @@ it('Codex, coarse policy: the second prompt waits for the first turn to end; del
     entries.findIndex((e) => e.type === 'prompt.queued' && e.data.promptId === 'p2'),
   ).toBeLessThan(p1Ended);
   await settled(ref);
-  const trail = activityTrail(await updatesOf(ref.taskId));
+  const trail = activityTrail(await readUpdatesOf(store, ref.taskId));
   expect(trail).toEqual(['idle/0', 'generating/0', 'idle/0', 'generating/0']);
 
   // Deleting the session makes its owner stop the execution through the inbox.
   await gateway.command(ref, 'session.delete', {});
-  const end = await until(async () => {
+  const end = await waitFor(async () => {
     const all = await readAll(store, ref.taskId);
     return all.find((e) => e.type === 'execution.ended');
   }, 'execution ended');
   expect(end).toMatchObject({ executionId: ref.executionId, data: { reason: 'cancelled' } });
-  await until(
+  await waitFor(
     async () =>
       !(await store.executions.leases(store.shardOf(ref.taskId))).some(
         (l) => l.executionId === ref.executionId,

@@ -11,14 +11,14 @@ import {
   factsOf,
   groupAlive,
   readAll,
-  spawnProjector,
+  spawnLeasedProjector,
   spawnWorker,
   startExecution,
-  until,
+  waitFor,
   writeBackgroundRecording,
   type ProjectorProcess,
   type WorkerProcess,
-} from './support';
+} from '@baton/testing';
 
 /**
  * Horizontal scaling with real processes: three workers share thirty Claude sessions, each
@@ -109,7 +109,7 @@ it('spreads 30 executions over 3 workers; a killed worker loses only its own', a
   // After its first prompt, the agent's background subagent works for two minutes, a child tool
   // call every 200 ms: sessions in `background` whose facts keep flowing.
   writeBackgroundRecording(join(recordings, 'background.jsonl'), 600, 200);
-  projector = await spawnProjector({
+  projector = await spawnLeasedProjector({
     ...common(),
     PROJECTOR_LEASE_TTL_MS: '3000',
     PROJECTOR_RENEW_MS: '500',
@@ -121,7 +121,7 @@ it('spreads 30 executions over 3 workers; a killed worker loses only its own', a
     // In waves of ten, so agent start-ups do not all compete for the CPU at once.
     if (i > 0 && i % 10 === 0) {
       for (const r of refs.slice(i - 10, i)) {
-        await until(
+        await waitFor(
           async () => (await readAll(store, r.taskId)).some((e) => e.type === 'prompt.dispatched'),
           `${r.sessionId} running`,
         );
@@ -136,7 +136,7 @@ it('spreads 30 executions over 3 workers; a killed worker loses only its own', a
   // Every session reaches `background` with its subagent; each worker hosts a third.
   const hostOf = new Map<string, string>();
   for (const ref of refs) {
-    await until(
+    await waitFor(
       async () => (await sessionView(ref))?.activity.foregroundActivity === 'background',
       `${ref.sessionId} in background`,
       120_000,
@@ -170,17 +170,17 @@ it('spreads 30 executions over 3 workers; a killed worker loses only its own', a
     );
   }
   const lostIds = lost.map((r) => r.executionId).sort();
-  await until(
+  await waitFor(
     async () => JSON.stringify(await expiredLeases()) === JSON.stringify(lostIds),
     'the victim’s leases lapsed',
   );
   // Its agents lost their client (stdin closed) and are gone with it.
-  await until(() => victimAgents.every((pid) => !groupAlive(pid)), 'the victim’s agents gone');
+  await waitFor(() => victimAgents.every((pid) => !groupAlive(pid)), 'the victim’s agents gone');
   projector.child.kill('SIGCONT');
 
   // The owner declares them lost: registrations retired, the sessions idle and promptable.
   for (const ref of lost) {
-    await until(
+    await waitFor(
       async () =>
         has(
           await readAll(store, ref.taskId),
@@ -188,7 +188,7 @@ it('spreads 30 executions over 3 workers; a killed worker loses only its own', a
         ),
       `${ref.executionId} declared lost`,
     );
-    const view = await until(async () => {
+    const view = await waitFor(async () => {
       const v = await sessionView(ref);
       return v && v.activity.foregroundActivity === null ? v : false;
     }, `${ref.sessionId} idle after the loss`);
@@ -199,7 +199,7 @@ it('spreads 30 executions over 3 workers; a killed worker loses only its own', a
 
   // The others went on untouched: new facts for each, no end, no loss, still one subagent.
   for (const ref of kept) {
-    await until(
+    await waitFor(
       async () =>
         factsOf(await readAll(store, ref.taskId), ref.executionId).length >=
         factsAtKill.get(ref.executionId)! + 3,
@@ -225,7 +225,7 @@ it('spreads 30 executions over 3 workers; a killed worker loses only its own', a
   }
   for (const ref of lost) {
     const next = refOf(Number(/task-(\d+)$/.exec(ref.taskId)![1]), 2);
-    const dispatched = await until(
+    const dispatched = await waitFor(
       async () =>
         (await readAll(store, ref.taskId)).find(
           (e) => e.type === 'prompt.dispatched' && e.data.promptId === `p2-${ref.taskId}`,

@@ -2,18 +2,20 @@ import { executionJobId } from '@baton/jobs';
 import { taskKey, type SessionView } from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
-import { cli } from '../../../test/support';
-import { spawnGateway, token, type GatewayProc } from '../../gateway/test/support';
 import {
+  cli,
+  spawnGateway,
+  token,
+  type GatewayProc,
   childrenOf,
   factsOf,
   readAll,
-  spawnProjector,
+  spawnLeasedProjector,
   spawnWorker,
-  until,
+  waitFor,
   type ProjectorProcess,
   type WorkerProcess,
-} from './support';
+} from '@baton/testing';
 
 /**
  * An execution that can never be hosted: one worker with one slot, its slot taken. The next
@@ -51,11 +53,11 @@ beforeAll(async () => {
     EXECUTION_START_TIMEOUT_MS: String(START_TIMEOUT_MS),
   };
   [projector, worker, gateway] = await Promise.all([
-    spawnProjector(common),
+    spawnLeasedProjector(common),
     spawnWorker({ ...common, WORKER_CONCURRENCY: '1', WORKER_EXECUTION_LEASE_MS: '1500' }),
     spawnGateway(common),
   ]);
-  await until(
+  await waitFor(
     async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
     'every shard owned',
   );
@@ -101,7 +103,7 @@ it('shows an execution waiting for a worker with its position, fails it after th
   // A takes the only slot and keeps it (a replay agent waits for prompts until it is stopped).
   const a = await startExecution('s1', 'A');
   expect(a.status).toBe(202);
-  await until(async () => (await factTypes('A')).includes('execution.started'), 'A started');
+  await waitFor(async () => (await factTypes('A')).includes('execution.started'), 'A started');
 
   // A prompt on s3 waits for an execution; C, started below, will be it.
   const prompt = await call('POST', `${sessionPath('s3')}/prompts`, {
@@ -122,7 +124,7 @@ it('shows an execution waiting for a worker with its position, fails it after th
     body: { executionId: 'B', state: 'waiting', position: 1 },
   });
   // The session shows why: waiting for a worker, naming the execution.
-  const waiting = await until(async () => {
+  const waiting = await waitFor(async () => {
     const v = await sessionView('s2');
     return v?.activity.attention?.reason === 'waiting_for_worker' ? v : false;
   }, 's2 waiting for a worker');
@@ -152,7 +154,7 @@ it('shows an execution waiting for a worker with its position, fails it after th
   const port = (JSON.parse(ready) as { metricsPort: number }).metricsPort;
   const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   expect(metrics).toMatch(/^baton_worker_executions_waiting\{[^}]*\} 2$/m);
-  const s3 = await until(async () => {
+  const s3 = await waitFor(async () => {
     const v = await sessionView('s3');
     return v?.queue.blockedBy === 'waiting_for_worker' ? v : false;
   }, 's3 queue blocked by waiting_for_worker');
@@ -163,7 +165,7 @@ it('shows an execution waiting for a worker with its position, fails it after th
   });
 
   // Past the bound, the owner gives up on B: the session shows the failure with its reason.
-  const failed = await until(
+  const failed = await waitFor(
     async () => {
       const v = await sessionView('s2');
       return v?.activity.attention?.kind === 'failed' ? v : false;
@@ -183,21 +185,21 @@ it('shows an execution waiting for a worker with its position, fails it after th
     (await readAll(store, KEY))
       .filter((e) => e.type === 'execution.request_expired')
       .map((e) => (e.data as { executionId: string }).executionId);
-  await until(async () => (await expired()).length === 2, 'both requests expired');
+  await waitFor(async () => (await expired()).length === 2, 'both requests expired');
   expect((await expired()).sort()).toEqual(['B', 'C']);
 
   // A ends (its agent dies): the slot is free, and the worker takes B and C — and starts neither.
   const agents = childrenOf(worker.pid);
   expect(agents).toHaveLength(1);
   process.kill(-agents[0]!, 'SIGKILL');
-  await until(async () => (await factTypes('A')).includes('execution.ended'), 'A ended');
+  await waitFor(async () => (await factTypes('A')).includes('execution.ended'), 'A ended');
   for (const id of ['B', 'C']) {
-    const dead = await until(() => deadLetter(id), `${id} dead-lettered`);
+    const dead = await waitFor(() => deadLetter(id), `${id} dead-lettered`);
     expect(dead.reason).toMatch(/^execution job refused: start_timeout: no worker took it/);
     expect(JSON.parse(dead.raw)).toMatchObject({ taskId: KEY, executionId: id });
     // The dead letter is written before the worker's refusal moves the job to failed: wait for it.
     const path = `/v1/tasks/${TASK}/sessions/s${id === 'B' ? 2 : 3}/executions/${id}`;
-    await until(
+    await waitFor(
       async () => (await call('GET', path)).body.state !== 'active',
       `${id} no longer active`,
     );

@@ -18,9 +18,9 @@ import {
   factsOf,
   readAll,
   spawnWorker,
-  until,
+  waitFor,
   type WorkerProcess,
-} from './support';
+} from '@baton/testing';
 
 /**
  * A real worker process replays real recordings; the transcript it writes to Redis, read back
@@ -112,13 +112,13 @@ async function play(fixture: string, profile: string) {
     const b = m.params?._meta?.baton;
     if (f.direction !== 'client->agent' || m.method !== 'session/prompt' || !b) continue;
     const after = seen;
-    await until(async () => (await agentFrames()) >= after, `${after} agent frames`);
+    await waitFor(async () => (await agentFrames()) >= after, `${after} agent frames`);
     await owner.deliver(ref, b.promptId, b.admissionGeneration, m.params!.prompt![0]!.text!);
   }
   const total = frames.filter((f) => f.direction === 'agent->client').length;
-  await until(async () => (await agentFrames()) >= total, 'the whole recording played');
+  await waitFor(async () => (await agentFrames()) >= total, 'the whole recording played');
   await owner.stopExecution(ref);
-  await until(
+  await waitFor(
     async () =>
       factsOf(await readAll(store, ref.taskId), ref.executionId).some(
         (f) => f.type === 'execution.ended',
@@ -126,7 +126,7 @@ async function play(fixture: string, profile: string) {
     'execution.ended',
   );
   // The transcript is drained before the lease goes.
-  await until(
+  await waitFor(
     async () =>
       !(await store.executions.leases(store.shardOf(ref.taskId))).some(
         (l) => l.executionId === ref.executionId,

@@ -7,8 +7,8 @@ import { EventStore, connectRedis, type RedisClient } from '@baton/store';
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EXPECTED } from '../../../libs/acp/test/expected-facts';
 import {
+  EXPECTED,
   OwnerDouble,
   ROOT,
   body,
@@ -17,10 +17,10 @@ import {
   groupAlive,
   readAll,
   spawnWorker,
-  until,
+  waitFor,
   writeBusyRecording,
   type WorkerProcess,
-} from './support';
+} from '@baton/testing';
 
 /**
  * Real worker processes (`node dist/apps/worker/src/main.js`) against a real redis-server,
@@ -112,7 +112,7 @@ const factTypes = async (ref: Ref) =>
   factsOf(await readAll(store, ref.taskId), ref.executionId).map((f) => f.type);
 
 const ended = (ref: Ref) =>
-  until(async () => {
+  waitFor(async () => {
     const facts = factsOf(await readAll(store, ref.taskId), ref.executionId);
     return facts.find((f) => f.type === 'execution.ended');
   }, `execution.ended of ${ref.executionId}`);
@@ -185,11 +185,11 @@ describe('one worker process', () => {
       ).length;
     // The owner hands each prompt over once the agent has said what it said before it.
     for (const p of recordedPrompts(recording)) {
-      await until(async () => (await agentFrames()) >= p.after, `${p.after} agent frames`);
+      await waitFor(async () => (await agentFrames()) >= p.after, `${p.after} agent frames`);
       await owner.deliver(ref, p.promptId, p.admissionGeneration);
     }
     const total = recording.filter((f) => f.direction === 'agent->client').length;
-    await until(async () => (await agentFrames()) >= total, 'the whole recording played');
+    await waitFor(async () => (await agentFrames()) >= total, 'the whole recording played');
     await owner.stopExecution(ref);
     await ended(ref);
 
@@ -219,8 +219,8 @@ describe('one worker process', () => {
     // The raw-frame log holds every line in both directions.
     expect(await agentFrames()).toBe(total);
     // Ended, so: lease dropped, inbox removed.
-    await until(async () => !(await leaseHeld(ref)), 'lease dropped');
-    await until(
+    await waitFor(async () => !(await leaseHeld(ref)), 'lease dropped');
+    await waitFor(
       async () => (await store.redis.exists(store.keys.inbox(ref.taskId, ref.executionId))) === 0,
       'inbox removed',
     );
@@ -257,7 +257,7 @@ describe('one worker process', () => {
     }
 
     // The same worker (concurrency 1) then runs a healthy execution through its turn.
-    await until(async () => (await factTypes(healthy)).includes('turn.ended'), 'healthy turn');
+    await waitFor(async () => (await factTypes(healthy)).includes('turn.ended'), 'healthy turn');
     await owner.stopExecution(healthy);
     expect((await ended(healthy)).data).toMatchObject({ reason: 'cancelled' });
     const types = await factTypes(healthy);
@@ -272,7 +272,7 @@ describe('one worker process', () => {
 
   it('stops an execution its owner declared lost (its lease dropped) instead of reviving it', async () => {
     const ref = await start('replay', { recording: 'generic-turn', speed: 0 });
-    await until(async () => (await factTypes(ref)).includes('capabilities.negotiated'), 'ready');
+    await waitFor(async () => (await factTypes(ref)).includes('capabilities.negotiated'), 'ready');
     // What the owner does after it appends execution.lost.
     await store.executions.dropLease(ref);
     expect((await ended(ref)).data).toMatchObject({ reason: 'cancelled' });
@@ -282,10 +282,10 @@ describe('one worker process', () => {
   it('cancels the running turn, and ignores a cancel of a turn that is not running', async () => {
     const ref = await start('replay', { recording: 'busy' });
     await owner.deliver(ref, 'p1', 1);
-    await until(async () => (await factTypes(ref)).includes('foreground.output'), 'generating');
+    await waitFor(async () => (await factTypes(ref)).includes('foreground.output'), 'generating');
     await owner.cancelTurn(ref, 7);
     await owner.cancelTurn(ref, 1);
-    const turnEnd = await until(async () => {
+    const turnEnd = await waitFor(async () => {
       const facts = factsOf(await readAll(store, ref.taskId), ref.executionId);
       return facts.find((f) => f.type === 'turn.ended');
     }, 'turn ended');
@@ -302,7 +302,7 @@ describe('one worker process', () => {
     const ref = await start('replay', { recording: 'generic-turn', speed: 0 });
     await owner.deliver(ref, 'p1', 1);
     await owner.deliver(ref, 'p1', 1);
-    await until(async () => (await factTypes(ref)).includes('turn.ended'), 'turn ended');
+    await waitFor(async () => (await factTypes(ref)).includes('turn.ended'), 'turn ended');
     await owner.stopExecution(ref);
     await ended(ref);
     const raw = (await store.rawFrames.read(ref.taskId, ref.executionId)).items;
@@ -329,7 +329,7 @@ describe('output coalescing in the worker', () => {
     writeBusyRecording(join(dir, 'burst.jsonl'), 200, 1, 10);
     const ref = await start('replay', { recording: 'burst', speed: 0 });
     await owner.deliver(ref, 'p1', 1);
-    await until(async () => (await factTypes(ref)).includes('turn.ended'), 'turn ended');
+    await waitFor(async () => (await factTypes(ref)).includes('turn.ended'), 'turn ended');
     await owner.stopExecution(ref);
     await ended(ref);
     const facts = factsOf(await readAll(store, ref.taskId), ref.executionId).map(body);
@@ -376,7 +376,7 @@ describe('SIGTERM', () => {
       refs.push(ref);
     }
     for (const ref of refs) {
-      await until(async () => (await factTypes(ref)).includes('foreground.output'), 'busy');
+      await waitFor(async () => (await factTypes(ref)).includes('foreground.output'), 'busy');
     }
     const groups = childrenOf(worker.pid);
     expect(groups).toHaveLength(3);

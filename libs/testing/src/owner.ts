@@ -16,7 +16,7 @@ import {
   type DecisionDraft,
   type TaskState,
   type Timer,
-} from '../src';
+} from '@baton/activity';
 
 type Data<T extends EntryType> = EntryOf<T>['data'];
 type FactType = Extract<StreamEntry, { executionId: string }>['type'];

@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import type { TaskView, Update } from '@baton/protocol';
 import { taskView, type TaskState } from '@baton/activity';
-import { CLAUDE_CAPS, GENERIC_CAPS, Owner, PERMISSION_OPTIONS } from '../../activity/test/owner';
+import { CLAUDE_CAPS, GENERIC_CAPS, Owner, PERMISSION_OPTIONS } from './owner';
 
 const KEYS = ['k1', 'k2', 'k3', 'k4', 'k5'];
 // An integer-like id on purpose: it sorts first among a JS object's keys, which fixes view order.

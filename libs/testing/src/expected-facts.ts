@@ -1,4 +1,4 @@
-import type { FactBody } from '../src';
+import type { FactBody } from '@baton/acp';
 
 /** Facts each fixture must produce, reviewed against acp-traffic.md rule by rule. */
 export const EXPECTED: Record<string, FactBody[]> = {

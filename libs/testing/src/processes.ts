@@ -1,29 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { waitFor } from './wait';
 
-export const ROOT = join(__dirname, '..');
-
-/** Resolves with the first truthy value of `cond`; jest's timeout bounds it. */
-export async function until<T>(
-  cond: () => Promise<T | undefined | null | false> | T | undefined | null | false,
-  what: string,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const v = await cond();
-      if (v !== undefined && v !== null && v !== false) return v;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+export const ROOT = join(__dirname, '..', '..', '..');
 
 /** A child process whose output is kept line by line, for waiting on and for failure reports. */
 export class Proc {
@@ -70,7 +49,7 @@ export class Proc {
 
   /** The first match of `re` in the output so far or to come. */
   async waitFor(re: RegExp, timeoutMs = 60_000): Promise<RegExpMatchArray> {
-    return until(
+    return waitFor(
       () => {
         if (!this.running && !this.lines.some((l) => re.test(l))) {
           throw new Error(`${this.name} exited; output:\n${this.tail()}`);

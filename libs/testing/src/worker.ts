@@ -1,12 +1,14 @@
 import type { FactBody } from '@baton/acp';
 import { SCHEMA_VERSION, type InboxMessage, type StreamEntry } from '@baton/protocol';
-import { enqueueExecution, type ExecutionQueue } from '@baton/jobs';
-import type { EventStore, Lease } from '@baton/store';
+import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
+import { startRedis, type RedisServer } from '@baton/redis-server';
+import { EventStore, connectRedis, type Lease, type RedisClient } from '@baton/store';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-export const ROOT = join(__dirname, '..', '..', '..');
+import { ROOT } from './processes';
+import { waitFor } from './wait';
 
 /**
  * Starts an execution as the gateway does: the task claimed for its tenant (the worker refuses
@@ -27,33 +29,6 @@ export async function startExecution(
   return enqueueExecution(queue, { v: 1, ...ref, tenant, profile: 'replay', ...job });
 }
 
-/** Resolves once `cond` holds; jest's timeout bounds it. */
-export async function until<T>(
-  cond: () => Promise<T | undefined | false> | T | undefined | false,
-  what = 'condition',
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await cond();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** Every entry of a task stream, in order. */
-export async function readAll(store: EventStore, taskId: string): Promise<StreamEntry[]> {
-  const out: StreamEntry[] = [];
-  let after = '0-0';
-  for (;;) {
-    const page = await store.readTask(taskId, after);
-    out.push(...page.items.map((i) => i.entry));
-    if (page.items.length === 0) return out;
-    after = page.lastId;
-  }
-}
-
 type WithExecution = Extract<StreamEntry, { executionId: string }>;
 export const factsOf = (entries: StreamEntry[], executionId: string): WithExecution[] =>
   entries.filter((e): e is WithExecution => 'executionId' in e && e.executionId === executionId);
@@ -70,19 +45,19 @@ export interface WorkerProcess {
   readonly exited: Promise<number | NodeJS.Signals>;
 }
 
-/** A real worker process: `node dist/apps/worker/src/main.js`, ready when it says so. */
-export async function spawnWorker(env: Record<string, string>): Promise<WorkerProcess> {
-  const instanceId = env.BATON_INSTANCE_ID ?? `w-${Math.random().toString(36).slice(2, 8)}`;
-  const child = spawn(process.execPath, ['dist/apps/worker/src/main.js'], {
+/**
+ * `node <file>` from the repository root with `env` over this process's, its output kept; resolves
+ * once the output includes `ready`, and fails if the process exits first.
+ */
+async function spawnReady(
+  file: string,
+  env: NodeJS.ProcessEnv,
+  ready: string,
+  what: string,
+): Promise<ProjectorProcess> {
+  const child = spawn(process.execPath, [file], {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      LOG_LEVEL: 'info',
-      // Several workers share this host: each serves its health on a port of its own.
-      WORKER_METRICS_PORT: '0',
-      ...env,
-      BATON_INSTANCE_ID: instanceId,
-    },
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -93,9 +68,80 @@ export async function spawnWorker(env: Record<string, string>): Promise<WorkerPr
   );
   let gone = false;
   void exited.then(() => (gone = true));
-  await until(() => out.includes('"worker ready"') || gone, `worker ${instanceId} ready`);
-  if (gone) throw new Error(`worker exited at start:\n${out}`);
-  return { child, pid: child.pid!, instanceId, output: () => out, exited };
+  await waitFor(() => out.includes(ready) || gone, `${what} ready`);
+  if (gone) throw new Error(`${what} exited at start:\n${out}`);
+  return { child, exited, output: () => out };
+}
+
+/** A real worker process: `node dist/apps/worker/src/main.js`, ready when it says so. */
+export async function spawnWorker(env: Record<string, string>): Promise<WorkerProcess> {
+  const instanceId = env.BATON_INSTANCE_ID ?? `w-${Math.random().toString(36).slice(2, 8)}`;
+  const p = await spawnReady(
+    'dist/apps/worker/src/main.js',
+    // Several workers share this host: each serves its health on a port of its own.
+    { WORKER_METRICS_PORT: '0', ...env, BATON_INSTANCE_ID: instanceId },
+    '"worker ready"',
+    `worker ${instanceId}`,
+  );
+  return { ...p, pid: p.child.pid!, instanceId };
+}
+
+/** A real redis-server, a projector and a worker process on it, and the test's own clients. */
+export interface WorkerStack {
+  server: RedisServer;
+  store: EventStore;
+  queue: ExecutionQueue;
+  gateway: GatewayDouble;
+  projector: ProjectorProcess;
+  worker: WorkerProcess;
+  stop(): Promise<void>;
+}
+
+export async function startWorkerStack(o: {
+  prefix: string;
+  shards: number;
+  projectorEnv?: Record<string, string>;
+  workerEnv?: Record<string, string>;
+}): Promise<WorkerStack> {
+  const server = await startRedis();
+  const store = EventStore.connect({ url: server.url }, { shards: o.shards, prefix: o.prefix });
+  const queueConn: RedisClient = connectRedis({ url: server.url }, { maxRetriesPerRequest: null });
+  const queue = executionQueue(queueConn, o.prefix);
+  const common = { REDIS_URL: server.url, BATON_PREFIX: o.prefix, BATON_SHARDS: String(o.shards) };
+  const [projector, worker] = await Promise.all([
+    spawnLeasedProjector({ ...common, ...o.projectorEnv }),
+    spawnWorker({
+      ...common,
+      WORKER_CONCURRENCY: '4',
+      WORKER_EXECUTION_LEASE_MS: '1500',
+      ...o.workerEnv,
+    }),
+  ]);
+  return {
+    server,
+    store,
+    queue,
+    gateway: new GatewayDouble(store),
+    projector,
+    worker,
+    stop: async () => {
+      worker.child.kill('SIGTERM');
+      projector.child.kill('SIGTERM');
+      await Promise.all([worker.exited, projector.exited]);
+      await queue.close();
+      queueConn.disconnect();
+      await store.close();
+      await server.stop();
+    },
+  };
+}
+
+/** Stops a worker started by spawnWorker (SIGTERM: it drains), unless it is gone already. */
+export async function stopWorker(worker: WorkerProcess | undefined): Promise<void> {
+  if (worker && worker.child.exitCode === null) {
+    worker.child.kill('SIGTERM');
+    await worker.exited;
+  }
 }
 
 /** Pids of the live (non-zombie) children of `pid`: a worker's agent process group leaders. */
@@ -329,30 +375,18 @@ export interface ProjectorProcess {
 }
 
 /** A real projector process (apps/projector), quick to take shards and to notice lapsed leases. */
-export async function spawnProjector(env: Record<string, string>): Promise<ProjectorProcess> {
-  const child = spawn(process.execPath, ['dist/apps/projector/src/main.js'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
+export function spawnLeasedProjector(env: Record<string, string>): Promise<ProjectorProcess> {
+  return spawnReady(
+    'dist/apps/projector/src/main.js',
+    {
       PROJECTOR_LEASE_TTL_MS: '1000',
       PROJECTOR_RENEW_MS: '200',
       PROJECTOR_METRICS_PORT: '0',
-      LOG_LEVEL: 'info',
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
-  child.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
-  const exited = new Promise<number | NodeJS.Signals>((resolve) =>
-    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+    '"projector started"',
+    'projector',
   );
-  let gone = false;
-  void exited.then(() => (gone = true));
-  await until(() => out.includes('"projector started"') || gone, 'projector started');
-  if (gone) throw new Error(`projector exited at start:\n${out}`);
-  return { child, exited, output: () => out };
 }
 
 /**

@@ -1,14 +1,21 @@
-// Shared by the gateway's integration tests: a real redis-server, real projector and gateway
+// Real gateway stacks for integration tests: a real redis-server, real projector and gateway
 // processes, tokens, a worker's facts written as a worker writes them, and real ws clients.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { join } from 'node:path';
-import { SCHEMA_VERSION, splitTaskKey, type Capabilities, type StreamEntry } from '@baton/protocol';
+import {
+  SCHEMA_VERSION,
+  splitTaskKey,
+  taskKey,
+  type Capabilities,
+  type StreamEntry,
+  type Update,
+} from '@baton/protocol';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import WebSocket from 'ws';
+import { ROOT } from './processes';
+import { waitFor } from './wait';
 
-const ROOT = join(__dirname, '..', '..', '..');
 export const SECRET = 'gateway-test-secret-0123456789abcdefghij';
 
 const children = new Set<ChildProcess>();
@@ -29,21 +36,7 @@ export function token(
 
 export const tokenFor = (tenant: string, scope = 'read prompt') => token({ tenant, scope });
 
-export async function waitFor<T>(
-  check: () => T | undefined | false | Promise<T | undefined | false>,
-  what: string,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, delay));
-  }
-}
-
-export interface Proc {
+export interface ServiceProc {
   readonly proc: ChildProcess;
   output(): string;
   readonly exited: Promise<number | null>;
@@ -54,7 +47,7 @@ function run(
   file: string,
   env: Record<string, string>,
   ready?: RegExp,
-): Promise<Proc & { match: RegExpExecArray | null }> {
+): Promise<ServiceProc & { match: RegExpExecArray | null }> {
   const proc = spawn(process.execPath, [file], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
@@ -68,7 +61,7 @@ function run(
       r(code);
     }),
   );
-  const handle: Proc = {
+  const handle: ServiceProc = {
     proc,
     output: () => out,
     exited,
@@ -98,7 +91,7 @@ function run(
   });
 }
 
-export interface GatewayProc extends Proc {
+export interface GatewayProc extends ServiceProc {
   url: string;
   wsUrl: string;
 }
@@ -113,7 +106,7 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
   return { ...p, url, wsUrl: url.replace(/^http/, 'ws') };
 }
 
-export function spawnProjector(env: Record<string, string>): Promise<Proc> {
+export function spawnProjector(env: Record<string, string>): Promise<ServiceProc> {
   return run('dist/apps/projector/src/main.js', {
     PROJECTOR_LEASE_TTL_MS: '2000',
     PROJECTOR_RENEW_MS: '300',
@@ -129,7 +122,7 @@ export interface Stack {
   prefix: string;
   shards: number;
   gateways: GatewayProc[];
-  projectors: Proc[];
+  projectors: ServiceProc[];
   env: Record<string, string>;
   stop(): Promise<void>;
 }
@@ -180,6 +173,37 @@ export async function startStack(
       await redis.stop();
     },
   };
+}
+
+/**
+ * A task of `tenant` with one session `s1`: a live execution, the first of `keys` running as a
+ * prompt and the others queued, once the gateway's view shows them.
+ */
+export async function seedQueuedTask(
+  stack: Stack,
+  tenant: string,
+  taskId: string,
+  keys: string[],
+): Promise<void> {
+  const key = taskKey(tenant, taskId);
+  const c = await Client.connect(stack.gateways[0]!.wsUrl, tokenFor(tenant));
+  await new FakeWorker(stack.store, key, 's1').start();
+  for (const k of keys) {
+    const r = await c.request({
+      op: 'prompt',
+      taskId,
+      sessionId: 's1',
+      text: k,
+      idempotencyKey: k,
+    });
+    if (!r.ok) throw new Error(`prompt ${k} refused: ${JSON.stringify(r)}`);
+  }
+  await waitFor(
+    async () =>
+      (await stack.store.views.read(key))?.sessions[0]?.queue.entries.length === keys.length - 1,
+    `the view of ${taskId}`,
+  );
+  await c.close();
 }
 
 export const CAPS: Capabilities = {
@@ -353,6 +377,18 @@ export async function readAll(store: EventStore, taskId: string): Promise<Stream
   for (;;) {
     const page = await store.readTask(taskId, after);
     out.push(...page.items.map((i) => i.entry));
+    if (page.items.length === 0) return out;
+    after = page.lastId;
+  }
+}
+
+/** Every client update of a task (by its key), in order, from its shard's update stream. */
+export async function readUpdatesOf(store: EventStore, taskId: string): Promise<Update[]> {
+  const out: Update[] = [];
+  let after = '0-0';
+  for (;;) {
+    const page = await store.readUpdates(store.shardOf(taskId), after);
+    out.push(...page.items.map((i) => i.update).filter((u) => u.taskId === taskId));
     if (page.items.length === 0) return out;
     after = page.lastId;
   }

@@ -1,0 +1,222 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { StreamEntry } from '@baton/protocol';
+import { Owner } from '@baton/testing';
+import {
+  AgentHost,
+  toFact,
+  toRecordingLine,
+  type AgentHostOptions,
+  type FactBody,
+  type Frame,
+} from '../../src';
+import { assertValidFact } from '../helpers';
+import { scrubRecording, type ScrubOptions } from './scrub-recording';
+
+export const SESSION = 's1';
+/** Generous: the machine is shared. A scenario that goes wrong fails fast instead (see `fail`). */
+export const PROBE_MS = 60_000;
+
+/** A shell loop that waits for `file` to exist (`release` creates it). */
+export const waitForFile = (file: string) => `until [ -f ${file} ]; do sleep 0.1; done`;
+
+/** The scripted model server a session talks to. */
+export interface ModelServer {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A real adapter under AgentHost, fully offline, its facts folded by the owner's loop (with
+ * `decide` after each one) and admitted prompts handed back to it as a worker would. A shadow
+ * owner folds the same facts under the other admission policy until `detachShadow`, to compare
+ * decisions. The agent-specific parts (the model server, the recording's name and scrubbing) are
+ * the subclass's.
+ */
+export abstract class RealSession<S extends ModelServer> {
+  readonly facts: FactBody[] = [];
+  readonly frames: Frame[] = [];
+  readonly owner = new Owner();
+  shadow: Owner | undefined = new Owner();
+  protected host!: AgentHost;
+  private readonly sent = new Set<string>();
+  private readonly turns: Promise<unknown>[] = [];
+  private seq = 0;
+  private stderr = '';
+  /** Why the scenario can no longer pass, noticed outside a probe; the next probe throws it. */
+  private failure: string | undefined;
+
+  protected constructor(
+    readonly name: string,
+    readonly home: string,
+    readonly work: string,
+    readonly server: S,
+  ) {}
+
+  /** A private home with an empty work folder inside, for `prefix` (an agent's name). */
+  protected static makeHome(prefix: string): { home: string; work: string } {
+    const home = mkdtempSync(join(tmpdir(), `baton-${prefix}-`));
+    const work = join(home, 'work');
+    mkdirSync(work);
+    return { home, work };
+  }
+
+  /** Starts the adapter; if it does not start, the server and the private folder go too. */
+  protected async open(
+    policy: 'handoff' | 'coarse',
+    options: Omit<AgentHostOptions, 'sessionCwd' | 'onFact' | 'onRawFrame' | 'onStderr'>,
+  ): Promise<void> {
+    this.owner.command(SESSION, 'session.configure', { admission: policy });
+    this.shadow?.command(SESSION, 'session.configure', {
+      admission: policy === 'handoff' ? 'coarse' : 'handoff',
+    });
+    try {
+      this.host = await AgentHost.start({
+        permissionPolicy: 'allow-once',
+        setupTimeoutMs: PROBE_MS,
+        ...options,
+        sessionCwd: this.work,
+        onFact: (f) => this.onFact(f),
+        onRawFrame: (f) => this.frames.push(f),
+        onStderr: (c) => (this.stderr = (this.stderr + c).slice(-8_000)),
+      });
+    } catch (e) {
+      await this.server.close();
+      rmSync(this.home, { recursive: true, force: true });
+      throw new Error(`${this.name}: the adapter did not start: ${String(e)}\n${this.describe()}`);
+    }
+  }
+
+  /** What the subclass keeps after each folded fact. */
+  protected abstract observe(fact: FactBody): void;
+  /** The model server's requests, one short string each, for failure reports. */
+  protected abstract requestSummaries(): string[];
+  /** Where to write this run's recording and how to scrub it, when recording was asked for. */
+  protected abstract recording(): { file: string; scrub: ScrubOptions } | undefined;
+
+  private onFact(f: FactBody): void {
+    assertValidFact(f);
+    this.facts.push(f);
+    const entry = toFact(
+      {
+        v: 1,
+        taskId: this.owner.taskId,
+        sessionId: SESSION,
+        executionId: 'e1',
+        generation: 1,
+        writer: { role: 'worker', instance: 'w-real', seq: ++this.seq },
+      },
+      f,
+    ) as StreamEntry;
+    for (const o of [this.owner, this.shadow]) {
+      o?.append(entry);
+      o?.decideNow();
+    }
+    this.observe(f);
+    // A worker reads admissions asynchronously; never re-enter the host from its own callback.
+    setImmediate(() => this.dispatchAdmitted());
+  }
+
+  session(owner: Owner = this.owner) {
+    return owner.session(SESSION);
+  }
+
+  /** The worker's half: every admission the owner decided goes to the agent as session/prompt. */
+  private dispatchAdmitted(): void {
+    for (const e of this.owner.entries) {
+      if (e.type !== 'prompt.admitted' || this.sent.has(e.data.promptId)) continue;
+      this.sent.add(e.data.promptId);
+      // As the projector delivers: from the claim, which carries the text until dispatch (the
+      // prompt record drops it at admission).
+      const s = this.session();
+      const claim = [s.turn, s.steer].find(
+        (c) => c?.promptId === e.data.promptId && c.generation === e.data.admissionGeneration,
+      );
+      if (!claim?.text) {
+        this.fail(
+          `prompt ${e.data.promptId} was admitted (generation ${e.data.admissionGeneration}) but no claim carries its text: ${JSON.stringify({ turn: s.turn, steer: s.steer })}`,
+        );
+        continue;
+      }
+      this.turns.push(
+        this.host
+          .prompt({
+            promptId: e.data.promptId,
+            admissionGeneration: e.data.admissionGeneration,
+            text: claim.text,
+          })
+          .catch((err: unknown) => err),
+      );
+    }
+  }
+
+  /** A human prompt through the owner (and the shadow, while attached); returns its id. */
+  submit(key: string): string {
+    const id = this.owner.submit(SESSION, key);
+    this.shadow?.submit(SESSION, key);
+    this.dispatchAdmitted();
+    return id;
+  }
+
+  detachShadow(): Owner {
+    const s = this.shadow!;
+    this.shadow = undefined;
+    return s;
+  }
+
+  release(file: string): void {
+    writeFileSync(join(this.work, file), '');
+  }
+
+  /** Records the first reason the scenario cannot pass; every probe throws it from then on. */
+  fail(reason: string): void {
+    this.failure ??= reason;
+  }
+
+  async until(what: string, cond: () => boolean): Promise<void> {
+    const deadline = Date.now() + PROBE_MS;
+    for (;;) {
+      if (this.failure !== undefined)
+        throw new Error(
+          `${this.name}: while waiting for ${what}: ${this.failure}\n${this.describe()}`,
+        );
+      if (cond()) return;
+      if (Date.now() > deadline)
+        throw new Error(`${this.name}: timed out waiting for ${what}\n${this.describe()}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  has(pred: (f: FactBody) => boolean): boolean {
+    return this.facts.some(pred);
+  }
+
+  describe(): string {
+    return [
+      `facts: ${this.facts.map((f) => `${f.type} ${JSON.stringify(f.data).slice(0, 160)}`).join('\n  ')}`,
+      `model requests: ${JSON.stringify(this.requestSummaries())}`,
+      `stderr tail: ${this.stderr.slice(-2_000)}`,
+    ].join('\n');
+  }
+
+  /** Waits for every dispatched prompt's answer, closes the agent, keeps the recording if asked. */
+  async finish(): Promise<void> {
+    const answers = await Promise.all(this.turns);
+    answers.forEach((a) => {
+      if (a instanceof Error) throw a;
+    });
+    await this.host.close();
+    const rec = this.recording();
+    if (rec) {
+      const frames = scrubRecording(this.frames, rec.scrub);
+      writeFileSync(rec.file, frames.map(toRecordingLine).join('\n') + '\n');
+    }
+  }
+
+  async dispose(): Promise<void> {
+    await this.host?.close();
+    await this.server.close();
+    rmSync(this.home, { recursive: true, force: true });
+  }
+}
