@@ -166,32 +166,41 @@ function agrees(mode: ComposerMode, d: PromptOutcome): boolean {
   }
 }
 
+/** Plays generated histories, checking the page's mode against the owner's decision at each step. */
+function explore(params: fc.Parameters<[Action[]]>): Set<string> {
+  const seen = new Set<string>();
+  fc.assert(
+    fc.property(fc.array(action, { minLength: 1, maxLength: 40, size: 'max' }), (actions) => {
+      const owner = new Owner();
+      const ctx = { gen: 0, prompts: 0 };
+      owner.command(S, 'session.configure', { admission: 'handoff' });
+      for (const a of actions) {
+        play(owner, a, ctx);
+        const state = owner.state.sessions[S];
+        if (!state || state.deleted) continue;
+        const view = sessionView(state);
+        const mode = composerMode(view, { canPrompt: true, online: true });
+        const decision = decideProbe(owner);
+        seen.add(mode.kind === 'send' ? `send:${mode.how}` : `${mode.kind}:${mode.reason}`);
+        if (!agrees(mode, decision)) {
+          throw new Error(
+            `the page says ${JSON.stringify(mode)} but the owner decides ${JSON.stringify(decision)}\nview: ${JSON.stringify(view)}`,
+          );
+        }
+      }
+    }),
+    params,
+  );
+  return seen;
+}
+
 describe("the composer's mode", () => {
   it("predicts the owner's decision for a human prompt in every reachable state", () => {
-    const seen = new Set<string>();
-    fc.assert(
-      fc.property(fc.array(action, { minLength: 1, maxLength: 40, size: 'max' }), (actions) => {
-        const owner = new Owner();
-        const ctx = { gen: 0, prompts: 0 };
-        owner.command(S, 'session.configure', { admission: 'handoff' });
-        for (const a of actions) {
-          play(owner, a, ctx);
-          const state = owner.state.sessions[S];
-          if (!state || state.deleted) continue;
-          const view = sessionView(state);
-          const mode = composerMode(view, { canPrompt: true, online: true });
-          const decision = decideProbe(owner);
-          seen.add(mode.kind === 'send' ? `send:${mode.how}` : `${mode.kind}:${mode.reason}`);
-          if (!agrees(mode, decision)) {
-            throw new Error(
-              `the page says ${JSON.stringify(mode)} but the owner decides ${JSON.stringify(decision)}\nview: ${JSON.stringify(view)}`,
-            );
-          }
-        }
-      }),
-      { numRuns: 300 },
-    );
-    // The generator reaches every mode the page can show for a live session.
+    explore({ numRuns: 300 });
+  });
+
+  it('is checked in every mode the page can show (a fixed seed: handoff is rare in a random 300)', () => {
+    const seen = explore({ numRuns: 300, seed: 42 });
     expect([...seen].sort()).toEqual(
       expect.arrayContaining([
         'queue:busy',
