@@ -152,6 +152,7 @@ describe('isUnavailableError', () => {
   it('tells the world failing from a bug', () => {
     for (const m of [
       'Connection is closed.',
+      'Command aborted due to connection close',
       'Command timed out',
       "Socket timeout. Expecting data, but didn't receive any in 1000ms.",
       'Too many Cluster redirections. Last error: Error: Connection is closed.',

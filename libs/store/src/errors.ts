@@ -117,6 +117,9 @@ const UNAVAILABLE = new RegExp(
   [
     // ioredis' own: the connection, the offline queue, the command timeout, the Cluster client.
     'Connection is closed',
+    // A command in flight when its connection closed (ioredis' AbortError): it may or may not
+    // have run, which is what `unavailable` tells a client retrying under its idempotency key.
+    'Command aborted due to connection close',
     "Stream isn't writeable",
     'MaxRetriesPerRequest',
     'Command timed out',
