@@ -161,10 +161,11 @@ export function duplicateForBlocking(client: RedisClient): RedisClient {
 }
 
 /**
- * One report when the server becomes unreachable, one when it is back: never a line per retry.
- * Listening to 'error' also keeps ioredis from printing each failed reconnect as unhandled.
+ * One report when the server (or the Cluster as a whole) becomes unreachable, one when it is
+ * back: never a line per retry. Listening to 'error' also keeps ioredis from printing each failed
+ * reconnect as unhandled.
  */
-function watchServer(client: Redis, report: (c: AvailabilityChange) => void): void {
+function watchServer(client: Redis | Cluster, report: (c: AvailabilityChange) => void): void {
   let downSince: number | undefined;
   const down = (reason: string) => {
     if (downSince !== undefined) return;
@@ -184,20 +185,8 @@ function watchServer(client: Redis, report: (c: AvailabilityChange) => void): vo
 
 /** As {@link watchServer}, for the Cluster as a whole and for each of its nodes. */
 function watchCluster(cluster: Cluster, report: (c: AvailabilityChange) => void): void {
-  let downSince: number | undefined;
+  watchServer(cluster, report);
   const nodesDown = new Map<string, number>();
-  const down = (reason: string) => {
-    if (downSince !== undefined) return;
-    downSince = Date.now();
-    report({ available: false, reason });
-  };
-  cluster.on('error', (err: Error) => down(err.message));
-  cluster.on('reconnecting', () => down('connection lost'));
-  cluster.on('ready', () => {
-    if (downSince === undefined) return;
-    report({ available: true, downForMs: Date.now() - downSince });
-    downSince = undefined;
-  });
   cluster.on('node error', (err: Error, node: string) => {
     if (nodesDown.has(node)) return;
     nodesDown.set(node, Date.now());

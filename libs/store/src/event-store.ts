@@ -19,6 +19,7 @@ import { Tenants } from './families/tenants';
 import {
   Updates,
   type Committed,
+  type Publication,
   type Step,
   type StoredUpdate,
   type UpdateStreamItem,
@@ -27,6 +28,10 @@ import { Views } from './families/views';
 import { DEFAULT_PREFIX, DEFAULT_SHARDS, KeyLayout } from './keys';
 import { defineScripts } from './scripts';
 import type { StreamTail } from './tail';
+import type { GapError, StreamBehindError } from './errors';
+
+/** How long a close waits for Redis to acknowledge QUIT before it drops the connection. */
+const CLOSE_WAIT_MS = 1_000;
 
 export interface EventStoreOptions {
   /** Shards per deployment (default 64). Every process of a deployment must use the same. */
@@ -38,8 +43,16 @@ export interface EventStoreOptions {
   updatesMaxLen?: number;
   /** Approximate bound of each execution inbox (default 1,000). */
   inboxMaxLen?: number;
-  /** Approximate bound of each execution's raw-frame log (default 10,000 frames). */
+  /**
+   * Approximate bound of each execution's raw-frame log, in entries: a worker's write each, the
+   * frames it gathered (up to a second of them) in one (default 10,000 entries).
+   */
   rawFramesMaxLen?: number;
+  /**
+   * How long raw frames are kept (default 1 hour, as the projector's hot window: the transcript
+   * and the history keep the day); 0: until the length bound cuts them.
+   */
+  rawFramesRetentionMs?: number;
   /** Approximate bound of each task's transcript stream (default 100,000 events). */
   transcriptMaxLen?: number;
   /**
@@ -63,6 +76,11 @@ export interface EventStoreOptions {
   ackReplicas?: number;
   /** How long an append waits for {@link ackReplicas} (default 1,000 ms). */
   ackTimeoutMs?: number;
+  /**
+   * Called once for each dead letter this process records (not for one already recorded), with
+   * its shard: what a process's metrics count.
+   */
+  onDeadLetter?: (shard: number) => void;
 }
 
 /**
@@ -106,6 +124,7 @@ export class EventStore {
       updatesMaxLen: options.updatesMaxLen ?? 100_000,
       inboxMaxLen: options.inboxMaxLen ?? 1_000,
       rawFramesMaxLen: options.rawFramesMaxLen ?? 10_000,
+      rawFramesRetentionMs: options.rawFramesRetentionMs ?? 3_600_000,
       transcriptMaxLen: options.transcriptMaxLen ?? 100_000,
       transcriptRetentionMs: options.transcriptRetentionMs ?? 86_400_000,
       deadLettersMaxLen: options.deadLettersMaxLen ?? 10_000,
@@ -113,6 +132,7 @@ export class EventStore {
       tailBlockMs: options.tailBlockMs ?? 5_000,
       ackReplicas: options.ackReplicas ?? 0,
       ackTimeoutMs: options.ackTimeoutMs ?? 1_000,
+      onDeadLetter: options.onDeadLetter ?? (() => undefined),
     });
     this.tasks = new TaskStreams(this.ctx);
     this.updates = new Updates(this.ctx);
@@ -182,6 +202,18 @@ export class EventStore {
    */
   readTaskAfterFolded(taskId: string, foldedId: string, count = 1_000): Promise<Page<StoredEntry>> {
     return this.tasks.readAfterFolded(taskId, foldedId, count);
+  }
+
+  /**
+   * {@link readTaskAfterFolded} of several tasks of `shard` (each once) in one round trip and one
+   * command: each answer is its task's page, or the {@link StreamBehindError} it would throw.
+   */
+  readTasksAfterFolded(
+    shard: number,
+    reads: readonly { taskId: string; foldedId: string }[],
+    count = 1_000,
+  ): Promise<(Page<StoredEntry> | StreamBehindError)[]> {
+    return this.tasks.readManyAfterFolded(shard, reads, count);
   }
 
   /** Whether the task stream holds an entry with id `id`. */
@@ -281,9 +313,28 @@ export class EventStore {
     return this.updates.commit(lease, taskId, step);
   }
 
+  /**
+   * The steps without decisions of several tasks of `lease.shard` (at most
+   * {@link PUBLISH_MANY_TASKS}, each task once) in one fenced call: each task's updates and view
+   * written as {@link commit} writes them. The lease is checked once, for all: a
+   * {@link FencedError} writes nothing. A task whose updates would leave a gap writes nothing and
+   * gets its {@link GapError} in its place of the answer; the others are written.
+   */
+  publishMany(
+    lease: Lease,
+    steps: readonly Publication[],
+  ): Promise<(Omit<Committed, 'ids'> | GapError)[]> {
+    return this.updates.publishMany(lease, steps);
+  }
+
   /** Updates of a shard after `afterId` (exclusive), envelope-checked. */
   readUpdates(shard: number, afterId = '0-0', count = 1_000): Promise<Page<StoredUpdate>> {
     return this.updates.read(shard, afterId, count);
+  }
+
+  /** How long a tail's blocking read waits for something new. */
+  get tailBlockMs(): number {
+    return this.ctx.opts.tailBlockMs;
   }
 
   /** Follows the update streams of `shards` (see {@link tailFeeds} for connections and `from`). */
@@ -309,6 +360,17 @@ export class EventStore {
     const { tails } = this.ctx;
     await Promise.all([...tails].map((t) => t.close()));
     tails.clear();
-    if (this.ownsConnection) await this.redis.quit().catch(() => this.redis.disconnect());
+    if (!this.ownsConnection) return;
+    // QUIT waits for every node's reply: on a Cluster with a master down, until it is back.
+    let timer: NodeJS.Timeout | undefined;
+    const quit = this.redis.quit().then(
+      () => true,
+      () => false,
+    );
+    const quitted = await Promise.race([
+      quit,
+      new Promise<false>((r) => (timer = setTimeout(() => r(false), CLOSE_WAIT_MS))),
+    ]).finally(() => clearTimeout(timer));
+    if (!quitted) this.redis.disconnect();
   }
 }

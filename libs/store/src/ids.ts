@@ -20,6 +20,13 @@ export function nextId(id: string): string {
   return `${ms}-${seq + 1}`;
 }
 
+/** The greatest stream id less than `id` (not '0-0', which has none). */
+export function previousId(id: string): string {
+  const [ms, seq] = parts(id);
+  // The sequence part is an unsigned 64-bit number: the last of the millisecond before.
+  return seq > 0 ? `${ms}-${seq - 1}` : `${ms - 1}-18446744073709551615`;
+}
+
 /** The server time (ms) an id was made at: its first part. */
 export function idTime(id: string): number {
   return parts(id)[0];

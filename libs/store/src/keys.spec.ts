@@ -27,6 +27,8 @@ describe('key layout', () => {
       k.rawFrames('a', 'a'),
       k.transcript('a'),
       k.transcript('a:ts:a'),
+      k.transcriptCompacted('a'),
+      k.transcriptCompacted('a:tt:a'),
       k.feed(0),
       k.lease(0),
     ];
@@ -35,6 +37,9 @@ describe('key layout', () => {
     // The transcript shares its task's hash tag: one slot with the task stream on a Cluster.
     const many = new KeyLayout(64);
     expect(many.transcript('t/7').split('}')[0]).toBe(many.taskStream('t/7').split('}')[0]);
+    expect(many.transcriptCompacted('t/7').split('}')[0]).toBe(
+      many.transcript('t/7').split('}')[0],
+    );
   });
 
   it('refuses shard counts and prefixes that would break the layout', () => {

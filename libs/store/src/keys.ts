@@ -20,12 +20,19 @@
  * |                                  |        | owner cuts it behind the notes it has handled        |
  * | baton:{b:7}:lease                | hash   | lease: `owner`, `epoch`, `expiresAt`; PEXPIREs       |
  * | baton:{b:7}:epoch                | string | fencing epoch counter; never deleted or expired      |
+ * | baton:{b:7}:epochs               | hash   | epoch history: epoch -> owner, `from` (server ms of  |
+ * |                                  |        | the first one kept); the fold checks decision fences |
  * | baton:{b:7}:updates              | stream | client updates: task `t`, seq `s`, update JSON `u`   |
  * | baton:{b:7}:useq                 | hash   | task id -> last published update seq                 |
  * | baton:{b:7}:xi:<task>:<execId>   | stream | the execution's inbox (prompts handed to the worker) |
- * | baton:{b:7}:xr:<task>:<execId>   | stream | the execution's raw ACP frames: direction `d`, `f`   |
+ * | baton:{b:7}:xr:<task>:<execId>   | stream | the execution's raw ACP frames: a write an entry,    |
+ * |                                  |        | `n` frames, zlib `z` of [direction, line] pairs      |
+ * |                                  |        | (earlier: a frame an entry, direction `d`, `f`)      |
  * | baton:{b:7}:tt:<taskId>          | stream | the task's transcript: session `s`, execution `x`,   |
  * |                                  |        | event JSON `e` (libs/transcript); never folded       |
+ * | baton:{b:7}:ttc:<taskId>         | stream | the transcript's front compacted: per range, its     |
+ * |                                  |        | first id `f`, its events compacted, zlib `z` (id:    |
+ * |                                  |        | the range's last id)                                 |
  * | baton:{b:7}:dead                 | stream | dead letters: `src` key, `id`, `reason`, `raw`       |
  * | baton:{b:7}:deadidx              | hash   | source entries already dead-lettered                 |
  * | baton:{b:7}:xleases              | zset   | execution leases: [task, session, exec] -> expiry  |
@@ -33,7 +40,12 @@
  * | baton:{b:7}:xgen:<taskId>        | hash   | session id -> last execution generation handed out   |
  * | baton:{b:7}:views                | hash   | task id -> current TaskView JSON (the read model)    |
  * |                                  |        | (its version is the task's `useq`: see commit-6.lua) |
- * | baton:{t:<tenant>}:tasks         | set    | the task ids (a client's, not keys) of one tenant    |
+ * | baton:{b:7}:tn:<tenant>          | set    | the task ids (a client's, not keys) of one tenant    |
+ * |                                  |        | in this shard                                        |
+ * | baton:{t:<tenant>}:tasks         | set    | before `tn`: a tenant's task ids across shards; read |
+ * |                                  |        | only, for the tasks recorded there                   |
+ * | baton:{t:<tenant>}:stored        | hash   | bytes the tenant's clients appended, by time bucket  |
+ * |                                  |        | (server ms): its quota of stored bytes               |
  * | baton:{b:7}:live                 | set    | the task ids a new owner loads: every task appended  |
  * |                                  |        | to (append-4.lua) and not put away since             |
  * | baton:{b:7}:livei                | string | the live set was started from `tasks` (liveInit)     |
@@ -108,6 +120,9 @@ export class KeyLayout {
   epoch(shard: number): string {
     return `${this.shardBase(shard)}:epoch`;
   }
+  epochs(shard: number): string {
+    return `${this.shardBase(shard)}:epochs`;
+  }
   updates(shard: number): string {
     return `${this.shardBase(shard)}:updates`;
   }
@@ -126,6 +141,10 @@ export class KeyLayout {
   /** Beside the task stream, in its shard: a Cluster keeps a task's transcript with its facts. */
   transcript(taskId: string): string {
     return `${this.shardBase(this.shardOf(taskId))}:tt:${taskId}`;
+  }
+  /** The transcript's compacted front, beside it. */
+  transcriptCompacted(taskId: string): string {
+    return `${this.shardBase(this.shardOf(taskId))}:ttc:${taskId}`;
   }
   deadLetters(shard: number): string {
     return `${this.shardBase(shard)}:dead`;
@@ -172,9 +191,24 @@ export class KeyLayout {
   projectors(): string {
     return `${this.prefix}:projectors`;
   }
-  /** Not in a shard: a tenant's task list spans shards. Braces in a tenant id are refused. */
+  /**
+   * A tenant's tasks in one shard: recorded and checked on the master of the task itself, so a
+   * lost Cluster master costs the tenant only the tasks that lived on it.
+   */
+  tenantShardTasks(shard: number, tenant: string): string {
+    return `${this.shardBase(shard)}:tn:${tenant}`;
+  }
+  /**
+   * Not in a shard: a tenant's task list of the versions before {@link tenantShardTasks}, read
+   * for the tasks recorded there. Braces in a tenant id are refused.
+   */
   tenantTasks(tenant: string): string {
     if (/[{}]/.test(tenant)) throw new RangeError(`tenant id must not contain braces: ${tenant}`);
     return `${this.prefix}:{t:${tenant}}:tasks`;
+  }
+  /** Beside the tenant's task list, in its slot. */
+  tenantStored(tenant: string): string {
+    if (/[{}]/.test(tenant)) throw new RangeError(`tenant id must not contain braces: ${tenant}`);
+    return `${this.prefix}:{t:${tenant}}:stored`;
   }
 }

@@ -7,14 +7,14 @@ import { mapScriptError } from './errors';
  * The Lua scripts of the store, as BullMQ keeps its commands: each script is one file
  * `lua/<name>-<number of KEYS>.lua` whose header documents its KEYS and ARGV and binds them to
  * named locals. A line `--- @include "includes/<file>"` takes in shared functions (Redis scripts
- * cannot import one another). The table of scripts is built from the file names, so the key count
+ * cannot import one another; see resolveIncludes). The table of scripts is built from the file names, so the key count
  * ioredis is given is the one the file says.
  *
  * Each script is declared below with its types: KEYS as a tuple (its length is the key count,
  * checked against the file name when the scripts are loaded), ARGV and the reply.
  */
 
-type Arg = string | number;
+type Arg = string | number | Buffer;
 
 /** A script's declaration: types only, and its key count so the loader can check the file. */
 interface Declared<K extends readonly string[], A extends readonly Arg[], R> {
@@ -71,16 +71,34 @@ const SCRIPTS = {
     ],
     [published: number, lastSeq: number, viewStored: 0 | 1, ...ids: StreamId[]]
   >(6),
+  publishMany: declare<
+    [lease: string, updates: string, seqs: string, views: string],
+    [
+      fence: string,
+      updatesMaxLen: number,
+      taskCount: number,
+      ...stepsOfTaskViewSeqViewCountThenSeqUpdate: Arg[],
+    ],
+    (
+      | [ok: 1, published: number, lastSeq: number, viewStored: 0 | 1]
+      | [ok: 0, lastSeq: number, seq: number]
+    )[]
+  >(4),
   appendBounded: declare<
     [stream: string],
-    [maxLen: number, ...directionLine: string[]],
-    StreamId | null
+    [maxLen: number, retain: Ms, ...fieldValue: Arg[]],
+    StreamId
   >(1),
   transcriptAppend: declare<
-    [stream: string],
+    [stream: string, compacted: string],
     [maxLen: number, retain: Ms, ...sessionExecutionEvent: string[]],
     StreamId | null
-  >(1),
+  >(2),
+  transcriptCompact: declare<
+    [stream: string, compacted: string],
+    [first: StreamId, last: StreamId, retain: Ms, chunk: Buffer],
+    0 | 1
+  >(2),
   deadLetter: declare<
     [dead: string, index: string],
     [source: string, sourceId: string, reason: string, raw: Json, maxLen: number],
@@ -98,10 +116,10 @@ const SCRIPTS = {
     StreamId[]
   >(2),
   leaseAcquire: declare<
-    [lease: string, epoch: string],
+    [lease: string, epoch: string, epochs: string],
     [owner: string, ttl: Ms],
     [acquired: 1, epoch: number, expiresAt: Ms] | [acquired: 0, owner: string, expiresAt: Ms]
-  >(2),
+  >(3),
   leaseRelease: declare<[lease: string], [owner: string, epoch: number], 0 | 1>(1),
   leaseRenew: declare<[lease: string], [owner: string, epoch: number, ttl: Ms], Ms>(1),
   projectorsHeartbeat: declare<[instances: string], [instance: string, ttl: Ms], string[]>(1),
@@ -112,10 +130,15 @@ const SCRIPTS = {
   >(4),
   historySpanWrite: declare<
     [checkpoints: string, spans: string],
-    [from: StreamId, to: StreamId, span: Json],
+    [from: StreamId, to: StreamId, span: Buffer],
     0 | 1
   >(2),
   feedTrim: declare<[lease: string, feed: string], [fence: string, keepFrom: StreamId], number>(2),
+  tenantStored: declare<
+    [quota: string],
+    [bytes: number, quota: number, window: Ms, bucket: Ms],
+    [charged: 0 | 1, stored: number]
+  >(1),
   liveInit: declare<[live: string, tasks: string, marker: string], [], 0 | 1>(3),
   tasksPutAway: declare<
     [lease: string, live: string, trims: string, stream: string, snapshot: string],
@@ -136,7 +159,7 @@ const SCRIPTS = {
   >(6),
   trim: declare<
     [lease: string, snapshot: string, stream: string, checkpoints: string, spans: string],
-    [fence: string, retain: Ms],
+    [fence: string, retain: Ms, hot: Ms],
     number
   >(5),
 } as const;
@@ -156,6 +179,44 @@ const LUA = join(__dirname, 'lua');
 const SCRIPT_FILE = /^(\w+)-(\d+)\.lua$/;
 const INCLUDE = /^--- @include "([\w/]+)"$/gm;
 
+/**
+ * The text of the Lua file at `path` (relative to lua/, without `.lua`) with its includes in, as
+ * BullMQ's script loader does it: each line `--- @include "<path>"` (relative to lua/ too) is
+ * replaced by that file, its own includes in, so a shared function can build on another. A file
+ * is taken in once, at its first include: a later include of it is already above, and Lua's
+ * `local function`s are seen by all that follows. A missing file or a cycle is an error naming the
+ * chain of includes that led to it. `read` gives a file's text, undefined when there is none.
+ */
+export function resolveIncludes(path: string, read: (path: string) => string | undefined): string {
+  const taken = new Set<string>([path]);
+  const expand = (chain: readonly string[]): string => {
+    const at = chain[chain.length - 1]!;
+    const text = read(at);
+    if (text === undefined) {
+      const files = chain.map((file) => `lua/${file}.lua`);
+      throw new Error(`${files.join(' includes ')}: there is no such file`);
+    }
+    return text.replace(INCLUDE, (_, include: string) => {
+      if (chain.includes(include)) {
+        throw new Error(`lua includes form a cycle: ${[...chain, include].join(' -> ')}`);
+      }
+      if (taken.has(include)) return '';
+      taken.add(include);
+      return expand([...chain, include]);
+    });
+  };
+  return expand([path]);
+}
+
+function readLua(path: string): string | undefined {
+  try {
+    return readFileSync(join(LUA, `${path}.lua`), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
 let loaded: Record<ScriptName, { keys: number; lua: string }> | undefined;
 
 /** Every script of lua/, by name, with its key count (from the file name) and its includes in. */
@@ -171,9 +232,7 @@ export function loadScripts(): Record<ScriptName, { keys: number; lua: string }>
     if (declared.keys !== Number(keys)) {
       throw new Error(`lua/${file} takes ${keys} keys, scripts.ts declares ${declared.keys}`);
     }
-    const lua = readFileSync(join(LUA, file), 'utf8').replace(INCLUDE, (_, path: string) =>
-      readFileSync(join(LUA, `${path}.lua`), 'utf8'),
-    );
+    const lua = resolveIncludes(file.replace(/\.lua$/, ''), readLua);
     out[name as ScriptName] = { keys: declared.keys, lua };
   }
   for (const name of Object.keys(SCRIPTS)) {

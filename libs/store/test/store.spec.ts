@@ -61,6 +61,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       k.feed(s),
       k.lease(s),
       k.epoch(s),
+      k.epochs(s),
       k.updates(s),
       k.updateSeqs(s),
       k.inbox(t, 'exec-1'),
@@ -349,6 +350,63 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     await store.appendFenced(lease, t, ids[9]!, [decision(t, 1)]);
   });
 
+  it('reads several task streams of a shard after what each folded in one command, each as if alone', async () => {
+    const names = Array.from({ length: 400 }, (_, i) => `task-rd${i}`);
+    const shard = store.shardOf(names[0]!);
+    const [a, b, c, d] = names.filter((t) => store.shardOf(t) === shard) as [
+      string,
+      string,
+      string,
+      string,
+    ];
+    const ids = async (t: string, n: number, from = 1) =>
+      (await store.append(
+        t,
+        Array.from({ length: n }, (_, i) => fact(t, 'w1', from + i)),
+      )) as string[];
+    const ia = await ids(a, 4);
+    const ib = await ids(b, 2);
+    const ic = await ids(c, 3);
+    // The same millisecond and the millisecond's first entry alike: a read starts at the known
+    // entry whatever its sequence part.
+    const gone = `${Number(ic[2]!.split('-')[0]) + 1}-0`;
+    const calls = async () =>
+      Number(/cmdstat_xread:calls=(\d+)/.exec(await store.redis.info('commandstats'))?.[1] ?? 0);
+    const before = kind === 'single' ? await calls() : 0;
+    const r = await store.readTasksAfterFolded(
+      shard,
+      [
+        { taskId: a, foldedId: ia[1]! },
+        { taskId: b, foldedId: ib[1]! },
+        { taskId: c, foldedId: gone },
+        { taskId: d, foldedId: '0-0' },
+      ],
+      1,
+    );
+    if (kind === 'single') expect(await calls()).toBe(before + 1);
+    expect(r.map((p) => ('items' in p ? p.items.map((i) => i.id) : p))).toEqual([
+      [ia[2]],
+      [],
+      new StreamBehindError(ic[2]!),
+      [],
+    ]);
+    expect(r[0]).toMatchObject({ lastId: ia[2] });
+    expect(r[1]).toMatchObject({ lastId: ib[1] });
+    // As readTaskAfterFolded reads them, page for page.
+    const [whole] = await store.readTasksAfterFolded(shard, [{ taskId: a, foldedId: '0-0' }]);
+    expect(whole).toEqual(await store.readTaskAfterFolded(a, '0-0'));
+    expect((await store.readTasksAfterFolded(shard, [{ taskId: a, foldedId: ia[3]! }]))[0]).toEqual(
+      await store.readTaskAfterFolded(a, ia[3]!),
+    );
+    expect((await store.readTasksAfterFolded(shard, [{ taskId: b, foldedId: ib[0]! }]))[0]).toEqual(
+      await store.readTaskAfterFolded(b, ib[0]!),
+    );
+    const other = names.find((t) => store.shardOf(t) !== shard)!;
+    await expect(
+      store.readTasksAfterFolded(shard, [{ taskId: other, foldedId: '0-0' }]),
+    ).rejects.toThrow(/is in shard/);
+  });
+
   it('after Redis lost writes: a reader whose last folded entry is gone is told, and a snapshot at an entry the stream does not hold is replaced, never cut at', async () => {
     const t = 't6lost';
     const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');
@@ -385,9 +443,10 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       t,
       Array.from({ length: 5 }, (_, i) => fact(t, 'w1', i + 1)),
     )) as string[];
-    // A checkpoint is kept at the first snapshot, none again until the interval has passed.
+    // A checkpoint is kept at the first snapshot, none again until the interval has passed. The
+    // stream still holds its start: the span from there ('0-0') can be built.
     expect(await store.snapshots.write(lease, t, first[4]!, { folded: 5 }, 60_000)).toEqual({
-      previousCheckpoint: null,
+      previousCheckpoint: '0-0',
     });
     await store.snapshots.write(lease, t, first[4]!, { folded: 5 }, 60_000);
     expect(await store.snapshots.checkpoints(t)).toEqual([{ id: first[4], state: { folded: 5 } }]);
@@ -408,6 +467,11 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     // A span must run between two kept checkpoints.
     expect(await store.historySpans.write(t, { ...span, to: later[3]! })).toBe(false);
     expect([...(await store.historySpans.read(t))]).toEqual([[first[4], span]]);
+    // Kept compressed (zlib); a span an earlier version kept as plain JSON reads the same.
+    const spansKey = store.keys.historySpans(t);
+    expect((await store.redis.hgetBuffer(spansKey, first[4]!))![0]).toBe(0x78);
+    await store.redis.hset(spansKey, first[4]!, JSON.stringify(span));
+    expect([...(await store.historySpans.read(t))]).toEqual([[first[4], span]]);
     // A 30 ms retention: the first checkpoint is older than that, the second not. The stream is
     // cut at the first (what follows it can still be folded), not at the snapshot.
     expect(await store.snapshots.trim(lease, t, 30)).toBe(4);
@@ -425,6 +489,51 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect((await store.snapshots.checkpoints(t)).map((c) => c.id)).toEqual([later[4], last[0]]);
     expect((await store.historySpans.read(t)).size).toBe(0);
     expect(await store.historySpans.write(t, span)).toBe(false);
+  });
+
+  it('with a hot window, cuts raw entries where the history spans answer for them, and keeps checkpoints and spans for the retention', async () => {
+    const t = 't6h';
+    const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');
+    const day = 86_400_000;
+    const a = (await store.append(
+      t,
+      Array.from({ length: 3 }, (_, i) => fact(t, 'w1', i + 1)),
+    )) as string[];
+    expect(await store.snapshots.write(lease, t, a[2]!, { folded: 3 }, 1)).toEqual({
+      previousCheckpoint: '0-0',
+    });
+    await new Promise((r) => setTimeout(r, 60));
+    // Older than the hot window, but no span answers for the entries before the checkpoint yet.
+    expect(await store.snapshots.trim(lease, t, day, 30)).toBe(0);
+    const fromStart = { v: 1 as const, from: '0-0', to: a[2]!, t: [0, 1], o: [] };
+    expect(await store.historySpans.write(t, fromStart)).toBe(true);
+    expect(await store.snapshots.trim(lease, t, day, 30)).toBe(2);
+    expect((await store.readTask(t)).items.map((i) => i.id)).toEqual([a[2]]);
+    // The span from the start is built only from a stream that still holds its start.
+    expect(await store.historySpans.build(t, '0-0', a[2]!)).toBeNull();
+    const b = (await store.append(
+      t,
+      Array.from({ length: 3 }, (_, i) => fact(t, 'w1', i + 4)),
+    )) as string[];
+    expect(await store.snapshots.write(lease, t, b[2]!, { folded: 6 }, 1)).toEqual({
+      previousCheckpoint: a[2],
+    });
+    await new Promise((r) => setTimeout(r, 60));
+    // The span from the first checkpoint to the second is missing: the cut stays at the first.
+    expect(await store.snapshots.trim(lease, t, day, 30)).toBe(0);
+    const between = { v: 1 as const, from: a[2]!, to: b[2]!, t: [0, 1], o: [] };
+    expect(await store.historySpans.write(t, between)).toBe(true);
+    // A hot window as long as the retention keeps raw entries for the retention.
+    expect(await store.snapshots.trim(lease, t, day, day)).toBe(0);
+    expect(await store.snapshots.trim(lease, t, day, 30)).toBe(3);
+    expect((await store.readTask(t)).items.map((i) => i.id)).toEqual([b[2]]);
+    // Checkpoints and spans stay for the retention.
+    expect((await store.snapshots.checkpoints(t)).map((c) => c.id)).toEqual([a[2], b[2]]);
+    expect([...(await store.historySpans.read(t)).keys()].sort()).toEqual(['0-0', a[2]].sort());
+    // Past the retention, the checkpoints before its cut go, with their spans and the start's.
+    expect(await store.snapshots.trim(lease, t, 30, 10)).toBe(0);
+    expect((await store.snapshots.checkpoints(t)).map((c) => c.id)).toEqual([b[2]]);
+    expect((await store.historySpans.read(t)).size).toBe(0);
   });
 
   it('publishes updates without gaps and skips what was already published', async () => {
@@ -589,14 +698,88 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     }
     const frames = await bounded.rawFrames.read(t, 'exec-1');
     // MAXLEN ~ trims whole macro nodes (stream-node-max-entries, 100 by default): the log holds
-    // at most the bound plus one node.
-    expect(frames.items.length).toBeLessThanOrEqual(10 + 100);
+    // at most the bound plus one node, in entries (a write each, here of two frames).
+    expect(await store.redis.xlen(bounded.keys.rawFrames(t, 'exec-1'))).toBeLessThanOrEqual(
+      10 + 100,
+    );
+    expect(frames.items.length).toBeLessThanOrEqual((10 + 100) * 2);
     expect(frames.items.at(-1)).toEqual({
       id: expect.any(String),
       direction: 'in',
       line: '{"jsonrpc":"2.0","result":149}',
     });
+    // By age too: a log nobody writes to goes whole once its last frame is older than that.
+    expect(await store.redis.pttl(bounded.keys.rawFrames(t, 'exec-1'))).toBeGreaterThan(0);
     await bounded.close();
+    const aged = new EventStore(backend.client(), {
+      prefix: freshPrefix(),
+      rawFramesRetentionMs: 50,
+    });
+    await aged.rawFrames.append(t, 'exec-2', [{ direction: 'out', line: '{}' }]);
+    expect((await aged.rawFrames.read(t, 'exec-2')).items).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 120));
+    expect((await aged.rawFrames.read(t, 'exec-2')).items).toEqual([]);
+    await aged.close();
+  });
+
+  it('keeps raw frames a write to a compressed entry, read back as written, plain entries too', async () => {
+    const t = 'task-raw';
+    const key = store.keys.rawFrames(t, 'exec-1');
+    const frame = (i: number) => ({
+      direction: i % 3 === 0 ? ('out' as const) : ('in' as const),
+      line: JSON.stringify({
+        jsonrpc: '2.0',
+        method: 'session/update',
+        params: {
+          sessionId: 'sess-1',
+          update: {
+            sessionUpdate: 'agent_message_chunk',
+            content: { type: 'text', text: `w${i}` },
+          },
+        },
+      }),
+    });
+    // As earlier versions wrote them: an entry per frame, `d` and `f`.
+    const plain = async (i: number) => {
+      const f = frame(i);
+      await store.redis.xadd(key, '*', 'd', f.direction, 'f', f.line);
+    };
+    let i = 0;
+    await plain(i++);
+    for (const size of [1, 7, 30]) {
+      const batch = Array.from({ length: size }, () => frame(i++));
+      await store.rawFrames.append(t, 'exec-1', batch);
+    }
+    await plain(i++);
+    await store.rawFrames.append(t, 'exec-1', [frame(i++), frame(i++)]);
+    const expected = Array.from({ length: i }, (_, n) => frame(n));
+
+    // A write is one entry; the log is less than half the same frames an entry each.
+    expect(await store.redis.xlen(key)).toBe(2 + 4);
+    const plainKey = store.keys.rawFrames(t, 'exec-plain');
+    for (const f of expected) await store.redis.xadd(plainKey, '*', 'd', f.direction, 'f', f.line);
+    const memory = async (k: string) =>
+      Number(await store.redis.call('MEMORY', 'USAGE', k, 'SAMPLES', '0'));
+    expect(await memory(key)).toBeLessThan((await memory(plainKey)) / 2);
+
+    const all = await store.rawFrames.read(t, 'exec-1');
+    expect(all.items.map(({ direction, line }) => ({ direction, line }))).toEqual(expected);
+    expect(new Set(all.items.map((f) => f.id)).size).toBe(i);
+
+    // In pages of entries, and after any frame's id: the frames after it, in order.
+    const paged = [];
+    let after = '0-0';
+    for (;;) {
+      const page = await store.rawFrames.read(t, 'exec-1', after, 2);
+      if (page.items.length === 0) break;
+      paged.push(...page.items);
+      after = page.lastId;
+    }
+    expect(paged).toEqual(all.items);
+    for (const [n, f] of all.items.entries()) {
+      const rest = await store.rawFrames.read(t, 'exec-1', f.id);
+      expect(rest.items).toEqual(all.items.slice(n + 1));
+    }
   });
 
   it('keeps working after the scripts are flushed from Redis', async () => {
@@ -797,6 +980,108 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       InvalidEntryError,
     );
     await expect(store.commit(lease, t, { updates: [u] })).rejects.toThrow(InvalidEntryError);
+  });
+
+  it('publishes the steps of several tasks of a shard in one fenced call: a gap refuses its task alone, a stale lease the whole call', async () => {
+    const ids = Array.from({ length: 400 }, (_, i) => `task-m${i}`);
+    const shard = store.shardOf(ids[0]!);
+    const [t1, t2, t3] = ids.filter((t) => store.shardOf(t) === shard) as [string, string, string];
+    const a = await mustAcquire(store, shard, 'projector-a');
+    await store.publishUpdates(a, t2, [update(t2, 1)]);
+    const r = await store.publishMany(a, [
+      { taskId: t1, updates: [update(t1, 1), update(t1, 2)], view: view(t1, 2) },
+      // Seq 1 was published: skipped; seq 3 after it is a gap, so nothing of t2 is written.
+      { taskId: t2, updates: [update(t2, 1), update(t2, 3)], view: view(t2, 3) },
+      { taskId: t3, updates: [], view: view(t3, 0) },
+    ]);
+    expect(r).toEqual([
+      { published: 2, lastSeq: 2, viewStored: true },
+      new GapError(1, 3),
+      { published: 0, lastSeq: 0, viewStored: true },
+    ]);
+    const seqs = async () =>
+      (await store.readUpdates(shard)).items.map((i) => [i.update.taskId, i.update.seq]);
+    expect(await seqs()).toEqual([
+      [t2, 1],
+      [t1, 1],
+      [t1, 2],
+    ]);
+    expect(await Promise.all([t1, t2, t3].map((t) => store.lastUpdateSeq(t)))).toEqual([2, 1, 0]);
+    expect(await store.views.read(t1)).toEqual(view(t1, 2));
+    expect(await store.views.read(t2)).toBeNull();
+    expect(await store.views.read(t3)).toEqual(view(t3, 0));
+    // Again, as a new step would: what is published is skipped, a view at its seq is kept.
+    expect(
+      await store.publishMany(a, [
+        { taskId: t1, updates: [update(t1, 2), update(t1, 3)], view: view(t1, 3) },
+        { taskId: t2, updates: [update(t2, 2)], view: view(t2, 2) },
+        { taskId: t3, updates: [], view: view(t3, 0, 5) },
+      ]),
+    ).toEqual([
+      { published: 1, lastSeq: 3, viewStored: true },
+      { published: 1, lastSeq: 2, viewStored: true },
+      { published: 0, lastSeq: 0, viewStored: false },
+    ]);
+    expect(await store.views.read(t3)).toEqual(view(t3, 0));
+    // A stale owner's call is refused whole: not even the task that would not gap is written.
+    expect(await store.leases.release(a)).toBe(true);
+    const b = await mustAcquire(store, shard, 'projector-b');
+    const before = await seqs();
+    await expect(
+      store.publishMany(a, [
+        { taskId: t1, updates: [update(t1, 4)], view: view(t1, 4) },
+        { taskId: t3, updates: [update(t3, 1)], view: view(t3, 1) },
+      ]),
+    ).rejects.toThrow(FencedError);
+    expect(await seqs()).toEqual(before);
+    expect(await Promise.all([t1, t3].map((t) => store.lastUpdateSeq(t)))).toEqual([3, 0]);
+    expect((await store.views.read(t1))?.seq).toBe(3);
+    expect(await store.publishMany(b, [{ taskId: t3, updates: [update(t3, 1)] }])).toEqual([
+      { published: 1, lastSeq: 1, viewStored: false },
+    ]);
+    // Every task of the call is checked: one of another shard, or twice, is refused up front.
+    const other = ids.find((t) => store.shardOf(t) !== shard)!;
+    await expect(store.publishMany(b, [{ taskId: other, updates: [] }])).rejects.toThrow(
+      /is in shard/,
+    );
+    await expect(
+      store.publishMany(b, [
+        { taskId: t1, updates: [] },
+        { taskId: t1, updates: [] },
+      ]),
+    ).rejects.toThrow(/twice/);
+  });
+
+  it("charges a tenant's stored bytes against its quota over the window, in one call", async () => {
+    const day = 86_400_000;
+    expect(await store.tenants.chargeStored('acme', 600, 1_000, day)).toEqual({
+      charged: true,
+      stored: 600,
+    });
+    // Refused: nothing charged; what fits still does. Another tenant has its own count.
+    expect(await store.tenants.chargeStored('acme', 401, 1_000, day)).toEqual({
+      charged: false,
+      stored: 600,
+    });
+    expect(await store.tenants.chargeStored('acme', 400, 1_000, day)).toEqual({
+      charged: true,
+      stored: 1_000,
+    });
+    expect(await store.tenants.chargeStored('globex', 1_000, 1_000, day)).toMatchObject({
+      charged: true,
+    });
+    // A bucket older than the window no longer counts, and goes.
+    const key = store.keys.tenantStored('acme');
+    const [sec] = await store.redis.time();
+    const old = String(Number(sec) * 1000 - 2 * day);
+    await store.redis.del(key);
+    await store.redis.hset(key, old, 5_000);
+    expect(await store.tenants.chargeStored('acme', 10, 1_000, day)).toEqual({
+      charged: true,
+      stored: 10,
+    });
+    expect(await store.redis.hexists(key, old)).toBe(0);
+    expect(() => store.keys.tenantStored('a{b}')).toThrow(RangeError);
   });
 
   it('lists the task ids of each tenant; only add writes', async () => {

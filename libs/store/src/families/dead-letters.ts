@@ -33,7 +33,9 @@ export class DeadLetters {
       [keys.deadLetters(shard), keys.deadIndex(shard)],
       [source, id, reason.slice(0, 4_000), raw.slice(0, 64_000), opts.deadLettersMaxLen],
     );
-    return r !== 0;
+    if (r === 0) return false;
+    this.ctx.opts.onDeadLetter(shard);
+    return true;
   }
 
   async read(shard: number, afterId = '0-0', count = 1_000): Promise<Page<DeadLetter>> {

@@ -1,3 +1,4 @@
+import { isDecision, type StreamEntry } from '@baton/protocol';
 import type { StoreContext } from './shared';
 
 /** The right to write for one shard, at one fencing epoch. */
@@ -17,6 +18,24 @@ export function fenceToken(lease: Lease): string {
   return `${lease.epoch}:${lease.owner}`;
 }
 
+/**
+ * Every lease a shard has had: its epochs and their owners, and the server time (ms) of the first
+ * acquisition recorded (undefined: none yet).
+ */
+export interface EpochHistory {
+  owners: ReadonlyMap<number, string>;
+  from?: number;
+}
+
+/**
+ * The entries as the lease's owner appends them: each decision carries the lease it was written
+ * under, which the owner's fold checks (libs/activity decisionFenceRefusal).
+ */
+export function stampedWithFence(lease: Lease, entries: readonly StreamEntry[]): StreamEntry[] {
+  const fence = { epoch: lease.epoch, owner: lease.owner };
+  return entries.map((e) => (isDecision(e) ? { ...e, fence } : e));
+}
+
 export type AcquireResult =
   { acquired: true; lease: Lease } | { acquired: false; owner: string; expiresAt: number };
 
@@ -27,7 +46,10 @@ export class Leases {
   /** Takes the shard if it is free or expired, with a new, greater epoch. */
   async acquire(shard: number, owner: string, ttlMs: number): Promise<AcquireResult> {
     const { keys, scripts } = this.ctx;
-    const r = await scripts.leaseAcquire([keys.lease(shard), keys.epoch(shard)], [owner, ttlMs]);
+    const r = await scripts.leaseAcquire(
+      [keys.lease(shard), keys.epoch(shard), keys.epochs(shard)],
+      [owner, ttlMs],
+    );
     return r[0] === 1
       ? { acquired: true, lease: { shard, owner, epoch: Number(r[1]), expiresAt: r[2] } }
       : { acquired: false, owner: String(r[1]), expiresAt: r[2] };
@@ -53,19 +75,39 @@ export class Leases {
 
   /** Who holds each shard now (shards never leased or lapsed are absent). */
   async list(): Promise<Lease[]> {
-    const { keys, redis } = this.ctx;
-    const out: Lease[] = [];
-    const replies = await Promise.all(
-      Array.from({ length: keys.shards }, (_, shard) =>
-        redis.hmget(keys.lease(shard), 'owner', 'epoch', 'expiresAt'),
-      ),
+    const all = await Promise.all(
+      Array.from({ length: this.ctx.keys.shards }, (_, shard) => this.read(shard)),
     );
-    replies.forEach(([owner, epoch, expiresAt], shard) => {
-      if (owner && epoch && expiresAt) {
-        out.push({ shard, owner, epoch: Number(epoch), expiresAt: Number(expiresAt) });
-      }
-    });
-    return out;
+    return all.filter((l): l is Lease => l !== null);
+  }
+
+  /**
+   * Who holds `shard` now (null: nobody). One shard at a time, so that on a Cluster a caller can
+   * tell the shards of a lost master from the rest.
+   */
+  async read(shard: number): Promise<Lease | null> {
+    const { keys, redis } = this.ctx;
+    const [owner, epoch, expiresAt] = await redis.hmget(
+      keys.lease(shard),
+      'owner',
+      'epoch',
+      'expiresAt',
+    );
+    return owner && epoch && expiresAt
+      ? { shard, owner, epoch: Number(epoch), expiresAt: Number(expiresAt) }
+      : null;
+  }
+
+  /** See {@link EpochHistory}. */
+  async history(shard: number): Promise<EpochHistory> {
+    const raw = await this.ctx.redis.hgetall(this.ctx.keys.epochs(shard));
+    const owners = new Map<number, string>();
+    let from: number | undefined;
+    for (const [k, v] of Object.entries(raw)) {
+      if (k === 'from') from = Number(v);
+      else if (/^\d+$/.test(k)) owners.set(Number(k), v);
+    }
+    return from === undefined ? { owners } : { owners, from };
   }
 
   /** The highest epoch ever issued for the shard (0 if none). */

@@ -2,6 +2,7 @@ import { duplicateForBlocking, isCluster, type RedisClient } from '../connection
 import type { EventStoreOptions } from '../event-store';
 import type { KeyLayout } from '../keys';
 import { StreamBehindError } from '../errors';
+import { previousId } from '../ids';
 import type { Scripts } from '../scripts';
 import { StreamTail, type TailGroup, type TailSource } from '../tail';
 import type { Lease } from './leases';
@@ -65,10 +66,11 @@ export class StoreContext {
     reason: string,
     fields: Fields,
   ): Promise<void> {
-    await this.scripts.deadLetter(
+    const recorded = await this.scripts.deadLetter(
       [this.keys.deadLetters(shard), this.keys.deadIndex(shard)],
       [source, id, reason, JSON.stringify(fields), this.opts.deadLettersMaxLen],
     );
+    if (recorded !== 0) this.opts.onDeadLetter(shard);
   }
 
   /**
@@ -104,6 +106,33 @@ export class StoreContext {
     const raw = (await this.redis.xrange(key, knownId, '+', 'COUNT', count + 1)) as XEntry[];
     if (raw[0]?.[0] !== knownId) throw new StreamBehindError(await this.lastId(key));
     return this.decodePage(key, shard, knownId, raw.slice(1), decode);
+  }
+
+  /**
+   * {@link pageAfterKnown} of several streams of `shard` (each once) in one XREAD: each reads from
+   * its known entry, inclusive (from the start for '0-0'), and one that no longer holds it gets a
+   * {@link StreamBehindError} in its place; the others are read as if alone.
+   */
+  async pagesAfterKnown<T>(
+    shard: number,
+    reads: readonly { key: string; knownId: string; decode: Decode<T> }[],
+    count: number,
+  ): Promise<(Page<T> | StreamBehindError)[]> {
+    const keys = reads.map((r) => r.key);
+    const from = reads.map((r) => (r.knownId === '0-0' ? '0-0' : previousId(r.knownId)));
+    const reply = (await this.redis.xread('COUNT', count + 1, 'STREAMS', ...keys, ...from)) as
+      [string, XEntry[]][] | null;
+    const byKey = new Map(reply ?? []);
+    return Promise.all(
+      reads.map(async ({ key, knownId, decode }) => {
+        const raw = byKey.get(key) ?? [];
+        if (knownId === '0-0') {
+          return this.decodePage(key, shard, knownId, raw.slice(0, count), decode);
+        }
+        if (raw[0]?.[0] !== knownId) return new StreamBehindError(await this.lastId(key));
+        return this.decodePage(key, shard, knownId, raw.slice(1), decode);
+      }),
+    );
   }
 
   /** Whether stream `key` holds an entry with id `id`. */

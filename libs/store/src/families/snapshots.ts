@@ -75,9 +75,11 @@ export class Snapshots {
   /**
    * Removes the entries strictly before the snapshot's id, fenced. With `retainMs`, entries
    * younger than that (by the server's clock) stay, cut at a checkpoint so that they can still
-   * be folded (nothing is trimmed before the first checkpoint that old). Returns how many.
+   * be folded (nothing is trimmed before the first checkpoint that old). With `hotMs` shorter
+   * than the retention, entries older than it go too where the history spans answer for them
+   * (cut at a checkpoint; the checkpoints and spans stay for the retention). Returns how many.
    */
-  async trim(lease: Lease, taskId: string, retainMs = 0): Promise<number> {
+  async trim(lease: Lease, taskId: string, retainMs = 0, hotMs = 0): Promise<number> {
     this.ctx.checkLease(lease, taskId);
     const { keys } = this.ctx;
     return this.ctx.scripts.trim(
@@ -88,7 +90,7 @@ export class Snapshots {
         keys.checkpoints(taskId),
         keys.historySpans(taskId),
       ],
-      [fenceToken(lease), retainMs],
+      [fenceToken(lease), retainMs, hotMs],
     );
   }
 }

@@ -1,10 +1,10 @@
 import { StreamEntry } from '@baton/protocol';
-import { InvalidEntryError } from '../errors';
+import { InvalidEntryError, type StreamBehindError } from '../errors';
 import { withReplicas, type ScriptArgs, type ScriptKeys } from '../scripts';
 import { decodeStoredEntry, zodReason } from '../stored';
 import type { StreamTail } from '../tail';
 import { nextId } from '../ids';
-import { fenceToken, type Lease } from './leases';
+import { fenceToken, stampedWithFence, type Lease } from './leases';
 import { field, Refused, type Decode, type Page, type StoreContext } from './shared';
 
 export interface StoredEntry {
@@ -87,7 +87,7 @@ export class TaskStreams {
     entries: readonly StreamEntry[],
   ): Promise<string[]> {
     this.ctx.checkLease(lease, taskId);
-    const valid = this.validateIn(taskId, entries);
+    const valid = stampedWithFence(lease, this.validateIn(taskId, entries));
     const { keys, opts } = this.ctx;
     return this.ctx.scripts.appendFenced(
       [keys.lease(lease.shard), keys.taskStream(taskId), keys.feed(lease.shard)],
@@ -123,6 +123,31 @@ export class TaskStreams {
       foldedId,
       count,
       decoderOf(taskId),
+    );
+  }
+
+  /** See {@link EventStore.readTasksAfterFolded}. */
+  async readManyAfterFolded(
+    shard: number,
+    reads: readonly { taskId: string; foldedId: string }[],
+    count: number,
+  ): Promise<(Page<StoredEntry> | StreamBehindError)[]> {
+    if (reads.length === 0) return [];
+    const seen = new Set<string>();
+    for (const { taskId } of reads) {
+      const s = this.ctx.shardOf(taskId);
+      if (s !== shard) throw new Error(`task ${taskId} is in shard ${s}, not ${shard}`);
+      if (seen.has(taskId)) throw new Error(`task ${taskId} twice in one read`);
+      seen.add(taskId);
+    }
+    return this.ctx.pagesAfterKnown(
+      shard,
+      reads.map(({ taskId, foldedId }) => ({
+        key: this.ctx.keys.taskStream(taskId),
+        knownId: foldedId,
+        decode: decoderOf(taskId),
+      })),
+      count,
     );
   }
 

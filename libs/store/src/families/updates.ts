@@ -1,9 +1,9 @@
 import { Update, type StreamEntry, type TaskView } from '@baton/protocol';
-import { InvalidEntryError } from '../errors';
+import { GapError, InvalidEntryError } from '../errors';
 import type { ScriptArgs } from '../scripts';
 import { decodeStoredUpdate, zodReason } from '../stored';
 import type { StreamTail } from '../tail';
-import { fenceToken, type Lease } from './leases';
+import { fenceToken, stampedWithFence, type Lease } from './leases';
 import { validateEntries } from './task-streams';
 import { field, Refused, type Fields, type Page, type StoreContext } from './shared';
 
@@ -27,6 +27,16 @@ export interface Committed {
   viewStored: boolean;
 }
 
+/** One task's step without decisions, for {@link EventStore.publishMany}. */
+export interface Publication {
+  readonly taskId: string;
+  readonly updates: readonly Update[];
+  readonly view?: TaskView;
+}
+
+/** Tasks per publishMany call: bounds the script's ARGV and its unpack of the task ids. */
+export const PUBLISH_MANY_TASKS = 64;
+
 export interface StoredUpdate {
   id: string;
   update: Update;
@@ -45,6 +55,25 @@ export interface HistoryRewritten {
 
 /** What a follower of the update streams reads: updates, and the notices among them. */
 export type UpdateStreamItem = StoredUpdate | HistoryRewritten;
+
+function checkView(taskId: string, view: TaskView | undefined): void {
+  if (view && view.taskId !== taskId) {
+    throw new InvalidEntryError(0, `view of ${view.taskId} written for ${taskId}`);
+  }
+}
+
+/** An update of `taskId` to publish; `complete`: it names its entry (not one appended with it). */
+function validUpdate(taskId: string, u: unknown, index: number, complete: boolean): Update {
+  const r = Update.safeParse(u);
+  if (!r.success) throw new InvalidEntryError(index, zodReason(r.error));
+  if (r.data.last === undefined || (complete && r.data.entry === undefined)) {
+    throw new InvalidEntryError(index, 'an update must name its entry and mark its last');
+  }
+  if (r.data.taskId !== taskId) {
+    throw new InvalidEntryError(index, `update of ${r.data.taskId} published for ${taskId}`);
+  }
+  return r.data;
+}
 
 function decodeUpdate(id: string, fields: Fields): StoredUpdate | Refused {
   const r = decodeStoredUpdate(field(fields, 'u'));
@@ -81,11 +110,9 @@ export class Updates {
   async commit(lease: Lease, taskId: string, step: Step): Promise<Committed> {
     this.ctx.checkLease(lease, taskId);
     const { keys, opts } = this.ctx;
-    const entries = validateEntries(taskId, step.entries ?? []);
+    const entries = stampedWithFence(lease, validateEntries(taskId, step.entries ?? []));
     const view = step.view;
-    if (view && view.taskId !== taskId) {
-      throw new InvalidEntryError(0, `view of ${view.taskId} written for ${taskId}`);
-    }
+    checkView(taskId, view);
     const args: ScriptArgs<'commit'> = [
       fenceToken(lease),
       taskId,
@@ -100,25 +127,18 @@ export class Updates {
     step.updates.forEach((item, index) => {
       const of = 'of' in item ? item.of : 0;
       const u = 'of' in item ? item.update : item;
-      const r = Update.safeParse(u);
-      if (!r.success) throw new InvalidEntryError(index, zodReason(r.error));
-      if (r.data.last === undefined || (of === 0 && r.data.entry === undefined)) {
-        throw new InvalidEntryError(index, 'an update must name its entry and mark its last');
-      }
-      if (r.data.taskId !== taskId) {
-        throw new InvalidEntryError(index, `update of ${r.data.taskId} published for ${taskId}`);
-      }
+      const r = validUpdate(taskId, u, index, of === 0);
       if (of === 0) {
-        args.push(r.data.seq, 0, JSON.stringify(r.data));
+        args.push(r.seq, 0, JSON.stringify(r));
         return;
       }
       if (!Number.isInteger(of) || of < 1 || of > entries.length) {
         throw new InvalidEntryError(index, `update of entry ${of} of ${entries.length} appended`);
       }
       // Its entry's id is Redis's to choose: the script closes the JSON with it.
-      const { entry: _entry, ...rest } = r.data;
+      const { entry: _entry, ...rest } = r;
       const open = JSON.stringify({ ...rest, entry: '' });
-      args.push(r.data.seq, of, open.slice(0, -2));
+      args.push(r.seq, of, open.slice(0, -2));
     });
     const [published, lastSeq, stored, ...ids] = await this.ctx.scripts.commit(
       [
@@ -132,6 +152,47 @@ export class Updates {
       args,
     );
     return { ids, published, lastSeq, viewStored: stored === 1 };
+  }
+
+  /** See {@link EventStore.publishMany}. */
+  async publishMany(
+    lease: Lease,
+    steps: readonly Publication[],
+  ): Promise<(Omit<Committed, 'ids'> | GapError)[]> {
+    if (steps.length === 0) return [];
+    if (steps.length > PUBLISH_MANY_TASKS) {
+      throw new RangeError(
+        `${steps.length} tasks in one publishMany, at most ${PUBLISH_MANY_TASKS}`,
+      );
+    }
+    const { keys, opts } = this.ctx;
+    const seen = new Set<string>();
+    const args: ScriptArgs<'publishMany'> = [fenceToken(lease), opts.updatesMaxLen, steps.length];
+    for (const { taskId, updates, view } of steps) {
+      this.ctx.checkLease(lease, taskId);
+      if (seen.has(taskId)) throw new Error(`task ${taskId} twice in one publishMany`);
+      seen.add(taskId);
+      checkView(taskId, view);
+      args.push(taskId, view ? view.seq : '', view ? JSON.stringify(view) : '', updates.length);
+      updates.forEach((u, index) => {
+        const r = validUpdate(taskId, u, index, true);
+        args.push(r.seq, JSON.stringify(r));
+      });
+    }
+    const replies = await this.ctx.scripts.publishMany(
+      [
+        keys.lease(lease.shard),
+        keys.updates(lease.shard),
+        keys.updateSeqs(lease.shard),
+        keys.views(lease.shard),
+      ],
+      args,
+    );
+    return replies.map((r) =>
+      r[0] === 1
+        ? { published: r[1], lastSeq: r[2], viewStored: r[3] === 1 }
+        : new GapError(r[1], r[2]),
+    );
   }
 
   /**

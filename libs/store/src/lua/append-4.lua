@@ -38,6 +38,8 @@ local dedupeTtlMs = ARGV[3]
 local n = tonumber(ARGV[4])
 local FIRST_TRIPLE = 5
 
+--- @include "includes/append"
+
 -- Not a writer instance (those have no NUL): when the hash's expiry was last renewed.
 local RENEWED = '\0renewed'
 
@@ -82,6 +84,6 @@ if last then
   redis.call('HSET', dedupeKey, unpack(fields))
   if renew then redis.call('PEXPIRE', dedupeKey, dedupeTtlMs) end
   redis.call('SADD', liveKey, taskId)
-  redis.call('XADD', feedKey, 'MAXLEN', '~', feedMaxLen, '*', 't', taskId, 'l', last)
+  baton_note_feed(feedKey, feedMaxLen, taskId, last)
 end
 return out

@@ -28,16 +28,10 @@ local feedMaxLen = ARGV[4]
 local FIRST_ENTRY = 5
 
 --- @include "includes/fence"
+--- @include "includes/append"
 
 local fenced = baton_fence(leaseKey, token)
 if fenced then return redis.error_reply(fenced) end
 local actual = baton_last_id(streamKey)
 if actual ~= expectedLastId then return redis.error_reply('CONFLICT ' .. actual) end
-local ids = {}
-for i = FIRST_ENTRY, #ARGV do
-  ids[#ids + 1] = redis.call('XADD', streamKey, '*', 'e', ARGV[i])
-end
-if #ids > 0 then
-  redis.call('XADD', feedKey, 'MAXLEN', '~', feedMaxLen, '*', 't', taskId, 'l', ids[#ids])
-end
-return ids
+return baton_append_entries(streamKey, feedKey, feedMaxLen, taskId, FIRST_ENTRY, #ARGV, {})

@@ -57,6 +57,8 @@ local FIRST_ENTRY = 9
 local FIRST_TRIPLE = FIRST_ENTRY + n
 
 --- @include "includes/fence"
+--- @include "includes/append"
+--- @include "includes/publish"
 
 local fenced = baton_fence(leaseKey, token)
 if fenced then return redis.error_reply(fenced) end
@@ -65,49 +67,25 @@ if n > 0 then
   if actual ~= expectedLastId then return redis.error_reply('CONFLICT ' .. actual) end
 end
 local last = tonumber(redis.call('HGET', seqsKey, taskId) or '0')
-local expect = last
-for i = FIRST_TRIPLE, #ARGV, 3 do
-  local seq = tonumber(ARGV[i])
-  if seq > expect + 1 then
-    return redis.error_reply('GAP ' .. expect .. ' ' .. seq)
-  end
-  if seq == expect + 1 then expect = seq end
-end
+local gap, after = baton_update_gap(last, FIRST_TRIPLE, #ARGV, 3)
+if gap then return redis.error_reply('GAP ' .. after .. ' ' .. gap) end
 
-local out = {0, 0, 0}
-for i = FIRST_ENTRY, FIRST_TRIPLE - 1 do
-  out[#out + 1] = redis.call('XADD', streamKey, '*', 'e', ARGV[i])
-end
-if n > 0 then
-  redis.call('XADD', feedKey, 'MAXLEN', '~', feedMaxLen, '*', 't', taskId, 'l', out[#out])
-end
+local out = baton_append_entries(streamKey, feedKey, feedMaxLen, taskId, FIRST_ENTRY,
+  FIRST_TRIPLE - 1, {0, 0, 0})
 
-local published = 0
-for i = FIRST_TRIPLE, #ARGV, 3 do
-  local seq = tonumber(ARGV[i])
-  if seq == last + 1 then
+local published
+last, published = baton_publish_updates(updatesKey, updatesMaxLen, taskId, last, FIRST_TRIPLE,
+  #ARGV, 3, function(i)
     local k = tonumber(ARGV[i + 1])
-    local json = ARGV[i + 2]
-    if k > 0 then json = json .. out[3 + k] .. '"}' end
-    redis.call('XADD', updatesKey, 'MAXLEN', '~', updatesMaxLen, '*', 't', taskId, 's', seq, 'u', json)
-    last = seq
-    published = published + 1
-  end
-end
+    if k > 0 then return ARGV[i + 2] .. out[3 + k] .. '"}' end
+    return ARGV[i + 2]
+  end)
 if published > 0 then redis.call('HSET', seqsKey, taskId, last) end
 
 local stored = 0
-if view ~= '' and tonumber(viewSeq) == last then
-  local write = published > 0
-  if not write then
-    local current = redis.call('HGET', viewsKey, taskId)
-    local ok, decoded = pcall(cjson.decode, current or '')
-    write = not ok or type(decoded) ~= 'table' or tonumber(decoded.seq or -1) < last
-  end
-  if write then
-    redis.call('HSET', viewsKey, taskId, view)
-    stored = 1
-  end
+if baton_view_due(viewsKey, taskId, view, viewSeq, last, published) then
+  redis.call('HSET', viewsKey, taskId, view)
+  stored = 1
 end
 out[1] = published
 out[2] = last

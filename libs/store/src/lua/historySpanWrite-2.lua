@@ -9,7 +9,7 @@
     KEYS[1] task checkpoints hash (stream id -> state JSON)
     KEYS[2] task history spans hash (checkpoint id -> span JSON)
 
-    ARGV[1] the checkpoint the span starts after
+    ARGV[1] the checkpoint the span starts after ('0-0': the stream's start)
     ARGV[2] the checkpoint it ends at
     ARGV[3] span JSON
 
@@ -23,7 +23,9 @@ local from = ARGV[1]
 local to = ARGV[2]
 local span = ARGV[3]
 
-if redis.call('HEXISTS', checkpointsKey, from) == 0 or redis.call('HEXISTS', checkpointsKey, to) == 0 then
+-- '0-0' is the stream's start, the state every task begins in: not stored as a checkpoint.
+if (from ~= '0-0' and redis.call('HEXISTS', checkpointsKey, from) == 0)
+    or redis.call('HEXISTS', checkpointsKey, to) == 0 then
   return 0
 end
 redis.call('HSET', spansKey, from, span)

@@ -21,8 +21,10 @@
     ARGV[4] checkpoint interval in ms (0: no checkpoints)
 
   Output:
-    the id of the checkpoint before this one when the snapshot was kept as a checkpoint and is
-    not the first: the history span between the two can now be built; else ''
+    the id of the checkpoint before this one when the snapshot was kept as a checkpoint: the
+    history span between the two can now be built; '0-0' for the first checkpoint of a stream
+    that still holds its start (the span from the start, which lets a hot-window trim cut the
+    start while the history still answers for it); else ''
     errors: "FENCED ...", "STALE <current id>" when the stored snapshot covers a later id (one
             at an entry the stream does not hold is replaced),
             "BEHIND <last id>" when the stream's last entry is before the id
@@ -58,6 +60,14 @@ if every > 0 then
   local ms = tonumber(string.match(id, '^(%d+)'))
   if not newest then
     redis.call('HSET', checkpointsKey, id, state)
+    local info = {}
+    if redis.call('EXISTS', streamKey) == 1 then info = redis.call('XINFO', 'STREAM', streamKey) end
+    local added, length = nil, nil
+    for i = 1, #info, 2 do
+      if info[i] == 'entries-added' then added = info[i + 1] end
+      if info[i] == 'length' then length = info[i + 1] end
+    end
+    if added ~= nil and added == length then return '0-0' end
   elseif ms - tonumber(string.match(newest, '^(%d+)')) >= every then
     redis.call('HSET', checkpointsKey, id, state)
     return newest

@@ -39,4 +39,4 @@ if fenced then return redis.error_reply(fenced) end
 local due = redis.call('ZSCORE', trimsKey, taskId)
 if not due or tonumber(due) > baton_now_ms() then return -1 end
 redis.call('ZREM', trimsKey, taskId)
-return baton_trim(snapshotKey, streamKey, checkpointsKey, spansKey, retainMs)
+return baton_trim(snapshotKey, streamKey, checkpointsKey, spansKey, retainMs, 0)

@@ -4,9 +4,15 @@
   An owner acquiring a lease it already holds also gets a new epoch: a process that lost track of
   its epoch (or a twin with the same name) must not keep writing under the old one.
 
+  Each acquisition is also recorded in the shard's epoch history (epoch -> owner): the owner's
+  fold counts a decision only under a fence the shard's lease really had, and a worker's or a
+  gateway's credential cannot write it. `from` is the server time of the first acquisition that
+  kept a history: decisions written before it carry no fence (they predate fences).
+
   Input:
     KEYS[1] shard lease hash (owner, epoch, expiresAt; PEXPIREs with the lease)
     KEYS[2] shard epoch counter (never expires)
+    KEYS[3] shard epoch history hash (epoch -> owner, `from`; never expires)
 
     ARGV[1] owner id
     ARGV[2] TTL in ms
@@ -16,6 +22,7 @@
 ]]
 local leaseKey = KEYS[1]
 local epochKey = KEYS[2]
+local historyKey = KEYS[3]
 
 local owner = ARGV[1]
 local ttlMs = ARGV[2]
@@ -32,4 +39,6 @@ local expires = now + tonumber(ttlMs)
 redis.call('DEL', leaseKey)
 redis.call('HSET', leaseKey, 'owner', owner, 'epoch', epoch, 'expiresAt', expires)
 redis.call('PEXPIRE', leaseKey, ttlMs)
+redis.call('HSETNX', historyKey, 'from', now)
+redis.call('HSET', historyKey, epoch, owner)
 return {1, epoch, expires}
