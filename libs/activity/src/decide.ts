@@ -1,9 +1,20 @@
 import { SCHEMA_VERSION, type Decision, type StreamEntry, type TaskStatus } from '@baton/protocol';
 import { evolve } from './evolve';
 import { parkable, promptOf, waitsForPerson } from './state';
-import type { PendingCommand, SessionState, TaskState, Turn } from './state';
+import type { PendingCommand, PendingTaskCommand, SessionState, TaskState, Turn } from './state';
 import { admissionGate, supportsSteering } from './views';
 import { own } from './records';
+import {
+  DEFAULT_ADMISSION_LIMITS,
+  queueLimitRefusal,
+  type AdmissionLimits,
+} from './admission-limits';
+
+/** What the bounds on a task's waiting prompts look at: the whole task, and the bounds. */
+interface Bounds {
+  readonly task: TaskState;
+  readonly limits: AdmissionLimits;
+}
 
 /** A decision before the owner stamps it with its writer envelope. */
 export type DecisionDraft = Decision extends infer D
@@ -52,7 +63,11 @@ export function draftEntry(taskId: string, d: DecisionDraft): StreamEntry {
  * queues whose session can take a prompt, and reacts to a timer. The result is a fixpoint:
  * folding it and deciding again yields nothing.
  */
-export function decide(state: TaskState, timer?: Timer): DecisionDraft[] {
+export function decide(
+  state: TaskState,
+  timer?: Timer,
+  limits: AdmissionLimits = DEFAULT_ADMISSION_LIMITS,
+): DecisionDraft[] {
   const out: DecisionDraft[] = [];
   let current = state;
   const apply = (drafts: DecisionDraft[]) => {
@@ -65,17 +80,21 @@ export function decide(state: TaskState, timer?: Timer): DecisionDraft[] {
     const s = own(current.sessions, timer.sessionId);
     if (s) apply(onTimer(s, timer));
   }
-  // Each step answers a command or closes a gate by admitting, so this terminates.
+  // Each step answers a command or closes a gate by admitting, so this terminates. Every command
+  // is judged where it stands in the stream: a task command after the session commands before
+  // it (a prompt submitted while the task is archived stays refused though an unarchive follows
+  // it), and before those after it; queues drain only once no task command waits.
   for (let progressed = true; progressed;) {
     progressed = false;
-    const task = nextTaskDecisions(current);
-    if (task.length > 0) {
-      apply(task);
+    const first = current.pending[0];
+    if (first && !waitsForSessions(current, first)) {
+      apply(taskDecisions(current, first));
       progressed = true;
       continue;
     }
     for (const s of Object.values(current.sessions)) {
-      const drafts = nextDecisions(s, current.status);
+      if (first && !comesBefore(s, first)) continue;
+      const drafts = nextDecisions(s, current.status, { task: current, limits });
       if (drafts.length > 0) {
         apply(drafts);
         progressed = true;
@@ -86,10 +105,28 @@ export function decide(state: TaskState, timer?: Timer): DecisionDraft[] {
   return out;
 }
 
-/** Task-wide commands, answered before anything else: deleting wins over what follows it. */
-function nextTaskDecisions(t: TaskState): DecisionDraft[] {
-  const c = t.pending[0];
-  if (!c) return [];
+/** A session command the stream holds before this task command is still unanswered. */
+function waitsForSessions(t: TaskState, c: PendingTaskCommand): boolean {
+  if (!c.after) return false;
+  for (const s of Object.values(t.sessions)) if (comesBefore(s, c)) return true;
+  return false;
+}
+
+/**
+ * The session's next command came before the task command in the stream: the last of its
+ * commands that did is still unanswered (a session answers its commands in their order).
+ */
+function comesBefore(s: SessionState, c: PendingTaskCommand): boolean {
+  if (!c.after) return false;
+  for (const r of c.after) {
+    if (r.sessionId !== s.id) continue;
+    for (const p of s.pending) if (p.data.commandId === r.commandId) return true;
+  }
+  return false;
+}
+
+/** A task-wide command: deleting wins over what follows it. */
+function taskDecisions(t: TaskState, c: PendingTaskCommand): DecisionDraft[] {
   const commandId = c.data.commandId;
   if (c.type === 'task.delete') return [{ type: 'task.deleted', data: { commandId } }];
   if (t.status === 'deleted') {
@@ -159,6 +196,17 @@ function onTimer(s: SessionState, timer: Timer): DecisionDraft[] {
   }
   if (timer.type === 'execution_lease_expired') {
     const x = s.execution;
+    const replaced = s.replacedStops?.find((r) => r.executionId === timer.executionId);
+    if (replaced) {
+      const { executionId, generation } = replaced;
+      return [
+        {
+          type: 'execution.lost',
+          sessionId,
+          data: { executionId, generation, reason: 'lease_expired' },
+        },
+      ];
+    }
     if (!x || x.id !== timer.executionId || x.phase === 'ended') return [];
     return [
       {
@@ -180,9 +228,9 @@ function onTimer(s: SessionState, timer: Timer): DecisionDraft[] {
   return [];
 }
 
-function nextDecisions(s: SessionState, task: TaskStatus): DecisionDraft[] {
+function nextDecisions(s: SessionState, task: TaskStatus, bounds: Bounds): DecisionDraft[] {
   const command = s.pending[0];
-  if (command) return answer(s, command, task);
+  if (command) return answer(s, command, task, bounds);
   if (s.deleted || task !== 'active') return [];
   const head = s.queue[0];
   if (head === undefined) return [];
@@ -234,10 +282,15 @@ function rejectCommand(
   return [{ type: 'command.rejected', sessionId: s.id, data: { commandId, reason, message } }];
 }
 
-function answer(s: SessionState, c: PendingCommand, task: TaskStatus): DecisionDraft[] {
+function answer(
+  s: SessionState,
+  c: PendingCommand,
+  task: TaskStatus,
+  bounds: Bounds,
+): DecisionDraft[] {
   const sessionId = s.id;
   const commandId = c.data.commandId;
-  if (c.type === 'prompt.submit') return answerPrompt(s, c.data.promptId, commandId, task);
+  if (c.type === 'prompt.submit') return answerPrompt(s, c.data.promptId, commandId, task, bounds);
   if (task === 'deleted')
     return rejectCommand(s, commandId, 'task_deleted', 'the task was deleted');
   if (s.deleted)
@@ -437,6 +490,7 @@ function answerPrompt(
   promptId: string,
   commandId: string,
   task: TaskStatus,
+  bounds: Bounds,
 ): DecisionDraft[] {
   const sessionId = s.id;
   const record = s.prompts[promptId]!;
@@ -474,6 +528,16 @@ function answerPrompt(
     if (g.open) return [admit(s, promptId, g.mode, commandId)];
     if (record.origin === 'human' && supportsSteering(s))
       return [admit(s, promptId, 'steer', commandId)];
+  }
+  const over = queueLimitRefusal(bounds.task, s, record, bounds.limits);
+  if (over) {
+    return [
+      {
+        type: 'prompt.rejected',
+        sessionId,
+        data: { promptId, reason: over.reason, message: over.message, commandId },
+      },
+    ];
   }
   const capacity = s.config.queueCapacity;
   if (capacity > 0 && s.queue.length >= capacity) {

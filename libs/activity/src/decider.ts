@@ -1,6 +1,7 @@
 import type { StreamEntry } from '@baton/protocol';
 import { decide, type DecisionDraft, type Timer } from './decide';
 import { evolve } from './evolve';
+import type { AdmissionLimits } from './admission-limits';
 import { initialTaskState, type TaskState } from './state';
 
 /**
@@ -11,7 +12,7 @@ import { initialTaskState, type TaskState } from './state';
 export interface Decider<State, Entry, Trigger, Decision> {
   readonly initialState: (id: string) => State;
   readonly evolve: (state: State, entry: Entry) => State;
-  readonly decide: (state: State, trigger?: Trigger) => Decision[];
+  readonly decide: (state: State, trigger?: Trigger, limits?: AdmissionLimits) => Decision[];
 }
 
 /** The domain core of one task: its stream folds into a TaskState, on which the owner decides. */

@@ -6,6 +6,7 @@ import {
   type PermissionSettled,
   type TaskEntry,
   type PromptOutcome,
+  type QueueReason,
   type TaskActivityView,
   type SessionActivityView,
   type StreamEntry,
@@ -232,6 +233,7 @@ function sessionChanges(
       a0.runningGeneration !== a1.runningGeneration ||
       a0.admission !== a1.admission ||
       !sameAttention(a0.attention, a1.attention) ||
+      a0.waitingForPerson !== a1.waitingForPerson ||
       a0.usage !== a1.usage)
   ) {
     const data: Extract<UnsequencedUpdate, { type: 'session.activity' }>['data'] = {
@@ -243,6 +245,7 @@ function sessionChanges(
       runningGeneration: a1.runningGeneration,
       admission: a1.admission,
       attention: a1.attention,
+      waitingForPerson: a1.waitingForPerson,
       // Only once reported; null tells a client that had it that it is gone.
       usage: a1.usage !== undefined || a0?.usage !== undefined ? (a1.usage ?? null) : undefined,
     };
@@ -348,16 +351,32 @@ function promptChanges(
   entry: StreamEntry,
   out: UnsequencedUpdate[],
 ): void {
+  // The request the queue waited for expired: each queued prompt is told what it waits for now,
+  // so no last decision promises a worker that will not come.
+  if (
+    entry.type === 'execution.request_expired' &&
+    before &&
+    before.requested !== after.requested
+  ) {
+    for (const id of after.queue) {
+      const record = own(after.prompts, id);
+      if (record) announceAgain(after, record, entry, out);
+    }
+  }
   if (before && before.prompts === after.prompts && before.settled === after.settled) return;
   if (before) for (const id in before.prompts) announce(before, after, id, entry, out);
   const named = 'promptId' in entry.data ? entry.data.promptId : undefined;
   if (named !== undefined && !(before && own(before.prompts, named)))
     announce(before, after, named, entry, out);
-  // A force-release or a cancel timeout settles prompts of turns it ends that no entry field
-  // names (the steer's, the turn a handoff claim would replace).
+  // A force-release, a cancel timeout, an abandoned turn or a deletion settles prompts of turns
+  // it ends that no entry field names (the steer's, the turn a handoff claim would replace).
   if (
     before &&
-    (entry.type === 'session.force_released' || entry.type === 'turn.cancel_timed_out')
+    (entry.type === 'session.force_released' ||
+      entry.type === 'turn.cancel_timed_out' ||
+      entry.type === 'turn.abandoned' ||
+      entry.type === 'session.deleted' ||
+      entry.type === 'task.deleted')
   ) {
     for (const t of [before.turn, before.turn?.predecessor ?? null, before.steer])
       if (t && !own(before.prompts, t.promptId) && t.promptId !== named)
@@ -388,6 +407,25 @@ function announce(
   }
 }
 
+function announceAgain(
+  s: SessionState,
+  record: PromptRecord,
+  entry: StreamEntry,
+  out: UnsequencedUpdate[],
+): void {
+  const decision = outcome(s, record, entry);
+  if (!decision) return;
+  out.push({
+    type: 'prompt.decided',
+    data: {
+      sessionId: s.id,
+      promptId: record.promptId,
+      idempotencyKey: record.idempotencyKey,
+      decision,
+    },
+  });
+}
+
 function outcome(
   s: SessionState,
   p: PromptRecord | SettledPrompt,
@@ -397,11 +435,8 @@ function outcome(
     case 'pending':
       return null;
     case 'queued': {
-      const reason =
-        entry.type === 'prompt.queued' && entry.data.promptId === p.promptId
-          ? entry.data.reason
-          : 'released';
-      return { outcome: 'queued', position: s.queue.indexOf(p.promptId) + 1, reason };
+      const position = s.queue.indexOf(p.promptId) + 1;
+      return { outcome: 'queued', position, reason: queuedReason(s, p.promptId, position, entry) };
     }
     case 'admitted': {
       const claim =
@@ -452,7 +487,37 @@ function outcome(
         reason: 'force_released',
         message: 'an operator force-released the session',
       };
+    case 'task_deleted':
+      return {
+        outcome: 'cancelled',
+        reason: 'task_deleted',
+        message: 'the task was deleted while the prompt ran: its execution was stopped',
+      };
+    case 'session_deleted':
+      return {
+        outcome: 'cancelled',
+        reason: 'session_deleted',
+        message: 'the session was deleted while the prompt ran: its execution was stopped',
+      };
   }
+}
+
+/**
+ * Why a queued prompt waits, as its decision says: the decision that queued it; what the queue
+ * waits for now when it is told again (a retry of its key, the request it waited for expired);
+ * else its claim was given back (`released`).
+ */
+function queuedReason(
+  s: SessionState,
+  promptId: string,
+  position: number,
+  entry: StreamEntry,
+): QueueReason {
+  if (entry.type === 'prompt.queued' && entry.data.promptId === promptId) return entry.data.reason;
+  if (entry.type !== 'prompt.submit' && entry.type !== 'execution.request_expired')
+    return 'released';
+  if (position > 1) return 'queue_not_empty';
+  return queueBlockedBy(s) ?? 'busy';
 }
 
 /**

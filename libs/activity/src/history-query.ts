@@ -19,6 +19,9 @@ export interface HistoryBase {
   checkpoint: boolean;
 }
 
+/** The stream's start, as the id a span from it is kept under. */
+const START = '0-0';
+
 export interface HistoryQueryInput {
   taskId: string;
   /** ms since the epoch, both inclusive. */
@@ -31,7 +34,7 @@ export interface HistoryQueryInput {
   maxItems: number;
   /** The checkpoints and the snapshot, oldest first. */
   bases: readonly HistoryBase[];
-  /** The stored spans, by the checkpoint they start after. */
+  /** The stored spans, by the checkpoint they start after (`'0-0'`: the stream's start). */
   spans: ReadonlyMap<string, HistorySpan>;
   /** Whether the stream has been trimmed (its start is gone). */
   trimmed: boolean;
@@ -56,7 +59,9 @@ export async function historyQuery(q: HistoryQueryInput): Promise<TaskHistory> {
   let from = q.since;
   let base = q.bases.filter((b) => entryTime(b.id) < q.since).at(-1);
   let trimmed = false;
-  if (!base && q.trimmed) {
+  // A stream trimmed behind its first checkpoint still answers from its start through the span
+  // kept from there (a hot-window trim keeps it while the retention keeps the start).
+  if (!base && q.trimmed && !q.spans.has(START)) {
     base = q.bases[0];
     trimmed = true;
     if (base) from = Math.max(q.since, entryTime(base.id));
@@ -101,7 +106,8 @@ export async function historyQuery(q: HistoryQueryInput): Promise<TaskHistory> {
   };
 
   const checkpoints = new Map(q.bases.filter((b) => b.checkpoint).map((b) => [b.id, b]));
-  let cursor = { id: base?.id ?? '0-0', state: start, checkpoint: base?.checkpoint ?? false };
+  // The stream's start counts as a checkpoint: a span runs from it to the first one.
+  let cursor = { id: base?.id ?? START, state: start, checkpoint: base?.checkpoint ?? true };
   let stopped = false;
   // Through the stored spans, one checkpoint to the next.
   for (let span = q.spans.get(cursor.id); span; span = q.spans.get(cursor.id)) {

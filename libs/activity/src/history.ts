@@ -446,10 +446,11 @@ class SessionRecorder {
       case 'admitted': {
         const p = this.prompts.get(e.p);
         if (!p) return;
-        if (p.decision === null) {
-          p.decision = 'admitted';
-          p.decidedAt = at;
-        } else if (p.decision === 'queued' && p.queueWaitMs === null) {
+        if (
+          !firstDecision(p, 'admitted', at) &&
+          p.decision === 'queued' &&
+          p.queueWaitMs === null
+        ) {
           p.queueWaitMs = at - p.decidedAt!;
         }
         p.admittedAt ??= at;
@@ -457,19 +458,13 @@ class SessionRecorder {
       }
       case 'queued': {
         const p = this.prompts.get(e.p);
-        if (p && p.decision === null) {
-          p.decision = 'queued';
-          p.decidedAt = at;
-        }
+        if (p) firstDecision(p, 'queued', at);
         return;
       }
       case 'rejected': {
         const p = this.prompts.get(e.p);
         if (!p) return;
-        if (p.decision === null) {
-          p.decision = 'rejected';
-          p.decidedAt = at;
-        }
+        firstDecision(p, 'rejected', at);
         p.reason = e.r;
         return;
       }
@@ -486,28 +481,26 @@ class SessionRecorder {
       case 'requested':
         this.execution(e.x).requestedAt ??= at;
         return;
-      case 'request_expired': {
-        const x = this.execution(e.x);
-        x.end ??= at;
-        x.reason ??= 'no_worker';
+      case 'request_expired':
+        this.ended(e.x, at, 'no_worker');
         return;
-      }
       case 'started':
         this.execution(e.x).start ??= at;
         return;
-      case 'ended': {
-        const x = this.execution(e.x);
-        x.end ??= at;
-        x.reason ??= e.r;
+      case 'ended':
+        this.ended(e.x, at, e.r);
         return;
-      }
-      case 'lost': {
-        const x = this.execution(e.x);
-        x.end ??= at;
-        x.reason ??= 'lost';
+      case 'lost':
+        this.ended(e.x, at, 'lost');
         return;
-      }
     }
+  }
+
+  /** The execution's end, and why: the first seen stands. */
+  private ended(executionId: string, at: number, reason: NonNullable<ExecutionRecord['reason']>) {
+    const x = this.execution(executionId);
+    x.end ??= at;
+    x.reason ??= reason;
   }
 
   private execution(executionId: string): ExecutionRecord {
@@ -519,6 +512,18 @@ class SessionRecorder {
     }
     return x;
   }
+}
+
+/** A prompt's first decision and when it came; a later one changes neither. */
+function firstDecision(
+  p: PromptHistory,
+  decision: NonNullable<PromptHistory['decision']>,
+  at: number,
+): boolean {
+  if (p.decision !== null) return false;
+  p.decision = decision;
+  p.decidedAt = at;
+  return true;
 }
 
 /**

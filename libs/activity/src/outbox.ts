@@ -10,6 +10,13 @@ export interface Owed {
   readonly message: InboxMessage;
 }
 
+/** A message without its envelope (version, task, session, execution). */
+type MessageBody = InboxMessage extends infer M
+  ? M extends InboxMessage
+    ? Omit<M, 'v' | 'taskId' | 'sessionId' | 'executionId'>
+    : never
+  : never;
+
 export interface Outbox {
   readonly owed: Owed[];
   /** Claims that cannot be delivered for want of their text: a broken invariant, to report. */
@@ -17,29 +24,41 @@ export interface Outbox {
 }
 
 /**
- * What the state owes the workers: to each live execution, the stop it is to honour (and then
- * nothing else), every claim that has not reached its agent, the cancel of its dispatched turn,
+ * What the state owes the workers: to each live execution, and to each a newer one replaced
+ * before it ended, the stop it is to honour (and then nothing else), every claim that has not reached its agent, the cancel of its dispatched turn,
  * and every settled permission request it has not reported resolved. Each is owed until a fact
  * of the worker settles it in the state, so the outbox empties as the worker answers.
  */
 export function outbox(state: TaskState): Outbox {
   const owed: Owed[] = [];
   const textless: { sessionId: string; promptId: string }[] = [];
-  const envelope = (sessionId: string, executionId: string) => ({
-    v: SCHEMA_VERSION,
-    taskId: state.taskId,
-    sessionId,
-    executionId,
-  });
+  /** `body` is owed to the execution under `key`, in the envelope of its session. */
+  const owe = (sessionId: string, executionId: string, key: string, body: MessageBody) =>
+    owed.push({
+      executionId,
+      key,
+      message: {
+        v: SCHEMA_VERSION,
+        taskId: state.taskId,
+        sessionId,
+        executionId,
+        ...body,
+      } as InboxMessage,
+    });
   for (const id in state.sessions) {
     const s = state.sessions[id]!;
+    for (const r of s.replacedStops ?? []) {
+      owe(s.id, r.executionId, `s/${s.id}/${r.executionId}`, {
+        type: 'execution.stop',
+        data: { reason: r.reason },
+      });
+    }
     const x = s.execution;
     if (!x || x.phase === 'ended') continue;
     if (x.stopping !== null) {
-      owed.push({
-        executionId: x.id,
-        key: `s/${s.id}/${x.id}`,
-        message: { ...envelope(s.id, x.id), type: 'execution.stop', data: { reason: x.stopping } },
+      owe(s.id, x.id, `s/${s.id}/${x.id}`, {
+        type: 'execution.stop',
+        data: { reason: x.stopping },
       });
       continue;
     }
@@ -51,32 +70,23 @@ export function outbox(state: TaskState): Outbox {
         textless.push({ sessionId: s.id, promptId: claim.promptId });
         continue;
       }
-      owed.push({
-        executionId: x.id,
-        key: `p/${s.id}/${claim.promptId}/${claim.generation}`,
-        message: {
-          ...envelope(s.id, x.id),
-          type: 'prompt.deliver',
-          data: {
-            promptId: claim.promptId,
-            admissionGeneration: claim.generation,
-            mode: claim.mode,
-            origin: record.origin,
-            text: claim.text,
-          },
+      owe(s.id, x.id, `p/${s.id}/${claim.promptId}/${claim.generation}`, {
+        type: 'prompt.deliver',
+        data: {
+          promptId: claim.promptId,
+          admissionGeneration: claim.generation,
+          mode: claim.mode,
+          origin: record.origin,
+          text: claim.text,
+          ...(record.traceparent ? { traceparent: record.traceparent } : {}),
         },
       });
     }
     const t = s.turn;
     if (t && t.cancel && t.phase === 'dispatched') {
-      owed.push({
-        executionId: x.id,
-        key: `c/${s.id}/${t.generation}`,
-        message: {
-          ...envelope(s.id, x.id),
-          type: 'turn.cancel',
-          data: { admissionGeneration: t.generation, reason: t.cancel },
-        },
+      owe(s.id, x.id, `c/${s.id}/${t.generation}`, {
+        type: 'turn.cancel',
+        data: { admissionGeneration: t.generation, reason: t.cancel },
       });
     }
     // A person's answer, the timeout's denial, a cancel's `cancelled` (after the cancel itself,
@@ -84,19 +94,14 @@ export function outbox(state: TaskState): Outbox {
     for (const p of s.permissions) {
       const a = p.answer;
       if (a === null) continue;
-      owed.push({
-        executionId: x.id,
-        key: `a/${s.id}/${p.requestId}`,
-        message: {
-          ...envelope(s.id, x.id),
-          type: 'permission.answer',
-          data: {
-            requestId: p.requestId,
-            outcome: a.outcome,
-            ...(a.optionId !== null ? { optionId: a.optionId } : {}),
-            by: a.by,
-            ...(a.subject !== null ? { subject: a.subject } : {}),
-          },
+      owe(s.id, x.id, `a/${s.id}/${p.requestId}`, {
+        type: 'permission.answer',
+        data: {
+          requestId: p.requestId,
+          outcome: a.outcome,
+          ...(a.optionId !== null ? { optionId: a.optionId } : {}),
+          by: a.by,
+          ...(a.subject !== null ? { subject: a.subject } : {}),
         },
       });
     }

@@ -34,7 +34,21 @@ export interface TaskState {
 export type PendingTaskCommand = Pick<
   Extract<TaskEntry, { type: 'task.archive' | 'task.unarchive' | 'task.delete' }>,
   'type' | 'data'
->;
+> & {
+  /**
+   * The session commands that came before it in the stream and were still unanswered when it
+   * was folded: the last one of each session. It is decided only after them, and they before
+   * it, so every command is judged where it stands in the stream. Absent in a state an earlier
+   * version folded: such a command waits for nothing (that version decided it first).
+   */
+  readonly after?: readonly SessionCommandRef[];
+};
+
+/** A session command, by its session and its command id. */
+export interface SessionCommandRef {
+  readonly sessionId: string;
+  readonly commandId: string;
+}
 
 export interface SessionConfig {
   readonly admission: AdmissionPolicy;
@@ -58,6 +72,13 @@ export const MAX_DISPATCH_ATTEMPTS = 3;
 export const SETTLED_PROMPTS_KEPT = 64;
 
 export type ExecutionPhase = 'starting' | 'ready' | 'ended';
+
+/** A stop owed to an execution that a newer one replaced before it ended. */
+export interface ReplacedStop {
+  readonly executionId: string;
+  readonly generation: number;
+  readonly reason: ExecutionStopReason;
+}
 
 /** What an execution's job asked for (from `execution.started`): enough to start it again. */
 export interface Launch {
@@ -158,7 +179,10 @@ export type PromptStatus =
   /** Admitted, and its turn was ended without the agent (outcome cancelled): a cancel it never
    * answered, or an operator's force-release. */
   | 'cancel_timed_out'
-  | 'force_released';
+  | 'force_released'
+  /** Admitted, and running (or held open) when its task or session was deleted: ended with it. */
+  | 'task_deleted'
+  | 'session_deleted';
 
 export interface PromptRecord {
   readonly promptId: string;
@@ -170,6 +194,8 @@ export interface PromptRecord {
   readonly dispatchAttempts: number;
   /** Send-now: runs next even when auto-run is off. */
   readonly sendNow: boolean;
+  /** The trace it was submitted under (W3C traceparent), carried to its delivery. */
+  readonly traceparent?: string;
 }
 
 export type SettledStatus = Exclude<PromptStatus, 'pending' | 'queued'>;
@@ -220,6 +246,12 @@ export interface SessionState {
   /** Highest execution generation seen: a lower or equal one is a late predecessor. */
   readonly lastGeneration: number;
   readonly execution: ExecutionState | null;
+  /**
+   * Stops owed to executions a newer one replaced before they ended, each until its end or loss
+   * is folded: otherwise, after a failover, nobody would stop their agents. Undefined when none
+   * (and in a state an earlier version folded, which kept none).
+   */
+  readonly replacedStops: readonly ReplacedStop[] | undefined;
   /** Last admission generation handed out; every admission takes the next one. */
   readonly admissionGeneration: number;
   readonly turn: Turn | null;
@@ -316,6 +348,7 @@ export function initialSessionState(id: string): SessionState {
     config: DEFAULT_SESSION_CONFIG,
     lastGeneration: 0,
     execution: null,
+    replacedStops: undefined,
     admissionGeneration: 0,
     turn: null,
     steer: null,
@@ -344,8 +377,10 @@ export function initialSessionState(id: string): SessionState {
 
 /**
  * Nothing goes on in the session: its execution is ready and not stopping, no turn or steer, no
- * output, no background work, no permission request, nothing queued, requested or pending. What
- * the owner's park timer waits for.
+ * output, no background work known to run, no permission request, nothing queued, requested or
+ * pending. What the owner's park timer waits for. Work an unattributed completion may have ended
+ * (possibly finished, or presumed ended) is not known to run: after the idle bound, with no word
+ * from the agent, parking ends the execution, which retires it as any execution's end does.
  */
 export function parkable(s: SessionState): boolean {
   const x = s.execution;
@@ -357,7 +392,7 @@ export function parkable(s: SessionState): boolean {
     s.turn === null &&
     s.steer === null &&
     !s.generating &&
-    s.background.length === 0 &&
+    s.background.every((r) => r.presumedEnded || r.work.possiblyFinished === true) &&
     s.permissions.length === 0 &&
     s.queue.length === 0 &&
     s.requested === null &&
@@ -420,8 +455,8 @@ export function sortedIndexOf(sorted: readonly string[], id: string): number {
 }
 
 /**
- * Nothing in the task waits on its owner: no live execution (its lease, the missing-lease check,
- * parking), no turn, steer or output (the watchdog, the cancel grace, the quiet period), no open
+ * Nothing in the task waits on its owner: no live execution and no stop owed to a replaced one
+ * (its lease, the missing-lease check, parking), no turn, steer or output (the watchdog, the cancel grace, the quiet period), no open
  * prompt, queue, pending command or requested execution (admission, dispatch, the start bound),
  * no permission request (its timeout, its delivery), no background work. Such a task changes only
  * when a new entry comes, so its owner may put it away (snapshot first) and fold it again then:
@@ -434,6 +469,7 @@ export function atRest(state: TaskState): boolean {
     const x = s.execution;
     if (
       (x !== null && x.phase !== 'ended') ||
+      s.replacedStops !== undefined ||
       s.turn !== null ||
       s.steer !== null ||
       s.generating ||

@@ -25,6 +25,16 @@ export function liveRegistrations(s: SessionState): readonly Registration[] {
 }
 
 /**
+ * Background work known to run: live, and not possibly finished. An unattributed completion that
+ * may have been any of several items leaves each of them listed (possibly finished) and
+ * registered, but nothing about them is known to run any more, so the headline stops claiming it.
+ */
+export function knownRunning(s: SessionState): boolean {
+  for (const r of s.background) if (!r.presumedEnded && !r.work.possiblyFinished) return true;
+  return false;
+}
+
+/**
  * The handoff policy is in force only where configuration enables it AND the live execution
  * attests it; otherwise the session runs the coarse policy (a running session is busy).
  */
@@ -50,11 +60,18 @@ export function yieldedToAttestedWork(s: SessionState): boolean {
   );
 }
 
+/**
+ * The headline's tier. An agent waiting for a person's answer sends nothing: it is not shown
+ * generating (`waitingForPerson` says what it waits for). Within a turn, `background` keeps
+ * meaning what a client's admission reads from it (the turn yielded to attested work), so a
+ * waiting turn that did not yield shows null.
+ */
 export function foregroundActivity(s: SessionState): ForegroundActivity {
   if (s.deleted) return null;
-  if (s.generating || s.steer) return 'generating';
-  if (s.turn) return yieldedToAttestedWork(s) ? 'background' : 'generating';
-  return liveRegistrations(s).length > 0 ? 'background' : null;
+  const waiting = waitsForPerson(s);
+  if ((s.generating || s.steer) && !waiting) return 'generating';
+  if (s.turn) return yieldedToAttestedWork(s) ? 'background' : waiting ? null : 'generating';
+  return knownRunning(s) ? 'background' : null;
 }
 
 /** Running means a turn: output outside any turn is shown (foregroundActivity), never a turn. */
@@ -86,6 +103,7 @@ export function activeSubagentCount(s: SessionState): number {
 /** Steering: configured, advertised by the agent (promptQueueing), and never ahead of a queue. */
 export function supportsSteering(s: SessionState): boolean {
   return (
+    !s.deleted &&
     s.config.steering &&
     s.execution?.phase === 'ready' &&
     s.execution.stopping === null &&
@@ -93,7 +111,8 @@ export function supportsSteering(s: SessionState): boolean {
     s.turn?.phase === 'dispatched' &&
     s.steer === null &&
     s.queue.length === 0 &&
-    foregroundActivity(s) === 'generating'
+    // Read off the turn, not the headline: a permission wait changes what is shown, not admission.
+    !yieldedToAttestedWork(s)
   );
 }
 
@@ -255,6 +274,7 @@ export function sessionActivity(s: SessionState): SessionActivityView {
     runningGeneration: s.turn ? s.turn.generation : null,
     admission: s.config.admission,
     attention: attention(s),
+    waitingForPerson: waitsForPerson(s),
     // Undefined (left out of JSON) until reported: views of agents that never report are as
     // they were. Always present as a key, so every view has one shape.
     usage: s.deleted ? undefined : s.usage,

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import type { ActivityInterval, StreamEntry } from '@baton/protocol';
 import { activityLane, entryTime, taskHistory } from '../src';
-import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from '@baton/testing';
+import { CLAUDE_CAPS, GENERIC_CAPS, Owner, startedSession, runningSession } from '@baton/testing';
 
 /** The stream as Redis would keep it: entry i at t0 + 100·i ms. */
 const T0 = 1_800_000_000_000;
@@ -13,9 +13,7 @@ const when = (o: Owner, type: StreamEntry['type']) =>
 
 describe('task history', () => {
   it('tells a session’s day: generating, background, a queued prompt that waits, a cancel', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     const started = when(o, 'execution.started');
     const a = o.submit('s1', 'a');
     x.dispatch(a, 1);
@@ -83,11 +81,7 @@ describe('task history', () => {
   });
 
   it('a range starts from the state at its start and ends at its end', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(GENERIC_CAPS);
-    const a = o.submit('s1', 'a');
-    x.dispatch(a, 1);
+    const { o, x, p: a } = runningSession(GENERIC_CAPS, 'a');
     x.output();
     const mid = at(o) + 50;
     x.output();
@@ -107,9 +101,7 @@ describe('task history', () => {
   });
 
   it('unidentified ends and the execution’s end are told apart from identified ones', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     x.shell('sh1', false, 'tc1');
     x.fact('background.ended', { toolCallId: 'tc1', status: 'completed' });
     x.shell('sh2', false);

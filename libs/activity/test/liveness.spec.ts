@@ -1,12 +1,14 @@
 import {
+  atRest,
   attention,
+  outbox,
   queueBlockedBy,
   sessionActivity,
   snapshotOf,
   stateFromSnapshot,
   taskView,
 } from '../src';
-import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from '@baton/testing';
+import { CLAUDE_CAPS, GENERIC_CAPS, Owner, startedSession, runningSession } from '@baton/testing';
 
 // Each case of issue 14 that used to strand a session or stay silent, as a named example. The
 // property over generated histories (properties.spec.ts, "liveness") proves the general claim.
@@ -49,6 +51,40 @@ describe('a turn that never starts', () => {
     o.decideNow({ type: 'watchdog', sessionId: 's1', admissionGeneration: 1 });
     x.end('cancelled');
     expect(attention(o.session())).toMatchObject({ kind: 'failed', reason: 'turn_abandoned' });
+  });
+
+  it('a steer the agent already had goes down with it, told so; the session shows no turn on the execution being stopped', () => {
+    const o = new Owner();
+    o.command('s1', 'session.configure', { steering: true });
+    const { x } = running(o, CLAUDE_CAPS);
+    const b = o.submit('s1', 'b');
+    expect(o.session().steer).toMatchObject({ promptId: b });
+    x.dispatch(b, 2);
+    o.decideNow({ type: 'watchdog', sessionId: 's1', admissionGeneration: 1 });
+    expect(outcomes(o, b).at(-1)).toMatchObject({ outcome: 'failed', reason: 'abandoned' });
+    expect(o.session()).toMatchObject({ turn: null, steer: null });
+    expect(o.session().execution?.stopping).toBe('turn_abandoned');
+    expect(sessionActivity(o.session())).toMatchObject({
+      foregroundActivity: null,
+      runningGeneration: null,
+    });
+  });
+
+  it('a steer the agent never got goes back to the head of the queue, and runs next under the continue policy', () => {
+    const o = new Owner();
+    o.command('s1', 'session.configure', { steering: true, abandonedTurn: 'continue' });
+    const { x } = running(o, CLAUDE_CAPS);
+    const b = o.submit('s1', 'b');
+    expect(o.session().steer).toMatchObject({ promptId: b, phase: 'claimed' });
+    o.decideNow({ type: 'watchdog', sessionId: 's1', admissionGeneration: 1 });
+    expect(outcomes(o, b).slice(-2)).toEqual([
+      { outcome: 'queued', position: 1, reason: 'released' },
+      { outcome: 'admitted', mode: 'turn', admissionGeneration: 3 },
+    ]);
+    expect(o.session().steer).toBeNull();
+    expect(o.session().turn).toMatchObject({ promptId: b, mode: 'turn', phase: 'claimed' });
+    x.dispatch(b, 3);
+    expect(o.session().turn?.phase).toBe('dispatched');
   });
 
   it('under the continue policy the execution is kept and the queue goes on', () => {
@@ -94,12 +130,7 @@ describe('a cancel the agent never answers', () => {
   });
 
   it('a steer the agent already had is told it was cancelled too; one it never got goes back to the queue', () => {
-    const o = new Owner();
-    o.command('s1', 'session.configure', { steering: true });
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
-    const a = o.submit('s1', 'a');
-    x.dispatch(a, 1);
+    const { o, x } = runningSession(CLAUDE_CAPS, 'a', { steering: true });
     x.output();
     const b = o.submit('s1', 'b');
     expect(o.session().steer).toMatchObject({ promptId: b, phase: 'claimed' });
@@ -135,9 +166,7 @@ describe('force-release', () => {
   });
 
   it('gives a claim the agent never got back to the head of the queue', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start();
+    const { o } = startedSession();
     const a = o.submit('s1', 'a');
     expect(o.session().turn?.phase).toBe('claimed');
     o.command('s1', 'session.force_release', {});
@@ -150,12 +179,7 @@ describe('force-release', () => {
 
 describe('a handoff whose dispatch fails', () => {
   function yielded() {
-    const o = new Owner();
-    o.command('s1', 'session.configure', { admission: 'handoff' });
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
-    const a = o.submit('s1', 'a');
-    x.dispatch(a, 1);
+    const { o, x, p: a } = runningSession(CLAUDE_CAPS, 'a', { admission: 'handoff' });
     x.output();
     x.subagent('subagent:1', true, 'launch-1');
     x.idle('human', 1);
@@ -206,11 +230,7 @@ describe('a handoff whose dispatch fails', () => {
 
 describe('agent activity outside any turn', () => {
   it('is shown, never blocks admission by itself, and decays after the quiet period', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(GENERIC_CAPS);
-    const a = o.submit('s1', 'a');
-    x.dispatch(a, 1);
+    const { o, x } = runningSession(GENERIC_CAPS, 'a');
     x.endTurn(1);
     x.output(); // after the prompt's response
     expect(sessionActivity(o.session())).toMatchObject({
@@ -255,6 +275,34 @@ describe('an execution that waits for a worker', () => {
     expect(attention(o.session())).toBeNull();
   });
 
+  it('a request that expires with prompts queued: the failure is the attention, and the waiting prompt is told what it waits for now', () => {
+    const o = new Owner();
+    o.command('s1', 'execution.request', { executionId: 'e1' });
+    const a = o.submit('s1', 'a');
+    const b = o.submit('s1', 'b');
+    o.decideNow({ type: 'execution_start', sessionId: 's1', executionId: 'e1' });
+    // As docs/protocol.md says: failed/no_worker, the queue blocked by no_execution.
+    expect(attention(o.session())).toMatchObject({ kind: 'failed', reason: 'no_worker' });
+    expect(queueBlockedBy(o.session())).toBe('no_execution');
+    expect(outcomes(o, a).at(-1)).toEqual({
+      outcome: 'queued',
+      position: 1,
+      reason: 'no_execution',
+    });
+    expect(outcomes(o, b).at(-1)).toEqual({
+      outcome: 'queued',
+      position: 2,
+      reason: 'queue_not_empty',
+    });
+    // A client retrying the key is told the same, not that its claim was released.
+    o.submit('s1', 'a', 'human', 'p-retry');
+    expect(outcomes(o, a).at(-1)).toEqual({
+      outcome: 'queued',
+      position: 1,
+      reason: 'no_execution',
+    });
+  });
+
   it('a request folded after its execution started waits for nothing', () => {
     const o = new Owner();
     o.execution('s1', 'e1', 1).start();
@@ -276,6 +324,43 @@ describe('side state lives in the folded state', () => {
     const again = stateFromSnapshot(JSON.parse(JSON.stringify(snapshotOf(o.state))), 't1')!;
     expect(again.sessions['s1']!.execution?.stopping).toBe('session_reset');
   });
+
+  it('a stop owed to an execution a newer one replaced stays owed, to any owner, until that one ends', () => {
+    const { o } = running();
+    o.command('s1', 'session.reset', {});
+    const e2 = o.execution('s1', 'e2', 2);
+    e2.start();
+    const stopsTo = (st = o.state) =>
+      outbox(st)
+        .owed.filter((m) => m.message.type === 'execution.stop')
+        .map((m) => [m.executionId, m.message.data]);
+    expect(stopsTo()).toEqual([['e1', { reason: 'session_reset' }]]);
+    // A new owner after a failover loads the snapshot, and owes the same.
+    const restored = stateFromSnapshot(JSON.parse(JSON.stringify(snapshotOf(o.state))), 't1')!;
+    expect(stopsTo(restored)).toEqual([['e1', { reason: 'session_reset' }]]);
+    expect(atRest(o.state)).toBe(false);
+    // Its end settles it; the new execution is untouched.
+    o.execution('s1', 'e1', 1).end('cancelled');
+    expect(stopsTo()).toEqual([]);
+    expect(o.session().execution).toMatchObject({ id: 'e2', phase: 'ready', stopping: null });
+  });
+
+  it('a replaced execution owed a stop whose lease lapses is lost, and owed nothing more', () => {
+    const { o } = running();
+    o.command('s1', 'session.reset', {});
+    o.execution('s1', 'e2', 2).start();
+    expect(
+      o.decideNow({ type: 'execution_lease_expired', sessionId: 's1', executionId: 'e1' }),
+    ).toEqual([
+      {
+        type: 'execution.lost',
+        sessionId: 's1',
+        data: { executionId: 'e1', generation: 1, reason: 'lease_expired' },
+      },
+    ]);
+    expect(outbox(o.state).owed).toEqual([]);
+    expect(o.session().execution).toMatchObject({ id: 'e2', phase: 'ready' });
+  });
 });
 
 describe('a stalled turn', () => {
@@ -296,11 +381,13 @@ describe('a stalled turn', () => {
 
 describe('task lifecycle', () => {
   it('deleting a task tells every queued prompt why, stops its executions, and leaves a tombstone', () => {
-    const { o, x } = running();
+    const { o, x, a } = running();
     const b = o.submit('s1', 'b');
     o.taskCommand('task.delete');
     expect(o.state.status).toBe('deleted');
     expect(outcomes(o, b).at(-1)).toEqual({ outcome: 'removed', reason: 'task_deleted' });
+    // The running prompt is told too: nobody will see its turn end.
+    expect(outcomes(o, a).at(-1)).toMatchObject({ outcome: 'cancelled', reason: 'task_deleted' });
     expect(o.session().execution?.stopping).toBe('task_deleted');
     expect(o.updates.some((u) => u.type === 'task.status' && u.data.status === 'deleted')).toBe(
       true,
@@ -333,6 +420,53 @@ describe('task lifecycle', () => {
     o.execution('s1', 'e2', 2).start();
     const d = o.submit('s1', 'd');
     expect(o.session().turn?.promptId).toBe(d);
+  });
+
+  it('a batch is judged in stream order: a prompt submitted while archived stays refused though an unarchive follows it', () => {
+    const { o } = running();
+    o.taskCommand('task.archive');
+    o.execution('s1', 'e2', 2).start();
+    // The owner reads the three entries in one step and decides once.
+    o.autoDecide = false;
+    const b = o.submit('s1', 'b');
+    o.taskCommand('task.unarchive');
+    const c = o.submit('s1', 'c');
+    o.decideNow();
+    expect(outcomes(o, b)).toEqual([
+      expect.objectContaining({ outcome: 'rejected', reason: 'task_archived' }),
+    ]);
+    expect(o.state.status).toBe('active');
+    expect(outcomes(o, c)).toEqual([
+      { outcome: 'queued', position: 1, reason: 'execution_stopping' },
+    ]);
+  });
+
+  it('a batch is judged in stream order: an archive after a submit discards the prompt it admitted', () => {
+    const o = new Owner();
+    o.execution('s1', 'e1', 1).start();
+    o.autoDecide = false;
+    const a = o.submit('s1', 'a');
+    o.taskCommand('task.archive');
+    o.decideNow();
+    expect(outcomes(o, a)).toEqual([
+      { outcome: 'admitted', mode: 'turn', admissionGeneration: 1 },
+      { outcome: 'removed', reason: 'task_archived' },
+    ]);
+  });
+
+  it('deleting a session tells the running prompt and its steer', () => {
+    const o = new Owner();
+    o.command('s1', 'session.configure', { steering: true });
+    const { x, a } = running(o, CLAUDE_CAPS);
+    x.output();
+    const b = o.submit('s1', 'b');
+    x.dispatch(b, 2);
+    o.command('s1', 'session.delete', {});
+    for (const p of [a, b])
+      expect(outcomes(o, p).at(-1)).toMatchObject({
+        outcome: 'cancelled',
+        reason: 'session_deleted',
+      });
   });
 
   it('deleting a session tells a claim the agent never got', () => {

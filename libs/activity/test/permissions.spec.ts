@@ -1,13 +1,23 @@
-import { attention, decide, permissionsView, sessionView, taskView } from '../src';
-import { CLAUDE_CAPS, Owner, PERMISSION_OPTIONS } from '@baton/testing';
+import {
+  attention,
+  decide,
+  permissionsView,
+  sessionActivity,
+  sessionView,
+  supportsSteering,
+  taskView,
+} from '../src';
+import {
+  CLAUDE_CAPS,
+  Owner,
+  PERMISSION_OPTIONS,
+  startedSession,
+  runningSession,
+} from '@baton/testing';
 
 /** Issue 18: permission requests are the user's. */
 function asking(policy: 'ask' | 'allow-once' | 'deny' = 'ask') {
-  const o = new Owner();
-  const x = o.execution('s1', 'e1', 1);
-  x.start(CLAUDE_CAPS);
-  const p = o.submit('s1', 'a');
-  x.dispatch(p, 1);
+  const { o, x, p } = runningSession(CLAUDE_CAPS, 'a');
   x.fact('permission.requested', {
     requestId: 'r1',
     toolCallId: 'toolu_1',
@@ -181,5 +191,85 @@ describe('permission requests', () => {
     expect(o.decideNow({ type: 'watchdog', sessionId: 's1', admissionGeneration: 1 })).toEqual([]);
     o.command('s1', 'session.reset', {});
     expect(o.session().permissions[0]!.answer?.by).toBe('execution_ended');
+  });
+});
+
+describe('the headline while the agent waits for a person (issue 30)', () => {
+  const lastActivity = (o: Owner) => {
+    const u = o.updates.filter((x) => x.type === 'session.activity').at(-1);
+    return u?.type === 'session.activity' ? u.data : undefined;
+  };
+
+  it('says "waits for you", not generating, until the answer — and generating again after it', () => {
+    const { o, x } = asking();
+    // Output just before the request: the agent was generating, then asked and fell silent.
+    x.output();
+    const waiting = sessionActivity(o.session());
+    expect(waiting).toMatchObject({
+      state: 'running',
+      foregroundActivity: null,
+      waitingForPerson: true,
+    });
+    expect(taskView(o.state).activity.foregroundActivity).toBeNull();
+    // Clients were told so, and the task aggregate no longer claims generation.
+    expect(lastActivity(o)).toMatchObject({ foregroundActivity: null, waitingForPerson: true });
+    expect(o.updates.filter((u) => u.type === 'task.activity').at(-1)?.data).toMatchObject({
+      foregroundActivity: null,
+      sessionsNeedingPerson: 1,
+    });
+    o.command('s1', 'permission.respond', { requestId: 'r1', optionId: 'allow' });
+    expect(sessionActivity(o.session())).toMatchObject({
+      foregroundActivity: 'generating',
+      waitingForPerson: false,
+    });
+    expect(lastActivity(o)).toMatchObject({
+      foregroundActivity: 'generating',
+      waitingForPerson: false,
+    });
+  });
+
+  it('output while a request is open does not bring the spinner back', () => {
+    const { o, x } = asking();
+    x.output();
+    x.fact('tool.started', { toolCallId: 'toolu_2', ownership: 'foreground' });
+    expect(sessionActivity(o.session()).foregroundActivity).toBeNull();
+    expect(sessionActivity(o.session()).waitingForPerson).toBe(true);
+  });
+
+  it('outside a turn, known background work still shows as background; a yielded turn keeps its handoff', () => {
+    const { o, x } = startedSession(CLAUDE_CAPS);
+    x.shell('sh-1', false);
+    x.output();
+    x.fact('permission.requested', { requestId: 'r', options: PERMISSION_OPTIONS, policy: 'ask' });
+    expect(sessionActivity(o.session())).toMatchObject({
+      state: 'idle',
+      foregroundActivity: 'background',
+      waitingForPerson: true,
+    });
+
+    const { o: h, x: y } = runningSession(CLAUDE_CAPS, 'a', { admission: 'handoff' });
+    y.subagent('subagent:1', true, 'launch-1');
+    y.idle('human', 1);
+    y.fact('permission.requested', { requestId: 'r', options: PERMISSION_OPTIONS, policy: 'ask' });
+    // The yield still admits a human successor, and the headline still says so.
+    expect(sessionActivity(h.session())).toMatchObject({
+      foregroundActivity: 'background',
+      waitingForPerson: true,
+    });
+  });
+
+  it('admission reads the turn, not the headline: steering is offered exactly as before', () => {
+    const o = new Owner();
+    o.command('s1', 'session.configure', { steering: true });
+    const x = o.execution('s1', 'e1', 1);
+    x.start({ ...CLAUDE_CAPS, promptQueueing: true });
+    const p = o.submit('s1', 'a');
+    x.dispatch(p, 1);
+    expect(supportsSteering(o.session())).toBe(true);
+    x.fact('permission.requested', { requestId: 'r', options: PERMISSION_OPTIONS, policy: 'ask' });
+    expect(sessionActivity(o.session()).foregroundActivity).toBeNull();
+    expect(supportsSteering(o.session())).toBe(true);
+    o.submit('s1', 'b');
+    expect(o.decisionsFor('p-b').at(-1)).toMatchObject({ outcome: 'admitted', mode: 'steer' });
   });
 });

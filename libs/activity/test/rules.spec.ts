@@ -1,26 +1,37 @@
 import { ChatMirror } from '@baton/ahp';
-import { sessionActivity, sessionView, taskView } from '../src';
-import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from '@baton/testing';
+import {
+  admissionGate,
+  dueTimers,
+  parkable,
+  sessionActivity,
+  sessionView,
+  taskView,
+  type TimerBounds,
+} from '../src';
+import { CLAUDE_CAPS, GENERIC_CAPS, Owner, startedSession, runningSession } from '@baton/testing';
+
+/** Bounds far off, but for the one a test brings due. */
+const BOUNDS: TimerBounds = {
+  stallMs: 1e9,
+  cancelGraceMs: 1e9,
+  permissionTimeoutMs: 1e9,
+  parkIdleMs: 0,
+  quietMs: 1e9,
+  executionStartMs: 1e9,
+};
 
 const activity = (o: Owner, s = 's1') => sessionActivity(o.session(s));
 
 /** A Claude session under the handoff policy, running prompt generation 1. */
 function handoffSession() {
-  const o = new Owner();
-  o.command('s1', 'session.configure', { admission: 'handoff' });
-  const x = o.execution('s1', 'e1', 1);
-  x.start(CLAUDE_CAPS);
-  const p1 = o.submit('s1', 'k1');
-  x.dispatch(p1, 1);
+  const { o, x, p: p1 } = runningSession(CLAUDE_CAPS, 'k1', { admission: 'handoff' });
   x.output();
   return { o, x, p1 };
 }
 
 describe('foreground activity', () => {
   it('a claimed or dispatched prompt is generating', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start();
+    const { o, x } = startedSession();
     const p = o.submit('s1', 'k1');
     expect(o.session().turn?.phase).toBe('claimed');
     expect(activity(o)).toMatchObject({ state: 'running', foregroundActivity: 'generating' });
@@ -30,9 +41,7 @@ describe('foreground activity', () => {
   });
 
   it('foreground output without a prompt is generating until an idle boundary (and is no turn)', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start();
+    const { o, x } = startedSession();
     x.output();
     expect(activity(o)).toMatchObject({ state: 'idle', foregroundActivity: 'generating' });
     x.idle('task-notification');
@@ -40,11 +49,7 @@ describe('foreground activity', () => {
   });
 
   it('idle foreground with live recognized work is background; neither is null', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
-    const p = o.submit('s1', 'k1');
-    x.dispatch(p, 1);
+    const { o, x } = runningSession(CLAUDE_CAPS);
     x.shell('shell:b1');
     x.endTurn(1);
     expect(activity(o)).toMatchObject({
@@ -56,9 +61,7 @@ describe('foreground activity', () => {
   });
 
   it('a known top-level foreground tool is generating; unknown and child tools change nothing', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     x.fact('tool.started', { toolCallId: 'u1' });
     expect(activity(o).foregroundActivity).toBeNull();
     x.fact('tool.started', { toolCallId: 'c1', parentToolCallId: 'bg', ownership: 'foreground' });
@@ -68,11 +71,7 @@ describe('foreground activity', () => {
   });
 
   it('background work is independent of turns: turn end and cancel do not clear it', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
-    const p = o.submit('s1', 'k1');
-    x.dispatch(p, 1);
+    const { o, x } = runningSession(CLAUDE_CAPS);
     x.subagent('subagent:a');
     o.command('s1', 'session.cancel', {});
     x.endTurn(1, 'cancelled');
@@ -83,9 +82,7 @@ describe('foreground activity', () => {
 
 describe('tool ownership', () => {
   it('is decided by the first frame that carries it', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     x.fact('tool.started', { toolCallId: 't', ownership: 'background' });
     x.fact('tool.updated', { toolCallId: 't', ownership: 'foreground', status: 'in_progress' });
     expect(o.session().tools['t']).toBe('background');
@@ -93,9 +90,7 @@ describe('tool ownership', () => {
   });
 
   it('missing lineage on an update never promotes unknown work to foreground, nor demotes it', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     x.fact('tool.started', { toolCallId: 'child', parentToolCallId: 'agent-1' });
     x.fact('tool.updated', { toolCallId: 'child', status: 'in_progress' });
     expect(activity(o).foregroundActivity).toBeNull();
@@ -122,9 +117,7 @@ describe('tool ownership', () => {
 
 describe('background work', () => {
   it('a launch tool card that completes is not the end of the work it launched', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     x.fact('tool.started', { toolCallId: 'launch', ownership: 'background' });
     x.subagent('subagent:a', true, 'launch');
     x.fact('tool.updated', { toolCallId: 'launch', status: 'completed' });
@@ -132,9 +125,7 @@ describe('background work', () => {
   });
 
   it('identified completion retires exactly that registration, idempotently', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     x.subagent('subagent:a', true, 'ta');
     x.subagent('subagent:b', true, 'tb');
     x.fact('background.ended', { toolCallId: 'ta', status: 'completed' });
@@ -144,9 +135,7 @@ describe('background work', () => {
   });
 
   it('completion without identity never guesses', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     x.subagent('subagent:a');
     x.fact('background.ended', { kind: 'subagent', status: 'completed' });
     expect(activity(o).activeSubagentCount).toBe(1);
@@ -218,7 +207,64 @@ describe('background work', () => {
       expect(sessionView(o.session()).backgroundWork).toEqual([
         expect.objectContaining({ id: 'm', possiblyFinished: true }),
       ]);
+      // Listed, possibly finished: nothing is known to run, so the headline does not claim it.
+      expect(activity(o).foregroundActivity).toBeNull();
+    });
+
+    it('once every listed item is possibly finished the headline stops saying background, admission is as strict, and the idle bound parks the session, retiring them (issue 30)', () => {
+      const { o, x } = plain();
+      x.fact('agent.session', { acpSessionId: 'acp-1', loadable: true, loaded: false });
+      x.shell('shell:1', false, 't1');
+      x.shell('shell:2', false, 't2');
+      x.shell('shell:3', false, 't3');
+      x.fact('background.ended', guess(['shell:1', 'shell:2']));
+      // One item is still known to run: background, and no park.
       expect(activity(o).foregroundActivity).toBe('background');
+      expect(parkable(o.session())).toBe(false);
+      const gates = (['human', 'agent'] as const).map((g) => admissionGate(o.session(), g));
+      x.fact('background.ended', guess(['shell:3', 'shell:2', 'shell:1']));
+      expect(sessionView(o.session()).backgroundWork.map((w) => w.possiblyFinished)).toEqual([
+        true,
+        true,
+        true,
+      ]);
+      expect(activity(o).foregroundActivity).toBeNull();
+      expect(
+        o.updates.filter((u) => u.type === 'session.activity').at(-1)?.data.foregroundActivity,
+      ).toBeNull();
+      expect((['human', 'agent'] as const).map((g) => admissionGate(o.session(), g))).toEqual(
+        gates,
+      );
+      expect(o.session().background).toHaveLength(3);
+      // The park timer comes due after the idle bound (with no word from the agent) ...
+      const due = dueTimers(
+        o.state,
+        { ...BOUNDS, parkIdleMs: 1_000 },
+        {
+          now: 5_000,
+          loadedAt: 0,
+          lastAgentAt: new Map([['s1', 0]]),
+          waitingSince: new Map([['k/s1/e1', 0]]),
+        },
+      );
+      expect(due.timers).toContainEqual({ type: 'park', sessionId: 's1', executionId: 'e1' });
+      // ... and the park ends the execution, which retires them as any execution's end does.
+      expect(o.decideNow({ type: 'park', sessionId: 's1', executionId: 'e1' })).toEqual([
+        { type: 'execution.parked', sessionId: 's1', data: { executionId: 'e1' } },
+      ]);
+      x.end('completed');
+      expect(o.session().background).toEqual([]);
+      expect(sessionView(o.session()).backgroundWork).toEqual([]);
+      expect(sessionView(o.session()).parked).toMatchObject({ executionId: 'e1' });
+    });
+
+    it('a lone candidate presumed ended does not hold parking either', () => {
+      const { o, x } = plain();
+      x.fact('agent.session', { acpSessionId: 'acp-1', loadable: true, loaded: false });
+      x.subagent('subagent:a', false, 'ta');
+      expect(parkable(o.session())).toBe(false);
+      x.fact('background.ended', guess(['subagent:a']));
+      expect(parkable(o.session())).toBe(true);
     });
 
     it('attested work is never a candidate, so the handoff yield (admission) does not move', () => {
@@ -269,9 +315,7 @@ describe('background work', () => {
   });
 
   it('unknown background kinds are kept, replaced and removed by id like known ones', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     const w = {
       kind: 'monitor',
       id: 'monitor:m1',
@@ -287,9 +331,7 @@ describe('background work', () => {
   });
 
   it('ending an execution retires everything it owned', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     x.subagent('subagent:a');
     x.shell('shell:1');
     x.fact('tool.started', { toolCallId: 'f', ownership: 'foreground' });
@@ -320,9 +362,7 @@ describe('background work', () => {
   });
 
   it('an execution declared lost retires its work', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     x.subagent('subagent:a');
     o.decideNow({ type: 'execution_lease_expired', sessionId: 's1', executionId: 'e1' });
     expect(o.entries.at(-1)?.type).toBe('execution.lost');
@@ -352,9 +392,7 @@ describe('admission', () => {
   });
 
   it('the claim holds until the worker reports dispatch', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     o.submit('s1', 'a');
     x.subagent('subagent:a'); // background work landing during preflight does not reopen the gate
     x.idle('human', 1);
@@ -364,9 +402,7 @@ describe('admission', () => {
   });
 
   it('a claim carries its prompt text until dispatch, so a new owner can deliver it again', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start();
+    const { o, x } = startedSession();
     const a = o.submit('s1', 'a');
     expect(o.session().turn).toMatchObject({ promptId: a, phase: 'claimed', text: 'prompt a' });
     expect(o.session().prompts[a]).toMatchObject({ status: 'admitted', text: null });
@@ -386,9 +422,7 @@ describe('admission', () => {
   });
 
   it('a failed pre-dispatch reopens the gate when no foreground output came after the claim', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start();
+    const { o, x } = startedSession();
     o.autoDecide = false;
     const a = o.submit('s1', 'a');
     o.decideNow();
@@ -404,9 +438,7 @@ describe('admission', () => {
   });
 
   it('a failed pre-dispatch with output after the claim shows it, and the prompt is claimed again (activity outside a turn never holds admission)', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start();
+    const { o, x } = startedSession();
     const a = o.submit('s1', 'a');
     x.output();
     x.idle('task-notification');
@@ -417,9 +449,7 @@ describe('admission', () => {
   });
 
   it('a prompt that fails dispatch three times is rejected with a reason', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start();
+    const { o, x } = startedSession();
     const a = o.submit('s1', 'a');
     for (let g = 1; g <= 3; g++)
       x.fact('prompt.dispatch_failed', { promptId: a, admissionGeneration: g, error: 'x' });
@@ -431,11 +461,7 @@ describe('admission', () => {
   });
 
   it('the admission generation grows and a stale turn end changes nothing', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start();
-    const a = o.submit('s1', 'a');
-    x.dispatch(a, 1);
+    const { o, x } = runningSession(GENERIC_CAPS, 'a');
     x.endTurn(1);
     const b = o.submit('s1', 'b');
     x.dispatch(b, 2);
@@ -444,11 +470,7 @@ describe('admission', () => {
   });
 
   it('coarse policy: a running session is busy even while only background work runs', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
-    const a = o.submit('s1', 'a');
-    x.dispatch(a, 1);
+    const { o, x } = runningSession(CLAUDE_CAPS, 'a');
     x.subagent('subagent:a');
     x.idle('human', 1);
     expect(activity(o)).toMatchObject({ state: 'running', foregroundActivity: 'generating' });
@@ -521,9 +543,7 @@ describe('admission', () => {
   });
 
   it('a claim that never reached the agent returns to the head of the queue when its execution ends', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start();
+    const { o, x } = startedSession();
     const a = o.submit('s1', 'a');
     const b = o.submit('s1', 'b');
     x.end('crashed');
@@ -576,11 +596,7 @@ describe('steering', () => {
 
 describe('the durable prompt queue', () => {
   function busy() {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start();
-    const a = o.submit('s1', 'a');
-    x.dispatch(a, 1);
+    const { o, x, p: a } = runningSession(GENERIC_CAPS, 'a');
     return { o, x, a };
   }
 
@@ -750,10 +766,7 @@ describe('the durable prompt queue', () => {
 
 describe('stall watchdog', () => {
   it('a prompt with no agent event at all fails its turn; under the continue policy the session takes prompts again', () => {
-    const o = new Owner();
-    o.command('s1', 'session.configure', { abandonedTurn: 'continue' });
-    const x = o.execution('s1', 'e1', 1);
-    x.start();
+    const { o, x } = startedSession(GENERIC_CAPS, { abandonedTurn: 'continue' });
     const a = o.submit('s1', 'a');
     x.dispatch(a, 1);
     const b = o.submit('s1', 'b');
@@ -763,11 +776,7 @@ describe('stall watchdog', () => {
   });
 
   it('a silent running prompt gets one advisory per silence', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start();
-    const a = o.submit('s1', 'a');
-    x.dispatch(a, 1);
+    const { o, x, p: a } = runningSession(GENERIC_CAPS, 'a');
     x.output();
     o.decideNow({ type: 'watchdog', sessionId: 's1', admissionGeneration: 1 });
     o.decideNow({ type: 'watchdog', sessionId: 's1', admissionGeneration: 1 });
@@ -780,9 +789,7 @@ describe('stall watchdog', () => {
 
 describe('publication', () => {
   it('numbers updates with a gapless per-task sequence and publishes count-only changes', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     x.subagent('subagent:a');
     x.subagent('subagent:b');
     expect(o.updates.map((u) => u.seq)).toEqual(o.updates.map((_, i) => i + 1));
@@ -840,11 +847,7 @@ describe('updates of one entry fail toward busy', () => {
   const typesSince = (o: Owner, from: number) => o.updates.slice(from).map((u) => u.type);
 
   it('finished work is removed before the session shows idle; new work follows the busier tier', () => {
-    const o = new Owner();
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
-    const p = o.submit('s1', 'k1');
-    x.dispatch(p, 1);
+    const { o, x } = runningSession(CLAUDE_CAPS);
     x.shell('shell:b1');
     x.endTurn(1);
     expect(activity(o).foregroundActivity).toBe('background');

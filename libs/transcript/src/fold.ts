@@ -141,13 +141,30 @@ function mergeTool(a: EventOf<'tool'>, b: EventOf<'tool'>): EventOf<'tool'> {
 }
 
 /**
- * Fewer events that fold to the same items: consecutive deltas of one message joined, consecutive
- * patches of one tool merged, consecutive usage reports of one model run merged. What a writer
- * does to a window of events before it stores them.
+ * Fewer events that fold to the same items: consecutive deltas of one message joined, patches of
+ * one tool merged, consecutive usage reports of one model run merged. What a writer does to a
+ * window of events before it stores them.
+ *
+ * A tool's patch joins its tool's last event in the window, consecutive or not, when no event
+ * since touched its item and the turn and phase are the same: an agent running tools side by
+ * side interleaves their updates, which would otherwise be stored one event each. The fold reads
+ * the same items: a patch changes no item but its own and makes none (the event it joins comes
+ * first, so the item exists by then), so moving it earlier, past other items' events, changes
+ * neither what they fold to nor where any item first appears.
  */
 export function coalesceEvents(events: readonly TranscriptEvent[]): TranscriptEvent[] {
   const out: TranscriptEvent[] = [];
+  /** Where in `out` each tool item's last event is, while no later event touched the item. */
+  const toolAt = new Map<string, number>();
   for (const e of events) {
+    if (e.type === 'tool') {
+      const at = toolAt.get(e.item);
+      const target = at === undefined ? undefined : (out[at] as EventOf<'tool'>);
+      if (target !== undefined && target.turn === e.turn && target.phase === e.phase) {
+        out[at!] = mergeTool(target, e);
+        continue;
+      }
+    }
     const last = out[out.length - 1];
     if (last !== undefined && last.turn === e.turn && last.phase === e.phase) {
       if (last.type === 'text' && e.type === 'text' && last.item === e.item) {
@@ -158,17 +175,72 @@ export function coalesceEvents(events: readonly TranscriptEvent[]): TranscriptEv
         out[out.length - 1] = { ...last, more: last.more + e.more };
         continue;
       }
-      if (last.type === 'tool' && e.type === 'tool' && last.item === e.item) {
-        out[out.length - 1] = mergeTool(last, e);
-        continue;
-      }
       // A usage with a cost closes a model run: the next one is another run's.
       if (last.type === 'usage' && e.type === 'usage' && last.cost === undefined) {
         out[out.length - 1] = { ...last, ...e };
         continue;
       }
     }
+    if ('item' in e) {
+      if (e.type === 'tool') toolAt.set(e.item, out.length);
+      else toolAt.delete(e.item);
+    }
     out.push(e);
+  }
+  return out;
+}
+
+/** A stored event with its place in a task's transcript (its stream id) and its session. */
+export interface PlacedEvent {
+  id: string;
+  sessionId: string;
+  executionId: string;
+  event: TranscriptEvent;
+}
+
+/** An event of a compacted range: `lastId` is the id of the last event merged into it. */
+export interface CompactedEvent extends PlacedEvent {
+  lastId: string;
+}
+
+/** What makes two patches of one item (of one session) mergeable: the same of each. */
+function mergeable(e: PlacedEvent): string | null {
+  const { event } = e;
+  if (event.type !== 'text' && event.type !== 'tool' && event.type !== 'subagent') return null;
+  return JSON.stringify([e.executionId, event.type, event.turn, event.phase]);
+}
+
+function mergeInto(a: TranscriptEvent, b: TranscriptEvent): TranscriptEvent {
+  if (a.type === 'text' && b.type === 'text') return { ...a, delta: a.delta + b.delta };
+  if (a.type === 'tool' && b.type === 'tool') return mergeTool(a, b);
+  const { turn: _t, phase: _p, ...fields } = b;
+  return { ...a, ...fields } as TranscriptEvent;
+}
+
+/**
+ * A range of a transcript (in stream order) compacted: every delta of a message joined into its
+ * first, every patch of a tool call or subagent merged into its first, across the whole range;
+ * each event keeps the id (place) of the first event it merges and says the last in `lastId`.
+ * Per session, and per turn, the events fold ({@link foldTranscript}) to the same items as the
+ * range's, also with the events after the range appended. Pure.
+ */
+export function compactTranscript(range: readonly PlacedEvent[]): CompactedEvent[] {
+  const out: CompactedEvent[] = [];
+  // Per session and item, the event later patches of that item merge into, while they can: a
+  // patch of the item that cannot (another turn, phase, execution or kind of event) comes
+  // between, and an item's output or text must keep its order, so the next patches start anew.
+  const open = new Map<string, { at: number; as: string | null }>();
+  for (const e of range) {
+    const item = 'item' in e.event ? JSON.stringify([e.sessionId, e.event.item]) : null;
+    const as = mergeable(e);
+    const target = item === null ? undefined : open.get(item);
+    if (target !== undefined && as !== null && target.as === as) {
+      const merged = out[target.at]!;
+      out[target.at] = { ...merged, event: mergeInto(merged.event, e.event), lastId: e.id };
+      continue;
+    }
+    if (item !== null) open.set(item, { at: out.length, as });
+    out.push({ ...e, lastId: e.id });
   }
   return out;
 }

@@ -118,6 +118,101 @@ describe('transcript reducer over the real recordings (properties)', () => {
     );
   });
 
+  it('coalescing windows of tools updated side by side folds to the same items', () => {
+    // Events of a few tools interleaved with messages, markers and usage, in two turns: what an
+    // agent running tools at once writes, in arbitrary order.
+    const turn = fc.constantFrom('p1', 'p2');
+    const toolEvent = fc.record(
+      {
+        turn,
+        phase: fc.constant('turn' as const),
+        type: fc.constant('tool' as const),
+        item: fc.constantFrom('t1', 't2', 't3'),
+        toolCallId: fc.constantFrom('c1', 'c2'),
+        status: fc.constantFrom('pending', 'in_progress', 'completed'),
+        title: fc.string({ maxLength: 3 }),
+        output: fc.record(
+          {
+            mode: fc.constantFrom('append' as const, 'replace' as const),
+            text: fc.string({ maxLength: 3 }),
+            more: fc.nat(5),
+          },
+          { requiredKeys: ['mode', 'text'] },
+        ),
+      },
+      { requiredKeys: ['turn', 'phase', 'type', 'item', 'toolCallId'] },
+    );
+    const other = fc.oneof(
+      fc.record({
+        turn,
+        phase: fc.constant('turn' as const),
+        type: fc.constant('text' as const),
+        item: fc.constantFrom('m1', 'm2'),
+        role: fc.constant('agent' as const),
+        delta: fc.string({ maxLength: 3 }),
+      }),
+      fc.record({
+        turn,
+        phase: fc.constant('turn' as const),
+        type: fc.constant('truncated' as const),
+        item: fc.constantFrom('m1', 't1'),
+        more: fc.nat(5),
+      }),
+      fc.record(
+        {
+          turn,
+          phase: fc.constant('turn' as const),
+          type: fc.constant('usage' as const),
+          used: fc.nat(9),
+          cost: fc.record({ amount: fc.nat(9), currency: fc.constant('USD') }),
+        },
+        { requiredKeys: ['turn', 'phase', 'type'] },
+      ),
+    );
+    const event = fc.oneof({ arbitrary: toolEvent, weight: 3 }, { arbitrary: other, weight: 1 });
+    fc.assert(
+      fc.property(
+        fc.array(event, { maxLength: 40 }),
+        fc.array(fc.nat(15), { minLength: 1 }),
+        (events: TranscriptEvent[], sizes) => {
+          const windows: TranscriptEvent[] = [];
+          for (let i = 0, w = 0; i < events.length; w++) {
+            const size = (sizes[w % sizes.length] ?? 0) + 1;
+            windows.push(...coalesceEvents(events.slice(i, i + size)));
+            i += size;
+          }
+          expect(foldTranscript(windows)).toEqual(foldTranscript(events));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('stores one event a window for each tool updated side by side', () => {
+    const at = { turn: 'p1', phase: 'turn' } as const;
+    const patch = (item: string, status: string, text: string): TranscriptEvent => ({
+      ...at,
+      type: 'tool',
+      item,
+      toolCallId: item,
+      status,
+      output: { mode: 'append', text },
+    });
+    const events: TranscriptEvent[] = [
+      patch('a', 'pending', 'a1'),
+      patch('b', 'pending', 'b1'),
+      patch('a', 'in_progress', 'a2'),
+      { ...at, type: 'text', item: 'm', role: 'agent', delta: 'hi' },
+      patch('b', 'completed', 'b2'),
+      patch('a', 'completed', 'a3'),
+    ];
+    const out = coalesceEvents(events);
+    expect(out.map((e) => e.type)).toEqual(['tool', 'tool', 'text']);
+    expect(out[0]).toMatchObject({ item: 'a', status: 'completed', output: { text: 'a1a2a3' } });
+    expect(out[1]).toMatchObject({ item: 'b', status: 'completed', output: { text: 'b1b2' } });
+    expect(foldTranscript(out)).toEqual(foldTranscript(events));
+  });
+
   it('caps never exceed their bound and always leave a visible marker', () => {
     fc.assert(
       fc.property(
@@ -375,8 +470,11 @@ describe('transcript of a real Codex recording', () => {
 describe('jsonBytes', () => {
   it('counts the UTF-8 bytes of JSON.stringify exactly, escapes and surrogates included', () => {
     const anyText = fc.string({ unit: 'binary' });
+    // Long strings take the regex scan, short ones the loop: both are counted.
+    const longText = fc.string({ unit: 'binary', minLength: 60, maxLength: 300 });
     const value = fc.oneof(
       anyText,
+      longText,
       fc.jsonValue(),
       fc.dictionary(anyText, fc.oneof(anyText, fc.double(), fc.constant(undefined))),
     );

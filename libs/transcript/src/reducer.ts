@@ -158,12 +158,26 @@ const byteLength = (s: string): number => {
 /** Printable ASCII with nothing JSON escapes: one byte a character (the common case). */
 const PLAIN_JSON = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
+/** Above this length the regex engine's scan beats a loop of charCodeAt; below, its call costs more. */
+const REGEX_FROM = 64;
+
 /** Bytes of `s` as a JSON string (quotes and escapes included), as JSON.stringify writes it. */
 const jsonStringBytes = (s: string): number => {
-  // The regex engine's scan beats a loop of charCodeAt on long text.
-  if (PLAIN_JSON.test(s)) return s.length + 2;
+  const len = s.length;
+  if (len >= REGEX_FROM) return PLAIN_JSON.test(s) ? len + 2 : escapedBytes(s, 0);
+  // Most strings are short keys and ids: a plain loop, bailing out at the first character that
+  // is not one byte as written.
+  for (let i = 0; i < len; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return escapedBytes(s, i);
+  }
+  return len + 2;
+};
+
+/** Bytes of `s` as a JSON string, its characters before `from` known to be one byte each. */
+function escapedBytes(s: string, from: number): number {
   let n = s.length + 2;
-  for (let i = 0; i < s.length; i++) {
+  for (let i = from; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c >= 0x20 && c < 0x80) {
       if (c === 0x22 || c === 0x5c) n += 1;
@@ -178,7 +192,7 @@ const jsonStringBytes = (s: string): number => {
     } else n += 2;
   }
   return n;
-};
+}
 
 /**
  * The UTF-8 bytes of `JSON.stringify(v)`, counted without making the string: the session's byte

@@ -36,6 +36,7 @@ export function copySession(s: SessionState): Draft {
     config: s.config,
     lastGeneration: s.lastGeneration,
     execution: s.execution,
+    replacedStops: s.replacedStops,
     admissionGeneration: s.admissionGeneration,
     turn: s.turn,
     steer: s.steer,
@@ -99,6 +100,7 @@ export function copyPrompt(p: PromptRecord): Mutable<PromptRecord> {
     text: p.text,
     status: p.status,
     dispatchAttempts: p.dispatchAttempts,
+    ...(p.traceparent ? { traceparent: p.traceparent } : {}),
     sendNow: p.sendNow,
   };
 }

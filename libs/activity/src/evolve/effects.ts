@@ -108,6 +108,24 @@ export function output(d: Draft): void {
 }
 
 /**
+ * The prompts the agent runs (its turn, the turn a handoff claim would replace, its steer) end
+ * with the task or session they belong to, and are told so: nobody will see their turn end.
+ */
+export function endRunningPrompts(d: Draft, status: 'task_deleted' | 'session_deleted'): void {
+  for (const t of [d.turn, d.turn?.predecessor ?? null, d.steer])
+    if (t && t.phase === 'dispatched') setPrompt(d, t.promptId, status);
+}
+
+/** What the agent was seen doing goes: its background work, its tools, its foreground output. */
+export function forgetActivity(d: Draft): void {
+  d.background = NO_IDS;
+  d.tools = NO_ENTRIES;
+  d.foregroundTools = NO_IDS;
+  d.childTools = NO_IDS;
+  d.generating = false;
+}
+
+/**
  * Everything the execution owned goes with it; a claim that never reached the agent is requeued.
  */
 export function retireExecution(d: Draft): void {
@@ -127,11 +145,7 @@ export function retireExecution(d: Draft): void {
     d.resolvedPermissions = resolved;
     d.permissions = NO_IDS;
   }
-  d.tools = NO_ENTRIES;
-  d.foregroundTools = NO_IDS;
-  d.childTools = NO_IDS;
-  d.background = NO_IDS;
-  d.generating = false;
+  forgetActivity(d);
   d.turn = null;
   d.steer = null;
   for (const claim of claims) {

@@ -1,6 +1,8 @@
 import type { ExecutionStopReason } from '@baton/protocol';
-import { copySession, copyExecution, isLive, isCurrent, answered } from './draft';
-import type { SessionHandlers } from './draft';
+import { NO_IDS } from '../state';
+import type { SessionState } from '../state';
+import { copySession, copyExecution, isLive, isCurrent, answered, appended } from './draft';
+import type { Draft, SessionHandlers } from './draft';
 import { stop, retireExecution, endExecution } from './effects';
 
 /**
@@ -11,6 +13,14 @@ export const executions = {
   'execution.started': (s, e, task) => {
     if (e.generation <= s.lastGeneration) return null; // a late predecessor
     const d = copySession(s);
+    // A stop owed to the execution this one replaces stays owed until that one has ended.
+    const was = s.execution;
+    if (was && was.phase !== 'ended' && was.stopping !== null)
+      d.replacedStops = appended(s.replacedStops ?? NO_IDS, {
+        executionId: was.id,
+        generation: was.generation,
+        reason: was.stopping,
+      });
     retireExecution(d);
     d.lastGeneration = e.generation;
     // An execution that starts where nothing may run is recorded only to be stopped: a closed
@@ -61,7 +71,7 @@ export const executions = {
   },
   'execution.ended': (s, e) => {
     // A deleted session's execution ends too (its stop is then no longer owed).
-    if (!isCurrent(s, e.executionId)) return null;
+    if (!isCurrent(s, e.executionId)) return replacedEnded(s, e.executionId);
     const d = copySession(s);
     endExecution(d, e.data.reason);
     return d;
@@ -80,7 +90,7 @@ export const executions = {
     return d;
   },
   'execution.lost': (s, e) => {
-    if (!isCurrent(s, e.data.executionId)) return null;
+    if (!isCurrent(s, e.data.executionId)) return replacedEnded(s, e.data.executionId);
     const d = copySession(s);
     endExecution(d, 'lost');
     return d;
@@ -111,3 +121,13 @@ export const executions = {
     return d;
   },
 } satisfies Partial<SessionHandlers>;
+
+/** A replaced execution owed a stop has ended (or is lost): nothing is owed to it any more. */
+function replacedEnded(s: SessionState, executionId: string): Draft | null {
+  const owed = s.replacedStops;
+  if (!owed || !owed.some((r) => r.executionId === executionId)) return null;
+  const d = copySession(s);
+  const kept = owed.filter((r) => r.executionId !== executionId);
+  d.replacedStops = kept.length > 0 ? kept : undefined;
+  return d;
+}

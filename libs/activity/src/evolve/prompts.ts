@@ -40,6 +40,7 @@ export const prompts = {
       status: 'pending',
       dispatchAttempts: 0,
       sendNow: false,
+      ...(c.traceparent ? { traceparent: c.traceparent } : {}),
     });
     d.promptByKey = withEntry(s.promptByKey, c.idempotencyKey, c.promptId);
     d.pending = appended(s.pending, { type: e.type, data: c });

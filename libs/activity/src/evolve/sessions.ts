@@ -1,9 +1,17 @@
 import type { SessionEntry } from '@baton/protocol';
-import { NO_ENTRIES, NO_IDS } from '../state';
+import { NO_IDS } from '../state';
 import type { PendingCommand } from '../state';
 import { copySession, appended, answered } from './draft';
 import type { SessionHandler, SessionHandlers } from './draft';
-import { stop, markHadTurn, retireExecution, requeueAtHead, setPrompt } from './effects';
+import {
+  endRunningPrompts,
+  forgetActivity,
+  stop,
+  markHadTurn,
+  retireExecution,
+  requeueAtHead,
+  setPrompt,
+} from './effects';
 
 /** A session command: recorded (once per commandId) until the owner answers it. */
 const recorded: SessionHandler<PendingCommand & SessionEntry> = (s, e) => {
@@ -44,11 +52,7 @@ export const sessions = {
     // Explicit reset owns full cleanup of activity; the queue and the running turn stay.
     const d = copySession(s);
     answered(d, e.data.commandId);
-    d.background = NO_IDS;
-    d.tools = NO_ENTRIES;
-    d.foregroundTools = NO_IDS;
-    d.childTools = NO_IDS;
-    d.generating = false;
+    forgetActivity(d);
     if (s.usage !== undefined) d.usage = null;
     stop(d, 'session_reset');
     return d;
@@ -61,6 +65,7 @@ export const sessions = {
     // A claim the agent never got is discarded with the queue, and its prompt told so.
     for (const claim of [s.turn, s.steer])
       if (claim && claim.phase === 'claimed') setPrompt(d, claim.promptId, 'removed');
+    endRunningPrompts(d, 'session_deleted');
     retireExecution(d);
     d.queue = NO_IDS;
     d.requested = null;
@@ -84,11 +89,7 @@ export const sessions = {
     }
     d.turn = null;
     d.steer = null;
-    d.background = NO_IDS;
-    d.tools = NO_ENTRIES;
-    d.foregroundTools = NO_IDS;
-    d.childTools = NO_IDS;
-    d.generating = false;
+    forgetActivity(d);
     d.failure =
       ended !== undefined
         ? { reason: 'force_released', promptId: ended }

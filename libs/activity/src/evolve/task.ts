@@ -1,8 +1,14 @@
 import type { EntryOf, TaskEntry, TaskStatus } from '@baton/protocol';
 import { NO_IDS } from '../state';
-import type { PendingTaskCommand, SessionState, TaskState, Turn } from '../state';
+import type {
+  PendingTaskCommand,
+  SessionCommandRef,
+  SessionState,
+  TaskState,
+  Turn,
+} from '../state';
 import { appended, copySession } from './draft';
-import { closeSettled, retireExecution, setPrompt, stop } from './effects';
+import { closeSettled, endRunningPrompts, retireExecution, setPrompt, stop } from './effects';
 import { put } from '../records';
 
 /** How one type of task-wide entry changes the task. */
@@ -24,7 +30,15 @@ const recorded: TaskHandler<EntryOf<'task.archive' | 'task.unarchive' | 'task.de
   e,
 ) => {
   for (const p of state.pending) if (p.data.commandId === e.data.commandId) return state;
-  return taskOf(state, state.status, appended(state.pending, { type: e.type, data: e.data }));
+  const after: SessionCommandRef[] = [];
+  for (const id in state.sessions) {
+    const waiting = state.sessions[id]!.pending;
+    if (waiting.length > 0)
+      after.push({ sessionId: id, commandId: waiting[waiting.length - 1]!.data.commandId });
+  }
+  const command: PendingTaskCommand =
+    after.length > 0 ? { type: e.type, data: e.data, after } : { type: e.type, data: e.data };
+  return taskOf(state, state.status, appended(state.pending, command));
 };
 
 /**
@@ -98,6 +112,7 @@ function closeSession(s: SessionState, reason: 'task_archived' | 'task_deleted')
   if (d.steer && d.steer.phase === 'claimed') d.steer = null;
   if (d.requested !== null) d.requested = null;
   if (reason === 'task_deleted' && !s.deleted) {
+    endRunningPrompts(d, 'task_deleted');
     d.deleted = true;
     retireExecution(d);
   }

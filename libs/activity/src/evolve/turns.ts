@@ -83,6 +83,15 @@ export const turns = {
     if (!s.turn || s.turn.generation !== e.data.admissionGeneration) return null;
     const d = onTurnEnded(s, e.data.admissionGeneration, false)!;
     setPrompt(d, e.data.promptId, 'abandoned');
+    // A steer into a turn that never started does not carry it on: one the agent had is
+    // abandoned with it, and told so; one it never got goes back to the head of the queue.
+    const steer = s.steer;
+    if (steer) {
+      if (steer.phase === 'dispatched') setPrompt(d, steer.promptId, 'abandoned');
+      else requeueAtHead(d, steer.promptId, steer.text);
+      d.turn = null;
+      d.steer = null;
+    }
     d.failure = { reason: 'turn_abandoned', promptId: e.data.promptId };
     if (e.data.then === 'stop_execution') stop(d, 'turn_abandoned');
     return d;
