@@ -3,3 +3,4 @@ export * from './background-work';
 export * from './reducer';
 export * from './mirror';
 export * from './turn-content';
+export * from './task-view';

@@ -4,7 +4,14 @@ import fc from 'fast-check';
 import type { QueueView, SessionActivityView, SessionView, Update } from '@baton/protocol';
 import { transcriptOf, type RecordedFrame } from '@baton/transcript';
 import { reduce as clientReduce } from '@baton/testing';
-import { ChatMirror, SessionMirror, chatActions, emptyChat, rootState } from './mirror';
+import {
+  ChatMirror,
+  SessionMirror,
+  chatActions,
+  chatSummaryStatus,
+  emptyChat,
+  rootState,
+} from './mirror';
 import { parseSessionUri, sessionUri } from './wire';
 import { Status, chatReducer, type ChatState } from './reducer';
 
@@ -92,6 +99,18 @@ const queue = (keys: string[]): QueueView => ({
   })),
   blockedBy: keys.length ? 'busy' : null,
 });
+/** An update of session `s` of task `t`, as the projector publishes it. */
+const update = (type: string, data: object): Update =>
+  ({ v: 1, taskId: 't', seq: 1, type, data: { sessionId: 's', ...data } }) as unknown as Update;
+/** Baton admits prompt `promptId` (by `idempotencyKey`) as turn `gen`, which starts running. */
+const turnAdmitted = (promptId: string, idempotencyKey: string, gen: number): Update[] => [
+  update('prompt.decided', {
+    promptId,
+    idempotencyKey,
+    decision: { outcome: 'admitted', mode: 'turn', admissionGeneration: gen },
+  }),
+  update('session.activity', activity({ runningGeneration: gen, state: 'running' })),
+];
 const shell = (id: string, label = id) => ({
   kind: 'shell' as const,
   id,
@@ -131,6 +150,19 @@ const request = (id: string) => ({
   options: OPTIONS,
   executionId: 'e1',
 });
+type Step = Parameters<Parameters<typeof step.map>[0]>[0];
+/** The session view a step stands for, with these permission requests open. */
+const viewOf = (x: Step, open: string[] = []): SessionView => ({
+  sessionId: 's',
+  activity: activity({
+    runningGeneration: x.gen,
+    state: x.state as SessionActivityView['state'],
+    foregroundActivity: x.fg as SessionActivityView['foregroundActivity'],
+  }),
+  queue: queue(x.queued),
+  backgroundWork: x.work.map((w) => shell(w, x.relabel ? `${w}!` : w)),
+  permissions: open.map(request),
+});
 /** How a request was settled, as session.permissions says it. */
 const settledAs = (id: string, how: string) =>
   how === 'allow'
@@ -147,17 +179,7 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
       fc.property(fc.array(step, { minLength: 1, maxLength: 25 }), (steps) => {
         const mirror = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
         let open: string[] = [];
-        const view = (x: (typeof steps)[number]): SessionView => ({
-          sessionId: 's',
-          activity: activity({
-            runningGeneration: x.gen,
-            state: x.state as SessionActivityView['state'],
-            foregroundActivity: x.fg as SessionActivityView['foregroundActivity'],
-          }),
-          queue: queue(x.queued),
-          backgroundWork: x.work.map((w) => shell(w, x.relabel ? `${w}!` : w)),
-          permissions: open.map(request),
-        });
+        const view = (x: Step) => viewOf(x, open);
         mirror.sync(view(steps[0]!), '2026-12-01T00:00:00.000Z');
         let client = norm(mirror.ahp) as Record<string, unknown>;
         let steer: number | null = null;
@@ -247,6 +269,47 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
     );
   });
 
+  it('a reconnecting client: the mirror restored from what it had at any step and brought to a later view gives the actions that take it there', () => {
+    // What a reconnect's reply carries after the window's envelopes (the gateway's catch-up):
+    // the client, away since some step, folds them and has the host's state, as one that never
+    // left would.
+    const at = (i: number) =>
+      new Date(Date.parse('2026-12-01T00:00:00.000Z') + i * 1000).toISOString();
+    const view = (x: Step) => viewOf(x);
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 2, maxLength: 20 }), fc.nat(), (steps, pick) => {
+        const stayed = new ChatMirror('t', 's', at(0));
+        const had: { state: ChatState; knowledge: string }[] = [];
+        steps.forEach((x, i) => {
+          stayed.sync(view(x), at(i));
+          had.push({ state: structuredClone(stayed.ahp), knowledge: stayed.knowledge() });
+        });
+        const left = had[pick % (had.length - 1)]!;
+        const back = new ChatMirror('t', 's', at(0));
+        back.restore(structuredClone(left.state), left.knowledge);
+        let client = norm(left.state) as Record<string, unknown>;
+        for (const a of back.sync(view(steps.at(-1)!), at(steps.length))) {
+          client = clientReduce(client, a);
+        }
+        expect(norm(client)).toEqual(norm(back.ahp));
+        // What it has is Baton's view now, and every turn it had is still there, ended.
+        const last = steps.at(-1)!;
+        const s = back.ahp;
+        expect(Boolean(s.activeTurn)).toBe(last.gen !== null);
+        expect((s.queuedMessages ?? []).map((m) => m.id)).toEqual(last.queued);
+        expect((s.backgroundWork ?? []).map((w) => [w.id, w.label]).sort()).toEqual(
+          last.work.map((w) => [w, last.relabel ? `${w}!` : w]).sort(),
+        );
+        const ids = s.turns.map((t) => t.id);
+        for (const t of left.state.turns) expect(ids).toContain(t.id);
+        if (left.state.activeTurn && s.activeTurn?.id !== left.state.activeTurn.id) {
+          expect(ids).toContain(left.state.activeTurn.id);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('idle after a turn is Idle (not InProgress|InputNeeded); background work alone is not busy; an open turn with background work is InProgress', () => {
     const m = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
     const v = (
@@ -272,56 +335,55 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
     expect(m.ahp.turns.map((t) => [t.state, t.duration])).toEqual([['complete', 2000]]);
   });
 
+  it('a chat whose agent waits for a person is InputNeeded in the catalog, in a turn or outside one (issue 30)', () => {
+    const request = {
+      requestId: 'r1',
+      options: [{ optionId: 'allow', name: 'Allow', kind: 'allow_once' as const }],
+      executionId: 'e1',
+    };
+    const inTurn = activity({ runningGeneration: 1, state: 'running', foregroundActivity: null });
+    expect(chatSummaryStatus({ ...inTurn, waitingForPerson: true }, [request])).toBe(
+      Status.InputNeeded,
+    );
+    // Outside a turn (output of its own, background work asking): the chat's own status cannot
+    // hold it, its catalog entry does.
+    const outside = activity({ state: 'waiting_for_input', foregroundActivity: 'background' });
+    expect(chatSummaryStatus({ ...outside, waitingForPerson: true }, [request])).toBe(
+      Status.InputNeeded,
+    );
+    expect(chatSummaryStatus({ ...outside, waitingForPerson: false }, [])).toBe(Status.Idle);
+    // Answered: the agent goes on.
+    expect(chatSummaryStatus({ ...inTurn, waitingForPerson: false }, [])).toBe(Status.InProgress);
+    // A view written before the field existed reads as it did: open requests in a turn.
+    expect(chatSummaryStatus(inTurn, [request])).toBe(Status.InputNeeded);
+    expect(chatSummaryStatus(inTurn, [])).toBe(Status.InProgress);
+  });
+
   it('a turn that failed ends with chat/error (status Error); a cancelled one with chat/turnCancelled', () => {
     const m = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
-    const u = (type: string, data: object): Update =>
-      ({ v: 1, taskId: 't', seq: 1, type, data: { sessionId: 's', ...data } }) as unknown as Update;
-    const running = (gen: number) => ({
-      ...activity({ runningGeneration: gen, state: 'running' }),
-    });
     m.sync(
       { sessionId: 's', activity: activity(), queue: queue([]), backgroundWork: [] },
       '2026-12-01T00:00:00.000Z',
     );
-    let out = m.applyGroup(
-      [
-        u('prompt.decided', {
-          promptId: 'p1',
-          idempotencyKey: 'turn-a',
-          decision: { outcome: 'admitted', mode: 'turn', admissionGeneration: 1 },
-        }),
-        u('session.activity', running(1)),
-      ],
-      '2026-12-01T00:00:01.000Z',
-    );
+    let out = m.applyGroup(turnAdmitted('p1', 'turn-a', 1), '2026-12-01T00:00:01.000Z');
     expect(out[0]).toMatchObject({ type: 'chat/turnStarted', turnId: 'p1' });
     out = m.applyGroup(
       [
-        u('prompt.decided', {
+        update('prompt.decided', {
           promptId: 'p1',
           idempotencyKey: 'turn-a',
           decision: { outcome: 'failed', reason: 'abandoned', message: 'never started' },
         }),
-        u('session.activity', activity({ state: 'failed' })),
+        update('session.activity', activity({ state: 'failed' })),
       ],
       '2026-12-01T00:00:02.000Z',
     );
     expect(out[0]).toMatchObject({ type: 'chat/error', turnId: 'p1', duration: 1000 });
     expect(m.ahp.status).toBe(Status.Error);
-    m.applyGroup(
-      [
-        u('prompt.decided', {
-          promptId: 'p2',
-          idempotencyKey: 'turn-b',
-          decision: { outcome: 'admitted', mode: 'turn', admissionGeneration: 2 },
-        }),
-        u('session.activity', running(2)),
-      ],
-      '2026-12-01T00:00:03.000Z',
-    );
+    m.applyGroup(turnAdmitted('p2', 'turn-b', 2), '2026-12-01T00:00:03.000Z');
     expect(m.ahp.status).toBe(Status.InProgress);
     out = m.applyGroup(
-      [u('session.activity', activity({ state: 'cancelled' }))],
+      [update('session.activity', activity({ state: 'cancelled' }))],
       '2026-12-01T00:00:04.000Z',
     );
     expect(out[0]).toMatchObject({ type: 'chat/turnCancelled', turnId: 'p2' });
@@ -329,11 +391,10 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
   });
 
   it('an open permission request is a tool call of the running turn in pending-confirmation (InputNeeded); settled, it leaves it as the spec says', () => {
-    const u = (type: string, data: object): Update =>
-      ({ v: 1, taskId: 't', seq: 1, type, data: { sessionId: 's', ...data } }) as unknown as Update;
-    const start = (resolved: object[]) => {
+    // A mirror synced to turn s#1 whose tool call awaits confirmation, the agent's options.
+    const synced = () => {
       const m = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
-      m.sync(
+      const actions = m.sync(
         {
           sessionId: 's',
           activity: activity({ runningGeneration: 1, state: 'running' }),
@@ -343,24 +404,18 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
         },
         '2026-12-01T00:00:00.000Z',
       );
+      return { m, actions };
+    };
+    const start = (resolved: object[]) => {
+      const { m } = synced();
       const out = m.applyGroup(
-        [u('session.permissions', { requests: [], resolved })],
+        [update('session.permissions', { requests: [], resolved })],
         '2026-12-01T00:00:01.000Z',
       );
       return { m, out };
     };
     // The snapshot: turn s#1 with the tool call awaiting confirmation, the agent's options.
-    const fresh = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
-    const actions = fresh.sync(
-      {
-        sessionId: 's',
-        activity: activity({ runningGeneration: 1, state: 'running' }),
-        queue: queue([]),
-        backgroundWork: [],
-        permissions: [request('r1')],
-      },
-      '2026-12-01T00:00:00.000Z',
-    );
+    const { m: fresh, actions } = synced();
     expect(actions.map((a) => a.type)).toEqual([
       'chat/turnStarted',
       'chat/toolCallStart',
@@ -448,24 +503,14 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
       by: 'person',
     });
     // A turn cancelled while a request waits: the spec's turn end cancels the call (skipped).
-    const cancelled = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
-    cancelled.sync(
-      {
-        sessionId: 's',
-        activity: activity({ runningGeneration: 1, state: 'running' }),
-        queue: queue([]),
-        backgroundWork: [],
-        permissions: [request('r1')],
-      },
-      '2026-12-01T00:00:00.000Z',
-    );
+    const { m: cancelled } = synced();
     const out = cancelled.applyGroup(
       [
-        u('session.permissions', {
+        update('session.permissions', {
           requests: [],
           resolved: [{ requestId: 'r1', outcome: 'cancelled', by: 'turn_cancelled' }],
         }),
-        u('session.activity', activity({ state: 'cancelled' })),
+        update('session.activity', activity({ state: 'cancelled' })),
       ],
       '2026-12-01T00:00:02.000Z',
     );
@@ -478,10 +523,8 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
 
   it('a steer is the steering message while the turn it steers runs, and carries on as the next turn (turnStarted removes it by queuedMessageId)', () => {
     const m = new ChatMirror('t', 's', '2026-12-01T00:00:00.000Z');
-    const u = (type: string, data: object): Update =>
-      ({ v: 1, taskId: 't', seq: 1, type, data: { sessionId: 's', ...data } }) as unknown as Update;
     const decided = (key: string, gen: number, mode: string) =>
-      u('prompt.decided', {
+      update('prompt.decided', {
         promptId: `p-${key}`,
         idempotencyKey: key,
         decision: { outcome: 'admitted', mode, admissionGeneration: gen },
@@ -492,7 +535,10 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
     );
     m.remember('steer-b', { text: 'focus on tests', origin: { kind: 'user' } });
     m.applyGroup(
-      [decided('turn-a', 1, 'turn'), u('session.activity', activity({ runningGeneration: 1 }))],
+      [
+        decided('turn-a', 1, 'turn'),
+        update('session.activity', activity({ runningGeneration: 1 })),
+      ],
       '2026-12-01T00:00:01.000Z',
     );
     let out = m.applyGroup([decided('steer-b', 2, 'steer')], '2026-12-01T00:00:02.000Z');
@@ -508,7 +554,7 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
     // The turn's id is the Baton prompt id; a steer is known by its key until it is a turn.
     expect(m.ahp.activeTurn?.id).toBe('p-turn-a');
     out = m.applyGroup(
-      [u('session.activity', activity({ runningGeneration: 2 }))],
+      [update('session.activity', activity({ runningGeneration: 2 }))],
       '2026-12-01T00:00:03.000Z',
     );
     expect(out.map((a) => [a.type, a.turnId, a.queuedMessageId])).toEqual([
@@ -522,7 +568,7 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
     expect(m.ahp.steeringMessage?.id).toBe('steer-c');
     out = m.applyGroup(
       [
-        u('prompt.decided', {
+        update('prompt.decided', {
           promptId: 'p-steer-c',
           idempotencyKey: 'steer-c',
           decision: { outcome: 'queued', position: 1, reason: 'released' },
@@ -662,8 +708,6 @@ describe('Baton task → AHP session (pure mapping)', () => {
 describe('a chat that follows the transcript', () => {
   const at = (s: number) =>
     new Date(Date.parse('2026-12-01T00:00:00.000Z') + s * 1000).toISOString();
-  const u = (type: string, data: object): Update =>
-    ({ v: 1, taskId: 't', seq: 1, type, data: { sessionId: 's', ...data } }) as unknown as Update;
   const base = { phase: 'turn' as const };
   const turnEvents = (id: string, said: string, ended: boolean) => [
     {
@@ -731,19 +775,7 @@ describe('a chat that follows the transcript', () => {
       for (const a of as) client = chatReducer(client, a as never);
     };
     // Admitted elsewhere (no text known yet): the turn waits for the transcript's prompt.
-    fold(
-      m.applyGroup(
-        [
-          u('prompt.decided', {
-            promptId: 'p9',
-            idempotencyKey: 'k9',
-            decision: { outcome: 'admitted', mode: 'turn', admissionGeneration: 1 },
-          }),
-          u('session.activity', activity({ state: 'running', runningGeneration: 1 })),
-        ],
-        at(1),
-      ),
-    );
+    fold(m.applyGroup(turnAdmitted('p9', 'k9', 1), at(1)));
     expect(client.activeTurn).toBeUndefined();
     expect(m.waitingForTranscript).toBe(true);
     const [prompt, text, end] = turnEvents('p9', 'hello world', true);
@@ -755,7 +787,7 @@ describe('a chat that follows the transcript', () => {
       { kind: 'markdown', id: 'm-p9', content: 'hello world' },
     ]);
     // Baton says the turn ended before the transcript has its end: it waits (a while).
-    fold(m.applyGroup([u('session.activity', activity())], at(2)));
+    fold(m.applyGroup([update('session.activity', activity())], at(2)));
     expect(client.activeTurn?.id).toBe('p9');
     fold(m.applyTranscript(stored([end!]), at(2)));
     expect(client.activeTurn).toBeUndefined();
@@ -770,21 +802,10 @@ describe('a chat that follows the transcript', () => {
       { sessionId: 's', activity: activity(), queue: queue(['k1']), backgroundWork: [] },
       at(0),
     );
-    m.applyGroup(
-      [
-        u('prompt.decided', {
-          promptId: 'p1',
-          idempotencyKey: 'k1',
-          decision: { outcome: 'admitted', mode: 'turn', admissionGeneration: 1 },
-        }),
-        u('session.activity', activity({ state: 'running', runningGeneration: 1 })),
-        u('session.queue', queue([])),
-      ],
-      at(1),
-    );
+    m.applyGroup([...turnAdmitted('p1', 'k1', 1), update('session.queue', queue([]))], at(1));
     expect(m.ahp.activeTurn).toMatchObject({ id: 'p1', message: { text: 'text k1' } });
     m.applyTranscript(stored(turnEvents('p1', 'partial', false)), at(1));
-    m.applyGroup([u('session.activity', activity())], at(2));
+    m.applyGroup([update('session.activity', activity())], at(2));
     expect(m.ahp.activeTurn?.id).toBe('p1');
     m.recheck(at(6));
     expect(m.ahp.activeTurn).toBeUndefined();
@@ -807,8 +828,6 @@ describe('a chat that follows the transcript (property)', () => {
     ];
     expect(promptIds.length).toBeGreaterThan(0);
     const at = (s: number) => new Date(Date.parse('2026-12-01T00:00:00.000Z') + s).toISOString();
-    const u = (type: string, data: object): Update =>
-      ({ v: 1, taskId: 't', seq: 1, type, data: { sessionId: 's', ...data } }) as unknown as Update;
     /** Runs the session's turns with the transcript in pages; returns the client's chat. */
     const run = (pages: number[], again: boolean[]) => {
       const m = new ChatMirror('t', 's', at(0));
@@ -822,12 +841,12 @@ describe('a chat that follows the transcript (property)', () => {
         fold(
           m.applyGroup(
             [
-              u('prompt.decided', {
+              update('prompt.decided', {
                 promptId: p,
                 idempotencyKey: `k-${p}`,
                 decision: { outcome: 'admitted', mode: 'turn', admissionGeneration: g + 1 },
               }),
-              u('session.activity', activity({ state: 'running', runningGeneration: g + 1 })),
+              update('session.activity', activity({ state: 'running', runningGeneration: g + 1 })),
             ],
             at(1),
           ),
@@ -843,7 +862,7 @@ describe('a chat that follows the transcript (property)', () => {
         i += n;
         k++;
       }
-      fold(m.applyGroup([u('session.activity', activity())], at(3)));
+      fold(m.applyGroup([update('session.activity', activity())], at(3)));
       expect(norm(client)).toEqual(norm(m.ahp));
       return client;
     };

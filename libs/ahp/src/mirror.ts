@@ -917,17 +917,19 @@ export function rootState(profiles: Readonly<Record<string, { description?: stri
 }
 
 /**
- * The status bits of a chat summary, derived from Baton's activity as AHP derives them: a running
- * turn with an open permission request (a tool call awaiting confirmation) needs input.
+ * The status bits of a chat summary, derived from Baton's activity as AHP derives them: a session
+ * whose agent waits for a person's answer (a tool call awaiting confirmation) needs input — also
+ * when the request came outside a turn, which the chat's own status cannot show.
  */
 export function chatSummaryStatus(
   a: SessionActivityView | undefined,
   permissions: readonly PermissionRequestView[] = [],
 ): number {
   if (!a) return Status.Idle;
-  if (a.runningGeneration !== null) {
-    return permissions.length > 0 ? Status.InputNeeded : Status.InProgress;
-  }
+  // A view written before `waitingForPerson` existed: its open requests, as it was then read.
+  if (a.waitingForPerson ?? (a.runningGeneration !== null && permissions.length > 0))
+    return Status.InputNeeded;
+  if (a.runningGeneration !== null) return Status.InProgress;
   if (a.state === 'failed') return Status.Error;
   return Status.Idle;
 }
@@ -950,14 +952,20 @@ export function sessionStatus(view: TaskView): number {
   return Status.Idle;
 }
 
+/**
+ * A task as AHP's SessionSummary. The spec types its `createdAt` and `modifiedAt` as numbers
+ * (milliseconds since the epoch), unlike the chat's ISO `modifiedAt`; Baton's view keeps no
+ * timestamps, so both are the time of the read.
+ */
 export function sessionSummary(taskId: string, view: TaskView, modifiedAt: string) {
+  const at = Date.parse(modifiedAt);
   return {
     resource: sessionUri(taskId),
     provider: 'baton',
     title: taskId,
     status: sessionStatus(view) | (view.status === 'archived' ? Status.IsArchived : 0),
-    createdAt: modifiedAt,
-    modifiedAt,
+    createdAt: at,
+    modifiedAt: at,
   };
 }
 

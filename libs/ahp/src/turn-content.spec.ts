@@ -58,6 +58,12 @@ function wireText(frames: RecordedFrame[], kind: string): string {
 }
 
 type Part = { kind: string; id?: string; content?: string; toolCall?: Record<string, unknown> };
+/** The answer's text: the turn's markdown parts, joined. */
+const markdown = (parts: Part[]) =>
+  parts
+    .filter((p) => p.kind === 'markdown')
+    .map((p) => p.content)
+    .join('');
 
 describe('a Baton turn as AHP turn content (from the transcript)', () => {
   it('a real Claude turn: the prompt, the answer as markdown, the shell call with its command, permission and output, the usage', () => {
@@ -67,11 +73,7 @@ describe('a Baton turn as AHP turn content (from the transcript)', () => {
     expect(content.prompt).toBe('Wait in the background');
     const chat = follow(running('p1'), turn);
     const parts = chat.activeTurn!.responseParts as Part[];
-    const md = parts
-      .filter((p) => p.kind === 'markdown')
-      .map((p) => p.content)
-      .join('');
-    expect(md).toBe(wireText(frames, 'agent_message_chunk'));
+    expect(markdown(parts)).toBe(wireText(frames, 'agent_message_chunk'));
     const tool = parts.find((p) => p.kind === 'toolCall')!.toolCall!;
     expect(tool).toMatchObject({
       toolCallId: 'toolu_B',
@@ -116,11 +118,7 @@ describe('a Baton turn as AHP turn content (from the transcript)', () => {
     const turn = events.filter((e) => e.turn === id);
     const chat = follow(running(id), turn);
     const parts = chat.activeTurn!.responseParts as Part[];
-    const md = parts
-      .filter((p) => p.kind === 'markdown')
-      .map((p) => p.content)
-      .join('');
-    expect(md).toBe(wireText(frames, 'agent_message_chunk'));
+    expect(markdown(parts)).toBe(wireText(frames, 'agent_message_chunk'));
     const tools = parts.filter((p) => p.kind === 'toolCall').map((p) => p.toolCall!);
     expect(tools.length).toBeGreaterThan(0);
     expect(tools.every((t) => typeof t.toolInput === 'string' || t.toolInput === undefined)).toBe(

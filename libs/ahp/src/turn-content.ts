@@ -423,7 +423,12 @@ function toolActions(
       status = 'running';
     }
   }
-  if (status === 'streaming') {
+  // Ready again when the agent told more of its input (a call's first update often has none).
+  const toldMore =
+    status === 'running' &&
+    have?.confirmed === 'not-needed' &&
+    (have.toolInput !== want.toolInput || have.invocationMessage !== want.invocationMessage);
+  if (status === 'streaming' || toldMore) {
     out.push({
       type: 'chat/toolCallReady',
       ...ids,
@@ -432,19 +437,6 @@ function toolActions(
       confirmed: 'not-needed',
     });
     status = 'running';
-  } else if (
-    status === 'running' &&
-    have?.confirmed === 'not-needed' &&
-    (have.toolInput !== want.toolInput || have.invocationMessage !== want.invocationMessage)
-  ) {
-    // The agent told more of its input (a call's first update often has none).
-    out.push({
-      type: 'chat/toolCallReady',
-      ...ids,
-      invocationMessage: want.invocationMessage,
-      ...input,
-      confirmed: 'not-needed',
-    });
   }
   if (want.status === 'completed') {
     out.push({

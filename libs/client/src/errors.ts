@@ -10,7 +10,9 @@ export type BatonErrorCode =
   /** The client was closed. */
   | 'closed'
   /** The server sent something that does not match the protocol. */
-  | 'protocol';
+  | 'protocol'
+  /** A transcript reader without `onGap` lost events to the transcript's retention. */
+  | 'transcript_gap';
 
 export class BatonError extends Error {
   constructor(

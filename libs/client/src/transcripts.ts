@@ -1,11 +1,12 @@
 import {
   TranscriptSubscribeResult,
   type TranscriptEntry,
+  type TranscriptGap,
   type TranscriptMessage,
 } from '@baton/protocol';
 import { foldTranscript, type TranscriptItem } from '@baton/transcript';
 import type { Connection } from './connection';
-import type { BatonError } from './errors';
+import { BatonError } from './errors';
 import { parseResult, RETRYABLE, type Requests } from './requests';
 
 export interface TranscriptOptions {
@@ -18,6 +19,12 @@ export interface TranscriptOptions {
    * each batch of events.
    */
   readonly onItems?: (items: TranscriptItem[]) => void;
+  /**
+   * The transcript's retention removed events after this reader's cursor before it read them
+   * (`gap.after` to `gap.through`): they are lost, and the reader goes on after them. Without
+   * this handler the loss is reported as an error (`transcript_gap`) to the client's onError.
+   */
+  readonly onGap?: (gap: TranscriptGap) => void;
   /** The subscription was refused for good (a scope the token lacks, an invalid cursor). */
   readonly onError?: (error: BatonError) => void;
 }
@@ -78,6 +85,12 @@ export class Transcripts {
     const r = this.readers.get(keyOf(m.taskId, m.sessionId));
     if (!r || r.closed) return;
     if ('resync' in m) return; // the server catches up from the cursor the reader already has
+    if ('gap' in m) {
+      r.skip(m.cursor);
+      if (r.options.onGap) r.options.onGap(m.gap);
+      else this.report(gapError(m.taskId, m.sessionId, m.gap));
+      return;
+    }
     r.take(m.events, m.cursor);
   }
 
@@ -165,6 +178,12 @@ class Reader implements TranscriptReader {
     }
   }
 
+  /** Events up to `cursor` are gone: resume after them. */
+  skip(cursor: string): void {
+    const last = this.cursor ?? this.options.after;
+    if (last === undefined || after(cursor, last)) this.cursor = cursor;
+  }
+
   confirm(): void {
     this.resolveReady();
   }
@@ -184,4 +203,12 @@ function after(a: string, b: string): boolean {
   const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
   const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
   return am !== bm ? am > bm : (as ?? 0n) > (bs ?? 0n);
+}
+
+function gapError(taskId: string, sessionId: string, gap: TranscriptGap): BatonError {
+  return new BatonError(
+    'transcript_gap',
+    `transcript of ${taskId}/${sessionId}: events after ${gap.after} up to ${gap.through} ` +
+      `were removed by its retention before this reader read them`,
+  );
 }

@@ -25,6 +25,20 @@ function readySession(taskId = 't1') {
 const prompts = (taskId: string) =>
   server.received.filter((m) => m.op === 'prompt' && m.taskId === taskId);
 
+/**
+ * A connected client sends prompt `text` to t1/s1; the server appends it and never replies. The
+ * decision the client waits for, once the prompt reached the server.
+ */
+async function promptTheServerSwallows(text: string) {
+  readySession();
+  await client.connect(server.url, TOKEN);
+  server.swallowPrompts = true;
+  const decided = client.prompt({ taskId: 't1', sessionId: 's1', text });
+  await waitFor(() => prompts('t1').length === 1, 'condition');
+  // Wrapped: an async function's result would otherwise wait for the decision itself.
+  return { decided };
+}
+
 describe('BatonClient against a wire-protocol server', () => {
   it('subscribes (snapshot, then updates in order) and prompts: admitted, then queued', async () => {
     readySession();
@@ -189,11 +203,7 @@ describe('BatonClient against a wire-protocol server', () => {
   });
 
   it('a prompt whose reply was lost is sent again under the same key and made once', async () => {
-    readySession();
-    await client.connect(server.url, TOKEN);
-    server.swallowPrompts = true;
-    const decided = client.prompt({ taskId: 't1', sessionId: 's1', text: 'once' });
-    await waitFor(() => prompts('t1').length === 1, 'condition');
+    const { decided } = await promptTheServerSwallows('once');
     // The first attempt did reach the task: the gateway died after appending, before replying.
     const key = prompts('t1')[0]!.idempotencyKey as string;
     server.act('t1', (o) => o.submit('s1', key, 'human', 'p-first'));
@@ -374,11 +384,7 @@ describe('BatonClient against a wire-protocol server', () => {
   });
 
   it('close() rejects what is still waiting and stops reconnecting', async () => {
-    readySession();
-    await client.connect(server.url, TOKEN);
-    server.swallowPrompts = true;
-    const p = client.prompt({ taskId: 't1', sessionId: 's1', text: 'never answered' });
-    await waitFor(() => prompts('t1').length === 1, 'condition');
+    const { decided: p } = await promptTheServerSwallows('never answered');
     const outcome = p.catch((e: unknown) => e);
     await client.close();
     expect(await outcome).toMatchObject({ code: 'closed' });

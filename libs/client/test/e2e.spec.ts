@@ -2,112 +2,45 @@
 // The gateway is killed (-9) and started again on the same port while the task moves on; the
 // client must resume and miss nothing, and a prompt whose reply died with the gateway must be
 // made once.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createHmac, randomBytes } from 'node:crypto';
-import { join } from 'node:path';
-import {
-  SCHEMA_VERSION,
-  taskKey,
-  type Capabilities,
-  type StreamEntry,
-  type TaskView,
-  type Update,
-} from '@baton/protocol';
+import { randomBytes } from 'node:crypto';
+import { taskKey, type TaskView, type Update } from '@baton/protocol';
 import { freePort, startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import { BatonClient, type ViewCause } from '../src';
-import { waitFor } from '@baton/testing';
+import {
+  FakeWorker,
+  readAll,
+  shellStarted,
+  spawnGateway,
+  spawnProjector,
+  token as signToken,
+  waitFor,
+  type GatewayProc,
+  type ServiceProc,
+} from '@baton/testing';
 
 jest.setTimeout(120_000);
-
-const ROOT = join(__dirname, '..', '..', '..');
-const SECRET = 'client-e2e-secret-0123456789abcdefghijkl';
-const CAPS: Capabilities = {
-  agent: { name: 'test-agent' },
-  dialect: 'generic',
-  promptQueueing: false,
-  handoff: false,
-  attestedKinds: [],
-  unambiguousCompletionKinds: [],
-};
-
-interface Proc {
-  readonly child: ChildProcess;
-  output(): string;
-  readonly exited: Promise<void>;
-}
-
-const children = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const c of children) c.kill('SIGKILL');
-});
-
-function run(file: string, env: Record<string, string>, ready?: RegExp): Promise<Proc> {
-  const child = spawn(process.execPath, [file], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let out = '';
-  const exited = new Promise<void>((r) =>
-    child.once('exit', () => {
-      children.delete(child);
-      r();
-    }),
-  );
-  const proc: Proc = { child, output: () => out, exited };
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (ready?.test(out)) resolve(proc);
-    });
-    void exited.then(() => reject(new Error(`${file} exited before it was ready:\n${out}`)));
-    if (!ready) resolve(proc);
-  });
-}
-
-/** An HS256 JWT as any issuer signs one (RFC 7519); jose is ESM-only, which jest cannot load. */
-function hs256(claims: Record<string, unknown>): string {
-  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-  const head = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(claims)}`;
-  return `${head}.${createHmac('sha256', SECRET).update(head).digest('base64url')}`;
-}
-
-async function kill(p: Proc): Promise<void> {
-  p.child.kill('SIGKILL');
-  await p.exited;
-}
 
 let redis: RedisServer;
 let store: EventStore;
 let env: Record<string, string>;
 let port: number;
-let gateway: Proc;
-let projector: Proc;
+let gateway: GatewayProc;
+let projector: ServiceProc;
 let token: string;
 const clients: BatonClient[] = [];
 
+/** On the same port each time: the client comes back to the address it knew. */
 const startGateway = () =>
-  run(
-    'dist/apps/gateway/src/main.js',
-    {
-      ...env,
-      GATEWAY_PORT: String(port),
-      BATON_JWT_SECRET: SECRET,
-      // Long enough that a prompt is still waiting for its decision when the gateway dies.
-      GATEWAY_ADMISSION_WAIT_MS: '30000',
-    },
-    /"msg":"gateway ready"/,
-  );
-const startProjector = () =>
-  run('dist/apps/projector/src/main.js', {
+  spawnGateway({
     ...env,
-    PROJECTOR_LEASE_TTL_MS: '1000',
-    PROJECTOR_RENEW_MS: '200',
-    PROJECTOR_METRICS_PORT: '0',
+    GATEWAY_PORT: String(port),
+    // Long enough that a prompt is still waiting for its decision when the gateway dies.
+    GATEWAY_ADMISSION_WAIT_MS: '30000',
   });
+const startProjector = () =>
+  spawnProjector({ ...env, PROJECTOR_LEASE_TTL_MS: '1000', PROJECTOR_RENEW_MS: '200' });
+const kill = (p: ServiceProc) => p.stop('SIGKILL');
 const wsUrl = () => `ws://127.0.0.1:${port}/ws`;
 const everyShardOwned = () =>
   waitFor(
@@ -127,43 +60,10 @@ async function newClient(): Promise<BatonClient> {
 const K = (taskId: string) => taskKey('acme', taskId);
 
 /** Writes facts as the worker hosting one execution of a session does (the job names the key). */
-function worker(clientTaskId: string, sessionId: string) {
-  const taskId = K(clientTaskId);
-  const executionId = `x-${randomBytes(3).toString('hex')}`;
-  const instance = `w-${randomBytes(3).toString('hex')}`;
-  let seq = 0;
-  const fact = (type: string, data: unknown) =>
-    store.append(taskId, [
-      {
-        v: SCHEMA_VERSION,
-        type,
-        taskId,
-        sessionId,
-        executionId,
-        generation: 1,
-        writer: { role: 'worker', instance, seq: ++seq },
-        data,
-      } as StreamEntry,
-    ]);
-  return {
-    start: async () => {
-      await store.executions.renewLease({ taskId, sessionId, executionId }, 600_000);
-      await fact('execution.started', { startedAt: new Date().toISOString() });
-      await fact('capabilities.negotiated', CAPS);
-    },
-    fact,
-  };
-}
+const worker = (clientTaskId: string, sessionId: string) =>
+  new FakeWorker(store, K(clientTaskId), sessionId);
 
-async function streamOf(taskId: string): Promise<StreamEntry[]> {
-  const out: StreamEntry[] = [];
-  for (let after = '0-0'; ;) {
-    const page = await store.readTask(K(taskId), after, 1_000);
-    out.push(...page.items.map((i) => i.entry));
-    if (page.items.length < 1_000) return out;
-    after = page.lastId;
-  }
-}
+const streamOf = (taskId: string) => readAll(store, K(taskId));
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -171,11 +71,7 @@ beforeAll(async () => {
   env = { REDIS_URL: redis.url, BATON_PREFIX: prefix, BATON_SHARDS: '4' };
   store = EventStore.connect({ url: redis.url }, { shards: 4, prefix });
   port = await freePort();
-  token = hs256({
-    tenant: 'acme',
-    scope: 'read prompt',
-    exp: Math.floor(Date.now() / 1000) + 3600,
-  });
+  token = signToken({ tenant: 'acme', scope: 'read prompt' });
   [gateway, projector] = await Promise.all([startGateway(), startProjector()]);
   await everyShardOwned();
 });
@@ -219,16 +115,7 @@ describe('@baton/client end to end (redis, projector, gateway processes)', () =>
     const g = a.decision.admissionGeneration;
     await w.fact('prompt.dispatched', { promptId: a.promptId, admissionGeneration: g });
     await w.fact('foreground.output', { channel: 'message' });
-    await w.fact('background.started', {
-      attested: false,
-      work: {
-        kind: 'shell',
-        id: 'shell:1',
-        label: 'npm test',
-        command: 'npm test',
-        startedAt: new Date().toISOString(),
-      },
-    });
+    await w.fact('background.started', shellStarted('shell:1', 'npm test'));
     await w.fact('turn.ended', { admissionGeneration: g, stopReason: 'end_turn' });
     await waitFor(
       async () => (await store.lastUpdateSeq(K(taskId))) > before + 3,

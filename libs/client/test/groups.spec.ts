@@ -7,7 +7,7 @@ import { initialTaskState, type TaskState } from '@baton/activity';
 import { CLAUDE_CAPS, Owner, play, snapshotOf, streams } from '@baton/testing';
 import { BatonClient, stepUpdate, type Subscription } from '../src';
 import { TOKEN, WireServer, visibleTo } from './wire-server';
-import { waitFor } from '@baton/testing';
+import { startedSession, viewsOneByOne, waitFor } from '@baton/testing';
 
 jest.setTimeout(120_000);
 
@@ -118,9 +118,7 @@ describe('a client applies the updates of one entry as one change', () => {
   });
 
   it('never shows a subagent count of 1 with an empty work list', async () => {
-    const o = new Owner('t1');
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     const promptId = o.submit('s1', 'k1');
     x.dispatch(promptId, o.session('s1').turn!.generation);
     x.output();
@@ -138,12 +136,7 @@ describe('a client applies the updates of one entry as one change', () => {
         (s) => s.activity.activeSubagentCount === 1 && s.backgroundWork.length === 0,
       );
     // Applied one update at a time, a client would show it.
-    let v = snapshotOf(initialTaskState('t1'));
-    const oneByOne: TaskView[] = [];
-    for (const u of o.updates) {
-      const r = stepUpdate(v, u);
-      if (r.kind === 'applied') oneByOne.push((v = r.view));
-    }
+    const oneByOne = viewsOneByOne(snapshotOf(initialTaskState('t1')), o.updates);
     expect(oneByOne.some(inconsistent)).toBe(true);
     // The client, given every update in its own frame with a round trip between, never does.
     for (const sessionId of [undefined, 's1']) {

@@ -40,14 +40,12 @@ const activity = {
   admission: 'coarse',
   attention: null,
 } as const;
+/** `v` after update `seq`: session `sessionId` reports `activity`. */
+const withActivity = (v: TaskView, seq: number, sessionId: string): TaskView =>
+  applyUpdate(v, { ...base, seq, type: 'session.activity', data: { sessionId, ...activity } });
 /** A view with one session `s` at seq 2, built through the reducer itself. */
 function withSession(bg: BackgroundWork[] = []): TaskView {
-  let v = applyUpdate(emptyView, {
-    ...base,
-    seq: 1,
-    type: 'session.activity',
-    data: { sessionId: 's', ...activity },
-  });
+  let v = withActivity(emptyView, 1, 's');
   v = applyUpdate(v, {
     ...base,
     seq: 2,
@@ -222,18 +220,7 @@ describe('applyUpdate rules', () => {
 
 describe('session ids named like Object.prototype members', () => {
   it.each(['__proto__', 'constructor', 'toString'])('%s is a session like any other', (id) => {
-    let v = applyUpdate(emptyView, {
-      ...base,
-      seq: 1,
-      type: 'session.activity',
-      data: { sessionId: 's', ...activity },
-    });
-    v = applyUpdate(v, {
-      ...base,
-      seq: 2,
-      type: 'session.activity',
-      data: { sessionId: id, ...activity },
-    });
+    const v = withActivity(withActivity(emptyView, 1, 's'), 2, id);
     expect(v.sessions.map((s) => s.sessionId)).toEqual(['s', id]);
   });
 });

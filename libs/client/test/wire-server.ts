@@ -276,24 +276,12 @@ export class WireServer {
         : view;
       this.send(c, { v: 1, type: 'snapshot', resync, task });
     };
-    if (afterSeq === undefined) {
-      snapshot(false);
-      return this.reply(c, id, {
-        taskId,
-        mode: 'snapshot',
-        seq,
-        ...(sessionId ? { sessionId } : {}),
-      });
-    }
-    if (afterSeq + 1 < (this.retainedFrom.get(taskId) ?? 1)) {
-      snapshot(true);
-      return this.reply(c, id, {
-        taskId,
-        mode: 'resync',
-        seq,
-        ...(sessionId ? { sessionId } : {}),
-      });
-    }
+    const answerWithSnapshot = (mode: 'snapshot' | 'resync') => {
+      snapshot(mode === 'resync');
+      return this.reply(c, id, { taskId, mode, seq, ...(sessionId ? { sessionId } : {}) });
+    };
+    if (afterSeq === undefined) return answerWithSnapshot('snapshot');
+    if (afterSeq + 1 < (this.retainedFrom.get(taskId) ?? 1)) return answerWithSnapshot('resync');
     for (const u of visibleTo(
       o.updates.filter((x) => x.seq > afterSeq),
       sessionId,

@@ -31,6 +31,19 @@ describe('the board', () => {
     expect(boardGroupOf(view('a', {}, 'waiting'))).toBe('idle');
   });
 
+  it('work that is only possibly finished is not "background" (issue 30)', () => {
+    const withWork = (possiblyFinished: boolean) => {
+      const v = view('a');
+      const work = { kind: 'shell', id: 'w', label: 'w', command: 'make', startedAt: 'x' };
+      (v.sessions[0] as { backgroundWork: unknown[] }).backgroundWork = [
+        possiblyFinished ? { ...work, possiblyFinished: true } : work,
+      ];
+      return v;
+    };
+    expect(boardGroupOf(withWork(false))).toBe('background');
+    expect(boardGroupOf(withWork(true))).toBe('idle');
+  });
+
   it('counts every task, groups in order, deleted tasks left out', () => {
     const b = boardOf([
       view('e', { foregroundActivity: 'generating' }),

@@ -24,7 +24,8 @@ export function boardGroupOf(t: TaskView): BoardGroup {
   if (t.activity.foregroundActivity === 'generating') return 'generating';
   if (
     t.activity.foregroundActivity === 'background' ||
-    t.sessions.some((s) => s.backgroundWork.length > 0)
+    // Work an unattributed completion may have ended is listed, but not known to run.
+    t.sessions.some((s) => s.backgroundWork.some((w) => w.possiblyFinished !== true))
   ) {
     return 'background';
   }

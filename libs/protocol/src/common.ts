@@ -24,6 +24,15 @@ export const IsoTime = z.iso.datetime({ offset: true });
 /** Provider-specific detail, as in ACP and AHP. */
 export const Meta = z.record(z.string(), z.unknown());
 
+/**
+ * W3C trace context (`traceparent`, version 00) of the span a prompt was submitted under: it rides
+ * in the prompt's entry and its delivery, so the owner that decides and the worker that runs it
+ * (whichever they are, after any failover) continue the same trace.
+ */
+export const TraceParent = z
+  .string()
+  .regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/, 'a W3C traceparent (version 00)');
+
 export const ForegroundActivity = z.enum(['generating', 'background']).nullable();
 export type ForegroundActivity = z.infer<typeof ForegroundActivity>;
 

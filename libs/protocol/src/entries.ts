@@ -10,6 +10,7 @@ import {
   Meta,
   PromptOrigin,
   SchemaVersion,
+  TraceParent,
 } from './common';
 import { BackgroundWork } from './background-work';
 
@@ -51,13 +52,27 @@ const factEnvelope = {
 /** Task-wide entries (archive, delete) concern no one session. */
 const taskEnvelope = { v: SchemaVersion, taskId: TaskKey, writer: Writer };
 
+/**
+ * The lease a decision was written under: the shard lease's epoch and owner, stamped by the
+ * store's fenced append. Anyone who may append facts or commands can append an entry that looks
+ * like a decision; the owner's fold counts one only if its fence is a lease the shard really had,
+ * no older than the last decision's (libs/activity's decisionFenceRefusal).
+ */
+export const DecisionFence = z.object({ epoch: z.number().int().positive(), owner: Id });
+export type DecisionFence = z.infer<typeof DecisionFence>;
+
 const fact = <T extends string, D extends z.ZodType>(type: T, data: D) =>
   z.object({ ...factEnvelope, type: z.literal(type), data });
 const command = <T extends string, D extends z.ZodType>(type: T, data: D) =>
   z.object({ ...envelope, type: z.literal(type), data });
-const decision = command;
+/** Absent only in decisions written before decisions carried their fence. */
+const decisionFence = { fence: DecisionFence.optional() };
+const decision = <T extends string, D extends z.ZodType>(type: T, data: D) =>
+  z.object({ ...envelope, ...decisionFence, type: z.literal(type), data });
 const taskEntry = <T extends string, D extends z.ZodType>(type: T, data: D) =>
   z.object({ ...taskEnvelope, type: z.literal(type), data });
+const taskDecision = <T extends string, D extends z.ZodType>(type: T, data: D) =>
+  z.object({ ...taskEnvelope, ...decisionFence, type: z.literal(type), data });
 
 const Generation = z.number().int().nonnegative();
 /** The command a decision answers; the owner drops that command from its pending set. */
@@ -332,6 +347,8 @@ export const PromptSubmit = command(
     idempotencyKey: Id,
     text: z.string().min(1).max(MAX_PROMPT_CHARS),
     origin: PromptOrigin,
+    /** The submitting request's trace; absent when tracing is off. */
+    traceparent: TraceParent.optional(),
   }),
 );
 export const QueueCancel = command('queue.cancel', commandData({ promptId: Id }));
@@ -418,6 +435,10 @@ export const RejectReason = z.enum([
   'dispatch_failed',
   'task_archived',
   'task_deleted',
+  /** The task already has as many sessions with work as its bound allows. */
+  'too_many_sessions',
+  /** Queued, the prompt would pass the bound on the bytes queued on its session or task. */
+  'queue_bytes',
 ]);
 export type RejectReason = z.infer<typeof RejectReason>;
 export const PromptRejected = decision(
@@ -562,10 +583,10 @@ export const PermissionAnswered = decision(
     subject: z.string().max(200).optional(),
   }),
 );
-export const TaskArchived = taskEntry('task.archived', z.object({ ...InReplyTo }));
-export const TaskUnarchived = taskEntry('task.unarchived', z.object({ ...InReplyTo }));
-export const TaskDeleted = taskEntry('task.deleted', z.object({ ...InReplyTo }));
-export const TaskCommandRejected = taskEntry(
+export const TaskArchived = taskDecision('task.archived', z.object({ ...InReplyTo }));
+export const TaskUnarchived = taskDecision('task.unarchived', z.object({ ...InReplyTo }));
+export const TaskDeleted = taskDecision('task.deleted', z.object({ ...InReplyTo }));
+export const TaskCommandRejected = taskDecision(
   'task.command_rejected',
   z.object({ commandId: Id, reason: z.enum(['task_deleted']), message: z.string().max(1_000) }),
 );

@@ -7,6 +7,7 @@ import {
   MAX_PROMPT_CHARS,
   PromptOrigin,
   SchemaVersion,
+  TraceParent,
 } from './common';
 import { PermissionResolver } from './entries';
 
@@ -39,6 +40,8 @@ export const PromptDelivery = z.object({
     mode: AdmissionMode,
     origin: PromptOrigin,
     text: z.string().min(1).max(MAX_PROMPT_CHARS),
+    /** The trace the prompt was submitted under (prompt.submit), continued by the worker. */
+    traceparent: TraceParent.optional(),
   }),
 });
 export type PromptDelivery = z.infer<typeof PromptDelivery>;

@@ -97,10 +97,13 @@ export const PromptOutcome = z.discriminatedUnion('outcome', [
   z.object({ outcome: z.literal('removed'), reason: RemoveReason }),
   /** Admitted, and its turn failed: it never started (`abandoned`). */
   z.object({ outcome: z.literal('failed'), reason: z.enum(['abandoned']), message: z.string() }),
-  /** Admitted, and its turn was ended without the agent: a cancel it never answered, an operator. */
+  /**
+   * Admitted, and its turn was ended without the agent: a cancel it never answered, an operator,
+   * its task or session deleted while it ran.
+   */
   z.object({
     outcome: z.literal('cancelled'),
-    reason: z.enum(['cancel_timeout', 'force_released']),
+    reason: z.enum(['cancel_timeout', 'force_released', 'task_deleted', 'session_deleted']),
     message: z.string(),
   }),
 ]);

@@ -71,6 +71,12 @@ export const SessionActivityView = z.object({
   admission: AdmissionPolicy,
   attention: Attention.nullable(),
   /**
+   * The agent asked permission and waits for a person's answer: the headline is "waits for you",
+   * and `foregroundActivity` meanwhile is never `generating` (the agent sends nothing until the
+   * answer). Baton always sets it; absent (views written before it existed) means false.
+   */
+  waitingForPerson: z.boolean().optional(),
+  /**
    * What the agent last reported of its usage: context window (`used` of `size` tokens), cost so
    * far, the last turn's tokens. Absent until it reports any (and in views written before it
    * existed); an update carries null when a fresh agent session or a reset clears it.

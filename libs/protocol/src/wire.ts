@@ -138,39 +138,21 @@ export const WireError = z.object({
 });
 export type WireError = z.infer<typeof WireError>;
 
+/** A message of the server: the schema version, its `type`, and what that type carries. */
+const serverMessage = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({ v: SchemaVersion, type: z.literal(type), ...shape });
+
 export const ReplyMessage = z.union([
-  z.object({
-    v: SchemaVersion,
-    type: z.literal('reply'),
-    id: Id,
-    ok: z.literal(true),
-    result: z.unknown(),
-  }),
-  z.object({
-    v: SchemaVersion,
-    type: z.literal('reply'),
-    id: Id,
-    ok: z.literal(false),
-    error: WireError,
-  }),
+  serverMessage('reply', { id: Id, ok: z.literal(true), result: z.unknown() }),
+  serverMessage('reply', { id: Id, ok: z.literal(false), error: WireError }),
 ]);
-export const SnapshotMessage = z.object({
-  v: SchemaVersion,
-  type: z.literal('snapshot'),
+export const SnapshotMessage = serverMessage('snapshot', {
   /** True when updates the client asked for are no longer retained: start over from this state. */
   resync: z.boolean(),
   task: TaskView,
 });
-export const UpdateMessage = z.object({
-  v: SchemaVersion,
-  type: z.literal('update'),
-  update: Update,
-});
-export const ErrorMessage = z.object({
-  v: SchemaVersion,
-  type: z.literal('error'),
-  error: WireError,
-});
+export const UpdateMessage = serverMessage('update', { update: Update });
+export const ErrorMessage = serverMessage('error', { error: WireError });
 
 /** One event of a transcript as a reader gets it: its stream id is its cursor. */
 export const TranscriptEntry = z.object({
@@ -183,25 +165,36 @@ export type TranscriptEntry = z.infer<typeof TranscriptEntry>;
  * Events of a transcript subscription, in stream order; `cursor` is what to subscribe again with
  * (it may be past the last event: entries of other sessions are skipped). `resync` (no events):
  * the connection fell behind and dropped what it could not take; once it has drained, the
- * subscription catches up by itself from `cursor`, the last it delivered.
+ * subscription catches up by itself from `cursor`, the last it delivered. `gap` (no events): the
+ * transcript's retention removed events after the reader's cursor before it could read them; the
+ * subscription goes on from `cursor` (`gap.through`, the last event removed). Or the cursor lies
+ * inside items whose deltas were since joined into whole items (the transcript keeps its deltas
+ * for the hot window, whole items after it): the rest of those items is lost to this cursor,
+ * and the subscription goes on from the cursor itself (`cursor` is the reader's own), as what
+ * began after it is read whole; a reader that wants those items whole reads from the start.
  */
+export const TranscriptGap = z.object({
+  /**
+   * The transcript's bound (its age or its length) removed the events, or its compaction the
+   * rest of items the cursor was inside.
+   */
+  reason: z.literal('retention'),
+  /** The cursor the reader had. */
+  after: z.string(),
+  /**
+   * The last event removed: the events in (after, through] are lost (of a compaction: the
+   * events in that range of the items the cursor was inside).
+   */
+  through: z.string(),
+});
+export type TranscriptGap = z.infer<typeof TranscriptGap>;
+/** A transcript message of one session: its events, or a resync, or a gap; then its cursor. */
+const transcriptMessage = <S extends z.ZodRawShape>(shape: S) =>
+  serverMessage('transcript', { taskId: Id, sessionId: Id, ...shape, cursor: z.string() });
 export const TranscriptMessage = z.union([
-  z.object({
-    v: SchemaVersion,
-    type: z.literal('transcript'),
-    taskId: Id,
-    sessionId: Id,
-    events: z.array(TranscriptEntry),
-    cursor: z.string(),
-  }),
-  z.object({
-    v: SchemaVersion,
-    type: z.literal('transcript'),
-    taskId: Id,
-    sessionId: Id,
-    resync: z.literal(true),
-    cursor: z.string(),
-  }),
+  transcriptMessage({ events: z.array(TranscriptEntry) }),
+  transcriptMessage({ resync: z.literal(true) }),
+  transcriptMessage({ gap: TranscriptGap }),
 ]);
 export type TranscriptMessage = z.infer<typeof TranscriptMessage>;
 
