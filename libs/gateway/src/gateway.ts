@@ -1,6 +1,7 @@
 import { builtinProfiles } from '@baton/config';
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { NestFactory } from '@nestjs/core';
@@ -23,6 +24,7 @@ import { ConnectionRegistry } from './ws/connection';
 import { TenantLimits } from './ws/tenant-limits';
 import { BatonWsAdapter } from './ws/ws-adapter';
 import { WsGateway } from './ws/ws.gateway';
+import { UpdateHub } from './updates/update-hub';
 
 export type { GatewayOptions } from './options';
 
@@ -67,11 +69,15 @@ export function resolveOptions(o: GatewayOptions): ResolvedOptions {
     maxSubscriptionsPerTenant: o.maxSubscriptionsPerTenant ?? DEFAULTS.maxSubscriptionsPerTenant,
     viewCacheBytes: o.viewCacheBytes ?? DEFAULTS.viewCacheBytes,
     cacheIdleMs: o.cacheIdleMs ?? DEFAULTS.cacheIdleMs,
+    tailLingerMs: o.tailLingerMs ?? DEFAULTS.tailLingerMs,
     maxMessagesPerSecond: o.maxMessagesPerSecond ?? DEFAULTS.maxMessagesPerSecond,
     maxRequestsPerSecond: o.maxRequestsPerSecond ?? DEFAULTS.maxRequestsPerSecond,
     maxBufferedBytes: o.maxBufferedBytes ?? DEFAULTS.maxBufferedBytes,
     heartbeatMs: o.heartbeatMs ?? DEFAULTS.heartbeatMs,
     idleTimeoutMs: o.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
+    headersTimeoutMs: o.headersTimeoutMs ?? DEFAULTS.headersTimeoutMs,
+    maxStoredBytesPerTenant: o.maxStoredBytesPerTenant ?? DEFAULTS.maxStoredBytesPerTenant,
+    storedWindowMs: o.storedWindowMs ?? DEFAULTS.storedWindowMs,
     logLevel: o.logLevel ?? DEFAULTS.logLevel,
     store: o.store,
     profiles: o.profiles ?? builtinProfiles(),
@@ -92,6 +98,12 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
     { logger: nestLogger, bodyParser: false, forceCloseConnections: true },
   );
   app.useBodyParser('json', { limit: opts.maxMessageBytes });
+  const hub = app.get(UpdateHub);
+  metrics.followUpdateTails(() => ({
+    shards: hub.tailedShards.length,
+    decoded: hub.decoded,
+    reads: hub.tailReads,
+  }));
   app.useGlobalFilters(new HttpErrors(log));
   app.use(
     (
@@ -122,6 +134,15 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
   // No enableShutdownHooks: with no signals named, Nest listens to every one and re-raises it
   // after closing, which kills a process that hosts more than the gateway (the one-process run)
   // before its worker and projector stop. main.ts and the embedding process handle signals.
+
+  // A client that never finishes its headers (a half-open upgrade) holds a socket before any
+  // token or tenant limit is checked; Node's defaults let it for 60 s, checked every 30 s.
+  const server: Server = app.getHttpServer();
+  server.headersTimeout = opts.headersTimeoutMs;
+  server.requestTimeout = Math.max(server.requestTimeout, opts.headersTimeoutMs);
+  // Typed only as a createServer option; Node reads the property at listen.
+  (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval =
+    Math.min(1_000, Math.ceil(opts.headersTimeoutMs / 4));
   await app.listen(opts.port, opts.host);
   const port = (app.getHttpServer().address() as AddressInfo).port;
   const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;

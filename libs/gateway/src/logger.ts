@@ -1,3 +1,4 @@
+import { traceLogFields } from '@baton/health';
 import { quietDuringOutages } from '@baton/store';
 import type { LoggerService } from '@nestjs/common';
 import pino, { type Logger } from 'pino';
@@ -9,6 +10,8 @@ export function createLogger(level: string, instance: string): Logger {
     level,
     base: { role: 'gateway', instance, pid: process.pid },
     hooks: { logMethod: quietDuringOutages },
+    // Lines written under a traced prompt name its trace.
+    mixin: traceLogFields,
   });
 }
 

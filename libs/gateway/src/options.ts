@@ -28,6 +28,8 @@ export interface GatewayOptions {
   viewCacheBytes?: number;
   /** A task's cached view and tenancy not used for this long are dropped; 0: kept to their bounds. */
   cacheIdleMs?: number;
+  /** How long a shard nobody watches any more is still tailed (GATEWAY_TAIL_LINGER_MS). */
+  tailLingerMs?: number;
   maxMessagesPerSecond?: number;
   /** REST requests per second per tenant (bursts of twice as many). */
   maxRequestsPerSecond?: number;
@@ -35,6 +37,11 @@ export interface GatewayOptions {
   heartbeatMs?: number;
   /** A connection with no subscription that sends nothing for this long is closed; 0: never. */
   idleTimeoutMs?: number;
+  /** Bytes a tenant's commands may append over storedWindowMs, all gateways together; 0: none. */
+  maxStoredBytesPerTenant?: number;
+  storedWindowMs?: number;
+  /** A request or upgrade whose headers are not all in after this long gets 408 and is closed. */
+  headersTimeoutMs?: number;
   /** The agent profiles executions may name (default: the built-in set of libs/config). */
   profiles?: Profiles;
   logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -94,11 +101,15 @@ export function gatewayLimits(
     | 'maxSubscriptionsPerTenant'
     | 'viewCacheBytes'
     | 'cacheIdleMs'
+    | 'tailLingerMs'
     | 'maxMessagesPerSecond'
     | 'maxRequestsPerSecond'
     | 'maxBufferedBytes'
     | 'heartbeatMs'
     | 'idleTimeoutMs'
+    | 'headersTimeoutMs'
+    | 'maxStoredBytesPerTenant'
+    | 'storedWindowMs'
   >
 > {
   return {
@@ -111,10 +122,14 @@ export function gatewayLimits(
     maxSubscriptionsPerTenant: config.GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT,
     viewCacheBytes: config.GATEWAY_VIEW_CACHE_BYTES,
     cacheIdleMs: config.GATEWAY_CACHE_IDLE_MS,
+    tailLingerMs: config.GATEWAY_TAIL_LINGER_MS,
     maxMessagesPerSecond: config.GATEWAY_MAX_MESSAGES_PER_SECOND,
     maxRequestsPerSecond: config.GATEWAY_MAX_REQUESTS_PER_SECOND,
     maxBufferedBytes: config.GATEWAY_MAX_BUFFERED_BYTES,
     heartbeatMs: config.GATEWAY_HEARTBEAT_MS,
     idleTimeoutMs: config.GATEWAY_IDLE_TIMEOUT_MS,
+    headersTimeoutMs: config.GATEWAY_HEADERS_TIMEOUT_MS,
+    maxStoredBytesPerTenant: config.GATEWAY_MAX_STORED_BYTES_PER_TENANT,
+    storedWindowMs: config.GATEWAY_STORED_WINDOW_MS,
   };
 }

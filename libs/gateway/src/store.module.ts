@@ -1,6 +1,7 @@
 import { Global, Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { EventStore, logAvailability, redisTargetFromUrl } from '@baton/store';
 import type { Logger } from './logger';
+import { GatewayMetrics } from './metrics/metrics';
 import { LOGGER, OPTIONS, STORE, type ResolvedOptions } from './options';
 import { Tenancy } from './tenancy';
 import { TranscriptHub } from './transcripts/transcript-hub';
@@ -26,9 +27,10 @@ class StoreShutdown implements OnApplicationShutdown {
   providers: [
     {
       provide: STORE,
-      inject: [OPTIONS, LOGGER],
-      useFactory: (o: ResolvedOptions, log: Logger) =>
-        EventStore.connect(
+      inject: [OPTIONS, LOGGER, GatewayMetrics],
+      useFactory: (o: ResolvedOptions, log: Logger, metrics: GatewayMetrics) => {
+        const logged = logAvailability(log);
+        return EventStore.connect(
           redisTargetFromUrl(o.redisUrl),
           {
             shards: o.shards,
@@ -36,22 +38,27 @@ class StoreShutdown implements OnApplicationShutdown {
             // WAIT within the request's bound, with room left for the reply.
             ackReplicas: o.ackReplicas,
             ackTimeoutMs: Math.floor(o.storeTimeoutMs / 2),
+            onDeadLetter: metrics.redis.onDeadLetter,
             ...o.store,
           },
           {
             connectionName: `baton-${o.writerInstance}`,
             commandTimeoutMs: o.storeTimeoutMs,
-            onAvailability: logAvailability(log),
+            onAvailability: (change) => {
+              logged(change);
+              metrics.redis.onAvailability(change);
+            },
           },
-        ),
+        );
+      },
     },
     {
       provide: UpdateHub,
       inject: [STORE, LOGGER, OPTIONS],
-      // The tail is placed before the hub serves anything (it waits for Redis if need be): every
-      // update after a snapshot it hands out reaches it.
+      // Reads nothing until a client watches a task: each shard's tail is placed as its first
+      // watcher comes, before anything is read for that watcher.
       useFactory: (store: EventStore, log: Logger, o: ResolvedOptions) => {
-        const hub = new UpdateHub(store, log, o.viewCacheBytes, o.cacheIdleMs);
+        const hub = new UpdateHub(store, log, o.viewCacheBytes, o.cacheIdleMs, o.tailLingerMs);
         hub.start();
         return hub;
       },

@@ -1,33 +1,24 @@
 // AHP 1.0.0 conformance, written from the specification (not from Baton's docs): a client that
 // knows AHP and nothing of Baton, doing what VS Code's agent-host client does.
-import { SCHEMA_VERSION, taskKey, type StreamEntry } from '@baton/protocol';
+import { SCHEMA_VERSION, type StreamEntry } from '@baton/protocol';
 import {
   reduce,
   CAPS,
   Client,
   FakeWorker,
-  startStack,
+  liveWorker,
+  shellStarted,
   tokenFor,
   waitFor,
-  type Stack,
+  ahpStack,
 } from '@baton/testing';
 
 jest.setTimeout(90_000);
 
-let stack: Stack;
-let A: string;
-let B: string;
 const TENANT = 'conf-tenant';
-const tok = tokenFor(TENANT);
-const K = (taskId: string) => taskKey(TENANT, taskId);
+const ahp = ahpStack(TENANT);
+const { tok, K } = ahp;
 type Json = Record<string, unknown>;
-
-beforeAll(async () => {
-  stack = await startStack({ gateways: 2, projectors: 1 });
-  A = stack.gateways[0]!.wsUrl;
-  B = stack.gateways[1]!.wsUrl;
-});
-afterAll(() => stack?.stop());
 
 /** Drops undefined values and `_meta` (Baton's x- extension, moved by x- actions only). */
 const ahpPart = (s: Json): Json => {
@@ -35,57 +26,62 @@ const ahpPart = (s: Json): Json => {
   return rest;
 };
 
-const envelopes = (c: Client, channel?: string) =>
-  c.messages
-    .filter((m) => m.method === 'action')
-    .map((m) => m.params as Json)
-    .filter((e) => channel === undefined || e.channel === channel);
-
-const init = (c: Client, clientId: string, subs: string[] = ['ahp-root://']) =>
-  c.rpc('initialize', {
-    channel: 'ahp-root://',
-    protocolVersions: ['1.0.0'],
-    clientId,
-    clientInfo: { name: 'Visual Studio Code', version: '1.107.0' },
-    initialSubscriptions: subs,
-  });
+/** The handshake as VS Code sends it. */
+const init = (c: Client, clientId: string, subs?: string[]) =>
+  ahp.initialize(c, clientId, subs, { name: 'Visual Studio Code', version: '1.107.0' });
 
 async function readTypes(key: string): Promise<string[]> {
-  return (await stack.store.readTask(key, '0-0')).items.map((i) => i.entry.type);
+  return (await ahp.stack.store.readTask(key, '0-0')).items.map((i) => i.entry.type);
 }
 
-async function sessionExists(taskId: string, sessionId = 's1') {
-  await waitFor(async () => {
-    const v = await stack.store.views.read(K(taskId));
-    return v?.sessions.some((s) => s.sessionId === sessionId);
-  }, `session ${taskId}/${sessionId}`);
+/** A worker double hosting session s1 of taskId, once the view has it, and its chat's resource. */
+async function liveSession(taskId: string, caps = CAPS) {
+  const w = await liveWorker(ahp.stack.store, K(taskId), 's1', caps);
+  return { w, chat: `ahp-chat:/${taskId}/s1` };
+}
+
+/** The worker double takes prompt run-1 (the turn {@link turnStarted} started), seen in the stream. */
+async function dispatchRun1(w: FakeWorker, taskId: string) {
+  const entries = (await ahp.stack.store.readTask(K(taskId), '0-0')).items;
+  const p = entries.find(
+    (i) => i.entry.type === 'prompt.submit' && (i.entry.data as Json).idempotencyKey === 'run-1',
+  )!.entry.data as Json;
+  await w.fact('prompt.dispatched', { promptId: p.promptId, admissionGeneration: 1 });
+  await waitFor(async () => (await readTypes(K(taskId))).includes('prompt.dispatched'), 'dispatch');
 }
 
 /** A user's message, as an AHP client sends one. */
 const msg = (text: string) => ({ text, origin: { kind: 'user' } });
 
-/** Dispatches actions on one chat channel, and waits for the host's answer to each. */
-function dispatcher(c: Client, chat: string) {
-  return {
-    send: (clientSeq: number, action: Json) =>
-      c.send({
-        jsonrpc: '2.0',
-        method: 'dispatchAction',
-        params: { channel: chat, clientSeq, action },
-      }),
-    answer: (clientSeq: number) =>
-      c.next(
-        (m) =>
-          m.method === 'action' &&
-          ((m.params as Json).origin as Json | undefined)?.clientSeq === clientSeq,
-        `the answer to clientSeq ${clientSeq}`,
-      ),
-  };
+/** Whether the client was sent an action on chat that `is` (the action, and its envelope). */
+const wasSent = (c: Client, chat: string, is: (action: Json, envelope: Json) => boolean) =>
+  ahp.envelopes(c, chat).some((e) => is(e.action as Json, e));
+
+/** A client's optimistic start of a turn with a user's message. */
+const turnStart = (turnId: string, text: string) => ({
+  type: 'chat/turnStarted',
+  turnId,
+  startedAt: new Date().toISOString(),
+  message: msg(text),
+});
+
+/**
+ * A client subscribed to the chat of session s1 (a {@link liveSession}), that has started turn
+ * run-1 there (accepted): the start of the tests of what a busy chat does.
+ */
+async function turnStarted(taskId: string, clientId: string) {
+  const chat = `ahp-chat:/${taskId}/s1`;
+  const c = await Client.connect(ahp.A, tok, '/ahp');
+  const snap = (((await init(c, clientId, [chat])).result as Json).snapshots as Json[])[0]!;
+  const { send, answer } = ahp.dispatcher(c, chat);
+  send(1, turnStart('run-1', 'run'));
+  expect(((await answer(1)).params as Json).rejectionReason).toBeUndefined();
+  return { c, snap, send, answer };
 }
 
 describe('AHP host conformance', () => {
   it('handshake as VS Code sends it: reconnect first (-32008 when unknown), then initialize with the root subscription', async () => {
-    const c = await Client.connect(A, tok, '/ahp');
+    const c = await Client.connect(ahp.A, tok, '/ahp');
     const re = await c.rpc('reconnect', {
       channel: 'ahp-root://',
       clientId: 'vscode-1',
@@ -106,21 +102,9 @@ describe('AHP host conformance', () => {
     // VS Code pushes its config as it connects: root/configChanged is echoed (no rejection); the
     // root has no config, so the spec's reducer changes nothing. Other root actions are rejected.
     const config = { telemetryLevel: 'off', workspaceTrust: { enabled: true, trustedUris: [] } };
-    const dispatchRoot = (clientSeq: number, action: Json) =>
-      c.send({
-        jsonrpc: '2.0',
-        method: 'dispatchAction',
-        params: { channel: 'ahp-root://', clientSeq, action },
-      });
-    const rootAnswer = async (clientSeq: number) =>
-      (
-        await c.next(
-          (m) =>
-            m.method === 'action' &&
-            ((m.params as Json).origin as Json | undefined)?.clientSeq === clientSeq,
-          `the answer to root clientSeq ${clientSeq}`,
-        )
-      ).params as Json;
+    const onRoot = ahp.dispatcher(c, 'ahp-root://');
+    const dispatchRoot = onRoot.send;
+    const rootAnswer = async (clientSeq: number) => (await onRoot.answer(clientSeq)).params as Json;
     dispatchRoot(1, { type: 'root/configChanged', config });
     const echoed = await rootAnswer(1);
     expect(echoed).toMatchObject({
@@ -143,8 +127,8 @@ describe('AHP host conformance', () => {
 
   it('a client that cannot put a token on the upgrade authenticates in-protocol', async () => {
     // /ws still refuses an upgrade without a token; /ahp takes it, unauthenticated.
-    await expect(Client.connect(A, undefined, '/ws')).rejects.toThrow(/401/);
-    const c = await Client.connect(A, undefined, '/ahp');
+    await expect(Client.connect(ahp.A, undefined, '/ws')).rejects.toThrow(/401/);
+    const c = await Client.connect(ahp.A, undefined, '/ahp');
     const r = (await init(c, 'no-url-token')).result as Json;
     const agents = ((r.snapshots as Json[])[0]!.state as Json).agents as Json[];
     const resource = (agents[0]!.protectedResources as Json[])[0]!.resource;
@@ -180,7 +164,7 @@ describe('AHP host conformance', () => {
     ).toEqual({});
     expect((await c.rpc('listSessions', {})).result).toMatchObject({ items: expect.any(Array) });
     // The root it subscribed to before authenticating now follows the tenant's sessions.
-    const w = new FakeWorker(stack.store, K('after-auth'), 's1');
+    const w = new FakeWorker(ahp.stack.store, K('after-auth'), 's1');
     await w.start();
     await c.next(
       (m) =>
@@ -196,7 +180,7 @@ describe('AHP host conformance', () => {
   });
 
   it('a failed initialize leaves nothing behind: the next initialize on the socket works', async () => {
-    const c = await Client.connect(A, tok, '/ahp');
+    const c = await Client.connect(ahp.A, tok, '/ahp');
     const bad = await c.rpc('initialize', { protocolVersions: ['1.0'], clientId: 'x' });
     expect(bad.error).toMatchObject({ code: -32602 });
     expect((await c.rpc('subscribe', { channel: 'ahp-root://' })).error).toMatchObject({
@@ -207,8 +191,8 @@ describe('AHP host conformance', () => {
   });
 
   it('unknown and foreign channels are -32008 with no side effect', async () => {
-    await stack.store.tenants.add('other-tenant', 'theirs');
-    const c = await Client.connect(A, tok, '/ahp');
+    await ahp.stack.store.tenants.add('other-tenant', 'theirs');
+    const c = await Client.connect(ahp.A, tok, '/ahp');
     await init(c, 'nf');
     for (const channel of [
       'ahp-terminal:/t1',
@@ -220,15 +204,15 @@ describe('AHP host conformance', () => {
     ]) {
       expect((await c.rpc('subscribe', { channel })).error).toMatchObject({ code: -32008 });
     }
-    expect(await stack.store.tenants.has(TENANT, 'never-written')).toBe(false);
-    expect(await stack.store.tenants.has(TENANT, 'theirs')).toBe(false);
+    expect(await ahp.stack.store.tenants.has(TENANT, 'never-written')).toBe(false);
+    expect(await ahp.stack.store.tenants.has(TENANT, 'theirs')).toBe(false);
     await c.close();
   });
 
   it('listSessions: the tenant’s sessions only, cursor-paginated', async () => {
-    for (const t of ['list-a', 'list-b', 'list-c']) await stack.store.tenants.add('lister', t);
-    await stack.store.tenants.add('not-lister', 'list-z');
-    const c = await Client.connect(A, tokenFor('lister'), '/ahp');
+    for (const t of ['list-a', 'list-b', 'list-c']) await ahp.stack.store.tenants.add('lister', t);
+    await ahp.stack.store.tenants.add('not-lister', 'list-z');
+    const c = await Client.connect(ahp.A, tokenFor('lister'), '/ahp');
     await init(c, 'lister');
     const p1 = (await c.rpc('listSessions', { channel: 'ahp-root://', limit: 2 })).result as Json;
     expect((p1.items as Json[]).map((i) => i.resource)).toEqual([
@@ -246,11 +230,8 @@ describe('AHP host conformance', () => {
 
   it('follows a session generating → background → idle, with turns, queued messages and rejected actions', async () => {
     const taskId = 'follow';
-    const chat = 'ahp-chat:/follow/s1';
-    const w = new FakeWorker(stack.store, K(taskId), 's1');
-    await w.start();
-    await sessionExists(taskId);
-    const c = await Client.connect(A, tok, '/ahp');
+    const { w, chat } = await liveSession(taskId);
+    const c = await Client.connect(ahp.A, tok, '/ahp');
     const r = (await init(c, 'follower', ['ahp-root://', 'ahp-session:/follow', chat]))
       .result as Json;
     const snaps = r.snapshots as Json[];
@@ -260,19 +241,10 @@ describe('AHP host conformance', () => {
     expect(snapshot.state).toMatchObject({ resource: chat, status: 1, turns: [] });
     expect((snapshot.state as Json).activeTurn).toBeUndefined();
 
-    const { send } = dispatcher(c, chat);
+    const { send, answer } = ahp.dispatcher(c, chat);
     // A user message: admitted, so its echo (with our origin) is the turn's start.
-    send(1, {
-      type: 'chat/turnStarted',
-      turnId: 'turn-1',
-      startedAt: new Date().toISOString(),
-      message: msg('one'),
-    });
-    const echo = await c.next(
-      (m) =>
-        m.method === 'action' && ((m.params as Json).origin as Json | undefined)?.clientSeq === 1,
-      'the echo of turn-1',
-    );
+    send(1, turnStart('turn-1', 'one'));
+    const echo = await answer(1);
     expect(echo.params).toMatchObject({
       channel: chat,
       origin: { clientId: 'follower', clientSeq: 1 },
@@ -280,25 +252,11 @@ describe('AHP host conformance', () => {
     });
     expect((echo.params as Json).rejectionReason).toBeUndefined();
     // A second while busy: Baton queues it — the optimistic turn is refused, the message queued.
-    send(2, {
-      type: 'chat/turnStarted',
-      turnId: 'turn-2',
-      startedAt: new Date().toISOString(),
-      message: msg('two'),
-    });
-    const refused = await c.next(
-      (m) =>
-        m.method === 'action' && ((m.params as Json).origin as Json | undefined)?.clientSeq === 2,
-      'the answer to turn-2',
-    );
+    send(2, turnStart('turn-2', 'two'));
+    const refused = await answer(2);
     expect((refused.params as Json).rejectionReason).toMatch(/queued/);
     await waitFor(
-      () =>
-        envelopes(c, chat).some(
-          (e) =>
-            (e.action as Json).type === 'chat/pendingMessageSet' &&
-            (e.action as Json).id === 'turn-2',
-        ),
+      () => wasSent(c, chat, (a) => a.type === 'chat/pendingMessageSet' && a.id === 'turn-2'),
       'turn-2 in queuedMessages',
     );
     // A server-only action is refused.
@@ -306,18 +264,14 @@ describe('AHP host conformance', () => {
       type: 'chat/backgroundWorkSet',
       work: { kind: 'shell', id: 'x', label: 'x', command: 'x', startedAt: '2026-12-01T00:00:00Z' },
     });
-    const serverOnly = await c.next(
-      (m) =>
-        m.method === 'action' && ((m.params as Json).origin as Json | undefined)?.clientSeq === 3,
-      'the refusal of a server-only action',
-    );
+    const serverOnly = await answer(3);
     expect((serverOnly.params as Json).rejectionReason).toMatch(/not a client-dispatchable/);
 
     // generating → background (turn 1 ends, work keeps running) → idle.
-    const view = await stack.store.views.read(K(taskId));
+    const view = await ahp.stack.store.views.read(K(taskId));
     expect(view?.sessions[0]?.activity.runningGeneration).toBe(1);
     const promptId = (await waitFor(async () => {
-      const entries = await stack.store.readTask(K(taskId), '0-0');
+      const entries = await ahp.stack.store.readTask(K(taskId), '0-0');
       const e = entries.items.find(
         (i) =>
           i.entry.type === 'prompt.submit' && (i.entry.data as Json).idempotencyKey === 'turn-1',
@@ -338,40 +292,41 @@ describe('AHP host conformance', () => {
     await w.fact('turn.ended', { admissionGeneration: 1, stopReason: 'end_turn' });
     await waitFor(
       () =>
-        envelopes(c, chat).some(
-          (e) =>
+        wasSent(
+          c,
+          chat,
+          (a, e) =>
             e.rejectionReason === undefined &&
-            (e.action as Json).type === 'chat/turnStarted' &&
-            (e.action as Json).turnId === 'turn-2',
+            a.type === 'chat/turnStarted' &&
+            a.turnId === 'turn-2',
         ),
       'turn-2 to start from the queue',
     );
-    const v2 = await stack.store.views.read(K(taskId));
+    const v2 = await ahp.stack.store.views.read(K(taskId));
     const gen2 = v2!.sessions[0]!.activity.runningGeneration!;
-    const p2 = (await stack.store.readTask(K(taskId), '0-0')).items.find(
+    const p2 = (await ahp.stack.store.readTask(K(taskId), '0-0')).items.find(
       (i) => i.entry.type === 'prompt.submit' && (i.entry.data as Json).idempotencyKey === 'turn-2',
     )!.entry.data as Json;
     await w.fact('prompt.dispatched', { promptId: p2.promptId, admissionGeneration: gen2 });
     await w.fact('turn.ended', { admissionGeneration: gen2, stopReason: 'end_turn' });
     await w.fact('background.ended', { workId: 'sh-1', status: 'completed' });
     await waitFor(
-      () =>
-        envelopes(c, chat).some((e) => (e.action as Json).type === 'chat/backgroundWorkRemoved'),
+      () => wasSent(c, chat, (a) => a.type === 'chat/backgroundWorkRemoved'),
       'the work to end',
     );
     await waitFor(
       () =>
-        envelopes(c, chat).filter((e) => (e.action as Json).type === 'chat/turnComplete').length ===
-        2,
+        ahp.envelopes(c, chat).filter((e) => (e.action as Json).type === 'chat/turnComplete')
+          .length === 2,
       'both turns to complete',
     ).catch((e: Error) => {
       throw new Error(
-        `${e.message}: ${JSON.stringify(envelopes(c, chat).map((x) => [x.action, x.rejectionReason]))}`,
+        `${e.message}: ${JSON.stringify(ahp.envelopes(c, chat).map((x) => [x.action, x.rejectionReason]))}`,
       );
     });
 
     // Fold what was sent (rejected envelopes are not applied) and check every step.
-    const all = envelopes(c, chat);
+    const all = ahp.envelopes(c, chat);
     const seqs = all.map((e) => e.serverSeq as number);
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
     expect(seqs[0]).toBeGreaterThan(snapshot.fromSeq as number);
@@ -395,7 +350,7 @@ describe('AHP host conformance', () => {
       ['turn-2', 'complete', 'two'],
     ]);
     // A new subscriber's snapshot agrees with the folded state (Baton keeps no turn history).
-    const late = await Client.connect(B, tok, '/ahp');
+    const late = await Client.connect(ahp.B, tok, '/ahp');
     const ls = ((await init(late, 'late', [chat])).result as Json).snapshots as Json[];
     const fresh = ahpPart(ls[0]!.state as Json);
     expect({ ...fresh, turns: [], modifiedAt: 0 }).toEqual({ ...final, turns: [], modifiedAt: 0 });
@@ -404,20 +359,8 @@ describe('AHP host conformance', () => {
 
   it('queued messages and cancellation are answered by their echoes', async () => {
     const taskId = 'cancel';
-    const chat = 'ahp-chat:/cancel/s1';
-    const w = new FakeWorker(stack.store, K(taskId), 's1');
-    await w.start();
-    await sessionExists(taskId);
-    const c = await Client.connect(A, tok, '/ahp');
-    const snap = (((await init(c, 'canceller', [chat])).result as Json).snapshots as Json[])[0]!;
-    const { send, answer } = dispatcher(c, chat);
-    send(1, {
-      type: 'chat/turnStarted',
-      turnId: 'run-1',
-      startedAt: new Date().toISOString(),
-      message: msg('run'),
-    });
-    expect(((await answer(1)).params as Json).rejectionReason).toBeUndefined();
+    const { w, chat } = await liveSession(taskId);
+    const { c, snap, send, answer } = await turnStarted(taskId, 'canceller');
     // A queued message while busy: echoed, and it is in queuedMessages.
     send(2, { type: 'chat/pendingMessageSet', kind: 'queued', id: 'q-1', message: msg('later') });
     const set = (await answer(2)).params as Json;
@@ -448,21 +391,13 @@ describe('AHP host conformance', () => {
     send(5, { type: 'chat/pendingMessageRemoved', kind: 'queued', id: 'nope' });
     expect(((await answer(5)).params as Json).rejectionReason).toMatch(/no such queued message/);
     // Cancelling the running turn (the agent has it): the echo is its end, when the agent ends it.
-    const entries = (await stack.store.readTask(K(taskId), '0-0')).items;
-    const p = entries.find(
-      (i) => i.entry.type === 'prompt.submit' && (i.entry.data as Json).idempotencyKey === 'run-1',
-    )!.entry.data as Json;
-    await w.fact('prompt.dispatched', { promptId: p.promptId, admissionGeneration: 1 });
-    await waitFor(
-      async () => (await readTypes(K(taskId))).includes('prompt.dispatched'),
-      'dispatch',
-    );
+    await dispatchRun1(w, taskId);
     send(6, { type: 'chat/turnCancelled', turnId: 'run-1', duration: 1 });
     await waitFor(
       async () => (await readTypes(K(taskId))).includes('turn.cancel_requested'),
       'the cancel request',
     ).catch(async (e: Error) => {
-      const last = JSON.stringify(envelopes(c, chat).slice(-3));
+      const last = JSON.stringify(ahp.envelopes(c, chat).slice(-3));
       throw new Error(`${e.message}: ${JSON.stringify(await readTypes(K(taskId)))} ${last}`);
     });
     await w.fact('turn.ended', { admissionGeneration: 1, stopReason: 'cancelled' });
@@ -472,7 +407,7 @@ describe('AHP host conformance', () => {
     expect(['chat/turnCancelled', 'chat/turnComplete']).toContain((ended.action as Json).type);
     // Folding everything accepted from the snapshot: no active turn, nothing queued.
     let s = snap.state as Json;
-    for (const e of envelopes(c, chat))
+    for (const e of ahp.envelopes(c, chat))
       if (e.rejectionReason === undefined) s = reduce(s, e.action as Json);
     expect(s.activeTurn).toBeUndefined();
     expect(s.queuedMessages).toBeUndefined();
@@ -482,10 +417,8 @@ describe('AHP host conformance', () => {
 
   it('a steering message is a steer of the running turn: echoed, the chat’s steeringMessage, and the next turn when that turn ends', async () => {
     const taskId = 'steer';
-    const chat = 'ahp-chat:/steer/s1';
-    const w = new FakeWorker(stack.store, K(taskId), 's1');
-    await w.start({ ...CAPS, promptQueueing: true });
-    await stack.store.append(K(taskId), [
+    const { w, chat } = await liveSession(taskId, { ...CAPS, promptQueueing: true });
+    await ahp.stack.store.append(K(taskId), [
       {
         v: SCHEMA_VERSION,
         taskId: K(taskId),
@@ -495,26 +428,8 @@ describe('AHP host conformance', () => {
         data: { commandId: 'cfg-steer', steering: true },
       } as StreamEntry,
     ]);
-    await sessionExists(taskId);
-    const c = await Client.connect(A, tok, '/ahp');
-    const snap = (((await init(c, 'steerer', [chat])).result as Json).snapshots as Json[])[0]!;
-    const { send, answer } = dispatcher(c, chat);
-    send(1, {
-      type: 'chat/turnStarted',
-      turnId: 'run-1',
-      startedAt: new Date().toISOString(),
-      message: msg('run'),
-    });
-    expect(((await answer(1)).params as Json).rejectionReason).toBeUndefined();
-    const entries = (await stack.store.readTask(K(taskId), '0-0')).items;
-    const p = entries.find(
-      (i) => i.entry.type === 'prompt.submit' && (i.entry.data as Json).idempotencyKey === 'run-1',
-    )!.entry.data as Json;
-    await w.fact('prompt.dispatched', { promptId: p.promptId, admissionGeneration: 1 });
-    await waitFor(
-      async () => (await readTypes(K(taskId))).includes('prompt.dispatched'),
-      'dispatch',
-    );
+    const { c, snap, send, answer } = await turnStarted(taskId, 'steerer');
+    await dispatchRun1(w, taskId);
     send(2, {
       type: 'chat/pendingMessageSet',
       kind: 'steering',
@@ -541,14 +456,14 @@ describe('AHP host conformance', () => {
       'the steer’s turn',
     );
     let s = snap.state as Json;
-    for (const e of envelopes(c, chat))
+    for (const e of ahp.envelopes(c, chat))
       if (e.rejectionReason === undefined) s = reduce(s, e.action as Json);
     expect(s.steeringMessage).toBeUndefined();
     expect((s.activeTurn as Json).id).toBe('st-1');
     expect((s.turns as Json[]).map((t) => t.id)).toEqual(['run-1']);
     // The host agrees: a new subscriber's snapshot has a turn running and no steering message
     // (joining mid-turn, it knows the turn by its generation: `s1#2`).
-    const late = await Client.connect(A, tok, '/ahp');
+    const late = await Client.connect(ahp.A, tok, '/ahp');
     const ls = ((await init(late, 'late-steer', [chat])).result as Json).snapshots as Json[];
     const fresh = ls[0]!.state as Json;
     expect(fresh.activeTurn).toBeDefined();
@@ -557,11 +472,11 @@ describe('AHP host conformance', () => {
   });
 
   it('root notifications and the session channel follow the tenant’s sessions and their chats', async () => {
-    const c = await Client.connect(A, tok, '/ahp');
+    const c = await Client.connect(ahp.A, tok, '/ahp');
     await init(c, 'watcher');
     const notif = (method: string, pred: (p: Json) => boolean = () => true) =>
       c.next((m) => m.method === method && pred(m.params as Json), method);
-    const w = new FakeWorker(stack.store, K('notify'), 's1');
+    const w = new FakeWorker(ahp.stack.store, K('notify'), 's1');
     await w.start();
     const added = await notif(
       'root/sessionAdded',
@@ -574,7 +489,7 @@ describe('AHP host conformance', () => {
     const sub = (await c.rpc('subscribe', { channel: 'ahp-session:/notify' })).result as Json;
     const snap = sub.snapshot as Json;
     expect(snap.state).toMatchObject({ lifecycle: 'ready', defaultChat: 'ahp-chat:/notify/s1' });
-    const w2 = new FakeWorker(stack.store, K('notify'), 's2');
+    const w2 = new FakeWorker(ahp.stack.store, K('notify'), 's2');
     await w2.start();
     const chatAdded = await c.next(
       (m) =>
@@ -605,7 +520,7 @@ describe('AHP host conformance', () => {
     );
     expect((active.params as Json).rejectionReason).toMatch(/client tools/);
     // A prompt makes the session busy: its summary changes at the root.
-    const ws = await Client.connect(A, tok, '/ws');
+    const ws = await Client.connect(ahp.A, tok, '/ws');
     await ws.request({
       op: 'prompt',
       taskId: 'notify',
@@ -622,20 +537,14 @@ describe('AHP host conformance', () => {
 
   it('reconnects through another gateway with no gap', async () => {
     const taskId = 'recon';
-    const chat = 'ahp-chat:/recon/s1';
-    const w = new FakeWorker(stack.store, K(taskId), 's1');
-    await w.start();
-    await sessionExists(taskId);
-    const a = await Client.connect(A, tok, '/ahp');
+    const { w, chat } = await liveSession(taskId);
+    const a = await Client.connect(ahp.A, tok, '/ahp');
     const r = (await init(a, 'roamer', ['ahp-root://', chat])).result as Json;
     let s = (r.snapshots as Json[])[1]!.state as Json;
-    const work = (id: string) => ({
-      attested: false,
-      work: { kind: 'shell', id, label: id, command: id, startedAt: '2026-12-01T00:00:00.000Z' },
-    });
+    const work = (id: string) => shellStarted(id, id, '2026-12-01T00:00:00.000Z');
     await w.fact('background.started', work('w1'));
-    await waitFor(() => envelopes(a, chat).length > 0, 'the first action');
-    const seen = envelopes(a, chat);
+    await waitFor(() => ahp.envelopes(a, chat).length > 0, 'the first action');
+    const seen = ahp.envelopes(a, chat);
     for (const e of seen) s = reduce(s, e.action as Json);
     const lastSeen = seen.at(-1)!.serverSeq as number;
     await a.close();
@@ -643,10 +552,10 @@ describe('AHP host conformance', () => {
     await w.fact('background.started', work('w2'));
     await w.fact('background.ended', { workId: 'w1', status: 'completed' });
     await waitFor(async () => {
-      const v = await stack.store.views.read(K(taskId));
+      const v = await ahp.stack.store.views.read(K(taskId));
       return v?.sessions[0]?.backgroundWork.map((x) => x.id).join() === 'w2';
     }, 'the projector');
-    const b = await Client.connect(B, tok, '/ahp');
+    const b = await Client.connect(ahp.B, tok, '/ahp');
     const re = await b.rpc('reconnect', {
       channel: 'ahp-root://',
       clientId: 'roamer',
@@ -662,50 +571,47 @@ describe('AHP host conformance', () => {
     }
     await waitFor(() => {
       let t = s;
-      for (const e of envelopes(b, chat)) t = reduce(t, e.action as Json);
+      for (const e of ahp.envelopes(b, chat)) t = reduce(t, e.action as Json);
       return ((t.backgroundWork as Json[]) ?? []).map((x) => x.id).join() === 'w2';
     }, 'the client to catch up through gateway B').catch((e: Error) => {
       throw new Error(`${e.message}: ${JSON.stringify(res)} ${JSON.stringify(b.messages)}`);
     });
-    const after = envelopes(b, chat).map((e) => e.serverSeq as number);
+    const after = ahp.envelopes(b, chat).map((e) => e.serverSeq as number);
     for (const q of after) expect(q).toBeGreaterThan(lastSeen);
     await b.close();
   });
 
   it('reconnect replays exactly what the client missed, queued prompts whole, and falls back to snapshots when the window is gone', async () => {
     const taskId = 'replay';
-    const chat = 'ahp-chat:/replay/s1';
-    const w = new FakeWorker(stack.store, K(taskId), 's1');
-    await w.start();
-    await sessionExists(taskId);
-    const a = await Client.connect(A, tok, '/ahp');
+    const { chat } = await liveSession(taskId);
+    const a = await Client.connect(ahp.A, tok, '/ahp');
     const snap = (((await init(a, 'replayer', [chat])).result as Json).snapshots as Json[])[0]!;
     const big = 'x'.repeat(20_000);
-    const ws = await Client.connect(A, tok, '/ws');
+    const ws = await Client.connect(ahp.A, tok, '/ws');
     const prompt = (key: string, text: string) =>
       ws.request({ op: 'prompt', taskId, sessionId: 's1', text, idempotencyKey: key });
     await prompt('busy', 'busy'); // takes the turn: what follows queues
     // (Its text is the transcript's, which this agent-less test has not: the turn starts after a while.)
     await waitFor(
-      () => envelopes(a, chat).some((e) => (e.action as Json).type === 'chat/turnStarted'),
+      () => ahp.envelopes(a, chat).some((e) => (e.action as Json).type === 'chat/turnStarted'),
       'the turn to start',
     );
     await prompt('big', big);
     await prompt('small', 'small');
     await waitFor(
       () =>
-        envelopes(a, chat).filter((e) => (e.action as Json).type === 'chat/pendingMessageSet')
+        ahp.envelopes(a, chat).filter((e) => (e.action as Json).type === 'chat/pendingMessageSet')
           .length === 2,
       'both queued',
     );
-    const seen = envelopes(a, chat);
+    const seen = ahp.envelopes(a, chat);
     // The client saw only up to the turn's start; it missed the queue.
     const cut = seen.findIndex((e) => (e.action as Json).type === 'chat/turnStarted');
     const lastSeen = seen[cut]!.serverSeq as number;
     let s = snap.state as Json;
     for (const e of seen.slice(0, cut + 1)) s = reduce(s, e.action as Json);
     await a.close();
-    const b = await Client.connect(B, tok, '/ahp');
+    const b = await Client.connect(ahp.B, tok, '/ahp');
     const res = (
       await b.rpc('reconnect', {
         clientId: 'replayer',
@@ -720,7 +626,7 @@ describe('AHP host conformance', () => {
     // Whatever follows through B (a queued prompt re-sent whole is an upsert of what it has)
     // leaves the client with Baton's queue, the big prompt's text entire.
     await new Promise((r) => setTimeout(r, 300));
-    for (const e of envelopes(b, chat)) s = reduce(s, e.action as Json);
+    for (const e of ahp.envelopes(b, chat)) s = reduce(s, e.action as Json);
     expect(
       (s.queuedMessages as Json[]).map((m) => [m.id, ((m.message as Json).text as string).length]),
     ).toEqual([
@@ -728,16 +634,16 @@ describe('AHP host conformance', () => {
       ['small', 5],
     ]);
     // The turn's id is its Baton prompt id (the one the gateway wrote for the key).
-    const submitted = (await stack.store.readTask(K(taskId))).items
+    const submitted = (await ahp.stack.store.readTask(K(taskId))).items
       .map((e) => e.entry as unknown as Json)
       .find((e) => e.type === 'prompt.submit' && (e.data as Json).idempotencyKey === 'busy');
     expect((s.activeTurn as Json).id).toBe((submitted!.data as Json).promptId);
     // A client that saw less than its window holds (it starts at its initialize) gets snapshots.
-    const c = await Client.connect(B, tok, '/ahp');
+    const c = await Client.connect(ahp.B, tok, '/ahp');
     const floor = ((await init(c, 'late-replayer', [chat])).result as Json).serverSeq as number;
     expect(floor).toBeGreaterThan(0);
     await c.close();
-    const c2 = await Client.connect(A, tok, '/ahp');
+    const c2 = await Client.connect(ahp.A, tok, '/ahp');
     const old = (
       await c2.rpc('reconnect', {
         clientId: 'late-replayer',

@@ -1,33 +1,14 @@
 // AHP 1.0.0: an agent's permission request is a tool call awaiting confirmation, answered with the
 // spec's own chat/toolCallConfirmed — against real gateways, a real projector and a real Redis, by a
 // client that knows AHP and nothing of Baton (the reducer it folds is written from the spec).
-import { taskKey } from '@baton/protocol';
-import {
-  reduce,
-  Client,
-  FakeWorker,
-  startStack,
-  tokenFor,
-  waitFor,
-  type Stack,
-} from '@baton/testing';
+import { reduce, Client, liveWorker, type FakeWorker, waitFor, ahpStack } from '@baton/testing';
 
 jest.setTimeout(90_000);
 
-let stack: Stack;
-let A: string;
-let B: string;
 const TENANT = 'perm-tenant';
-const tok = tokenFor(TENANT);
-const K = (taskId: string) => taskKey(TENANT, taskId);
+const ahp = ahpStack(TENANT);
+const { tok, K } = ahp;
 type Json = Record<string, unknown>;
-
-beforeAll(async () => {
-  stack = await startStack({ gateways: 2, projectors: 1 });
-  A = stack.gateways[0]!.wsUrl;
-  B = stack.gateways[1]!.wsUrl;
-});
-afterAll(() => stack?.stop());
 
 /** The options claude-agent-acp offers for a shell command. */
 const OPTIONS = [
@@ -36,16 +17,10 @@ const OPTIONS = [
   { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
 ];
 
-const envelopes = (c: Client, channel: string) =>
-  c.messages
-    .filter((m) => m.method === 'action')
-    .map((m) => m.params as Json)
-    .filter((e) => e.channel === channel);
-
 /** The client's state of a chat: its snapshot with every accepted action folded in. */
 const folded = (c: Client, chat: string, snapshot: Json): Json => {
   let s = snapshot;
-  for (const e of envelopes(c, chat)) {
+  for (const e of ahp.envelopes(c, chat)) {
     if (e.rejectionReason === undefined) s = reduce(s, e.action as Json);
   }
   return s;
@@ -58,37 +33,18 @@ const toolCall = (s: Json, id: string): Json | undefined =>
 /** An AHP client subscribed to the task's session and the chat of session s1, with a running turn. */
 async function running(taskId: string, clientId: string) {
   const chat = `ahp-chat:/${taskId}/s1`;
-  const w = new FakeWorker(stack.store, K(taskId), 's1');
-  await w.start();
-  await waitFor(async () => {
-    const v = await stack.store.views.read(K(taskId));
-    return v?.sessions.some((s) => s.sessionId === 's1');
-  }, `session ${taskId}/s1`);
-  const c = await Client.connect(A, tok, '/ahp');
-  const r = await c.rpc('initialize', {
-    channel: 'ahp-root://',
-    protocolVersions: ['1.0.0'],
-    clientId,
-    clientInfo: { name: 'Visual Studio Code', version: '1.107.0' },
-    initialSubscriptions: [`ahp-session:/${taskId}`, chat],
+  const w = await liveWorker(ahp.stack.store, K(taskId));
+  const c = await Client.connect(ahp.A, tok, '/ahp');
+  const r = await ahp.initialize(c, clientId, [`ahp-session:/${taskId}`, chat], {
+    name: 'Visual Studio Code',
+    version: '1.107.0',
   });
   const snaps = (r.result as Json).snapshots as Json[];
   const snapshot = snaps[1]!.state as Json;
-  const send = (clientSeq: number, action: Json) =>
-    c.send({
-      jsonrpc: '2.0',
-      method: 'dispatchAction',
-      params: { channel: chat, clientSeq, action },
-    });
+  const chatDispatcher = ahp.dispatcher(c, chat);
+  const send = chatDispatcher.send;
   const answer = async (clientSeq: number) =>
-    (
-      await c.next(
-        (m) =>
-          m.method === 'action' &&
-          ((m.params as Json).origin as Json | undefined)?.clientSeq === clientSeq,
-        `the answer to clientSeq ${clientSeq}`,
-      )
-    ).params as Json;
+    (await chatDispatcher.answer(clientSeq)).params as Json;
   send(1, {
     type: 'chat/turnStarted',
     turnId: 'turn-1',
@@ -97,7 +53,7 @@ async function running(taskId: string, clientId: string) {
   });
   expect((await answer(1)).rejectionReason).toBeUndefined();
   const promptId = (await waitFor(async () => {
-    const e = (await stack.store.readTask(K(taskId), '0-0')).items.find(
+    const e = (await ahp.stack.store.readTask(K(taskId), '0-0')).items.find(
       (i) => i.entry.type === 'prompt.submit' && (i.entry.data as Json).idempotencyKey === 'turn-1',
     );
     return e && ((e.entry.data as Json).promptId as string);
@@ -146,11 +102,13 @@ describe('AHP: permission requests are tool calls awaiting confirmation', () => 
     expect((s.status as number) & 31).toBe(24);
     await waitFor(
       () =>
-        envelopes(c, 'ahp-session:/perm-approve').some(
-          (e) =>
-            (e.action as Json).type === 'session/chatUpdated' &&
-            ((e.action as Json).changes as Json).status === 24,
-        ),
+        ahp
+          .envelopes(c, 'ahp-session:/perm-approve')
+          .some(
+            (e) =>
+              (e.action as Json).type === 'session/chatUpdated' &&
+              ((e.action as Json).changes as Json).status === 24,
+          ),
       'the chat summary InputNeeded',
     );
 
@@ -176,14 +134,14 @@ describe('AHP: permission requests are tool calls awaiting confirmation', () => 
       },
     });
     // Baton took it as the person's answer: permission.respond, then the owner's decision.
-    const entries = (await stack.store.readTask(K('perm-approve'), '0-0')).items;
+    const entries = (await ahp.stack.store.readTask(K('perm-approve'), '0-0')).items;
     expect(entries.find((e) => e.entry.type === 'permission.respond')?.entry.data).toMatchObject({
       requestId: 'r1',
       optionId: 'allow',
     });
     await waitFor(
       async () =>
-        (await stack.store.readTask(K('perm-approve'), '0-0')).items.some(
+        (await ahp.stack.store.readTask(K('perm-approve'), '0-0')).items.some(
           (e) => e.entry.type === 'permission.answered',
         ),
       'the owner to decide',
@@ -208,7 +166,7 @@ describe('AHP: permission requests are tool calls awaiting confirmation', () => 
     expect((await answer(3)).rejectionReason).toMatch(
       /^permission_answered: the request was already settled with option allow by a person/,
     );
-    const responds = (await stack.store.readTask(K('perm-approve'), '0-0')).items.filter(
+    const responds = (await ahp.stack.store.readTask(K('perm-approve'), '0-0')).items.filter(
       (e) => e.entry.type === 'permission.respond',
     );
     expect(responds).toHaveLength(1);
@@ -235,7 +193,7 @@ describe('AHP: permission requests are tool calls awaiting confirmation', () => 
     await ask(w, 'r2', 'Bash: git push --force');
     await pending(c, chat, snapshot, 'r2');
     // A person answers on Baton's own protocol, through the other gateway: rejects.
-    const ws = await Client.connect(B, tok, '/ws');
+    const ws = await Client.connect(ahp.B, tok, '/ws');
     const reply = await ws.request({
       op: 'permission.respond',
       taskId: 'perm-elsewhere',
@@ -248,9 +206,9 @@ describe('AHP: permission requests are tool calls awaiting confirmation', () => 
       () => toolCall(folded(c, chat, snapshot), 'r2')?.status === 'cancelled',
       'r2 denied',
     );
-    const settled = envelopes(c, chat).find(
-      (e) => (e.action as Json).type === 'chat/toolCallConfirmed',
-    )!;
+    const settled = ahp
+      .envelopes(c, chat)
+      .find((e) => (e.action as Json).type === 'chat/toolCallConfirmed')!;
     expect(settled.origin).toBeUndefined();
     expect(settled.action).toMatchObject({
       toolCallId: 'r2',
@@ -302,7 +260,7 @@ describe('AHP: permission requests are tool calls awaiting confirmation', () => 
     });
     expect((await answer(5)).rejectionReason).toMatch(/no such tool call/);
     expect(
-      (await stack.store.readTask(K('perm-elsewhere'), '0-0')).items.filter(
+      (await ahp.stack.store.readTask(K('perm-elsewhere'), '0-0')).items.filter(
         (e) => e.entry.type === 'permission.respond',
       ),
     ).toHaveLength(1);

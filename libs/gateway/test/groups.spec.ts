@@ -2,33 +2,16 @@
 // gateway forwards them (closing each group for a client subscribed to one session), and
 // @baton/client applies each group as one change. One Redis, one projector, one gateway.
 import { BatonClient } from '@baton/client';
-import { taskKey, type TaskView } from '@baton/protocol';
-import { Client, FakeWorker, startStack, tokenFor, waitFor, type Stack } from '@baton/testing';
+import type { TaskView } from '@baton/protocol';
+import { Client, FakeWorker, subagentStarted, tenantStack, waitFor } from '@baton/testing';
 
 jest.setTimeout(90_000);
 
-let stack: Stack;
-let url: string;
-const tok = tokenFor('groups');
-const K = (taskId: string) => taskKey('groups', taskId);
-
-beforeAll(async () => {
-  stack = await startStack({ gateways: 1, projectors: 1 });
-  url = stack.gateways[0]!.wsUrl;
-});
-afterAll(() => stack?.stop());
+const files = tenantStack('groups', { gateways: 1, projectors: 1 });
+const { tok, K } = files;
 
 type Json = Record<string, unknown>;
-const subagent = (id: string) => ({
-  attested: false,
-  work: {
-    kind: 'subagent',
-    id,
-    label: id,
-    chat: `ahp-chat:/${id}`,
-    startedAt: '2026-12-02T00:00:00Z',
-  },
-});
+const subagent = (id: string) => subagentStarted(id, '2026-12-02T00:00:00Z');
 
 /**
  * The updates a client got, checked as groups: each names a stream entry of the task and says
@@ -56,13 +39,16 @@ describe('groups of updates through a real projector and gateway', () => {
   it('every update carries its entry and the group end, for task and session subscriptions; the client applies whole groups', async () => {
     const taskId = 'g1';
     // The tenant has the task (as a prompt or an execution start records it): subscribe first.
-    await stack.store.tenants.add('groups', taskId);
-    const [whole, s2Only] = await Promise.all([Client.connect(url, tok), Client.connect(url, tok)]);
+    await files.stack.store.tenants.add('groups', taskId);
+    const [whole, s2Only] = await Promise.all([
+      Client.connect(files.A, tok),
+      Client.connect(files.A, tok),
+    ]);
     expect((await whole.request({ op: 'subscribe', taskId })).ok).toBe(true);
     // s1's entries end their groups with s1 or task updates, which a subscriber of s2 never gets.
     expect((await s2Only.request({ op: 'subscribe', taskId, sessionId: 's2' })).ok).toBe(true);
     const client = new BatonClient();
-    await client.connect(`${url}/ws`, tok);
+    await client.connect(`${files.A}/ws`, tok);
     const views: TaskView[] = [];
     const seenAtUpdate: TaskView[] = [];
     const sub = client.subscribe(taskId, { onView: (v) => views.push(v) });
@@ -70,8 +56,8 @@ describe('groups of updates through a real projector and gateway', () => {
       if (sub.view) seenAtUpdate.push(sub.view);
     });
     await sub.ready;
-    const w1 = new FakeWorker(stack.store, K(taskId), 's1');
-    const w2 = new FakeWorker(stack.store, K(taskId), 's2');
+    const w1 = new FakeWorker(files.stack.store, K(taskId), 's1');
+    const w2 = new FakeWorker(files.stack.store, K(taskId), 's2');
     await w1.start();
     await w2.start();
     const reply = await whole.request({
@@ -91,7 +77,7 @@ describe('groups of updates through a real projector and gateway', () => {
     await w2.fact('background.ended', { workId: 'sub-b', status: 'completed' });
 
     const last = await waitFor(async () => {
-      const v = await stack.store.views.read(K(taskId));
+      const v = await files.stack.store.views.read(K(taskId));
       const idle = v?.sessions.every(
         (s) => s.backgroundWork.length === 0 && !s.activity.runningGeneration,
       );
@@ -104,7 +90,7 @@ describe('groups of updates through a real projector and gateway', () => {
       's2 updates',
     );
 
-    const entries = (await stack.store.readTask(K(taskId))).items;
+    const entries = (await files.stack.store.readTask(K(taskId))).items;
     const ids = new Set(entries.map((e) => e.id));
     // The whole task: every update, in groups that are exactly the entries' (several of them
     // with more than one update), each closed by the projector's own marker.
@@ -135,7 +121,7 @@ describe('groups of updates through a real projector and gateway', () => {
     for (const v of views)
       for (const s of v.sessions)
         expect(s.activity.activeSubagentCount > 0 && s.backgroundWork.length === 0).toBe(false);
-    expect(sub.view).toEqual({ ...(await stack.store.views.read(K(taskId)))!, taskId });
+    expect(sub.view).toEqual({ ...(await files.stack.store.views.read(K(taskId)))!, taskId });
 
     await Promise.all([whole.close(), s2Only.close(), client.close()]);
   });

@@ -1,13 +1,13 @@
-import { Board, taskKey, TaskHistory, type StreamEntry } from '@baton/protocol';
+import { Board, TaskHistory, type StreamEntry } from '@baton/protocol';
 import {
   cli,
   Client,
   FakeWorker,
   readAll,
-  startStack,
+  shellStarted,
+  tenantStack,
   tokenFor,
   waitFor,
-  type Stack,
 } from '@baton/testing';
 import { History } from '../src/history/history';
 
@@ -20,19 +20,14 @@ import { History } from '../src/history/history';
 
 jest.setTimeout(60_000);
 
-let stack: Stack;
 const TENANT = 'acme';
 const TASK = 'hist';
-const KEY = taskKey(TENANT, TASK);
-
-beforeAll(async () => {
-  stack = await startStack({ gateways: 1 });
-});
-afterAll(() => stack?.stop());
+const files = tenantStack(TENANT, { gateways: 1 });
+const KEY = files.K(TASK);
 
 type Json = Record<string, unknown>;
 async function get(path: string, tenant = TENANT) {
-  const res = await fetch(`${stack.gateways[0]!.url}${path}`, {
+  const res = await fetch(`${files.stack.gateways[0]!.url}${path}`, {
     headers: { authorization: `Bearer ${tokenFor(tenant)}` },
   });
   return { status: res.status, body: (await res.json()) as Json };
@@ -40,8 +35,8 @@ async function get(path: string, tenant = TENANT) {
 const time = (id: string) => Number(id.split('-')[0]);
 
 it('answers what happened: turns, background work, a queued prompt’s wait, the execution', async () => {
-  const c = await Client.connect(stack.gateways[0]!.wsUrl, tokenFor(TENANT));
-  const w = new FakeWorker(stack.store, KEY, 's1', 'x1');
+  const c = await Client.connect(files.stack.gateways[0]!.wsUrl, tokenFor(TENANT));
+  const w = new FakeWorker(files.stack.store, KEY, 's1', 'x1');
   await w.start();
   const ref = { taskId: TASK, sessionId: 's1' };
   const a = (await c.request({ op: 'prompt', ...ref, text: 'a', idempotencyKey: 'a' }))
@@ -49,16 +44,7 @@ it('answers what happened: turns, background work, a queued prompt’s wait, the
   expect(a).toMatchObject({ decision: { outcome: 'admitted' } });
   await w.fact('prompt.dispatched', { promptId: a.promptId, admissionGeneration: 1 });
   await w.fact('foreground.output', { channel: 'message' });
-  await w.fact('background.started', {
-    attested: false,
-    work: {
-      kind: 'shell',
-      id: 'sh1',
-      label: 'npm test',
-      command: 'npm test',
-      startedAt: new Date().toISOString(),
-    },
-  });
+  await w.fact('background.started', shellStarted('sh1', 'npm test'));
   const b = (await c.request({ op: 'prompt', ...ref, text: 'b', idempotencyKey: 'b' }))
     .result as Json;
   expect(b).toMatchObject({ decision: { outcome: 'queued' } });
@@ -67,13 +53,13 @@ it('answers what happened: turns, background work, a queued prompt’s wait, the
   // b is admitted once a's turn ends.
   await waitFor(
     async () =>
-      (await readAll(stack.store, KEY)).some(
+      (await readAll(files.stack.store, KEY)).some(
         (e) => e.type === 'prompt.admitted' && e.data.promptId === b.promptId,
       ),
     'b admitted',
   );
   await c.close();
-  const entries = await stack.store.readTask(KEY);
+  const entries = await files.stack.store.readTask(KEY);
   const at = (pred: (e: StreamEntry) => boolean) =>
     time(entries.items.find((i) => pred(i.entry))!.id);
 
@@ -122,7 +108,7 @@ it('answers what happened: turns, background work, a queued prompt’s wait, the
   expect(before.sessions).toEqual([]);
 
   // The CLI: a table people read, and --json for scripts.
-  const env = { BATON_GATEWAY_URL: stack.gateways[0]!.url, BATON_TOKEN: tokenFor(TENANT) };
+  const env = { BATON_GATEWAY_URL: files.stack.gateways[0]!.url, BATON_TOKEN: tokenFor(TENANT) };
   const table = await cli(['history', TASK, 's1', '--since', '1h'], env);
   expect(table.code).toBe(0);
   expect(table.stdout).toMatch(/^session s1$/m);
@@ -136,8 +122,8 @@ it('answers what happened: turns, background work, a queued prompt’s wait, the
 });
 
 it('pages a range that holds more entries than one answer folds', async () => {
-  const small = new History(stack.store, { maxEntries: 7, maxItems: 1_000 });
-  const all = (await stack.store.readTask(KEY)).items.length;
+  const small = new History(files.stack.store, { maxEntries: 7, maxItems: 1_000 });
+  const all = (await files.stack.store.readTask(KEY)).items.length;
   const pages: TaskHistory[] = [];
   let since = Date.now() - 3_600_000;
   for (;;) {

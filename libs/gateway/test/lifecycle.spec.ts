@@ -61,9 +61,9 @@ async function busyTask(taskId: string, c: Client, sessionId = 's1') {
   return { w, running: running.promptId as string, queued: queued.promptId as string };
 }
 
-/** The `prompt.decided` update of a prompt with the given outcome, as a subscriber gets it. */
-function decided(c: Client, promptId: string, outcome: string, from = 0) {
-  return c.next(
+/** The decision of a prompt with the given outcome, as a subscriber gets it (`prompt.decided`). */
+async function decided(c: Client, promptId: string, outcome: string, from = 0) {
+  const u = await c.next(
     (m) =>
       m.type === 'update' &&
       (m.update as Json).type === 'prompt.decided' &&
@@ -72,7 +72,23 @@ function decided(c: Client, promptId: string, outcome: string, from = 0) {
     `prompt ${promptId} ${outcome}`,
     from,
   );
+  return ((u.update as Json).data as Json).decision as Json;
 }
+
+/**
+ * A {@link busyTask} seen by a client subscribed to it: `from` is where the updates after the
+ * subscription start in its messages.
+ */
+async function watchedBusyTask(taskId: string) {
+  const c = await Client.connect(ws, full);
+  const busy = await busyTask(taskId, c);
+  await c.request({ op: 'subscribe', taskId });
+  return { c, ...busy, from: c.messages.length };
+}
+
+/** A prompt over /ws; its reply's result. */
+const prompt = async (c: Client, taskId: string, sessionId: string, text: string, key: string) =>
+  (await c.request({ op: 'prompt', taskId, sessionId, text, idempotencyKey: key })).result;
 
 const view = async (taskId: string) =>
   TaskView.parse((await call('GET', `/v1/tasks/${taskId}`, reader)).body);
@@ -131,14 +147,10 @@ describe('lifecycle commands', () => {
   });
 
   it('session delete: each queued prompt is told why; deleting it again is done', async () => {
-    const c = await Client.connect(ws, full);
-    const { queued } = await busyTask('del-session', c);
-    await c.request({ op: 'subscribe', taskId: 'del-session' });
-    const from = c.messages.length;
+    const { c, queued, from } = await watchedBusyTask('del-session');
     const r = await c.request({ op: 'session.delete', taskId: 'del-session', sessionId: 's1' });
     expect(r.result).toMatchObject({ status: 'done' });
-    const u = await decided(c, queued, 'removed', from);
-    expect(((u.update as Json).data as Json).decision).toEqual({
+    expect(await decided(c, queued, 'removed', from)).toEqual({
       outcome: 'removed',
       reason: 'session_deleted',
     });
@@ -146,24 +158,15 @@ describe('lifecycle commands', () => {
     const again = await call('DELETE', '/v1/tasks/del-session/sessions/s1', deleter);
     expect(again).toMatchObject({ status: 200, body: { status: 'done' } });
     // A prompt to it is refused with the reason.
-    const p = await c.request({
-      op: 'prompt',
-      taskId: 'del-session',
-      sessionId: 's1',
-      text: 'late',
-      idempotencyKey: 'late',
-    });
-    expect(p.result).toMatchObject({
+    const p = await prompt(c, 'del-session', 's1', 'late', 'late');
+    expect(p).toMatchObject({
       decision: { outcome: 'rejected', reason: 'session_deleted' },
     });
     await c.close();
   });
 
   it('force-release (admin): the running turn ends cancelled now, over /ws and REST', async () => {
-    const c = await Client.connect(ws, full);
-    const { running, queued } = await busyTask('stuck', c);
-    await c.request({ op: 'subscribe', taskId: 'stuck' });
-    const from = c.messages.length;
+    const { c, running, queued, from } = await watchedBusyTask('stuck');
     const r = await c.request({
       op: 'session.force_release',
       taskId: 'stuck',
@@ -171,8 +174,7 @@ describe('lifecycle commands', () => {
       reason: 'agent hung',
     });
     expect(r.result).toMatchObject({ status: 'done' });
-    const u = await decided(c, running, 'cancelled', from);
-    expect(((u.update as Json).data as Json).decision).toMatchObject({
+    expect(await decided(c, running, 'cancelled', from)).toMatchObject({
       outcome: 'cancelled',
       reason: 'force_released',
     });
@@ -188,14 +190,10 @@ describe('lifecycle commands', () => {
   });
 
   it('archive, then unarchive: prompts refused and queues discarded meanwhile, no executions', async () => {
-    const c = await Client.connect(ws, full);
-    const { queued } = await busyTask('shelf', c);
-    await c.request({ op: 'subscribe', taskId: 'shelf' });
-    const from = c.messages.length;
+    const { c, queued, from } = await watchedBusyTask('shelf');
     const r = await c.request({ op: 'task.archive', taskId: 'shelf' });
     expect(r.result).toMatchObject({ status: 'done' });
-    const u = await decided(c, queued, 'removed', from);
-    expect(((u.update as Json).data as Json).decision).toEqual({
+    expect(await decided(c, queued, 'removed', from)).toEqual({
       outcome: 'removed',
       reason: 'task_archived',
     });
@@ -210,14 +208,8 @@ describe('lifecycle commands', () => {
       status: 200,
       body: { status: 'done' },
     });
-    const p = await c.request({
-      op: 'prompt',
-      taskId: 'shelf',
-      sessionId: 's1',
-      text: 'on the shelf',
-      idempotencyKey: 'shelf-1',
-    });
-    expect(p.result).toMatchObject({ decision: { outcome: 'rejected', reason: 'task_archived' } });
+    const p = await prompt(c, 'shelf', 's1', 'on the shelf', 'shelf-1');
+    expect(p).toMatchObject({ decision: { outcome: 'rejected', reason: 'task_archived' } });
     const exec = await call('POST', '/v1/tasks/shelf/sessions/s1/executions', full, {
       profile: 'replay',
       recording: 'claude-subagent',
@@ -234,26 +226,16 @@ describe('lifecycle commands', () => {
     const un = await call('POST', '/v1/tasks/shelf/unarchive', prompter);
     expect(un).toMatchObject({ status: 200, body: { status: 'done' } });
     await waitFor(async () => (await view('shelf')).status === 'active', 'active again');
-    const again = await c.request({
-      op: 'prompt',
-      taskId: 'shelf',
-      sessionId: 's1',
-      text: 'back',
-      idempotencyKey: 'shelf-2',
-    });
-    expect((again.result as Json).decision).not.toMatchObject({ outcome: 'rejected' });
+    const again = (await prompt(c, 'shelf', 's1', 'back', 'shelf-2')) as Json;
+    expect(again.decision).not.toMatchObject({ outcome: 'rejected' });
     await c.close();
   });
 
   it('task delete: a tombstone — prompts told why, later ones refused, no execution, id kept', async () => {
-    const c = await Client.connect(ws, full);
-    const { queued } = await busyTask('gone', c);
-    await c.request({ op: 'subscribe', taskId: 'gone' });
-    const from = c.messages.length;
+    const { c, queued, from } = await watchedBusyTask('gone');
     const r = await call('DELETE', '/v1/tasks/gone', deleter);
     expect(r).toMatchObject({ status: 200, body: { status: 'done' } });
-    const u = await decided(c, queued, 'removed', from);
-    expect(((u.update as Json).data as Json).decision).toEqual({
+    expect(await decided(c, queued, 'removed', from)).toEqual({
       outcome: 'removed',
       reason: 'task_deleted',
     });
@@ -262,22 +244,10 @@ describe('lifecycle commands', () => {
       return v.status === 'deleted' && v;
     }, 'the tombstone');
     expect(tomb.sessions).toEqual([]);
-    const p = await c.request({
-      op: 'prompt',
-      taskId: 'gone',
-      sessionId: 's1',
-      text: 'hello?',
-      idempotencyKey: 'gone-1',
-    });
-    expect(p.result).toMatchObject({ decision: { outcome: 'rejected', reason: 'task_deleted' } });
-    const fresh = await c.request({
-      op: 'prompt',
-      taskId: 'gone',
-      sessionId: 'new-session',
-      text: 'a new session?',
-      idempotencyKey: 'gone-2',
-    });
-    expect(fresh.result).toMatchObject({
+    const p = await prompt(c, 'gone', 's1', 'hello?', 'gone-1');
+    expect(p).toMatchObject({ decision: { outcome: 'rejected', reason: 'task_deleted' } });
+    const fresh = await prompt(c, 'gone', 'new-session', 'a new session?', 'gone-2');
+    expect(fresh).toMatchObject({
       decision: { outcome: 'rejected', reason: 'task_deleted' },
     });
     const exec = await call('POST', '/v1/tasks/gone/sessions/s1/executions', full, {

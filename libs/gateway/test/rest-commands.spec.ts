@@ -335,7 +335,7 @@ describe('REST', () => {
       status: 'ready',
       redis: 'ok',
       updates: 'following',
-      shards: { total: 4, owned: 4, unowned: [] },
+      shards: { total: 4, owned: 4, unowned: [], unreachable: [] },
     });
     const text = await (await fetch(`${http}/metrics`)).text();
     for (const name of [
@@ -359,7 +359,7 @@ describe('REST', () => {
       status: 'not_ready',
       redis: 'ok',
       updates: expect.stringMatching(/^(following|starting)$/),
-      shards: { total: 2, owned: 0, unowned: [0, 1] },
+      shards: { total: 2, owned: 0, unowned: [0, 1], unreachable: [] },
     });
     await lone.stop();
   });

@@ -3,6 +3,7 @@
 import { taskKey } from '@baton/protocol';
 import { foldTranscript, type TranscriptEvent } from '@baton/transcript';
 import { FakeWorker, startStack, tokenFor, type Stack } from '@baton/testing';
+import { withTranscriptBound } from './support/transcript-bound';
 
 jest.setTimeout(60_000);
 
@@ -176,4 +177,37 @@ describe('the history query', () => {
     for (const s of early.body.sessions as Array<{ transcript?: unknown }>)
       expect(s.transcript).toBeUndefined();
   });
+});
+
+it('a page after a cursor behind the retention says what was lost (gap), then goes on', async () => {
+  const task = 'tr-gap';
+  const key = taskKey('tr', task);
+  await new FakeWorker(stack.store, key, 's1').start();
+  // A worker whose transcript bound is 10 events: its append trims the stream in Redis.
+  const small = withTranscriptBound(stack.store, 10);
+  const writes = Array.from({ length: 130 }, (_, i) => ({
+    sessionId: 's1',
+    executionId: 'x1',
+    event: text('k1', 'm1', `${i};`),
+  }));
+  await stack.store.transcripts.append(key, writes.slice(0, 20));
+  const cursor = (await stack.store.transcripts.read(key, { limit: 100 })).items[4]!.id;
+  await small.transcripts.append(key, writes.slice(20));
+  const left = (await stack.store.transcripts.read(key, { limit: 200 })).items.map((e) => e.id);
+  expect(left).toHaveLength(10);
+
+  const r = await get(`/v1/tasks/${task}/sessions/s1/transcript?after=${cursor}&limit=100`);
+  expect(r.status).toBe(200);
+  expect(r.body.gap).toMatchObject({ reason: 'retention', after: cursor });
+  const through = (r.body.gap as { through: string }).through;
+  expect(r.body.cursor).not.toBe(through);
+  const page = r.body as unknown as Page;
+  expect(page.events.map((e) => e.id)).toEqual(left);
+  // Past the gap, the next page says nothing of it.
+  const next = await get(`/v1/tasks/${task}/sessions/s1/transcript?after=${page.cursor}`);
+  expect(next.body).toEqual({ events: [], cursor: page.cursor });
+  // The last event removed is the one just before what is left: its neighbour in the old stream.
+  const before = await get(`/v1/tasks/${task}/sessions/s1/transcript?after=${through}`);
+  expect(before.body.gap).toBeUndefined();
+  expect((before.body as unknown as Page).events.map((e) => e.id)).toEqual(left);
 });

@@ -4,6 +4,7 @@ import { BatonClient, type TranscriptEntry } from '@baton/client';
 import { taskKey } from '@baton/protocol';
 import type { TranscriptEvent } from '@baton/transcript';
 import { Client, startStack, token, waitFor, type Stack } from '@baton/testing';
+import { withTranscriptBound } from './support/transcript-bound';
 
 jest.setTimeout(120_000);
 
@@ -314,5 +315,64 @@ it("transcript subscriptions count against the tenant's limit on the gateway", a
     }, 'room once a connection closed');
   } finally {
     await Promise.all(conns.slice(1).map((c) => c.close()));
+  }
+});
+
+it('a cursor behind the retention is told what it lost (gap), then gets what is left', async () => {
+  const key = taskKey('acme', 't-gap');
+  // A worker whose transcript bound is 10 events: its append trims the stream in Redis.
+  const small = withTranscriptBound(stack.store, 10);
+  const writes = Array.from({ length: 130 }, (_, i) => ({
+    sessionId: 's',
+    executionId: 'x1',
+    event: text(i),
+  }));
+  await stack.store.transcripts.append(key, writes.slice(0, 20));
+  const cursor = (await stack.store.transcripts.read(key, { limit: 100 })).items[9]!.id;
+  await small.transcripts.append(key, writes.slice(20));
+  const left = (await stack.store.transcripts.read(key, { limit: 200 })).items;
+  expect(deltas(left)).toBe(expected(120, 10));
+  const info = (await stack.store.redis.xinfo(
+    'STREAM',
+    stack.store.keys.transcript(key),
+  )) as unknown[];
+  const through = String(info[info.indexOf('max-deleted-entry-id') + 1]);
+  const lost = { reason: 'retention', after: cursor, through };
+
+  const c = await Client.connect(stack.gateways[0]!.wsUrl, tok);
+  try {
+    await c.request({ op: 'transcript.subscribe', taskId: 't-gap', sessionId: 's', after: cursor });
+    await waitFor(() => eventsOf(transcriptMsgs(c, 's')).length >= 10, 'what is left');
+    const [first, ...rest] = transcriptMsgs(c, 's');
+    expect(first).toMatchObject({ type: 'transcript', gap: lost, cursor: through });
+    expect(first!.events).toBeUndefined();
+    expect(deltas(eventsOf(rest))).toBe(expected(120, 10));
+  } finally {
+    await c.close();
+  }
+
+  // @baton/client hands the gap to onGap; without it, the loss is an error, never silent.
+  const client = new BatonClient({ backoff: { initialMs: 20, maxMs: 100 } });
+  await client.connect(`${stack.gateways[0]!.wsUrl}/ws`, tok);
+  const errors: string[] = [];
+  client.on('error', (e) => errors.push(e.code));
+  try {
+    const gaps: unknown[] = [];
+    const got: TranscriptEntry[] = [];
+    const reader = client.transcript('t-gap', 's', {
+      after: cursor,
+      onEvents: (es) => got.push(...es),
+      onGap: (g) => gaps.push(g),
+    });
+    await reader.ready;
+    await waitFor(() => got.length >= 10, 'the client gets what is left');
+    expect(gaps).toEqual([lost]);
+    expect(deltas(got)).toBe(expected(120, 10));
+    await reader.close();
+    const silent = client.transcript('t-gap', 's', { after: cursor, onEvents: () => undefined });
+    await silent.ready;
+    await waitFor(() => errors.includes('transcript_gap'), 'the gap reported as an error');
+  } finally {
+    await client.close();
   }
 });

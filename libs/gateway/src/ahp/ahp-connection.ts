@@ -31,7 +31,16 @@ import {
 import { dispatch, echoKeyOf, isRootConfig } from './dispatch';
 import { authenticate, initialize, reconnect } from './handshake';
 import type { Envelope } from './host-log';
-import { CODE_OF, RpcError, authRequired, params, rpcIdOf, shared } from './rpc';
+import {
+  CODE_OF,
+  PROTECTED_RESOURCE,
+  RpcError,
+  answerableId,
+  authRequired,
+  params,
+  rpcIdOf,
+  shared,
+} from './rpc';
 
 const AUTH_GRACE_MS = 30_000;
 /** What an unauthenticated connection may do besides authenticating. */
@@ -80,6 +89,8 @@ export class AhpConnection extends Connection {
   seenSeq = 0;
   /** The tenant whose connection place an in-protocol authentication took (given back at close). */
   place: string | undefined;
+  /** The listSessions cursors this connection was given: cursor → the last task id of its page. */
+  readonly cursors = new Map<string, string>();
   /** Dispatched turns waiting for their echo: channel + turn id → origin. */
   readonly echoes = new Map<string, { clientId: string; clientSeq: number }>();
 
@@ -147,9 +158,16 @@ export class AhpConnection extends Connection {
     const msg = m as Record<string, unknown>;
     const hasId = 'id' in msg;
     const idOk = msg.id === null || JsonRpcId.safeParse(msg.id).success;
-    const id = hasId && idOk ? (msg.id as JsonRpcId | null) : null;
+    const id = hasId ? answerableId(msg.id) : null;
     if (msg.jsonrpc !== '2.0') return this.invalid(id, 'jsonrpc: must be "2.0"');
-    if (hasId && !idOk) return this.invalid(null, 'id: must be a string, an integer or null');
+    if (hasId && !idOk) {
+      return this.invalid(
+        id,
+        typeof msg.id === 'string'
+          ? 'id: at most 200 characters'
+          : 'id: must be a string, an integer or null',
+      );
+    }
     if (typeof msg.method !== 'string' || msg.method.length === 0 || msg.method.length > 200) {
       return this.invalid(id, 'method: must be a non-empty string');
     }
@@ -214,6 +232,10 @@ export class AhpConnection extends Connection {
     detail: { message: string; code?: string; [k: string]: unknown },
   ): void {
     const { message, ...data } = detail;
+    // AuthRequired names what to authenticate for, as the spec types it: data.resources.
+    if (code === AHP_ERRORS.AuthRequired && data.resources === undefined) {
+      data.resources = [PROTECTED_RESOURCE];
+    }
     this.s.metrics.errors.inc({ code: String(data.code ?? code) });
     this.send({
       jsonrpc: '2.0',
@@ -309,43 +331,11 @@ export class AhpConnection extends Connection {
    * Sends envelopes in order, each with the next serverSeq of the host (reserved in Redis, so
    * it only grows across gateways), after recording them in the client's replay window.
    */
-  send_(
-    build: () => {
-      channel: string;
-      action: ChatAction;
-      origin?: Envelope['origin'];
-      rejectionReason?: string;
-      state?: [string, string];
-    }[],
-  ): void {
+  send_(build: () => Outgoing[]): void {
     const next = this.sending.then(async () => {
-      const items = build();
-      if (items.length === 0) return;
-      const first = await this.s.ahpLog.reserve(items.length);
-      const envelopes: Envelope[] = items.map((it, i) => ({
-        channel: it.channel,
-        action: it.action,
-        serverSeq: first + i,
-        ...(it.origin ? { origin: it.origin } : {}),
-        ...(it.rejectionReason !== undefined ? { rejectionReason: it.rejectionReason } : {}),
-      }));
-      const states: Record<string, string> = {};
-      for (const it of items) if (it.state) states[it.state[0]] = it.state[1];
-      // A large queued message is the same object for every subscriber: serialized once.
-      const bodies = envelopes.map((e) => toBuffer(jsonParts(e, shared)));
-      // Recorded before sent: what a client has is always in its window. A failure (Redis) closes
-      // the connection instead: the client reconnects, and gets what it missed from the view.
-      if (this.clientId && !this.anonymous) {
-        await this.s.ahpLog.record(
-          this.principal.tenant,
-          this.clientId,
-          bodies,
-          envelopes.at(-1)!.serverSeq,
-          states,
-        );
-      }
-      this.seenSeq = Math.max(this.seenSeq, first + items.length - 1);
-      const frames = bodies.map((b) => Buffer.concat([FRAME_HEAD, b, FRAME_TAIL]));
+      const seq = await this.sequence(build());
+      if (!seq) return;
+      const frames = seq.bodies.map((b) => Buffer.concat([FRAME_HEAD, b, FRAME_TAIL]));
       const bytes = frames.reduce((n, f) => n + f.length, 0);
       if (!this.writable(bytes)) {
         // What the client has is no longer known here: it reconnects (its window holds the rest).
@@ -360,12 +350,67 @@ export class AhpConnection extends Connection {
     });
   }
 
+  /**
+   * Envelopes that travel inside a reply rather than as `action` notifications (reconnect's
+   * replay): numbered and recorded in the client's window in turn with every other send, so a
+   * later action always carries a higher serverSeq. A failure fails the reply.
+   */
+  sequenceForReply(items: Outgoing[]): Promise<Envelope[]> {
+    const next = this.sending.then(async () => (await this.sequence(items))?.envelopes ?? []);
+    this.sending = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
+   * Gives items the host's next serverSeqs and records them in the client's window: recorded
+   * before sent, so what a client has is always in its window. A failure (Redis) is the
+   * caller's: the connection closes, or the reply fails, and the client reconnects.
+   */
+  private async sequence(
+    items: Outgoing[],
+  ): Promise<{ envelopes: Envelope[]; bodies: Buffer[] } | undefined> {
+    if (items.length === 0) return undefined;
+    const first = await this.s.ahpLog.reserve(items.length);
+    const envelopes: Envelope[] = items.map((it, i) => ({
+      channel: it.channel,
+      action: it.action,
+      serverSeq: first + i,
+      ...(it.origin ? { origin: it.origin } : {}),
+      ...(it.rejectionReason !== undefined ? { rejectionReason: it.rejectionReason } : {}),
+    }));
+    const states: Record<string, string> = {};
+    for (const it of items) if (it.state) states[it.state[0]] = it.state[1];
+    // A large queued message is the same object for every subscriber: serialized once.
+    const bodies = envelopes.map((e) => toBuffer(jsonParts(e, shared)));
+    if (this.clientId && !this.anonymous) {
+      await this.s.ahpLog.record(
+        this.principal.tenant,
+        this.clientId,
+        bodies,
+        envelopes.at(-1)!.serverSeq,
+        states,
+      );
+    }
+    this.seenSeq = Math.max(this.seenSeq, first + items.length - 1);
+    return { envelopes, bodies };
+  }
+
   /** Sends a chat's actions (already folded into its mirror); a dispatched turn's start is its echo. */
   emit(channel: string, mirror: ChatMirror, actions: ChatAction[]): void {
     if (actions.length === 0) return;
+    const items = this.chatItems(channel, mirror, actions);
+    this.send_(() => items);
+  }
+
+  /**
+   * A chat's actions as they are sequenced: each with the dispatched action it answers (its
+   * origin), the last with what the host knows of the chat after them (for a reconnect).
+   */
+  chatItems(channel: string, mirror: ChatMirror, actions: ChatAction[]): Outgoing[] {
+    if (actions.length === 0) return [];
     const knowledge = mirror.knowledge();
     // Which dispatched action each answers, decided now (as the mirror moves), not when sent.
-    const items = actions.map((action, i) => {
+    return actions.map((action, i) => {
       const k = echoKeyOf(channel, action);
       const origin = k === undefined ? undefined : this.echoes.get(k);
       if (k !== undefined) this.echoes.delete(k);
@@ -378,7 +423,6 @@ export class AhpConnection extends Connection {
           : {}),
       };
     });
-    this.send_(() => items);
   }
 
   reject(
@@ -389,6 +433,15 @@ export class AhpConnection extends Connection {
   ): void {
     this.send_(() => [{ channel, action, origin, rejectionReason: reason }]);
   }
+}
+
+/** An envelope before it is sequenced; `state` is what the client's window keeps beside it. */
+export interface Outgoing {
+  channel: string;
+  action: ChatAction;
+  origin?: Envelope['origin'];
+  rejectionReason?: string;
+  state?: [string, string];
 }
 
 const toBuffer = (parts: (string | Buffer)[]): Buffer =>

@@ -13,14 +13,15 @@ import {
   type Message,
   type SessionState,
 } from '@baton/ahp';
+import { randomBytes } from 'node:crypto';
 import { endsGroup, type Update } from '@baton/protocol';
 import type { StoredTranscriptEvent } from '@baton/store';
 import { allows } from '../auth/auth';
 import { Subscription } from '../subscriptions/subscription';
-import { clientTaskId } from '../tenancy';
+import { NotFoundError, clientTaskId } from '../tenancy';
 import { jsonParts } from '../ws/shared-json';
 import type { AhpConnection } from './ahp-connection';
-import { AUTH_RESOURCE, RpcError, authRequired, notFound, requireRead, shared } from './rpc';
+import { PROTECTED_RESOURCE, RpcError, authRequired, notFound, requireRead, shared } from './rpc';
 
 /**
  * The AHP host's channels: the root (the tenant's tasks as sessions), a session (a task's chat
@@ -32,11 +33,14 @@ export interface ChatSub {
   sub: Subscription;
   mirror: ChatMirror;
   stop: () => void;
+  /** A restored channel (reconnect): takes what moved it since the client's state, so far. */
+  catchUp?: () => ChatAction[];
 }
 export interface SessionSub {
   kind: 'session';
   mirror: SessionMirror;
   stop: () => void;
+  catchUp?: () => ChatAction[];
 }
 
 /** What a root subscriber was told of each of its tenant's sessions (by task id): their status. */
@@ -86,8 +90,20 @@ export async function listSessions(conn: AhpConnection, cursor: string | undefin
       code: 'forbidden',
     });
   }
+  let after: string | undefined;
+  if (cursor !== undefined) {
+    after = conn.cursors.get(cursor);
+    // The spec's cursors are opaque and live as long as the connection that was given them; one
+    // this connection was never given is refused (InvalidParams), not read as an empty page.
+    if (after === undefined) {
+      throw new RpcError(
+        AHP_ERRORS.InvalidParams,
+        'params.cursor: not a cursor this connection was given (list again without one)',
+        { code: 'invalid_message', path: 'params.cursor' },
+      );
+    }
+  }
   const all = await conn.s.tenancy.tasks(conn.principal.tenant);
-  const after = cursor ? Buffer.from(cursor, 'base64url').toString() : undefined;
   const from = after === undefined ? 0 : all.findIndex((t) => t > after);
   const page = from < 0 ? [] : all.slice(from, from + limit);
   const now = new Date().toISOString();
@@ -99,10 +115,18 @@ export async function listSessions(conn: AhpConnection, cursor: string | undefin
   }
   const last = page.at(-1);
   const more = last !== undefined && from + limit < all.length;
-  return {
-    items,
-    ...(more ? { nextCursor: Buffer.from(last).toString('base64url') } : {}),
-  };
+  return { items, ...(more ? { nextCursor: issueCursor(conn, last) } : {}) };
+}
+
+/** How many cursors a connection keeps: a client pages through one listing at a time. */
+const MAX_CURSORS = 64;
+
+/** A new opaque cursor for the page after task `last`, valid on this connection. */
+function issueCursor(conn: AhpConnection, last: string): string {
+  const token = randomBytes(12).toString('base64url');
+  conn.cursors.set(token, last);
+  if (conn.cursors.size > MAX_CURSORS) conn.cursors.delete(conn.cursors.keys().next().value!);
+  return token;
 }
 
 /**
@@ -123,16 +147,7 @@ export async function subscribe(
       conn.rootPending = true;
       const base = rootState(conn.s.opts.profiles);
       const state = {
-        agents: base.agents.map((a) => ({
-          ...a,
-          protectedResources: [
-            {
-              resource: AUTH_RESOURCE,
-              resource_name: 'Baton',
-              bearer_methods_supported: ['header'],
-            },
-          ],
-        })),
+        agents: base.agents.map((a) => ({ ...a, protectedResources: [PROTECTED_RESOURCE] })),
       };
       return () => ({ resource: AHP_ROOT, state, fromSeq: conn.seenSeq });
     }
@@ -221,7 +236,13 @@ export async function subscribe(
     stopTranscript?.();
     clearTimeout(recheck);
   };
-  conn.chans.set(channel, { kind: 'chat', sub, mirror, stop });
+  conn.chans.set(channel, {
+    kind: 'chat',
+    sub,
+    mirror,
+    stop,
+    ...(restored ? { catchUp: () => held.splice(0) } : {}),
+  });
   conn.subs.set(channel, sub);
   // The conversation is the session's transcript: a turn waits for it (see ChatMirror).
   mirror.followTranscript();
@@ -261,7 +282,8 @@ export async function subscribe(
     throw err;
   }
   if (restored) {
-    // A reconnect: the client has the restored state; what changed since goes out as actions.
+    // A reconnect: the client has the restored state; what changed since is the reply's
+    // (catchUp), and what changes after that goes out as actions once the reply is out.
     return () => {
       ready = true;
       conn.emit(channel, mirror, held.splice(0));
@@ -283,6 +305,28 @@ export async function subscribe(
     void conn.record([], 0, { [channel]: snapshotRecord(fromSeq, mirror.ahp) });
     return { resource: channel, state: mirror.state(), fromSeq };
   };
+}
+
+/**
+ * Whether `channel` is a session or chat the connection may subscribe to now: the tenant's, not
+ * deleted, readable. Nothing is subscribed, read into a mirror, or written.
+ */
+export async function channelLives(conn: AhpConnection, channel: string): Promise<boolean> {
+  if (conn.anonymous || !allows(conn.principal, 'read')) return false;
+  const sessionTask = parseSessionUri(channel);
+  const ref = sessionTask === null ? parseChatUri(channel) : null;
+  const taskId = sessionTask ?? ref?.taskId;
+  if (taskId === undefined) return false;
+  try {
+    const view = await conn.s.hub.view(
+      await conn.s.tenancy.existing(conn.principal.tenant, taskId),
+    );
+    if (ref) return view.sessions.some((x) => x.sessionId === ref.sessionId);
+    return view.status !== 'deleted';
+  } catch (err) {
+    if (err instanceof NotFoundError) return false;
+    throw err;
+  }
 }
 
 export function unsubscribe(conn: AhpConnection, channel: string): void {
@@ -320,6 +364,8 @@ export async function subscribeSession(
   if (view.status === 'deleted') throw notFound(channel);
   unsubscribe(conn, channel);
   const mirror = new SessionMirror(taskId, view, new Date().toISOString(), restored);
+  /** A restored session's client has the restored state: what moved it since is held for the reply. */
+  const held: ChatAction[] = restored ? mirror.sync(view, new Date().toISOString()) : [];
   let ready = false;
   let chain: Promise<unknown> = Promise.resolve();
   let queued = false;
@@ -334,7 +380,9 @@ export async function subscribeSession(
         if (conn.chans.get(channel)?.kind !== 'session') return;
         const v = await conn.s.hub.view(key);
         const actions = mirror.sync(v, new Date().toISOString());
-        if (ready && actions.length > 0) conn.emitSession(channel, actions);
+        if (ready) {
+          if (actions.length > 0) conn.emitSession(channel, actions);
+        } else if (restored) held.push(...actions);
         // The update can come before the view that has it is stored: look again shortly.
         if (v.seq < wantSeq && attempt < 100) {
           setTimeout(() => refresh(attempt + 1), 20).unref();
@@ -346,10 +394,16 @@ export async function subscribeSession(
     wantSeq = Math.max(wantSeq, frame.update.seq);
     if (endsGroup(frame.update)) refresh();
   });
-  conn.chans.set(channel, { kind: 'session', mirror, stop });
+  conn.chans.set(channel, {
+    kind: 'session',
+    mirror,
+    stop,
+    ...(restored ? { catchUp: () => held.splice(0) } : {}),
+  });
   return () => {
     ready = true;
     const fromSeq = conn.seenSeq;
+    if (held.length > 0) conn.emitSession(channel, held.splice(0));
     if (!restored) void conn.record([], 0, { [channel]: snapshotRecord(fromSeq, mirror.state) });
     // Whatever changed since the view was read (before the listener, or while the client was
     // away) follows the reply as actions: the view is read again once it is out.
@@ -401,7 +455,7 @@ export async function watchRoot(conn: AhpConnection): Promise<void> {
       else if (w.known.get(taskId) !== summary.status) {
         notify('root/sessionSummaryChanged', {
           session: summary.resource,
-          changes: { status: summary.status, modifiedAt: now },
+          changes: { status: summary.status, modifiedAt: summary.modifiedAt },
         });
       }
       w.known.set(taskId, summary.status);
@@ -428,6 +482,8 @@ export async function watchRoot(conn: AhpConnection): Promise<void> {
   });
   conn.root = w;
   try {
+    // Every shard's tail placed (or found unreachable) before the list: nothing falls between.
+    await conn.s.hub.everyShardReady();
     for (const t of await conn.s.tenancy.tasks(conn.principal.tenant)) w.known.set(t, undefined);
   } catch (err) {
     unsubscribe(conn, AHP_ROOT);

@@ -15,6 +15,7 @@ import {
 } from '@baton/ahp';
 import { Id, type PermissionSettled } from '@baton/protocol';
 import { allows } from '../auth/auth';
+import type { QueueCommand } from '../commands/commands';
 import { toWireError } from '../errors';
 import type { AhpConnection } from './ahp-connection';
 import type { Envelope } from './host-log';
@@ -39,6 +40,23 @@ export interface Decision {
   mode?: string;
   admissionGeneration?: number;
 }
+
+/** A client's action on a chat channel: where it came from and what it acts on. */
+interface Dispatched {
+  conn: AhpConnection;
+  channel: string;
+  mirror: ChatMirror;
+  action: ChatAction;
+  origin: NonNullable<Envelope['origin']>;
+}
+
+/** Rejects the action, saying why. */
+const reject = ({ conn, channel, action, origin }: Dispatched, reason: string): void =>
+  conn.reject(channel, action, origin, reason);
+
+/** Whether the chat has a turn of this id, running or done. */
+const hasTurn = ({ ahp }: ChatMirror, id: string): boolean =>
+  ahp.activeTurn?.id === id || ahp.turns.some((t) => t.id === id);
 
 /**
  * dispatchAction: a client's action, answered the spec's way — echoed (with its origin) when
@@ -88,7 +106,17 @@ export async function dispatch(conn: AhpConnection, p: AhpDispatchParams): Promi
     return;
   }
   const { mirror } = c;
+  const dispatched: Dispatched = { conn, channel: p.channel, mirror, action, origin };
   const key = conn.s.tenancy.key(conn.principal.tenant, mirror.taskId);
+  /** A command whose echo (kept under `echoKey`) is what it changes; a refusal is answered now. */
+  const commandEchoed = async (echoKey: string, cmd: QueueCommand): Promise<void> => {
+    conn.echoes.set(echoKey, origin);
+    const r = await conn.s.commands.command(key, mirror.sessionId, cmd);
+    if (r.status === 'failed') {
+      conn.echoes.delete(echoKey);
+      reject(dispatched, `${r.reason}: ${r.message}`);
+    }
+  };
   try {
     switch (action.type) {
       case 'chat/turnStarted':
@@ -97,17 +125,12 @@ export async function dispatch(conn: AhpConnection, p: AhpDispatchParams): Promi
         const id = isTurn ? action.turnId : action.id;
         const msg = AhpDispatchedMessage.safeParse(action.message);
         if (typeof id !== 'string' || id.length === 0 || id.length > 200 || !msg.success) {
-          conn.reject(
-            p.channel,
-            action,
-            origin,
-            'malformed action: needs an id and a message { text }',
-          );
+          reject(dispatched, 'malformed action: needs an id and a message { text }');
           return;
         }
         const steering = !isTurn && action.kind === 'steering';
         if (!isTurn && !steering && action.kind !== 'queued') {
-          conn.reject(p.channel, action, origin, 'kind: must be "steering" or "queued"');
+          reject(dispatched, 'kind: must be "steering" or "queued"');
           return;
         }
         const m: Message = { ...message(msg.data.text), ...(msg.data as object) } as Message;
@@ -117,55 +140,41 @@ export async function dispatch(conn: AhpConnection, p: AhpDispatchParams): Promi
         await conn.s.tenancy.write(conn.principal.tenant, mirror.taskId);
         const decide = (d: Decision) => {
           if (steering) {
-            answerSteering(conn, p.channel, mirror, action, origin, id, d);
+            answerSteering(dispatched, id, d);
             return;
           }
           if (d.outcome === 'admitted' && d.mode === 'steer') {
             // Steered into the turn that runs: no turn of its own starts.
             conn.echoes.delete(echoKey);
             const running = mirror.ahp.activeTurn?.id;
-            conn.reject(
-              p.channel,
-              action,
-              origin,
-              `steered into the running turn${running ? ` ${running}` : ''}`,
-            );
+            reject(dispatched, `steered into the running turn${running ? ` ${running}` : ''}`);
             return;
           }
           if (d.outcome === 'admitted') {
             if (!isTurn) {
-              echoQueued(conn, p.channel, mirror, action, origin, id);
+              echoQueued(dispatched, id);
               return;
             }
             // A turn this client already has (a pending action re-sent after a reconnect: the
             // idempotency key made no second prompt): answered now, its start is not sent again.
-            const s0 = mirror.ahp;
-            const had = s0.activeTurn?.id === id || s0.turns.some((t) => t.id === id);
-            if (had && conn.echoes.get(echoKey) === origin) {
+            if (hasTurn(mirror, id) && conn.echoes.get(echoKey) === origin) {
               conn.echoes.delete(echoKey);
-              conn.reject(p.channel, action, origin, `already started as turn ${id}`);
+              reject(dispatched, `already started as turn ${id}`);
             }
             return;
           }
           if (d.outcome === 'queued') {
             if (isTurn) {
               conn.echoes.delete(echoKey);
-              conn.reject(
-                p.channel,
-                action,
-                origin,
+              reject(
+                dispatched,
                 `queued (${d.reason ?? 'busy'}): it is in queuedMessages as ${id}`,
               );
-            } else echoQueued(conn, p.channel, mirror, action, origin, id);
+            } else echoQueued(dispatched, id);
             return;
           }
           conn.echoes.delete(echoKey);
-          conn.reject(
-            p.channel,
-            action,
-            origin,
-            `${d.outcome}: ${d.message ?? d.reason ?? ''}`.trim(),
-          );
+          reject(dispatched, `${d.outcome}: ${d.message ?? d.reason ?? ''}`.trim());
         };
         const r = await conn.s.commands.prompt(
           {
@@ -185,28 +194,20 @@ export async function dispatch(conn: AhpConnection, p: AhpDispatchParams): Promi
       case 'chat/turnCancelled': {
         const gen = mirror.runningGeneration;
         if (mirror.ahp.activeTurn?.id !== action.turnId || gen === null) {
-          conn.reject(p.channel, action, origin, 'no such active turn');
+          reject(dispatched, 'no such active turn');
           return;
         }
         // The echo is the turn's end, whichever way Baton ends it.
-        const k = `${p.channel}\ncancel:${String(action.turnId)}`;
-        conn.echoes.set(k, origin);
-        const r = await conn.s.commands.command(key, mirror.sessionId, {
+        await commandEchoed(`${p.channel}\ncancel:${String(action.turnId)}`, {
           type: 'session.cancel',
           observedGeneration: gen,
         });
-        if (r.status === 'failed') conn.echoes.delete(k);
-        // A refusal is answered now.
-        if (r.status === 'failed')
-          conn.reject(p.channel, action, origin, `${r.reason}: ${r.message}`);
         return;
       }
       case 'chat/pendingMessageRemoved': {
         if (action.kind === 'steering') {
-          conn.reject(
-            p.channel,
-            action,
-            origin,
+          reject(
+            dispatched,
             mirror.ahp.steeringMessage?.id === action.id
               ? 'Baton has delivered this steering message into the running turn: it cannot be withdrawn (cancel the turn instead)'
               : 'no such steering message',
@@ -218,23 +219,18 @@ export async function dispatch(conn: AhpConnection, p: AhpDispatchParams): Promi
             ? mirror.promptIdOf(action.id)
             : undefined;
         if (!promptId) {
-          conn.reject(p.channel, action, origin, 'no such queued message');
+          reject(dispatched, 'no such queued message');
           return;
         }
         // The echo is its removal from queuedMessages.
-        const k = `${p.channel}\nremove:${String(action.id)}`;
-        conn.echoes.set(k, origin);
-        const r = await conn.s.commands.command(key, mirror.sessionId, {
+        await commandEchoed(`${p.channel}\nremove:${String(action.id)}`, {
           type: 'queue.cancel',
           promptId,
         });
-        if (r.status === 'failed') conn.echoes.delete(k);
-        if (r.status === 'failed')
-          conn.reject(p.channel, action, origin, `${r.reason}: ${r.message}`);
         return;
       }
       case 'chat/toolCallConfirmed': {
-        await confirmToolCall(conn, p.channel, mirror, key, action, origin);
+        await confirmToolCall(dispatched, key);
         return;
       }
       case 'chat/queuedMessagesReordered': {
@@ -246,21 +242,19 @@ export async function dispatch(conn: AhpConnection, p: AhpDispatchParams): Promi
         if (JSON.stringify(ids(chatReducer(have, action))) === JSON.stringify(ids(have))) {
           conn.send_(() => [{ channel: p.channel, action, origin }]);
         } else {
-          conn.reject(
-            p.channel,
-            action,
-            origin,
+          reject(
+            dispatched,
             "Baton's queue keeps the order prompts were submitted in: it cannot be reordered (remove a queued message and send it again to move it last)",
           );
         }
         return;
       }
       default:
-        conn.reject(p.channel, action, origin, `${action.type} is not supported by this host`);
+        reject(dispatched, `${action.type} is not supported by this host`);
     }
   } catch (err) {
     const { error } = toWireError(err);
-    conn.reject(p.channel, action, origin, `${error.code}: ${error.message}`);
+    reject(dispatched, `${error.code}: ${error.message}`);
   }
 }
 
@@ -271,19 +265,13 @@ export async function dispatch(conn: AhpConnection, p: AhpDispatchParams): Promi
  * call leaving pending-confirmation as Baton settled it; a second answer, or one to a request
  * already settled (answered elsewhere, timed out, cancelled), is rejected saying how it ended.
  */
-export async function confirmToolCall(
-  conn: AhpConnection,
-  channel: string,
-  mirror: ChatMirror,
-  key: string,
-  action: ChatAction,
-  origin: NonNullable<Envelope['origin']>,
-): Promise<void> {
+export async function confirmToolCall(dispatched: Dispatched, key: string): Promise<void> {
+  const { conn, channel, mirror, action, origin } = dispatched;
   const parsed = AhpToolCallConfirmed.safeParse(action);
   if (!parsed.success) {
     const i = parsed.error.issues[0];
     const where = i?.path.length ? `${i.path.join('.')}: ` : '';
-    conn.reject(channel, action, origin, `malformed action: ${where}${i?.message ?? ''}`);
+    reject(dispatched, `malformed action: ${where}${i?.message ?? ''}`);
     return;
   }
   const a = parsed.data;
@@ -295,46 +283,35 @@ export async function confirmToolCall(
           .find((t) => t?.toolCallId === a.toolCallId)
       : undefined;
   if (!tc) {
-    conn.reject(channel, action, origin, 'no such tool call in the active turn');
+    reject(dispatched, 'no such tool call in the active turn');
     return;
   }
   const request = mirror.permissionOf(a.toolCallId);
   if (tc.status !== 'pending-confirmation' || !request) {
     const how = settledWords(mirror.settledOf(a.toolCallId));
-    conn.reject(
-      channel,
-      action,
-      origin,
+    reject(
+      dispatched,
       `permission_answered: the request was already settled${how}; this answer changes nothing (the tool call is ${tc.status})`,
     );
     return;
   }
   if (a.editedToolInput !== undefined) {
-    conn.reject(
-      channel,
-      action,
-      origin,
-      "Baton cannot edit the agent's tool input (the tool call is not editable)",
-    );
+    reject(dispatched, "Baton cannot edit the agent's tool input (the tool call is not editable)");
     return;
   }
   const want = a.approved ? 'approve' : 'deny';
   let option = request.options.find((o) => o.optionId === a.selectedOptionId);
   if (a.selectedOptionId !== undefined) {
     if (!option) {
-      conn.reject(
-        channel,
-        action,
-        origin,
+      reject(
+        dispatched,
         `unknown_option: the agent offered ${request.options.map((o) => o.optionId).join(', ')}`,
       );
       return;
     }
     if (confirmationKind(option.kind) !== want) {
-      conn.reject(
-        channel,
-        action,
-        origin,
+      reject(
+        dispatched,
         `option ${option.optionId} is not an ${a.approved ? 'approval' : 'denial'}`,
       );
       return;
@@ -345,12 +322,7 @@ export async function confirmToolCall(
       request.options.find((o) => o.kind === once) ??
       request.options.find((o) => confirmationKind(o.kind) === want);
     if (!option) {
-      conn.reject(
-        channel,
-        action,
-        origin,
-        `the agent offered no option to ${a.approved ? 'allow' : 'reject'} this`,
-      );
+      reject(dispatched, `the agent offered no option to ${a.approved ? 'allow' : 'reject'} this`);
       return;
     }
   }
@@ -367,7 +339,7 @@ export async function confirmToolCall(
   // Refused (answered meanwhile, say): rejected, unless the settling already went as its echo.
   if (r.status === 'failed' && conn.echoes.get(k) === origin) {
     conn.echoes.delete(k);
-    conn.reject(channel, action, origin, `${r.reason}: ${r.message}`);
+    reject(dispatched, `${r.reason}: ${r.message}`);
   }
 }
 
@@ -377,19 +349,11 @@ export async function confirmToolCall(
  * its own (nothing was running) → rejected, the turn starts; queued → rejected, it is in
  * queuedMessages; refused → rejected with the refusal.
  */
-export function answerSteering(
-  conn: AhpConnection,
-  channel: string,
-  mirror: ChatMirror,
-  action: ChatAction,
-  origin: NonNullable<Envelope['origin']>,
-  id: string,
-  d: Decision,
-): void {
+export function answerSteering(dispatched: Dispatched, id: string, d: Decision): void {
+  const { conn, channel, mirror, action, origin } = dispatched;
   if (d.outcome === 'admitted' && d.mode === 'steer' && d.admissionGeneration !== undefined) {
-    const s = mirror.ahp;
-    if (s.activeTurn?.id === id || s.turns.some((t) => t.id === id)) {
-      conn.reject(channel, action, origin, `delivered, and carried on as turn ${id}`);
+    if (hasTurn(mirror, id)) {
+      reject(dispatched, `delivered, and carried on as turn ${id}`);
       return;
     }
     mirror.noteSteer(id, d.admissionGeneration);
@@ -398,33 +362,24 @@ export function answerSteering(
     return;
   }
   if (d.outcome === 'admitted') {
-    conn.reject(channel, action, origin, `nothing to steer: started as turn ${id}`);
+    reject(dispatched, `nothing to steer: started as turn ${id}`);
     return;
   }
   if (d.outcome === 'queued') {
-    conn.reject(
-      channel,
-      action,
-      origin,
+    reject(
+      dispatched,
       `queued (${d.reason ?? 'busy'}): the agent takes no steering now; it is in queuedMessages as ${id}`,
     );
     return;
   }
-  conn.reject(channel, action, origin, `${d.outcome}: ${d.message ?? d.reason ?? ''}`.trim());
+  reject(dispatched, `${d.outcome}: ${d.message ?? d.reason ?? ''}`.trim());
 }
 
 /** A queued message Baton took: echoed and folded, unless its turn already started. */
-export function echoQueued(
-  conn: AhpConnection,
-  channel: string,
-  mirror: ChatMirror,
-  action: ChatAction,
-  origin: NonNullable<Envelope['origin']>,
-  id: string,
-): void {
-  const s = mirror.ahp;
-  if (s.activeTurn?.id === id || s.turns.some((t) => t.id === id)) {
-    conn.reject(channel, action, origin, `started as turn ${id}`);
+export function echoQueued(dispatched: Dispatched, id: string): void {
+  const { conn, channel, mirror, action, origin } = dispatched;
+  if (hasTurn(mirror, id)) {
+    reject(dispatched, `started as turn ${id}`);
     return;
   }
   mirror.fold(action);

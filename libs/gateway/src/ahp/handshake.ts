@@ -13,8 +13,8 @@ import {
 } from '@baton/ahp';
 import { AuthError, allows, type Principal } from '../auth/auth';
 import { NotFoundError } from '../tenancy';
-import type { AhpConnection } from './ahp-connection';
-import { subscribe, unsubscribe, watchRoot, type Restored } from './channels';
+import type { AhpConnection, Outgoing } from './ahp-connection';
+import { channelLives, subscribe, unsubscribe, watchRoot, type Restored } from './channels';
 import type { Envelope } from './host-log';
 import { AUTH_RESOURCE, RpcError, params } from './rpc';
 import { AHP_ERRORS } from '@baton/ahp';
@@ -83,8 +83,9 @@ export async function initialize(conn: AhpConnection, raw: unknown): Promise<() 
 
 /**
  * reconnect, also as a connection's first message: the actions after `lastSeenServerSeq` when
- * the client's window is still held (by any gateway: it is in Redis), snapshots when it is gone,
- * -32008 when the host does not know the client (it falls back to initialize).
+ * the client's window is still held (by any gateway: it is in Redis) and has every channel it
+ * names, snapshots when it is gone or lacks one, -32008 when the host does not know the client
+ * (it falls back to initialize).
  */
 export async function reconnect(conn: AhpConnection, raw: unknown): Promise<() => unknown> {
   if (conn.handshaking) {
@@ -112,28 +113,48 @@ export async function reconnect(conn: AhpConnection, raw: unknown): Promise<() =
     dropAll(conn);
     conn.clientId = p.clientId;
     const wanted = [...new Set(p.subscriptions)];
+    // Each channel continues from what the client has: its snapshot with every action it was
+    // sent on it folded in (the window holds both), and what that host knew.
+    const restored: Record<string, Restored> = {};
+    const stateless: string[] = [];
     if (r.kind === 'replay') {
-      // Each channel continues from what the client has: its snapshot with every action it
-      // was sent on it folded in (the window holds both), and what that host knew.
-      const missing: string[] = [];
-      const ok: string[] = [];
-      const restored: Record<string, Restored> = {};
       for (const c of wanted) {
-        const st = c === AHP_ROOT ? undefined : rebuild(c, r.states, r.all);
-        if (c === AHP_ROOT) ok.push(c);
-        else if (st) {
-          ok.push(c);
-          restored[c] = st;
-        } else missing.push(c);
+        if (c === AHP_ROOT) continue;
+        const st = rebuild(c, r.states, r.all);
+        if (st) restored[c] = st;
+        else stateless.push(c);
       }
-      const subscribed = await subscribeAll(conn, ok, false, restored);
+    }
+    // A live channel the window has no state of (the client re-initialized since it was given
+    // it, on this socket or another) cannot be replayed: what the client holds of it is unknown
+    // here. It is not `missing` either (clients drop those, and it lives): all get snapshots.
+    let unknown = false;
+    for (const c of stateless) if (!unknown) unknown = await channelLives(conn, c);
+    if (r.kind === 'replay' && !unknown) {
+      const resumable = wanted.filter((c) => c === AHP_ROOT || restored[c] !== undefined);
+      const subscribed = await subscribeAll(conn, resumable, false, restored);
       const keep = new Set(
-        ok.filter((c) =>
+        resumable.filter((c) =>
           c === AHP_ROOT ? conn.root !== undefined || conn.rootPending : conn.chans.has(c),
         ),
       );
-      const actions = r.envelopes.filter((e) => keep.has(e.channel));
-      for (const c of ok) if (!keep.has(c)) missing.push(c);
+      // The reply carries all the client missed (the spec's MUST): what it was sent while away,
+      // then what changed on each channel that it was never sent (it was not connected), as
+      // envelopes numbered and recorded like any other.
+      await settled(conn, wanted);
+      const caughtUp: Outgoing[] = [];
+      for (const c of wanted) {
+        const sub = conn.chans.get(c);
+        const moved = sub?.catchUp?.() ?? [];
+        if (sub?.kind === 'chat') caughtUp.push(...conn.chatItems(c, sub.mirror, moved));
+        else caughtUp.push(...moved.map((action) => ({ channel: c, action })));
+      }
+      const actions = [
+        ...r.envelopes.filter((e) => keep.has(e.channel)),
+        ...(await conn.sequenceForReply(caughtUp)),
+      ];
+      // Only what cannot be resumed: gone (deleted) or no longer the client's to read.
+      const missing = wanted.filter((c) => !keep.has(c));
       conn.version ??= '1.0.0';
       return () => {
         for (const f of subscribed) f();
@@ -149,6 +170,25 @@ export async function reconnect(conn: AhpConnection, raw: unknown): Promise<() =
     throw err;
   } finally {
     conn.handshaking = false;
+  }
+}
+
+/** How long a reconnect waits at most for its chats' turns to be read from the transcript. */
+const SETTLE_MS = 2_000;
+const SETTLE_STEP_MS = 50;
+
+/**
+ * Waits (a bounded while) until no restored chat waits for the transcript: a turn that started or
+ * ended while the client was away is then in its catch-up whole, not sent after the reply.
+ */
+async function settled(conn: AhpConnection, channels: readonly string[]): Promise<void> {
+  const waiting = () =>
+    channels.some((c) => {
+      const sub = conn.chans.get(c);
+      return sub?.kind === 'chat' && sub.catchUp !== undefined && sub.mirror.waitingForTranscript;
+    });
+  for (let waited = 0; waiting() && waited < SETTLE_MS; waited += SETTLE_STEP_MS) {
+    await new Promise((r) => setTimeout(r, SETTLE_STEP_MS));
   }
 }
 

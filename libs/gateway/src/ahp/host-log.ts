@@ -91,13 +91,7 @@ export class HostLog {
     if (len > this.maxEntries && envelopes.length > 0) {
       // The window is full: forget it (the states it rebuilds from too): nothing before the last
       // envelope can be replayed now.
-      const last = lastSeq;
-      await this.redis
-        .multi()
-        .del(log, state)
-        .hset(state, '#floor', String(last))
-        .expire(state, this.ttlSeconds)
-        .exec();
+      await this.begin(tenant, clientId, lastSeq);
     }
   }
 

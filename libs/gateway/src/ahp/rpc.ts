@@ -1,4 +1,4 @@
-import { AHP_ERRORS, JsonRpcId } from '@baton/ahp';
+import { AHP_ERRORS, type JsonRpcId } from '@baton/ahp';
 import type { ErrorCode } from '@baton/protocol';
 import type { z } from 'zod';
 import { allows, type Principal } from '../auth/auth';
@@ -32,6 +32,12 @@ export const CODE_OF: Partial<Record<ErrorCode, number>> = {
  * it could not put a token on the upgrade: Baton's gateway, with a Baton client token.
  */
 export const AUTH_RESOURCE = 'urn:baton:gateway';
+/** Its protected resource metadata (RFC 9728's shape, as AHP carries it). */
+export const PROTECTED_RESOURCE = {
+  resource: AUTH_RESOURCE,
+  resource_name: 'Baton',
+  bearer_methods_supported: ['header'],
+};
 export const notFound = (channel: string) =>
   new RpcError(AHP_ERRORS.NotFound, `channel not found: ${channel.slice(0, 200)}`, {
     code: 'not_found',
@@ -50,8 +56,18 @@ export function params<S extends z.ZodType>(schema: S, value: unknown): z.infer<
 
 export function rpcIdOf(v: unknown): JsonRpcId | null {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
-  const id = (v as { id?: unknown }).id;
-  return JsonRpcId.safeParse(id).success ? (id as JsonRpcId) : null;
+  return answerableId((v as { id?: unknown }).id);
+}
+
+/**
+ * The id an answer carries: the request's, whenever it is one JSON-RPC allows (a string or a
+ * number), even one Baton then refuses (longer than 200 characters, not an integer), so that
+ * the client can match the error to its request. Null only when there is no such id.
+ */
+export function answerableId(id: unknown): JsonRpcId | null {
+  if (typeof id === 'string') return id;
+  if (typeof id === 'number' && Number.isFinite(id)) return id;
+  return null;
 }
 /** Large values serialized once and shared by every message that carries them (a prompt's text). */
 export const shared = (key: string) => key === 'message';

@@ -23,7 +23,10 @@ class ExecutionsShutdown implements OnApplicationShutdown {
       provide: CommandWriter,
       inject: [STORE, OPTIONS],
       useFactory: (store: EventStore, o: ResolvedOptions) =>
-        new CommandWriter(store, o.writerInstance, o.storeTimeoutMs),
+        new CommandWriter(store, o.writerInstance, o.storeTimeoutMs, {
+          bytes: o.maxStoredBytesPerTenant,
+          windowMs: o.storedWindowMs,
+        }),
     },
     {
       provide: Executions,

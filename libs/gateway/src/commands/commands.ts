@@ -10,6 +10,7 @@ import {
   type Update,
   type Writer,
 } from '@baton/protocol';
+import { inSpan, traceparentOf } from '@baton/health';
 import type { EventStore } from '@baton/store';
 import type { Logger } from '../logger';
 import type { GatewayMetrics } from '../metrics/metrics';
@@ -71,7 +72,33 @@ export class Commands {
    * session already knows makes no second prompt: the owner announces the decision it has. When
    * the answer is `pending`, `onLate` gets the decision if it comes within a while.
    */
-  async prompt(input: PromptInput, onLate?: (u: Decided) => void): Promise<PromptResult> {
+  prompt(input: PromptInput, onLate?: (u: Decided) => void): Promise<PromptResult> {
+    // The trace of a prompt starts here (or under the HTTP request that carried it) and ends when
+    // its decision reached the client; the owner and the worker continue it from the entry.
+    return inSpan(
+      'baton.prompt.submit',
+      {
+        'baton.task': input.taskId,
+        'baton.session': input.sessionId,
+        'baton.idempotency_key': input.idempotencyKey,
+      },
+      async (span) => {
+        const result = await this.submit(input, traceparentOf(span), onLate);
+        span.setAttribute(
+          'baton.decision',
+          result.status === 'decided' ? result.decision.outcome : result.status,
+        );
+        if (result.status === 'decided') span.setAttribute('baton.prompt', result.promptId);
+        return result;
+      },
+    );
+  }
+
+  private async submit(
+    input: PromptInput,
+    traceparent: string | undefined,
+    onLate?: (u: Decided) => void,
+  ): Promise<PromptResult> {
     const { taskId, sessionId, idempotencyKey } = input;
     let resolve!: (u: Decided) => void;
     const decided = new Promise<Decided>((r) => (resolve = r));
@@ -98,6 +125,8 @@ export class Commands {
     };
     const t0 = process.hrtime.bigint();
     try {
+      // The decision is read from the shard's tail: it must be placed before the prompt is written.
+      await this.hub.ready(taskId);
       await this.append(taskId, (writer) => ({
         v: SCHEMA_VERSION,
         type: 'prompt.submit',
@@ -110,6 +139,7 @@ export class Commands {
           idempotencyKey,
           text: input.text,
           origin: input.origin,
+          ...(traceparent ? { traceparent } : {}),
         },
       }));
     } catch (err) {
@@ -182,15 +212,7 @@ export class Commands {
     const { type, ...rest } = cmd;
     return this.ask(
       taskId,
-      (commandId, writer) =>
-        ({
-          v: SCHEMA_VERSION,
-          type,
-          taskId,
-          sessionId,
-          writer,
-          data: { commandId, ...rest },
-        }) as StreamEntry,
+      { type, sessionId, data: rest },
       // Deleting what is already deleted leaves it deleted: what was asked.
       type === 'session.delete' ? ['session_deleted', 'task_deleted'] : [],
     );
@@ -206,22 +228,12 @@ export class Commands {
     if (type === 'task.delete' && (await this.hub.view(taskId)).status === 'deleted') {
       return { status: 'done', commandId: randomUUID() };
     }
-    return this.ask(
-      taskId,
-      (commandId, writer) =>
-        ({
-          v: SCHEMA_VERSION,
-          type,
-          taskId,
-          writer,
-          data: { commandId },
-        }) as StreamEntry,
-      type === 'task.delete' ? ['task_deleted'] : [],
-    );
+    return this.ask(taskId, { type }, type === 'task.delete' ? ['task_deleted'] : []);
   }
 
   /**
-   * Appends the entry `make` builds under a fresh command id, then reads the task stream after
+   * Appends the command's entry (of its session, or task-wide when it names none) under a fresh
+   * command id, then reads the task stream after
    * it for the decision that names that id: `command.rejected` and `task.command_rejected` are a
    * failure (unless their reason is in `doneWhen`: the state asked for holds already), any other
    * decision is done. A `command.failed` update answers sooner; every update of the task wakes
@@ -229,7 +241,7 @@ export class Commands {
    */
   private async ask(
     taskId: string,
-    make: (commandId: string, writer: Writer) => StreamEntry,
+    command: { type: QueueCommand['type'] | TaskCommand; sessionId?: string; data?: object },
     doneWhen: readonly string[],
   ): Promise<CommandResult> {
     const commandId = randomUUID();
@@ -245,7 +257,20 @@ export class Commands {
         ? { status: 'done', commandId }
         : { status: 'failed', commandId, reason: f.reason, message: f.message };
     try {
-      let cursor = await this.append(taskId, (writer) => make(commandId, writer));
+      const { type, sessionId, data } = command;
+      let cursor = await this.append(
+        taskId,
+        (writer) =>
+          ({
+            v: SCHEMA_VERSION,
+            type,
+            taskId,
+            // A task-wide command's entry names no session.
+            ...(sessionId !== undefined ? { sessionId } : {}),
+            writer,
+            data: { commandId, ...data },
+          }) as StreamEntry,
+      );
       const deadline = Date.now() + this.admissionWaitMs;
       for (let attempt = 0; ; attempt++) {
         if (failed) return answer(failed);

@@ -12,6 +12,8 @@ const PING_TIMEOUT_MS = 1_000;
 @Controller()
 export class HealthController {
   private readonly openapi = openApiDocument();
+  /** Whether Redis has answered a readiness check since the gateway started. */
+  private reachedRedis = false;
 
   constructor(
     @Inject(STORE) private readonly store: EventStore,
@@ -24,29 +26,48 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Ready when Redis answers, the update tail follows every shard and each has an owner. */
+  /**
+   * Ready when the update tail follows, and an owner holds, every shard Redis answers for.
+   * Each shard's lease is read on its own: on a Cluster, a lost master makes its shards
+   * `unreachable` and nothing else. That alone does not make the gateway unready — every gateway
+   * sees the same master gone, and taking them all out of service would stop the tasks of the
+   * live masters too; `redis` says `degraded` instead. None answering is `unreachable`.
+   */
   @Get('readyz')
   async readyz(@Res() res: HttpResponse): Promise<void> {
-    const shards = this.store.keys.shards;
-    let redis: 'ok' | 'unreachable' = 'ok';
-    let owned = 0;
-    let unowned: number[] = [];
-    try {
-      await withTimeout(this.store.redis.ping(), PING_TIMEOUT_MS);
-      const leases = await withTimeout(this.store.leases.list(), PING_TIMEOUT_MS);
-      const held = new Set(leases.map((l) => l.shard));
-      owned = held.size;
-      unowned = Array.from({ length: shards }, (_, s) => s).filter((s) => !held.has(s));
-    } catch {
-      redis = 'unreachable';
-    }
-    const updates = this.hub.started ? 'following' : 'starting';
-    const ready = redis === 'ok' && updates === 'following' && owned === shards;
+    const total = this.store.keys.shards;
+    const reads = await Promise.allSettled(
+      Array.from({ length: total }, (_, s) =>
+        withTimeout(this.store.leases.read(s), PING_TIMEOUT_MS),
+      ),
+    );
+    const owned: number[] = [];
+    const unowned: number[] = [];
+    const unreachable: number[] = [];
+    reads.forEach((r, s) => {
+      if (r.status === 'rejected') unreachable.push(s);
+      else (r.value ? owned : unowned).push(s);
+    });
+    const redis =
+      unreachable.length === 0 ? 'ok' : unreachable.length === total ? 'unreachable' : 'degraded';
+    // Tails are placed as tasks are watched; until Redis has answered once there is none to place.
+    if (redis !== 'unreachable') this.reachedRedis = true;
+    const updates = this.hub.started && this.reachedRedis ? 'following' : 'starting';
+    // A shard whose master is lost is placed once it is back; the rest are served meanwhile.
+    const followed = Array.from({ length: total }, (_, s) => s).every(
+      (s) => this.hub.follows(s) || unreachable.includes(s),
+    );
+    const ready = redis !== 'unreachable' && followed && unowned.length === 0;
     res.status(ready ? 200 : 503).json({
       status: ready ? 'ready' : 'not_ready',
       redis,
       updates,
-      shards: { total: shards, owned, unowned: unowned.slice(0, 20) },
+      shards: {
+        total,
+        owned: owned.length,
+        unowned: unowned.slice(0, 20),
+        unreachable: unreachable.slice(0, 20),
+      },
     });
   }
 

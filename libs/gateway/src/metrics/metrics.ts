@@ -1,3 +1,4 @@
+import { redisMetrics } from '@baton/health';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export type Endpoint = 'ws' | 'ahp';
@@ -25,16 +26,12 @@ export class GatewayMetrics {
   });
   /** Counted on the fan-out hot path as a plain number; the counter takes it at each scrape. */
   delivered = 0;
-  private reported = 0;
-  readonly updatesDelivered: Counter = new Counter({
-    name: 'baton_gateway_updates_delivered_total',
-    help: 'Updates sent to subscribers (one per subscriber)',
-    registers: [this.registry],
-    collect: () => {
-      this.updatesDelivered.inc(this.delivered - this.reported);
-      this.reported = this.delivered;
-    },
-  });
+  readonly updatesDelivered = totalCounter(
+    this.registry,
+    'baton_gateway_updates_delivered_total',
+    'Updates sent to subscribers (one per subscriber)',
+    () => this.delivered,
+  );
   readonly resyncs = new Counter({
     name: 'baton_gateway_resyncs_total',
     help: 'Snapshots sent because updates were no longer retained, the client fell behind or Redis lost writes',
@@ -55,7 +52,64 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  /** What the update hub reads: set by {@link followUpdateTails}. */
+  private tails: () => { shards: number; decoded: number; reads: number } = () => ({
+    shards: 0,
+    decoded: 0,
+    reads: 0,
+  });
+  readonly tailedShards: Gauge = new Gauge({
+    name: 'baton_gateway_update_shards_tailed',
+    help: 'Shards whose update stream this gateway reads (those its clients watch)',
+    registers: [this.registry],
+    collect: () => this.tailedShards.set(this.tails().shards),
+  });
+  readonly updatesDecoded = totalCounter(
+    this.registry,
+    'baton_gateway_updates_decoded_total',
+    'Updates read and decoded from the tailed shards (each once, however many watch it)',
+    () => this.tails().decoded,
+  );
+  readonly tailReads = totalCounter(
+    this.registry,
+    'baton_gateway_update_tail_reads_total',
+    'Blocking reads (XREAD) of update streams sent',
+    () => this.tails().reads,
+  );
+
+  /** The update hub's reads, taken at each scrape. */
+  followUpdateTails(read: () => { shards: number; decoded: number; reads: number }): void {
+    this.tails = read;
+  }
+
+  /** Redis reachability and dead letters (the store's hooks). */
+  readonly redis = redisMetrics(this.registry, 'baton_gateway_');
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'baton_gateway_' });
   }
+}
+
+/**
+ * A counter of a running total kept elsewhere as a plain number (off the hot path's way): at
+ * each scrape it adds what the total grew by since the last.
+ */
+function totalCounter(
+  registry: Registry,
+  name: string,
+  help: string,
+  total: () => number,
+): Counter {
+  let reported = 0;
+  const counter: Counter = new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect: () => {
+      const now = total();
+      counter.inc(now - reported);
+      reported = now;
+    },
+  });
+  return counter;
 }

@@ -6,6 +6,7 @@ import {
   Board,
   TaskHistory,
   TaskView,
+  TranscriptGap,
 } from '@baton/protocol';
 import { TranscriptEvent } from '@baton/transcript';
 import { z } from 'zod';
@@ -33,6 +34,9 @@ const TranscriptEntry = z.object({
 const TranscriptPage = z.object({
   events: z.array(TranscriptEntry),
   cursor: z.string().describe('pass as `after` for the next page; it moves even when no event'),
+  gap: TranscriptGap.optional().describe(
+    "the transcript's retention removed the events in (after, through]: lost to this reader",
+  ),
 });
 const TranscriptTurn = z.object({
   promptId: z.string(),

@@ -1,4 +1,5 @@
 import { Controller, Get, Inject, Param, Query, UsePipes } from '@nestjs/common';
+import type { TranscriptGap } from '@baton/protocol';
 import type { EventStore, StoredTranscriptEvent } from '@baton/store';
 import { foldTranscript, type TranscriptEvent, type TranscriptItem } from '@baton/transcript';
 import { z } from 'zod';
@@ -36,6 +37,8 @@ export interface TranscriptEntry {
 export interface TranscriptPage {
   events: TranscriptEntry[];
   cursor: string;
+  /** The transcript's retention removed events after `after`: they are lost to this reader. */
+  gap?: TranscriptGap;
 }
 
 export interface TranscriptTurn {
@@ -77,6 +80,12 @@ export class TranscriptController {
     @Query(new ZodPipe(TranscriptQuery)) q: z.infer<typeof TranscriptQuery>,
   ): Promise<TranscriptPage> {
     let cursor = q.after ?? '0-0';
+    // Checked before the read: what retention removed after the cursor, or compacted away
+    // from inside an item the cursor is in, is said, not skipped.
+    const lost = await this.store.transcripts.lostAfter(key, cursor);
+    let gap: TranscriptGap | undefined =
+      lost === null ? undefined : { reason: 'retention', after: cursor, through: lost.through };
+    if (lost !== null) cursor = lost.resume;
     const events: TranscriptEntry[] = [];
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const page = await this.store.transcripts.read(key, {
@@ -84,6 +93,9 @@ export class TranscriptController {
         limit: q.limit,
         sessionId,
       });
+      // Compacted since the check above: the rest of an item the cursor is inside, said too.
+      if (gap === undefined && page.compactedThrough !== undefined)
+        gap = { reason: 'retention', after: cursor, through: page.compactedThrough };
       // A page holds at most `limit` entries: the first with any of this session's is the answer.
       for (const e of page.items) events.push(entry(e));
       const moved = page.lastId !== cursor;
@@ -102,7 +114,7 @@ export class TranscriptController {
         'after',
       );
     }
-    return { events, cursor };
+    return gap ? { events, cursor, gap } : { events, cursor };
   }
 
   /** Every event of one turn (the Baton prompt id) and the items they fold to. */

@@ -1,6 +1,7 @@
 import { backoffDelay } from '@baton/backoff';
 import { endsGroup, type SubscribeResult, type TaskView, type Update } from '@baton/protocol';
 import { UpdateFrame } from '../updates/update-hub';
+import { CatchUpLoop, RETRY, delay, type CatchUpWork } from './catch-up-loop';
 
 /** Where a subscription reads what it needs to bring a client up to date. */
 export interface UpdateSource {
@@ -46,8 +47,6 @@ export type ResyncReason = 'not_retained' | 'slow_consumer' | 'history_rewritten
 
 /** Updates buffered while catching up; past this the buffer is dropped and read back from Redis. */
 const MAX_BUFFERED = 10_000;
-/** Retry delays after a failed read: from 20 ms, doubling, up to 1 s. */
-const RETRY = { initialMs: 20, maxMs: 1_000, jitter: false } as const;
 /**
  * A snapshot may start from a view up to this old (the updates after it are filled in from the
  * update stream): many subscribers of a busy task then share one read of its view.
@@ -70,14 +69,14 @@ const SNAPSHOT_VIEW_MAX_AGE_MS = 500;
  * All catching up runs in one worker at a time (`work`); events that arrive meanwhile only leave
  * a note (buffered updates, a wanted resync) that the worker picks up before it goes live.
  */
-export class Subscription {
+export class Subscription implements CatchUpWork {
   /** The last task seq the client has (or, for updates of other sessions, has skipped). */
   lastSeq = 0;
   private state: State = 'catching_up';
   private buffer: UpdateFrame[] = [];
   private overflowed = false;
   private wantResync: ResyncReason | undefined;
-  private running = false;
+  private readonly loop = new CatchUpLoop(this);
   /** The sink had no room for a snapshot (the client waits for a resync, or is refused). */
   private snapshotRefused = false;
   /**
@@ -96,6 +95,15 @@ export class Subscription {
 
   get closed(): boolean {
     return this.state === 'closed';
+  }
+
+  /** {@link CatchUpWork}: settles what arrived while it was not live. */
+  runCatchUp(): Promise<void> {
+    return this.settle();
+  }
+
+  catchUpFailed(err: unknown): void {
+    this.hooks.onError(err, this.taskId);
   }
 
   get live(): boolean {
@@ -117,38 +125,40 @@ export class Subscription {
     afterSeq: number | undefined,
     onReady: (r: Pick<SubscribeResult, 'mode' | 'seq'>) => void,
   ): Promise<void> {
-    this.running = true;
-    try {
-      let mode: SubscribeResult['mode'];
-      if (afterSeq === undefined) {
-        await this.snapshot(false);
-        mode = 'snapshot';
-      } else {
-        const last = await this.source.lastSeq(this.taskId);
-        if (this.closed) return;
-        this.lastSeq = afterSeq;
-        if (afterSeq > last || (afterSeq < last && !(await this.fill()))) {
-          // Asked for more than was ever published (data lost) or for what is gone.
-          await this.snapshot(true);
-          this.hooks.onResync('not_retained');
-          mode = 'resync';
-        } else mode = 'resumed';
-      }
-      await this.settle();
-      if (this.closed) return;
-      // The reply would tell of a snapshot the client did not get: refuse rather than mislead.
-      if (this.snapshotRefused && this.state === 'behind') {
-        // Refused is final: a drain that comes before the caller closes it sends nothing.
-        this.close();
-        throw new BehindError('no room for the snapshot');
-      }
-      // A held update is not sent yet: the client's seq is the one before it.
-      onReady({ mode, seq: this.held ? this.held.update.seq - 1 : this.lastSeq });
-    } finally {
-      this.running = false;
-    }
+    await this.loop.exclusive(() => this.begin(afterSeq, onReady));
     // A resync asked for while starting (the connection drained after falling behind).
     if (this.state === 'catching_up') this.kick();
+  }
+
+  private async begin(
+    afterSeq: number | undefined,
+    onReady: (r: Pick<SubscribeResult, 'mode' | 'seq'>) => void,
+  ): Promise<void> {
+    let mode: SubscribeResult['mode'];
+    if (afterSeq === undefined) {
+      await this.snapshot(false);
+      mode = 'snapshot';
+    } else {
+      const last = await this.source.lastSeq(this.taskId);
+      if (this.closed) return;
+      this.lastSeq = afterSeq;
+      if (afterSeq > last || (afterSeq < last && !(await this.fill()))) {
+        // Asked for more than was ever published (data lost) or for what is gone.
+        await this.snapshot(true);
+        this.hooks.onResync('not_retained');
+        mode = 'resync';
+      } else mode = 'resumed';
+    }
+    await this.settle();
+    if (this.closed) return;
+    // The reply would tell of a snapshot the client did not get: refuse rather than mislead.
+    if (this.snapshotRefused && this.state === 'behind') {
+      // Refused is final: a drain that comes before the caller closes it sends nothing.
+      this.close();
+      throw new BehindError('no room for the snapshot');
+    }
+    // A held update is not sent yet: the client's seq is the one before it.
+    onReady({ mode, seq: this.held ? this.held.update.seq - 1 : this.lastSeq });
   }
 
   /** Every update of the task, from the tail, in the order the shard stream has them. */
@@ -202,26 +212,9 @@ export class Subscription {
     this.kick();
   }
 
-  private kick(): void {
-    if (this.running) return;
-    this.running = true;
-    void this.work().finally(() => {
-      this.running = false;
-    });
-  }
-
   /** Catches up until live, retrying on Redis errors (the client waits rather than loses). */
-  private async work(): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.settle();
-        return;
-      } catch (err) {
-        if (this.closed) return;
-        this.hooks.onError(err, this.taskId);
-        await delay(backoffDelay(attempt, RETRY));
-      }
-    }
+  private kick(): void {
+    this.loop.kick();
   }
 
   /** Resyncs if asked, applies what is buffered, and flips live with nothing left to do. */
@@ -365,8 +358,4 @@ export class Subscription {
 /** The frame as the last update of its group. */
 function closing(frame: UpdateFrame): UpdateFrame {
   return frame.update.last === true ? frame : new UpdateFrame({ ...frame.update, last: true });
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -4,6 +4,7 @@ import {
   isCluster,
   type EventStore,
   type RedisClient,
+  type StoredTranscriptEvent,
 } from '@baton/store';
 import type { Logger } from '../logger';
 
@@ -13,12 +14,37 @@ import type { Logger } from '../logger';
  */
 export class TranscriptFrame {
   private text: string | undefined;
+  private decoded: StoredTranscriptEvent | null | undefined;
   constructor(
     readonly id: string,
     readonly sessionId: string,
     private readonly executionId: string,
     private readonly event: string,
   ) {}
+
+  /**
+   * The entry decoded, once for every reader that wants objects (AHP's chats); null for an entry
+   * that is not one (stored entries were validated on their way in: a parse is enough).
+   */
+  get stored(): StoredTranscriptEvent | null {
+    if (this.decoded !== undefined) return this.decoded;
+    let event: unknown = null;
+    try {
+      event = JSON.parse(this.event);
+    } catch {
+      // Refused below, as the store's reads refuse it.
+    }
+    this.decoded =
+      this.sessionId === '' || typeof event !== 'object' || event === null
+        ? null
+        : {
+            id: this.id,
+            sessionId: this.sessionId,
+            executionId: this.executionId,
+            event: event as StoredTranscriptEvent['event'],
+          };
+    return this.decoded;
+  }
 
   get json(): string {
     return (this.text ??=
@@ -41,8 +67,12 @@ interface Watched {
   ready: Promise<void>;
 }
 
-/** Without a way to wake it, a shard's read on a Cluster blocks at most this long. */
-const CLUSTER_BLOCK_MS = 250;
+/**
+ * Without a way to wake it (on a Cluster, or for a Redis user not allowed CLIENT UNBLOCK, as the
+ * shipped gateway user is not), a shard's read blocks at most this long: the wait of a newly
+ * followed task's first entries.
+ */
+const UNWAKEABLE_BLOCK_MS = 250;
 
 /**
  * The gateway's tails of transcript streams: one blocking connection per shard that has a
@@ -54,6 +84,8 @@ export class TranscriptHub {
   private readonly tasks = new Map<string, Watched>();
   private readonly shards = new Map<number, ShardTail>();
   private stopped = false;
+  /** Whether this connection's user may CLIENT UNBLOCK: asked once, by the first tail. */
+  private unblockAllowed: Promise<boolean> | undefined;
 
   constructor(
     private readonly store: EventStore,
@@ -160,6 +192,23 @@ export class TranscriptHub {
     return t;
   }
 
+  /**
+   * Whether a blocked read can be woken: CLIENT UNBLOCK of a client that is not blocked answers
+   * 0 where it is allowed, and an error (NOPERM) where the user lacks it.
+   */
+  canUnblock(clientId: number): Promise<boolean> {
+    return (this.unblockAllowed ??= this.store.redis.client('UNBLOCK', clientId).then(
+      () => true,
+      (err: unknown) => {
+        this.log.info(
+          { err: err instanceof Error ? err.message : String(err) },
+          `transcript tails cannot be woken; each blocks at most ${UNWAKEABLE_BLOCK_MS} ms`,
+        );
+        return false;
+      },
+    ));
+  }
+
   /** A shard's tail that has nothing left to read stops (a new task starts another). */
   retire(shard: number, t: ShardTail): void {
     if (this.shards.get(shard) === t) this.shards.delete(shard);
@@ -182,6 +231,8 @@ class ShardTail {
   private reading = false;
   private dirty = false;
   private closed = false;
+  /** Whether a blocked read can be woken (CLIENT UNBLOCK), known once connected. */
+  private wakeable = false;
 
   constructor(
     private readonly hub: TranscriptHub,
@@ -199,7 +250,7 @@ class ShardTail {
       this.loop = this.run().finally(() => (this.loop = undefined));
       return;
     }
-    if (this.reading && this.clientId !== undefined && !isCluster(this.redis)) {
+    if (this.reading && this.wakeable && this.clientId !== undefined) {
       void this.unblock(this.clientId);
     }
   }
@@ -220,7 +271,6 @@ class ShardTail {
   }
 
   private async run(): Promise<void> {
-    const cluster = isCluster(this.redis);
     for (let failures = 0; !this.closed;) {
       this.dirty = false;
       const { keys, tasks, ids } = this.hub.sourcesOf(this.shard);
@@ -233,7 +283,7 @@ class ShardTail {
         if (!this.conn) {
           const conn = duplicateForBlocking(this.redis);
           this.conn = conn;
-          if (!cluster) {
+          if (!isCluster(this.redis)) {
             // A reconnect gives the connection a new id: the old one would wake nothing (until
             // the new one is known, a new stream waits at most for the read's timeout).
             conn.on('ready', () => {
@@ -244,6 +294,7 @@ class ShardTail {
               );
             });
             this.clientId = (await conn.client('ID')) as number;
+            this.wakeable = await this.hub.canUnblock(this.clientId);
           }
         }
         if (this.dirty) continue;
@@ -252,7 +303,7 @@ class ShardTail {
           'COUNT',
           1000,
           'BLOCK',
-          cluster ? CLUSTER_BLOCK_MS : this.blockMs,
+          this.wakeable ? this.blockMs : UNWAKEABLE_BLOCK_MS,
           'STREAMS',
           ...keys,
           ...ids,

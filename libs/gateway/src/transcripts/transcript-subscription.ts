@@ -1,5 +1,5 @@
-import { backoffDelay } from '@baton/backoff';
 import { compareIds, type EventStore, type StoredTranscriptEvent } from '@baton/store';
+import { CatchUpLoop, type CatchUpWork } from '../subscriptions/catch-up-loop';
 import { TranscriptFrame, type TranscriptFollower, type TranscriptHub } from './transcript-hub';
 
 /** The connection side of a transcript subscription. */
@@ -21,7 +21,6 @@ type State = 'catching_up' | 'live' | 'behind' | 'closed';
 const PAGE = 200;
 /** Tail entries held while catching up; past this they are dropped and read back from Redis. */
 const MAX_BUFFERED = 10_000;
-const RETRY = { initialMs: 20, maxMs: 1_000, jitter: false } as const;
 
 /**
  * One client's subscription to a session's transcript: the events after its cursor read from the
@@ -32,14 +31,16 @@ const RETRY = { initialMs: 20, maxMs: 1_000, jitter: false } as const;
  *
  * A connection that falls behind drops what it could not take; once it has drained, the client
  * is told (`resync`, with the cursor it has) and the subscription catches up again from there.
+ * Each catch-up first checks that the stream still holds what follows the cursor: events the
+ * transcript's retention removed are announced (`gap`), and the cursor moves past them.
  */
-export class TranscriptSubscription implements TranscriptFollower {
+export class TranscriptSubscription implements TranscriptFollower, CatchUpWork {
   /** The id of the last entry the client has (or skipped as another session's). */
   cursor: string;
   private state: State = 'catching_up';
   private buffer: TranscriptFrame[] = [];
   private overflowed = false;
-  private running = false;
+  private readonly loop = new CatchUpLoop(this);
   private resync = false;
   /** The message's head, the same for every message of the subscription. */
   private readonly head: string;
@@ -111,26 +112,18 @@ export class TranscriptSubscription implements TranscriptFollower {
     this.kick();
   }
 
+  /** Catches up until live, retrying on Redis errors (the client waits rather than loses). */
   private kick(): void {
-    if (this.running) return;
-    this.running = true;
-    void this.work().finally(() => {
-      this.running = false;
-    });
+    this.loop.kick();
   }
 
-  /** Catches up until live, retrying on Redis errors (the client waits rather than loses). */
-  private async work(): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.catchUp();
-        return;
-      } catch (err) {
-        if (this.closed) return;
-        this.hooks.onError(err, this.key);
-        await delay(backoffDelay(attempt, RETRY));
-      }
-    }
+  /** {@link CatchUpWork}: one catch-up from the cursor. */
+  runCatchUp(): Promise<void> {
+    return this.catchUp();
+  }
+
+  catchUpFailed(err: unknown): void {
+    this.hooks.onError(err, this.key);
   }
 
   private async catchUp(): Promise<void> {
@@ -142,6 +135,13 @@ export class TranscriptSubscription implements TranscriptFollower {
       this.sink.sendFrame(text, bytes);
       this.hooks.onResync();
     }
+    // Retention may have removed events after the cursor, or compaction the rest of an item
+    // the cursor is inside: the client is told what it lost before it gets what follows, never
+    // a silent jump.
+    const lost = await this.store.transcripts.lostAfter(this.key, this.cursor);
+    if (this.state !== 'catching_up') return;
+    let told = lost?.through;
+    if (lost !== null && !this.sendGap(lost.through, lost.resume)) return this.fallBehind();
     for (;;) {
       if (this.state !== 'catching_up') return;
       const page = await this.store.transcripts.read(this.key, {
@@ -150,6 +150,12 @@ export class TranscriptSubscription implements TranscriptFollower {
         sessionId: this.sessionId,
       });
       if (this.state !== 'catching_up') return;
+      // The owner compacted the rest of an item the cursor is inside since the check above.
+      const across = page.compactedThrough;
+      if (across !== undefined && (told === undefined || compareIds(across, told) > 0)) {
+        if (!this.sendGap(across, this.cursor)) return this.fallBehind();
+        told = across;
+      }
       if (compareIds(page.lastId, this.cursor) <= 0) {
         // At the end of the stream as it was read. What the tail held meanwhile is the rest;
         // when it had to drop some, they are in the stream: read on.
@@ -168,6 +174,17 @@ export class TranscriptSubscription implements TranscriptFollower {
         if (!this.send(page.items.map(storedFrame), page.lastId)) return;
       } else this.cursor = page.lastId;
     }
+  }
+
+  /** Tells the client what it lost after its cursor, through `through`; reads on from `resume`. */
+  private sendGap(through: string, resume: string): boolean {
+    const gap = { reason: 'retention', after: this.cursor, through };
+    const text = `${this.head},"gap":${JSON.stringify(gap)},"cursor":${JSON.stringify(resume)}}`;
+    const bytes = Buffer.byteLength(text);
+    if (!this.sink.writable(bytes)) return false;
+    this.sink.sendFrame(text, bytes);
+    this.cursor = resume;
+    return true;
   }
 
   /** Live: the entries after the cursor, of this session, as one message. */
@@ -208,8 +225,4 @@ export class TranscriptSubscription implements TranscriptFollower {
 
 function storedFrame(e: StoredTranscriptEvent): TranscriptFrame {
   return new TranscriptFrame(e.id, e.sessionId, e.executionId, JSON.stringify(e.event));
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -1,13 +1,8 @@
 import { splitTaskKey, type TaskView, type Update } from '@baton/protocol';
 import { backoffDelay } from '@baton/backoff';
-import {
-  decodeStoredUpdate,
-  isUnavailableError,
-  type EventStore,
-  type UpdateStreamItem,
-  type StreamTail,
-} from '@baton/store';
+import { decodeStoredUpdate, isUnavailableError, type EventStore } from '@baton/store';
 import type { Logger } from '../logger';
+import { ShardTails, type RawEntries } from './shard-tails';
 import { clientUpdate } from '../tenancy';
 import { ViewCache } from './view-cache';
 import { WriteBatch } from './write-batch';
@@ -69,7 +64,7 @@ const MAX_SCAN = 50_000;
 /** The first page of that look back, in entries; each next one is four times larger. */
 const FIRST_PAGE = 8;
 
-/** The hub answers nothing until its tail follows every shard: a client retries, as for Redis. */
+/** A shard's tail could not be placed: its tasks answer `unavailable`, as for Redis. */
 class HubNotStarted extends Error {
   override readonly name = 'HubNotStarted';
   constructor() {
@@ -88,10 +83,32 @@ export function emptyView(taskId: string): TaskView {
   };
 }
 
+/** How long a shard nobody watches any more is still read: a client that comes back finds it. */
+export const TAIL_LINGER_MS = 2_000;
+
+/** A shard the hub reads, or is about to, for the tasks watched on it. */
+interface Watch {
+  /** Followed tasks of the shard, plus tenant-wide listeners (each needs every shard). */
+  watchers: number;
+  /** Its tail reads it: updates after the position read when it was placed reach the hub. */
+  placed: boolean;
+  /** The placement under way or last tried; rejected while its stream's end cannot be read. */
+  ready: Promise<void>;
+  trying: boolean;
+  failing: boolean;
+  retry: NodeJS.Timeout | undefined;
+  attempts: number;
+  linger: NodeJS.Timeout | undefined;
+}
+
 /**
- * The gateway's one tail over the update streams of every shard, fanned out to listeners by task.
- * Tailing all shards keeps a subscription's start simple and race-free: the tail covers every
- * update published after the gateway started, whatever its clients watch.
+ * The gateway's tail over the update streams of the shards its clients watch, fanned out to
+ * listeners by task. A shard is read from the first watcher of one of its tasks (a /ws or AHP
+ * subscription, a prompt waiting for its decision) until {@link TAIL_LINGER_MS} after the last
+ * has gone; a tenant-wide listener (the AHP root channel) watches every shard, since a tenant's
+ * tasks are spread over all of them. A subscription's start stays race-free: its view, last seq
+ * and missed updates are read only once its shard's tail is placed, from the stream's end read
+ * before them — every update after what it reads reaches the tail.
  */
 export class UpdateHub {
   private readonly listeners = new Map<string, Set<UpdateListener | UpdateFollower>>();
@@ -102,12 +119,16 @@ export class UpdateHub {
    */
   private readonly seen = new Map<string, number>();
   private readonly tenantListeners = new Map<string, Set<UpdateListener>>();
-  private tail: StreamTail<UpdateStreamItem> | undefined;
+  private tenantListenerCount = 0;
+  /** The shards watched, by shard. */
+  private readonly watches = new Map<number, Watch>();
+  private readonly tails: ShardTails;
   /** Corks the sockets of subscribers while one batch from the tail is fanned out. */
   readonly writes = new WriteBatch();
-  private loop: Promise<void> | undefined;
-  private starting: Promise<void> | undefined;
   private stopped = false;
+  private begun = false;
+  /** Updates decoded from the tails (each once, whoever watches its task). */
+  decoded = 0;
 
   /** Task views by version, serialized once, shared by every subscriber and REST read. */
   readonly views: ViewCache;
@@ -119,76 +140,174 @@ export class UpdateHub {
     private readonly log: Logger,
     viewCacheBytes = 0,
     cacheIdleMs = 0,
+    private readonly lingerMs = TAIL_LINGER_MS,
   ) {
     this.views = new ViewCache(viewCacheBytes, cacheIdleMs);
+    this.tails = new ShardTails(
+      store.redis,
+      (s) => store.keys.updates(s),
+      (shard, entries) => this.read(shard, entries),
+      store.tailBlockMs,
+      log,
+    );
+  }
+
+  /** Serves from now on: nothing is read until a client watches a task. */
+  start(): void {
+    this.begun = true;
+  }
+
+  /** Whether the hub serves (tails are placed as tasks are watched). */
+  get started(): boolean {
+    return this.begun && !this.stopped;
+  }
+
+  /** Whether `shard` is served: false while its watched stream's end cannot be read. */
+  follows(shard: number): boolean {
+    return this.started && this.watches.get(shard)?.failing !== true;
+  }
+
+  /** The shards read now (for tests and metrics). */
+  get tailedShards(): number[] {
+    return this.tails.shards.sort((a, b) => a - b);
+  }
+
+  /** XREADs sent by the tails (for metrics). */
+  get tailReads(): number {
+    return this.tails.reads;
+  }
+
+  private watch(shard: number): void {
+    let w = this.watches.get(shard);
+    if (!w) {
+      w = {
+        watchers: 0,
+        placed: false,
+        ready: Promise.resolve(),
+        trying: false,
+        failing: false,
+        retry: undefined,
+        attempts: 0,
+        linger: undefined,
+      };
+      this.watches.set(shard, w);
+    }
+    w.watchers++;
+    clearTimeout(w.linger);
+    w.linger = undefined;
+    if (!w.placed && !w.trying) this.place(shard, w);
+  }
+
+  private unwatch(shard: number): void {
+    const w = this.watches.get(shard);
+    if (!w || --w.watchers > 0) return;
+    clearTimeout(w.retry);
+    w.retry = undefined;
+    if (this.stopped) return;
+    w.linger = setTimeout(() => {
+      if (this.watches.get(shard) !== w || w.watchers > 0) return;
+      this.watches.delete(shard);
+      this.tails.remove(shard);
+      this.forgetShard(shard);
+    }, this.lingerMs);
+    w.linger.unref();
+  }
+
+  /** A shard no longer read: what was learnt from its tail of its tasks no longer holds. */
+  private forgetShard(shard: number): void {
+    for (const t of this.seen.keys()) if (this.store.shardOf(t) === shard) this.seen.delete(t);
   }
 
   /**
-   * Starts following every shard from its current end. Reading where each shard ends needs
-   * Redis: while Redis does not answer, this retries (backoff) and the hub serves nothing —
-   * {@link view} and the rest answer `unavailable`, /readyz says not ready — so a gateway started
-   * during an outage waits for Redis instead of exiting, and no subscription can read a snapshot
-   * before the tail is placed (it would miss what happened in between).
+   * Reads where the shard's update stream ends and tails it from there. Until then, and while
+   * that read fails, the shard's watched tasks are not served ({@link ready}); a failed read is
+   * tried again while the shard is watched, and at once when a new watcher comes.
    */
-  start(): void {
-    this.starting ??= this.place();
-  }
-
-  /** Whether the tail follows every shard: the hub can serve. */
-  get started(): boolean {
-    return this.tail !== undefined;
-  }
-
-  private async place(): Promise<void> {
-    const shards = Array.from({ length: this.store.keys.shards }, (_, s) => s);
-    let lasts: string[] | undefined;
-    for (let attempt = 0; lasts === undefined; attempt++) {
-      if (this.stopped) return;
-      try {
-        lasts = await Promise.all(
-          shards.map(
-            async (s) =>
-              (
-                (await this.store.redis.xrevrange(
-                  this.store.keys.updates(s),
-                  '+',
-                  '-',
-                  'COUNT',
-                  1,
-                )) as XEntry[]
-              )[0]?.[0] ?? '0-0',
-          ),
-        );
-      } catch (err) {
+  private place(shard: number, w: Watch): void {
+    clearTimeout(w.retry);
+    w.retry = undefined;
+    w.trying = true;
+    const attempt = (async () => {
+      const last = (await this.store.redis.xrevrange(
+        this.store.keys.updates(shard),
+        '+',
+        '-',
+        'COUNT',
+        1,
+      )) as XEntry[];
+      return last[0]?.[0] ?? '0-0';
+    })();
+    w.ready = attempt.then(
+      (from) => {
+        w.trying = false;
+        if (this.watches.get(shard) !== w || this.stopped) return;
+        w.placed = true;
+        w.failing = false;
+        w.attempts = 0;
+        this.tails.add(shard, from);
+      },
+      (err: unknown) => {
+        w.trying = false;
+        w.failing = true;
         // The outage itself is logged once by the store's availability watch.
-        if (!isUnavailableError(err)) this.log.error({ err }, 'update tail: reading shard ends');
-        await new Promise((r) => setTimeout(r, backoffDelay(attempt, { maxMs: 2_000 })));
+        if (!isUnavailableError(err)) {
+          this.log.error({ err, shard }, 'update tail: reading the shard end');
+        }
+        if (this.watches.get(shard) === w && w.watchers > 0 && !this.stopped) {
+          w.retry = setTimeout(
+            () => w.watchers > 0 && !w.placed && !w.trying && this.place(shard, w),
+            backoffDelay(w.attempts++, { maxMs: 2_000 }),
+          );
+          w.retry.unref();
+        }
+        throw isUnavailableError(err) ? err : new HubNotStarted();
+      },
+    );
+    // Awaited by whoever reads for a watcher; a failure nobody awaits is not unhandled.
+    w.ready.catch(() => undefined);
+  }
+
+  /**
+   * Resolves once updates of `taskId` after this moment reach its watchers: at once for a task
+   * not watched (nothing waits for its updates) or whose shard is read; else when the shard's
+   * tail is placed. Rejects (`unavailable`) while the shard's stream cannot be read.
+   */
+  async ready(taskId: string): Promise<void> {
+    if (!this.started) throw new HubNotStarted();
+    const shard = this.store.shardOf(taskId);
+    for (let tries = 0; ; tries++) {
+      const w = this.watches.get(shard);
+      if (!w || w.placed) return;
+      const t0 = performance.now();
+      try {
+        await w.ready;
+        return;
+      } catch (err) {
+        // A refusal that came at once (a Cluster client still learning its slots) is tried
+        // again at once, twice; one that took the store's deadline (a master down) is the answer.
+        if (tries >= 2 || performance.now() - t0 > 50 || w.watchers === 0) throw err;
+        if (!w.trying && !w.placed) this.place(shard, w);
       }
     }
-    if (this.stopped) return;
-    const from: Record<number, string> = {};
-    shards.forEach((s, i) => (from[s] = lasts[i]!));
-    const tail = this.store.tailUpdates(shards, from);
-    this.tail = tail;
-    this.loop = (async () => {
-      for await (const batch of tail) {
-        this.writes.run(() => {
-          for (const item of batch) {
-            if ('update' in item) this.dispatch(new UpdateFrame(item.update));
-            else {
-              // The owner's notice: its next update is the first of the new history.
-              this.seen.delete(item.rewritten.taskId);
-              this.rewritten(item.rewritten.taskId);
-            }
-          }
-        });
-      }
-    })().catch((err: unknown) => this.log.error({ err }, 'update tail stopped'));
   }
 
-  /** Refuses to serve before the tail is placed, as the store does while Redis is away. */
-  private serving(): void {
-    if (this.tail === undefined) throw new HubNotStarted();
+  private read(shard: number, entries: RawEntries): void {
+    this.writes.run(() => {
+      for (const [id, fields] of entries) {
+        if (field(fields, 'rw') !== undefined) {
+          const taskId = field(fields, 't');
+          if (taskId === undefined) continue;
+          // The owner's notice: its next update is the first of the new history.
+          this.seen.delete(taskId);
+          this.rewritten(taskId);
+          continue;
+        }
+        const r = decodeStoredUpdate(field(fields, 'u'));
+        this.decoded++;
+        if (r.ok) this.dispatch(new UpdateFrame(r.value));
+        else this.log.warn({ shard, id, reason: r.reason }, 'update tail: an entry refused');
+      }
+    });
   }
 
   private rewritten(taskId: string): void {
@@ -216,11 +335,15 @@ export class UpdateHub {
       }
     }
     const set = this.listeners.get(frame.update.taskId);
-    if (!set) return;
+    if (!set) {
+      if (this.views.enabled) this.views.advance(frame.update, () => frame.bytes);
+      return;
+    }
     const { taskId, seq } = frame.update;
     const before = this.seen.get(taskId);
     this.seen.set(taskId, seq);
     if (before !== undefined && seq <= before) this.rewritten(taskId);
+    if (this.views.enabled) this.views.advance(frame.update, () => frame.bytes);
     for (const l of set) {
       try {
         if (typeof l === 'function') l(frame);
@@ -243,7 +366,10 @@ export class UpdateHub {
    */
   follow(taskId: string, l: UpdateListener | UpdateFollower): void {
     let set = this.listeners.get(taskId);
-    if (!set) this.listeners.set(taskId, (set = new Set()));
+    if (!set) {
+      this.listeners.set(taskId, (set = new Set()));
+      this.watch(this.store.shardOf(taskId));
+    }
     set.add(l);
   }
 
@@ -254,20 +380,42 @@ export class UpdateHub {
     if (set.size === 0) {
       this.listeners.delete(taskId);
       this.seen.delete(taskId);
+      this.unwatch(this.store.shardOf(taskId));
     }
   }
 
-  /** Calls `fn` with every update of every task of `tenant` from now on (the AHP root channel). */
+  /**
+   * Calls `fn` with every update of every task of `tenant` from now on (the AHP root channel);
+   * every shard is read meanwhile. See {@link everyShardReady}.
+   */
   listenTenant(tenant: string, fn: UpdateListener): () => void {
     let set = this.tenantListeners.get(tenant);
     if (!set) this.tenantListeners.set(tenant, (set = new Set()));
     set.add(fn);
+    if (this.tenantListenerCount++ === 0) {
+      for (let s = 0; s < this.store.keys.shards; s++) this.watch(s);
+    }
+    let stopped = false;
     return () => {
+      if (stopped) return;
+      stopped = true;
       set.delete(fn);
       if (set.size === 0 && this.tenantListeners.get(tenant) === set) {
         this.tenantListeners.delete(tenant);
       }
+      if (--this.tenantListenerCount === 0) {
+        for (let s = 0; s < this.store.keys.shards; s++) this.unwatch(s);
+      }
     };
+  }
+
+  /**
+   * Resolves once every watched shard's tail is placed or has failed to be (a shard whose
+   * master is lost is placed when it is back): a tenant-wide listener then misses nothing of the
+   * shards that answer.
+   */
+  async everyShardReady(): Promise<void> {
+    await Promise.allSettled([...this.watches.values()].map((w) => w.ready));
   }
 
   get listenerCount(): number {
@@ -285,7 +433,7 @@ export class UpdateHub {
    * view returned is shared: never modify it.
    */
   async view(taskId: string, maxAgeMs = 0): Promise<TaskView> {
-    this.serving();
+    await this.ready(taskId);
     if (!this.views.enabled) return (await this.store.views.read(taskId)) ?? emptyView(taskId);
     if (maxAgeMs > 0) {
       const recent = this.views.recent(taskId, maxAgeMs);
@@ -322,8 +470,8 @@ export class UpdateHub {
     return this.views.snapshotFrame(view, resync);
   }
 
-  lastSeq(taskId: string): Promise<number> {
-    this.serving();
+  async lastSeq(taskId: string): Promise<number> {
+    await this.ready(taskId);
     return this.store.lastUpdateSeq(taskId);
   }
 
@@ -333,7 +481,7 @@ export class UpdateHub {
    * no gaps, so finding `afterSeq + 1` while scanning back from the end proves nothing is missing.
    */
   async missed(taskId: string, afterSeq: number): Promise<Update[] | null> {
-    this.serving();
+    await this.ready(taskId);
     const key = this.store.keys.updates(this.store.shardOf(taskId));
     const found: Update[] = [];
     let end = '+';
@@ -369,9 +517,12 @@ export class UpdateHub {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.starting;
-    await this.tail?.close();
-    await this.loop;
+    for (const w of this.watches.values()) {
+      clearTimeout(w.retry);
+      clearTimeout(w.linger);
+    }
+    this.watches.clear();
+    await this.tails.close();
     this.listeners.clear();
   }
 }

@@ -1,4 +1,7 @@
-import type { TaskView } from '@baton/protocol';
+import fc from 'fast-check';
+import { initialTaskState } from '@baton/activity';
+import { Update, type TaskView } from '@baton/protocol';
+import { play, snapshotOf, streams } from '@baton/testing';
 import { ViewCache } from './view-cache';
 
 const view = (taskId: string, seq: number, sessions = ['s1', 's2'], pad = 0): TaskView =>
@@ -84,5 +87,54 @@ describe('ViewCache', () => {
     expect(c.bytes).toBe(
       ['old7', 'kept', 'new'].reduce((n, id) => n + JSON.stringify(view(id, 1)).length, 0),
     );
+  });
+});
+
+describe('ViewCache.advance over the updates libs/activity folds from generated streams', () => {
+  it('is, after each entry, the view the owner stores, and the snapshot frame it serializes', () => {
+    fc.assert(
+      fc.property(streams, fc.nat(), (steps, cut) => {
+        const { checkpoints } = play(steps);
+        const states = [initialTaskState('t1'), ...checkpoints.map((c) => c.state)];
+        const from = cut % states.length;
+        const c = new ViewCache(10_000_000);
+        c.put(snapshotOf(states[from]!));
+        checkpoints.forEach(({ state, updates }, i) => {
+          // As the tail hands them over: JSON through Redis; earlier ones are already in the view.
+          for (const u of updates) {
+            const wire = JSON.stringify(u);
+            c.advance(Update.parse(JSON.parse(wire)), () => wire.length);
+          }
+          if (i + 1 < from) return;
+          const want = snapshotOf(state);
+          const got = c.get('t1', want.seq);
+          expect(got).toEqual(want);
+          expect(JSON.parse(c.snapshotFrame(got!, false).toString()).task).toEqual(want);
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('keeps the version before a group until its last update; a gap drops the view', () => {
+    const c = new ViewCache(1_000_000);
+    const base = snapshotOf(initialTaskState('t'));
+    c.put(base);
+    const u = (seq: number, last: boolean): Update => ({
+      v: 1,
+      taskId: 't',
+      seq,
+      entry: '5-0',
+      last,
+      type: 'task.status',
+      data: { status: 'archived' },
+    });
+    c.advance(u(1, false), () => 10);
+    expect(c.get('t', 0)).toBe(base);
+    expect(c.get('t', 1)).toBeUndefined();
+    c.advance(u(2, true), () => 10);
+    expect(c.get('t', 2)).toMatchObject({ seq: 2, status: 'archived' });
+    c.advance(u(4, true), () => 10);
+    expect(c.size).toBe(0);
   });
 });

@@ -1,4 +1,5 @@
-import { SCHEMA_VERSION, type TaskView } from '@baton/protocol';
+import { stepUpdate } from '@baton/ahp';
+import { SCHEMA_VERSION, endsGroup, type TaskView, type Update } from '@baton/protocol';
 import { clientView } from '../tenancy';
 
 interface Entry {
@@ -8,8 +9,15 @@ interface Entry {
   /** When the view was last known to be the task's current one. */
   checkedAt: number;
   view: TaskView;
-  /** The view serialized as its tenant's clients see it, the core of every full-task frame. */
-  json: string;
+  /**
+   * The view serialized as its tenant's clients see it, the core of every full-task frame; made
+   * when first needed for a view advanced by updates.
+   */
+  json: string | undefined;
+  /** The size of `json`, or while it is not made, an estimate (the last one plus the updates'). */
+  jsonBytes: number;
+  /** Updates of an entry whose group has not ended yet, applied: the view once it ends. */
+  partial: TaskView | undefined;
   /** One session's part of the view, built once per session asked for. */
   sessions: Map<string, TaskView>;
   /** /ws snapshot frames by session filter and resync flag. */
@@ -92,6 +100,8 @@ export class ViewCache {
       usedAt: now,
       view,
       json,
+      jsonBytes: json.length,
+      partial: undefined,
       sessions: new Map(),
       frames: new Map(),
       bytes: json.length,
@@ -135,7 +145,7 @@ export class ViewCache {
     const key = `${o.session}\u0000${resync}`;
     let frame = o.entry.frames.get(key);
     if (!frame) {
-      const json = o.session === '' ? o.entry.json : JSON.stringify(clientView(view));
+      const json = o.session === '' ? this.jsonOf(o.entry) : JSON.stringify(clientView(view));
       frame = Buffer.from(`${head}${json}}`);
       o.entry.frames.set(key, frame);
       o.entry.bytes += frame.length;
@@ -143,6 +153,61 @@ export class ViewCache {
       this.evict(o.entry);
     }
     return frame;
+  }
+
+  private jsonOf(e: Entry): string {
+    if (e.json !== undefined) return e.json;
+    const json = JSON.stringify(clientView(e.view));
+    e.json = json;
+    e.bytes += json.length - e.jsonBytes;
+    this.total += json.length - e.jsonBytes;
+    e.jsonBytes = json.length;
+    return json;
+  }
+
+  /**
+   * Applies an update the gateway's tail decoded to the task's cached view, so that the next
+   * version is neither read from Redis nor parsed (nor serialized, until a snapshot needs it). A
+   * view is kept only at the end of an update's group, as the owner stores it; an update it
+   * cannot follow (a gap, a session it does not have) drops it: the next ask reads it again.
+   * `bytes` gives the update's wire size, what the view's estimate grows by (asked for only
+   * when the task's view is cached).
+   */
+  advance(u: Update, bytes: () => number): void {
+    const e = this.byTask.get(u.taskId);
+    if (!e) return;
+    const base = e.partial ?? e.view;
+    if (u.seq <= base.seq) return;
+    const r = stepUpdate(base, u);
+    if (r.kind !== 'applied') {
+      this.drop(e);
+      return;
+    }
+    if (!endsGroup(u)) {
+      e.partial = r.view;
+      return;
+    }
+    const jsonBytes = e.jsonBytes + bytes();
+    const next: Entry = {
+      taskId: e.taskId,
+      seq: r.view.seq,
+      checkedAt: this.now(),
+      // Kept in order of use: a view whose task moves is one its watchers are about to ask for.
+      usedAt: this.now(),
+      view: r.view,
+      json: undefined,
+      jsonBytes,
+      partial: undefined,
+      sessions: new Map(),
+      frames: new Map(),
+      bytes: jsonBytes,
+    };
+    this.drop(e);
+    if (next.bytes > this.maxBytes) return;
+    this.byTask.set(next.taskId, next);
+    this.owners.set(next.view, { entry: next, session: '' });
+    this.total += next.bytes;
+    this.evict(next);
   }
 
   /**

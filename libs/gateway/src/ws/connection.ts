@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import type { WebSocket } from 'ws';
+import { WebSocket, type RawData } from 'ws';
 import { FLUSH_AT, type WriteBatch } from '../updates/write-batch';
 import type { Principal } from '../auth/auth';
 import type { Logger } from '../logger';
@@ -27,19 +27,48 @@ export const REPLY_HEADROOM = 64 * 1024;
  */
 export const CLOSE_GRACE_MS = { slowConsumer: 1_000, other: 10_000 } as const;
 
-/**
- * The connection of each socket, for the socket's event listeners: they are functions shared by
- * every connection (`this` is the socket), not closures made per connection.
- */
-const CONNECTIONS = new WeakMap<WebSocket, Connection>();
-
-export function connectionOf(ws: WebSocket): Connection | undefined {
-  return CONNECTIONS.get(ws);
+/** What an adapter does on its sockets' events: one object per adapter, shared by its sockets. */
+export interface SocketEvents {
+  message(c: Connection, data: RawData, isBinary: boolean): void;
+  /** ws emits it once, when the socket has closed. */
+  close(c: Connection, ws: GatewaySocket): void;
+  error(c: Connection, err: Error): void;
 }
 
-function onPong(this: WebSocket): void {
-  const c = CONNECTIONS.get(this);
-  if (c) c.lastSeen = Date.now();
+/**
+ * The gateway's WebSocket, which ws makes for each upgrade (its `WebSocket` option). It holds its
+ * connection and its tenant place, and hands ws's events to its adapter's functions, shared by
+ * every socket, instead of listeners: an emitter's listeners live in a dictionary of each socket
+ * (~100 bytes for four), and a WeakMap from socket to connection cost an entry more (issue 28:
+ * an idle connection's heap). Events of a socket with no connection yet go to listeners as usual.
+ */
+export class GatewaySocket extends WebSocket {
+  connection: Connection | undefined;
+  events: SocketEvents | undefined;
+  /** The tenant whose connection place the socket holds (given back at its close). */
+  place: string | undefined;
+
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
+    const c = this.connection;
+    const on = this.events;
+    if (c === undefined || on === undefined) return super.emit(event, ...args);
+    switch (event) {
+      case 'message':
+        on.message(c, args[0] as RawData, args[1] as boolean);
+        return true;
+      case 'pong':
+        c.lastSeen = Date.now();
+        return true;
+      case 'close':
+        on.close(c, this);
+        return true;
+      case 'error':
+        on.error(c, args[0] as Error);
+        return true;
+      default:
+        return super.emit(event, ...args);
+    }
+  }
 }
 
 /**
@@ -81,8 +110,6 @@ export abstract class Connection implements TokenBucket {
   ) {
     this.subs = new TenantCountedMap<Subscription>(limits, principal_.tenant);
     this.tokens = opts.maxMessagesPerSecond;
-    CONNECTIONS.set(ws, this);
-    ws.on('pong', onPong);
     metrics.connections.inc({ endpoint });
   }
 

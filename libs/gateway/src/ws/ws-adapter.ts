@@ -2,10 +2,15 @@ import type { WebSocketAdapter, WsMessageHandler } from '@nestjs/common';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { WebSocketServer, type RawData, type Server as WsServer } from 'ws';
 import { AuthError, Authenticator, type Principal } from '../auth/auth';
 import type { Services } from './client-connection';
-import { connectionOf, type Connection, type ConnectionRegistry } from './connection';
+import {
+  GatewaySocket,
+  type Connection,
+  type ConnectionRegistry,
+  type SocketEvents,
+} from './connection';
 import type { TenantLimits } from './tenant-limits';
 
 /**
@@ -15,8 +20,10 @@ import type { TenantLimits } from './tenant-limits';
  */
 export const UNAUTHENTICATED = '\u0000unauthenticated';
 
+/** No scope, one set for every connection that has none. */
+const NO_SCOPES: ReadonlySet<never> = new Set();
 /** An /ahp connection before `authenticate`: no tenant, no scope. */
-const anonymous = (): Principal => ({ tenant: UNAUTHENTICATED, scopes: new Set() });
+const anonymous = (): Principal => ({ tenant: UNAUTHENTICATED, scopes: NO_SCOPES });
 
 /** Who an upgrade is for: a token's principal, or (on /ahp only) nobody yet. */
 export type Admission = { principal: Principal; anonymous: boolean };
@@ -27,7 +34,7 @@ export interface ConnectionFactory {
   /** Whether the protocol can authenticate after the upgrade (AHP's `authenticate`). */
   readonly inProtocolAuth: boolean;
   /** The lean connection of an admitted socket. */
-  open(ws: WebSocket, socket: Socket, a: Admission): Connection;
+  open(ws: GatewaySocket, socket: Socket, a: Admission): Connection;
 }
 
 /** A gateway's server, as Nest holds it: its path and what makes its connections. */
@@ -69,22 +76,24 @@ export class Routes {
  * own lifecycle (heartbeats, close) is the registry's, not Nest's connect / disconnect events.
  */
 export class BatonWsAdapter implements WebSocketAdapter<Endpoint, Endpoint> {
-  private readonly wss: WebSocketServer;
+  private readonly wss: WsServer<typeof GatewaySocket>;
   private readonly endpoints = new Map<string, Endpoint>();
   private attached = false;
   private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     void this.upgrade(req, socket, head);
   };
   /**
-   * The tenant whose connection place each admitted TCP socket holds, given back when it closes.
-   * With the listeners below, one function for every socket: a closure per connection would
-   * keep its context for the connection's life (issue 20: an idle connection's heap).
+   * The tenant whose connection place each admitted TCP socket holds until its handshake is done
+   * (its WebSocket holds it then, and gives it back at its close), given back if the socket closes
+   * first: a listener on the socket's `close` for the connection's life, its third after Nest's
+   * and ws's, grew Node's listener array by ~150 bytes (issue 28). With the socket events below,
+   * one function for every socket: a closure per connection would keep its context for the
+   * connection's life (issue 20: an idle connection's heap).
    */
   private readonly places = new WeakMap<Duplex, string>();
+  private readonly releasePlace: (socket: Duplex) => void;
   private readonly onSocketClose: (this: Duplex) => void;
-  private readonly onMessage: (this: WebSocket, data: RawData, isBinary: boolean) => void;
-  private readonly onClose: (this: WebSocket) => void;
-  private readonly onError: (this: WebSocket, err: Error) => void;
+  private readonly events: SocketEvents;
 
   constructor(
     private readonly http: Server,
@@ -99,34 +108,39 @@ export class BatonWsAdapter implements WebSocketAdapter<Endpoint, Endpoint> {
       maxPayload: s.opts.hardMaxMessageBytes,
       // Connections live in the registry (heartbeats, shutdown); ws need not track them twice.
       clientTracking: false,
+      WebSocket: GatewaySocket,
     });
     const { places } = this;
-    this.onSocketClose = function (this: Duplex) {
-      const tenant = places.get(this);
+    const releasePlace = (this.releasePlace = (socket: Duplex) => {
+      const tenant = places.get(socket);
       if (tenant === undefined) return;
-      places.delete(this);
+      places.delete(socket);
       limits.closeConnection(tenant);
+    });
+    this.onSocketClose = function (this: Duplex) {
+      releasePlace(this);
     };
-    this.onMessage = function (this: WebSocket, data: RawData, isBinary: boolean) {
-      const c = connectionOf(this);
-      if (!c) return;
-      const frame = isBinary ? toBuffer(data) : toBuffer(data).toString('utf8');
-      try {
-        c.handleFrame(frame);
-      } catch (err) {
-        // A bug of ours must not cost the client its answer: it gets an internal error.
-        s.log.error({ err, endpoint: c.endpoint }, 'frame handling failed');
-        c.internalError();
-      }
-    };
-    this.onClose = function (this: WebSocket) {
-      const c = connectionOf(this);
-      if (!c) return;
-      c.dispose();
-      registry.remove(c);
-    };
-    this.onError = function (this: WebSocket, err: Error) {
-      s.log.debug({ err, endpoint: connectionOf(this)?.endpoint }, 'socket error');
+    this.events = {
+      message(c: Connection, data: RawData, isBinary: boolean) {
+        const frame = isBinary ? toBuffer(data) : toBuffer(data).toString('utf8');
+        try {
+          c.handleFrame(frame);
+        } catch (err) {
+          // A bug of ours must not cost the client its answer: it gets an internal error.
+          s.log.error({ err, endpoint: c.endpoint }, 'frame handling failed');
+          c.internalError();
+        }
+      },
+      close(c: Connection, ws: GatewaySocket) {
+        c.dispose();
+        registry.remove(c);
+        const tenant = ws.place;
+        ws.place = undefined;
+        if (tenant !== undefined) limits.closeConnection(tenant);
+      },
+      error(c: Connection, err: Error) {
+        s.log.debug({ err, endpoint: c.endpoint }, 'socket error');
+      },
     };
   }
 
@@ -174,12 +188,24 @@ export class BatonWsAdapter implements WebSocketAdapter<Endpoint, Endpoint> {
       return;
     }
     const admission = await this.admit(req, socket, endpoint);
-    if (!admission || socket.destroyed) return;
+    if (!admission) return;
+    if (socket.destroyed) {
+      this.releasePlace(socket);
+      return;
+    }
+    let connected = false;
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       // ws handles the socket's errors from here on.
       socket.off('error', destroyOnError);
       this.connect(ws, req, endpoint, admission);
+      connected = true;
     });
+    // ws completes a handshake at once (there is no verifyClient), and the WebSocket then holds
+    // the place. A refused handshake destroyed the socket; were one ever completed later, the
+    // socket's close would give the place back unless the WebSocket had taken it.
+    if (connected) return;
+    if (socket.destroyed) this.releasePlace(socket);
+    else socket.on('close', this.onSocketClose);
   }
 
   /** Authenticates the upgrade and holds the tenant's place for as long as its socket lives. */
@@ -219,26 +245,23 @@ export class BatonWsAdapter implements WebSocketAdapter<Endpoint, Endpoint> {
       return undefined;
     }
     // The place is the TCP socket's, so a handshake that fails later gives it back too.
-    if (socket.destroyed) {
-      this.limits.closeConnection(tenant);
-    } else {
-      this.places.set(socket, tenant);
-      socket.on('close', this.onSocketClose);
-    }
+    this.places.set(socket, tenant);
     return admission;
   }
 
   private connect(
-    ws: WebSocket,
+    ws: GatewaySocket,
     req: IncomingMessage,
     endpoint: ConnectionFactory,
     a: Admission,
   ): void {
     const c = endpoint.open(ws, req.socket, a);
     this.registry.add(c);
-    ws.on('message', this.onMessage);
-    ws.on('close', this.onClose); // once: ws emits it once
-    ws.on('error', this.onError);
+    // The place moves to the WebSocket, which gives it back at its close.
+    ws.place = this.places.get(req.socket);
+    this.places.delete(req.socket);
+    ws.events = this.events;
+    ws.connection = c;
   }
 }
 

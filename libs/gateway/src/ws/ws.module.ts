@@ -69,7 +69,7 @@ import { WsGateway } from './ws.gateway';
         log,
         limits,
         ahpLog: new HostLog(store.redis, opts.prefix),
-        ahpTranscripts: new TranscriptTail(store, log),
+        ahpTranscripts: new TranscriptTail(transcripts, store, log),
         routes: new Routes(),
       }),
     },
