@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 
+import { ProfilesError } from './profiles';
+
 export * from './profiles';
 export * from './build-output';
 
@@ -123,7 +125,12 @@ export const PROJECTOR = {
   PROJECTOR_RETENTION_MS: setting(
     int(0, 365 * 86_400_000),
     '86400000',
-    'How long a task stream keeps its entries behind its snapshot: the history query reads them (0: trimmed up to the snapshot)',
+    "How long a task's history is kept: its checkpoints and history spans, and its stream's entries behind the snapshot unless PROJECTOR_HOT_WINDOW_MS is shorter (0: trimmed up to the snapshot)",
+  ),
+  PROJECTOR_HOT_WINDOW_MS: setting(
+    int(0, 365 * 86_400_000),
+    '3600000',
+    'How long raw task-stream entries and transcript deltas are kept; older entries are answered by the history spans (kept for PROJECTOR_RETENTION_MS), older transcript kept as whole items (0, or not below the retention: all kept raw)',
   ),
   PROJECTOR_STALL_MS: setting(
     int(100, 86_400_000),
@@ -160,10 +167,30 @@ export const PROJECTOR = {
     '30000',
     'How often each shard loads the tasks of its live set it does not hold (an append whose feed note went unread): the bound on such a task’s wait',
   ),
+  PROJECTOR_MAX_SESSIONS_PER_TASK: setting(
+    int(0, 100_000),
+    '256',
+    'Sessions with work (a queued prompt, a turn, a live or requested execution) one task may have; a prompt that would add one is rejected (`too_many_sessions`); 0: no bound',
+  ),
+  PROJECTOR_MAX_QUEUED_BYTES_PER_SESSION: setting(
+    int(0, 1_073_741_824),
+    '1048576',
+    'Bytes of prompt text (UTF-8) queued on one session; a prompt that would pass it is rejected (`queue_bytes`); 0: no bound',
+  ),
+  PROJECTOR_MAX_QUEUED_BYTES_PER_TASK: setting(
+    int(0, 1_073_741_824),
+    '8388608',
+    'Bytes of prompt text (UTF-8) queued on all the sessions of one task: what its view carries to every subscriber; a prompt that would pass it is rejected (`queue_bytes`); 0: no bound',
+  ),
   PROJECTOR_METRICS_PORT: setting(
     int(0, 65_535),
     '9464',
     'Port of the projector’s /healthz and /metrics (0: pick a free one; off in the one-process run)',
+  ),
+  PROJECTOR_SHUTDOWN_TIMEOUT_MS: setting(
+    int(100, 600_000),
+    '8000',
+    'A stop (SIGTERM, SIGINT) still unfinished after this long, e.g. with Redis unreachable, exits anyway (code 1); its leases lapse. Keep it under the orchestrator’s grace period',
   ),
 } satisfies Record<string, Setting>;
 
@@ -203,6 +230,11 @@ export const WORKER = {
     int(100, 600_000),
     '30000',
     'An agent that has not finished its ACP session setup (initialize, session/new) by then ends as failed',
+  ),
+  WORKER_SHUTDOWN_TIMEOUT_MS: setting(
+    int(100, 600_000),
+    '25000',
+    'A stop (SIGTERM, SIGINT) still unfinished after this long, e.g. with Redis unreachable, exits anyway (code 1), its agents killed; its executions are declared lost once their leases lapse. Keep it under the orchestrator’s grace period',
   ),
 } satisfies Record<string, Setting>;
 
@@ -299,6 +331,11 @@ export const GATEWAY = {
     '600000',
     'A task’s cached view and tenancy that no request or subscription used for this long are dropped (read again from Redis when next asked for); 0: kept until their bounds push them out',
   ),
+  GATEWAY_TAIL_LINGER_MS: setting(
+    int(0, 3_600_000),
+    '2000',
+    'How long a gateway still reads a shard’s update stream after the last of its clients’ watchers of that shard left (a client that comes back finds it read)',
+  ),
   GATEWAY_HEARTBEAT_MS: setting(
     int(100, 600_000),
     '15000',
@@ -308,6 +345,26 @@ export const GATEWAY = {
     int(0, 86_400_000),
     '300000',
     'A connection with no subscription that sends nothing for this long is closed (0: never)',
+  ),
+  GATEWAY_MAX_STORED_BYTES_PER_TENANT: setting(
+    int(0, Number.MAX_SAFE_INTEGER),
+    '1073741824',
+    'Bytes of commands (prompts above all) one tenant’s clients may append over GATEWAY_STORED_WINDOW_MS, every gateway and surface together: what its task streams keep; past it, appends are refused (`rate_limited`, 429); 0: no quota',
+  ),
+  GATEWAY_STORED_WINDOW_MS: setting(
+    int(60_000, 30 * 86_400_000),
+    '86400000',
+    'The window GATEWAY_MAX_STORED_BYTES_PER_TENANT counts over: set it to PROJECTOR_RETENTION_MS (or more), what streams keep behind their snapshots',
+  ),
+  GATEWAY_HEADERS_TIMEOUT_MS: setting(
+    int(1_000, 300_000),
+    '10000',
+    'An HTTP request or WebSocket upgrade whose headers have not all arrived after this long is answered 408 and closed',
+  ),
+  GATEWAY_SHUTDOWN_TIMEOUT_MS: setting(
+    int(100, 600_000),
+    '15000',
+    'A stop (SIGTERM, SIGINT) still unfinished after this long, e.g. with Redis unreachable, exits anyway (code 1). Keep it under the orchestrator’s grace period',
   ),
 } satisfies Record<string, Setting>;
 
@@ -374,6 +431,26 @@ export function loadConfig<G extends Group>(
   return out as ConfigOf<G>;
 }
 
+/**
+ * A service process's settings, read by `read` at its start: a bad one is printed, a line each,
+ * and the process exits 2 (refused, not crashed) rather than run with a surprise.
+ */
+export function settingsOrExit<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    if (err instanceof ProfilesError) {
+      process.stderr.write(`invalid configuration: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
 /** A library option's schema from its setting: the value's rules, its default, its meaning. */
 export type OptionSchema<S extends Setting> =
   undefined extends ValueOf<S> ? S['value'] : z.ZodDefault<S['value']>;
@@ -408,6 +485,53 @@ export function optionValues<C, M extends Record<string, keyof C & string>>(
   const out: Record<string, unknown> = {};
   for (const [opt, name] of Object.entries(names)) out[opt] = config[name];
   return out as never;
+}
+
+/** The options every process has that are settings every process reads. */
+const PROCESS_SETTING_OF = { prefix: 'BATON_PREFIX', shards: 'BATON_SHARDS' } as const;
+
+/**
+ * The options every process (projector, worker) has: its Redis, its name, its keys and shards,
+ * and a log level that stays quiet in-process (a process of its own passes LOG_LEVEL's value).
+ */
+export const processOptionSchemas = {
+  redisUrl: COMMON.REDIS_URL.value,
+  instanceId: COMMON.BATON_INSTANCE_ID.value,
+  ...optionSchemas(COMMON, PROCESS_SETTING_OF),
+  logLevel: COMMON.LOG_LEVEL.value.default('warn'),
+};
+
+/** The same options' values from a process's loaded settings. */
+export function processOptionValues(config: ConfigOf<typeof COMMON>) {
+  return {
+    redisUrl: config.REDIS_URL,
+    ...(config.BATON_INSTANCE_ID !== undefined ? { instanceId: config.BATON_INSTANCE_ID } : {}),
+    ...optionValues(config, PROCESS_SETTING_OF),
+    logLevel: config.LOG_LEVEL,
+  };
+}
+
+/** A /metrics port option from its setting: in-process (the default) no port is served. */
+export function metricsPortOption(s: Setting<z.ZodCoercedNumber>) {
+  return s.value.nullable().default(null);
+}
+
+/**
+ * A library's options parsed against their schema, every bad option named in one error; a
+ * process not given a name gets one unique to this start (leases and writers name it).
+ */
+export function parseOptions<S extends z.ZodType<{ instanceId?: string | undefined }>>(
+  schema: S,
+  input: unknown,
+  role: string,
+  OptionsError: new (message: string) => Error,
+): z.output<S> & { instanceId: string } {
+  const r = schema.safeParse(input);
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `  ${i.path.join('.') || '(options)'}: ${i.message}`);
+    throw new OptionsError(`invalid ${role} options:\n${lines.join('\n')}`);
+  }
+  return { ...r.data, instanceId: r.data.instanceId ?? defaultInstanceId(role) };
 }
 
 /** The configuration table of docs/configuration.md, as Markdown. */

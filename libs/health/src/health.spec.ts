@@ -1,5 +1,5 @@
 import { Counter, Registry } from 'prom-client';
-import { serveHealth, type HealthCheck } from './index';
+import { serveHealth, within, type HealthCheck } from './index';
 
 describe('serveHealth', () => {
   it('serves /metrics, and /healthz as its check says: ok, the reason, a failure, a timeout', async () => {
@@ -36,5 +36,14 @@ describe('serveHealth', () => {
     } finally {
       await h.close();
     }
+  });
+});
+
+describe('within', () => {
+  it('gives the value when it comes in time, the fallback when it does not, and passes a rejection on', async () => {
+    await expect(within(Promise.resolve(7), 1_000, 'late')).resolves.toBe(7);
+    const never = new Promise<number>(() => undefined);
+    await expect(within(never, 10, 'late')).resolves.toBe('late');
+    await expect(within(Promise.reject(new Error('down')), 1_000, 'late')).rejects.toThrow('down');
   });
 });

@@ -32,6 +32,24 @@ export interface HealthServer {
   close(): Promise<void>;
 }
 
+/**
+ * `p`'s value, or `fallback` when it has not settled within `ms`: a wait on Redis that must not
+ * outlast its caller's own bound (a scrape, a request). A rejection within `ms` is passed on.
+ */
+export async function within<T, F>(p: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<F>((resolve) => {
+        timer = setTimeout(resolve, ms, fallback);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Runs `check`, bounded: its reason, or null when healthy. */
 export async function runCheck(
   check: HealthCheck,
@@ -93,3 +111,15 @@ export async function serveHealth(o: HealthServerOptions): Promise<HealthServer>
       }),
   };
 }
+
+export { runMain, stopOnSignals } from './process';
+export { redisMetrics, type NodeAvailability, type RedisMetrics } from './redis-metrics';
+export {
+  contextOf,
+  inSpan,
+  startSpan,
+  startTracing,
+  traceLogFields,
+  traceparentOf,
+  tracingConfigured,
+} from './tracing';

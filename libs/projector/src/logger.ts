@@ -1,3 +1,4 @@
+import { traceLogFields } from '@baton/health';
 import { quietDuringOutages } from '@baton/store';
 import pino, { type Logger } from 'pino';
 
@@ -13,6 +14,8 @@ export function createLogger(instance: string, level: string): Logger {
       level,
       base: { role: 'projector', instance, pid: process.pid },
       hooks: { logMethod: quietDuringOutages },
+      // Lines written under a traced prompt name its trace.
+      mixin: traceLogFields,
     },
     pino.destination({ dest: 1, sync: true }),
   );

@@ -1,3 +1,4 @@
+import { redisMetrics, type RedisMetrics } from '@baton/health';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Per-shard figures read at scrape time. */
@@ -8,7 +9,16 @@ export interface ShardStats {
   tasksBehind: number;
   /** How long the oldest of those entries has been waiting, in seconds (0 when caught up). */
   lagSeconds: number;
+  /** Prompts waiting in the sessions' queues. */
+  queuedPrompts: number;
+  /** Sessions held, by {@link headlineKey} (coarse state and attention kind). */
+  sessions: ReadonlyMap<string, number>;
 }
+
+const SEP = '\u0000';
+/** The key of {@link ShardStats.sessions}: a session's coarse state and attention kind. */
+export const headlineKey = (state: string, attention: string): string =>
+  `${state}${SEP}${attention}`;
 
 export class Metrics {
   readonly registry = new Registry();
@@ -24,10 +34,13 @@ export class Metrics {
   readonly tasksLoaded: Counter<'shard'>;
   readonly tasksEvicted: Counter<'shard'>;
   readonly tasksTrimmed: Counter<'shard'>;
+  /** Redis reachability and dead letters (the store's hooks). */
+  readonly redis: RedisMetrics;
 
   constructor(stats: () => ShardStats[]) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'baton_projector_' });
+    this.redis = redisMetrics(this.registry, 'baton_projector_');
     this.entriesFolded = new Counter({
       name: 'baton_projector_entries_folded_total',
       help: 'Task stream entries folded (replays after a takeover included)',
@@ -132,6 +145,28 @@ export class Metrics {
         },
       });
     perShard('baton_projector_shard_tasks', 'Tasks held in memory per owned shard', (s) => s.tasks);
+    perShard(
+      'baton_projector_shard_prompts_queued',
+      "Prompts waiting in the sessions' queues, per owned shard",
+      (s) => s.queuedPrompts,
+    );
+    const sessions = new Gauge({
+      name: 'baton_projector_sessions',
+      help: 'Sessions of the tasks held, by coarse state and attention kind ("none": nothing to see to)',
+      labelNames: ['state', 'attention'],
+      registers,
+      collect() {
+        this.reset();
+        const total = new Map<string, number>();
+        for (const s of stats())
+          for (const [key, n] of s.sessions) total.set(key, (total.get(key) ?? 0) + n);
+        for (const [key, n] of total) {
+          const [state, attention] = key.split(SEP) as [string, string];
+          this.set({ state, attention }, n);
+        }
+      },
+    });
+    void sessions;
     perShard(
       'baton_projector_shard_tasks_behind',
       'Tasks with appended entries not folded yet, per owned shard',

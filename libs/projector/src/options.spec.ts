@@ -1,4 +1,5 @@
 import { loadConfig } from '@baton/config';
+import { expectEverySettingReachesItsOptions } from '@baton/testing';
 import { PROJECTOR_SETTINGS, projectorOptions, resolveOptions } from './options';
 
 const REDIS = 'redis://127.0.0.1:1';
@@ -17,19 +18,7 @@ describe('projector options from the settings', () => {
   });
 
   it('every setting of the projector reaches its options', () => {
-    const base = projectorOptions(loadConfig(PROJECTOR_SETTINGS, {}));
-    const other: Record<string, string> = {
-      REDIS_URL: REDIS,
-      BATON_PREFIX: 'other',
-      BATON_INSTANCE_ID: 'other',
-      LOG_LEVEL: 'trace',
-    };
-    for (const [name, s] of Object.entries(PROJECTOR_SETTINGS)) {
-      const max = (s.value as { maxValue?: number | null }).maxValue;
-      const value = other[name] ?? String(max);
-      const changed = projectorOptions(loadConfig(PROJECTOR_SETTINGS, { [name]: value }));
-      expect({ name, changed }).not.toEqual({ name, changed: base });
-    }
+    expectEverySettingReachesItsOptions(PROJECTOR_SETTINGS, projectorOptions);
   });
 
   it('takes a period as a number only, within its setting’s range', () => {

@@ -1,9 +1,12 @@
 import {
   COMMON,
   PROJECTOR,
-  defaultInstanceId,
+  metricsPortOption,
   optionSchemas,
   optionValues,
+  parseOptions,
+  processOptionSchemas,
+  processOptionValues,
   type ConfigOf,
 } from '@baton/config';
 import { z } from 'zod';
@@ -14,16 +17,9 @@ type Settings = typeof PROJECTOR_SETTINGS;
 export type ProjectorConfig = ConfigOf<Settings>;
 
 /**
- * The options that are settings, by the setting each one is: the one place an option meets its
- * environment variable. Range, default and meaning are the setting's (libs/config).
+ * Every period of the projector (ms), named by what it bounds, by the setting it is: the one
+ * place an option meets its environment variable. Range, default and meaning are the setting's.
  */
-const SETTING_OF = {
-  prefix: 'BATON_PREFIX',
-  shards: 'BATON_SHARDS',
-  snapshotEntries: 'PROJECTOR_SNAPSHOT_ENTRIES',
-} as const satisfies Record<string, keyof Settings>;
-
-/** Every period of the projector (ms), named by what it bounds, by the setting it is. */
 const PERIOD_SETTING_OF = {
   /** A dead projector's shards are taken over after at most this long. */
   shardLease: 'PROJECTOR_LEASE_TTL_MS',
@@ -33,6 +29,8 @@ const PERIOD_SETTING_OF = {
   snapshotDelay: 'PROJECTOR_SNAPSHOT_MS',
   /** Entries younger than this stay behind a snapshot (the history query reads them). */
   retention: 'PROJECTOR_RETENTION_MS',
+  /** Raw entries older than this go where the history spans answer for them. */
+  hotWindow: 'PROJECTOR_HOT_WINDOW_MS',
   /** A running prompt with no agent event this long is stalled. */
   turnStall: 'PROJECTOR_STALL_MS',
   /** A cancel the agent has not answered this long ends the turn. */
@@ -52,21 +50,36 @@ const PERIOD_SETTING_OF = {
    * notes against those it read: the bound on a task's wait when the feed lost its note.
    */
   reconcile: 'PROJECTOR_RECONCILE_MS',
+  /** A stop still waiting (on an unreachable Redis) after this long gives up; leases lapse. */
+  shutdown: 'PROJECTOR_SHUTDOWN_TIMEOUT_MS',
+} as const satisfies Record<string, keyof Settings>;
+
+/** The bounds on what one task's prompts may hold waiting (libs/activity AdmissionLimits). */
+const LIMIT_SETTING_OF = {
+  sessionsPerTask: 'PROJECTOR_MAX_SESSIONS_PER_TASK',
+  queuedBytesPerSession: 'PROJECTOR_MAX_QUEUED_BYTES_PER_SESSION',
+  queuedBytesPerTask: 'PROJECTOR_MAX_QUEUED_BYTES_PER_TASK',
+} as const satisfies Record<string, keyof Settings>;
+
+/** The options that are settings, besides the periods and the limits. */
+const SETTING_OF = {
+  snapshotEntries: 'PROJECTOR_SNAPSHOT_ENTRIES',
 } as const satisfies Record<string, keyof Settings>;
 
 const Periods = z.object(optionSchemas(PROJECTOR_SETTINGS, PERIOD_SETTING_OF));
+const Limits = z.object(optionSchemas(PROJECTOR_SETTINGS, LIMIT_SETTING_OF));
+export type Limits = z.output<typeof Limits>;
 export type Periods = z.output<typeof Periods>;
 
 /** What `startProjector` accepts; each option that is a setting has that setting's rules. */
 export const ProjectorOptions = z
   .object({
-    redisUrl: COMMON.REDIS_URL.value,
-    instanceId: COMMON.BATON_INSTANCE_ID.value,
+    ...processOptionSchemas,
     ...optionSchemas(PROJECTOR_SETTINGS, SETTING_OF),
     periods: Periods.prefault({}),
+    limits: Limits.prefault({}),
     /** Port of /metrics; 0 picks a free one; null (the default in-process) serves none. */
-    metricsPort: PROJECTOR.PROJECTOR_METRICS_PORT.value.nullable().default(null),
-    logLevel: COMMON.LOG_LEVEL.value.default('warn'),
+    metricsPort: metricsPortOption(PROJECTOR.PROJECTOR_METRICS_PORT),
     /** Task steps (read, fold, decide, write) running at once across all shards. */
     concurrency: z.number().int().min(1).max(1_000).default(32),
   })
@@ -80,12 +93,11 @@ export type ResolvedOptions = z.output<typeof ProjectorOptions> & { instanceId: 
 /** The options of a projector process from its loaded settings. */
 export function projectorOptions(config: ProjectorConfig) {
   return {
-    redisUrl: config.REDIS_URL,
-    ...(config.BATON_INSTANCE_ID !== undefined ? { instanceId: config.BATON_INSTANCE_ID } : {}),
+    ...processOptionValues(config),
     ...optionValues(config, SETTING_OF),
     periods: optionValues(config, PERIOD_SETTING_OF),
+    limits: optionValues(config, LIMIT_SETTING_OF),
     metricsPort: config.PROJECTOR_METRICS_PORT as number | null,
-    logLevel: config.LOG_LEVEL,
   } satisfies ProjectorOptionsInput;
 }
 
@@ -94,12 +106,5 @@ export class ProjectorOptionsError extends Error {
 }
 
 export function resolveOptions(input: unknown): ResolvedOptions {
-  const r = ProjectorOptions.safeParse(input);
-  if (!r.success) {
-    const lines = r.error.issues.map((i) => `  ${i.path.join('.') || '(options)'}: ${i.message}`);
-    throw new ProjectorOptionsError(`invalid projector options:\n${lines.join('\n')}`);
-  }
-  // Unique per process start: leases and writer envelopes name the instance.
-  const instanceId = r.data.instanceId ?? defaultInstanceId('projector');
-  return { ...r.data, instanceId };
+  return parseOptions(ProjectorOptions, input, 'projector', ProjectorOptionsError);
 }

@@ -1,4 +1,4 @@
-import { serveHealth, type HealthServer } from '@baton/health';
+import { serveHealth, within, type HealthServer } from '@baton/health';
 import {
   maxId,
   EventStore,
@@ -14,6 +14,7 @@ import { createLogger, type Logger } from './logger';
 import { Metrics } from './metrics';
 import {
   resolveOptions,
+  type Limits,
   type Periods,
   type ProjectorOptionsInput,
   type ResolvedOptions,
@@ -50,6 +51,7 @@ class Projector implements ShardHost {
   readonly instanceId: string;
   readonly snapshotEntries: number;
   readonly periods: Periods;
+  readonly limits: Limits;
   private readonly runners = new Map<number, ShardRunner>();
   private readonly cursors = new Map<number, string>();
   private readonly ownership: ShardOwnership;
@@ -59,7 +61,8 @@ class Projector implements ShardHost {
   private stopping: Promise<void> | null = null;
   private tickTimer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> = Promise.resolve();
-  private timersRound: Promise<unknown> | null = null;
+  /** Each shard's timer round in flight: a shard whose master is down holds back only its own. */
+  private readonly timerRounds = new Map<ShardRunner, Promise<void>>();
   /** Round trips to Redis (performance.now()): the last one, and the end of the last gap. */
   private lastReached = performance.now();
   private reachable = performance.now();
@@ -78,7 +81,10 @@ class Projector implements ShardHost {
     this.instanceId = opts.instanceId;
     this.snapshotEntries = opts.snapshotEntries;
     this.periods = opts.periods;
+    this.limits = opts.limits;
     this.log = createLogger(opts.instanceId, opts.logLevel);
+    this.metrics = new Metrics(() => [...this.runners.values()].map((r) => r.stats()));
+    const logged = logAvailability(this.log);
     this.store = EventStore.connect(
       redisTargetFromUrl(opts.redisUrl),
       {
@@ -86,10 +92,15 @@ class Projector implements ShardHost {
         prefix: opts.prefix,
         // A short block keeps the tail responsive to reconnects; notes wake it at once anyway.
         tailBlockMs: 1_000,
+        onDeadLetter: this.metrics.redis.onDeadLetter,
       },
-      { onAvailability: logAvailability(this.log) },
+      {
+        onAvailability: (change) => {
+          logged(change);
+          this.metrics.redis.onAvailability(change);
+        },
+      },
     );
-    this.metrics = new Metrics(() => [...this.runners.values()].map((r) => r.stats()));
     this.ownership = new ShardOwnership(
       this.store,
       this.instanceId,
@@ -118,6 +129,7 @@ class Projector implements ShardHost {
         shards: this.opts.shards,
         prefix: this.opts.prefix,
         periods: this.periods,
+        limits: this.limits,
         metricsPort: this.metricsPort,
       },
       'projector started',
@@ -232,16 +244,22 @@ class Projector implements ShardHost {
     }
     this.lastTicked = performance.now();
     if (this.tailDirty) this.restartTail();
-    // Timers must not delay lease renewal: they run beside the next ticks, one round at a time.
-    if (!this.timersRound && !this.stopping) {
-      this.timersRound = Promise.all(
-        [...this.runners.values()].map((r) =>
-          r.timers().catch((err: unknown) => {
-            this.metrics.errors.inc({ op: 'timers' });
-            this.log.warn({ err, shard: r.shard }, 'timer round failed');
-          }),
-        ),
-      ).finally(() => (this.timersRound = null));
+    // Timers must not delay lease renewal: they run beside the next ticks, one round at a time
+    // per shard, never waiting for another shard's (on a Cluster, its master may be down).
+    if (!this.stopping) {
+      for (const r of this.runners.values()) {
+        if (this.timerRounds.has(r)) continue;
+        this.timerRounds.set(
+          r,
+          r
+            .timers()
+            .catch((err: unknown) => {
+              this.metrics.errors.inc({ op: 'timers' });
+              this.log.warn({ err, shard: r.shard }, 'timer round failed');
+            })
+            .finally(() => this.timerRounds.delete(r)),
+        );
+      }
     }
   }
 
@@ -319,21 +337,38 @@ class Projector implements ShardHost {
 
   async stop(): Promise<void> {
     this.stopping ??= (async () => {
-      clearTimeout(this.tickTimer);
-      await this.ticking;
-      await this.timersRound;
-      await this.ownership.releaseAll().catch((err: unknown) => {
-        this.log.warn({ err }, 'could not release every lease; they lapse by themselves');
-      });
-      const tail = this.tail;
-      this.tail = null;
-      await tail?.close();
-      await this.store.close();
-      await this.server?.close();
+      // A wait on an unreachable Redis (a Cluster master down) is cut at the shutdown bound: the
+      // leases not released by then lapse, as after a crash, and other instances take over.
+      const clean = await within(
+        this.stopCleanly().then(() => true),
+        this.periods.shutdown,
+        false,
+      );
+      if (!clean) {
+        this.log.warn({ afterMs: this.periods.shutdown }, 'stop unfinished; leases left to lapse');
+        this.store.redis.disconnect();
+        await this.server?.close().catch(() => undefined);
+      }
       this.log.info('projector stopped');
       await new Promise<void>((r) => this.log.flush(() => r()));
     })();
     return this.stopping;
+  }
+
+  private async stopCleanly(): Promise<void> {
+    clearTimeout(this.tickTimer);
+    await this.ticking;
+    // A round waiting on a lost master would hold the shutdown until it is back: one lease at
+    // most, as for the leases themselves.
+    await settleWithin([...this.timerRounds.values()], this.periods.shardLease);
+    await this.ownership.releaseAll().catch((err: unknown) => {
+      this.log.warn({ err }, 'could not release every lease; they lapse by themselves');
+    });
+    const tail = this.tail;
+    this.tail = null;
+    await tail?.close();
+    await this.store.close();
+    await this.server?.close();
   }
 }
 
@@ -356,4 +391,13 @@ export async function startProjector(options: ProjectorOptions): Promise<Project
     ready: () => p.ready(),
     stop: () => p.stop(),
   };
+}
+
+/** Waits for `ps` to settle, or `ms`, whichever comes first. */
+async function settleWithin(ps: Promise<unknown>[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled(ps),
+    new Promise<void>((r) => (timer = setTimeout(r, ms))),
+  ]).finally(() => clearTimeout(timer));
 }

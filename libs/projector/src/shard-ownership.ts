@@ -41,9 +41,9 @@ export class ShardOwnership {
    * Held leases are renewed first, each on its own and never waiting for another: on a Cluster a
    * shard lives on one master, and a master that is down must not cost the leases of shards on
    * the healthy ones — not by an error, and not by a renewal that hangs until ioredis gives up on
-   * it. Announcing ourselves, listing and balancing come after, as one round at a time; when a
-   * step fails (its key's master is down) the round stops there, logged. A tick waits for the
-   * round at most half a lease, so the next tick's renewals keep their cadence.
+   * it. Announcing ourselves, listing and balancing come after, as one round at a time, each
+   * call of it bounded (see balance). A tick waits for the round at most half a lease, so the
+   * next tick's renewals keep their cadence.
    */
   async tick(): Promise<void> {
     this.renewAll();
@@ -60,21 +60,38 @@ export class ShardOwnership {
     return this.balancing ?? Promise.resolve();
   }
 
+  /**
+   * One balancing round. Each Redis call of it is bounded and judged on its own: on a Cluster
+   * the instance set and each shard's lease may live on different masters, and a lost master
+   * (whose commands hang until it is back) must cost the round only what lives on it. Without
+   * the instance set, the instances holding a lease count as alive (balance.ts does too); a shard
+   * whose lease cannot be read is not taken, and nothing is given up on such a partial view.
+   */
   private async balance(): Promise<void> {
-    let instances: string[];
-    let leases: Lease[];
-    try {
-      instances = await this.store.projectors.heartbeat(this.instanceId, this.ttlMs);
-      leases = await this.store.leases.list();
-    } catch (err) {
+    const bound = this.ttlMs / 2;
+    const [beat, ...reads] = await Promise.allSettled([
+      within(this.store.projectors.heartbeat(this.instanceId, this.ttlMs), bound),
+      ...Array.from({ length: this.store.keys.shards }, (_, s) =>
+        within(this.store.leases.read(s), bound),
+      ),
+    ]);
+    const unreadable = new Set<number>();
+    const leases: Lease[] = [];
+    reads.forEach((r, shard) => {
+      if (r.status === 'rejected') unreadable.add(shard);
+      else if (r.value) leases.push(r.value);
+    });
+    if (beat.status === 'rejected' || unreadable.size > 0) {
       this.metrics.errors.inc({ op: 'balance' });
-      this.log.warn(
-        { err },
-        'could not announce or list the leases; renewed only, balancing next tick',
+      const err = beat.status === 'rejected' ? beat.reason : undefined;
+      this.log.debug(
+        { err, unreadable: [...unreadable] },
+        'balancing without the shards (or the instance set) Redis did not answer for',
       );
-      return;
     }
+    if (beat.status === 'rejected' && unreadable.size === this.store.keys.shards) return;
     this.lastReached = performance.now();
+    const instances = beat.status === 'fulfilled' ? beat.value : [];
     const owners = new Map<number, string>();
     for (const l of leases) {
       // A lease under our name that we do not hold (a lost reply) is ours to take again.
@@ -89,13 +106,16 @@ export class ShardOwnership {
       instances,
       owners,
     });
+    const acquire = p.acquire.filter((s) => !unreadable.has(s));
     const results = await Promise.allSettled(
-      p.acquire.map((shard) => this.store.leases.acquire(shard, this.instanceId, this.ttlMs)),
+      acquire.map((shard) =>
+        within(this.store.leases.acquire(shard, this.instanceId, this.ttlMs), bound),
+      ),
     );
     for (const [i, settled] of results.entries()) {
       if (settled.status === 'rejected') {
         this.metrics.errors.inc({ op: 'lease_acquire' });
-        this.log.warn({ err: settled.reason, shard: p.acquire[i] }, 'lease acquisition failed');
+        this.log.warn({ err: settled.reason, shard: acquire[i] }, 'lease acquisition failed');
         continue;
       }
       const r = settled.value;
@@ -114,7 +134,10 @@ export class ShardOwnership {
       );
       this.hooks.acquired(r.lease);
     }
-    for (const shard of p.release) await this.release(shard, 'rebalance');
+    // Never give up a shard on a partial view: the instances it would go to may be the unseen.
+    if (beat.status === 'fulfilled' && unreadable.size === 0) {
+      for (const shard of p.release) await this.release(shard, 'rebalance');
+    }
   }
 
   /** Starts a renewal for every held lease that has none in flight. */
@@ -200,4 +223,15 @@ export class ShardOwnership {
       giveUp,
     ]).finally(() => clearTimeout(timer));
   }
+}
+
+/** `p`, or a rejection once `ms` have passed without its answer (it may still land later). */
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }

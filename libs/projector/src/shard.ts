@@ -1,24 +1,34 @@
+import { attention, coarseState, type FenceHistory } from '@baton/activity';
 import {
   compareIds,
   FencedError,
   idTime,
+  PUBLISH_MANY_TASKS,
   type EventStore,
   type FeedNote,
   type Lease,
+  type Page,
+  type Publication,
+  type StoredEntry,
   type PutAway,
 } from '@baton/store';
 import { tasksToEvict } from './eviction';
 import { FeedCount } from './feed-count';
 import type { Logger } from './logger';
-import type { Metrics, ShardStats } from './metrics';
-import type { Periods } from './options';
-import { TaskOwner, type TaskContext } from './task-owner';
+import { headlineKey, type Metrics, type ShardStats } from './metrics';
+import type { Limits, Periods } from './options';
+import { JoinedCalls } from './joined-calls';
+import { TASK_PAGE, TaskOwner, type Published, type TaskContext } from './task-owner';
 
 /** Slack on a put-away task's trim time, for the projector's clock against the server's. */
 const TRIM_SLACK_MS = 1_000;
 /** How often (at most) a shard looks for due trims of tasks put away; how many it takes at once. */
 const TRIM_SWEEP_MS = 10_000;
 const TRIM_BATCH = 100;
+/** Updates per publishMany call (each task's own call carries at most PUBLISH_CHUNK of them). */
+const PUBLISH_MANY_UPDATES = 1_000;
+/** Tasks per joined read: bounds its reply (each task's page up to TASK_PAGE entries). */
+const READ_MANY_TASKS = 16;
 
 /** What a shard needs from the projector that owns it. */
 export interface ShardHost {
@@ -28,6 +38,7 @@ export interface ShardHost {
   readonly log: Logger;
   readonly snapshotEntries: number;
   readonly periods: Periods;
+  readonly limits: Limits;
   /**
    * Local monotonic time (performance.now()) since which this instance has reached Redis with
    * no gap longer than a shard lease: the end of its last outage, or its start.
@@ -77,6 +88,17 @@ export class ShardRunner implements TaskContext {
   private nextTrimSweep = 0;
   /** Live executions seen without a lease, by consecutive checks. */
   private readonly strikes = new Map<string, number>();
+  private fences: Promise<FenceHistory> | undefined;
+  private readonly publications = new JoinedCalls<Publication, Published>(
+    (steps) => this.store.publishMany(this.current, steps),
+    PUBLISH_MANY_TASKS,
+    (step) => step.updates.length,
+    PUBLISH_MANY_UPDATES,
+  );
+  private readonly reads = new JoinedCalls<{ taskId: string; foldedId: string }, Page<StoredEntry>>(
+    (reads) => this.store.readTasksAfterFolded(this.shard, reads, TASK_PAGE),
+    READ_MANY_TASKS,
+  );
 
   constructor(
     lease: Lease,
@@ -105,8 +127,19 @@ export class ShardRunner implements TaskContext {
   get periods() {
     return this.host.periods;
   }
+  get limits() {
+    return this.host.limits;
+  }
   lease(): Lease {
     return this.current;
+  }
+  fenceHistory(): Promise<FenceHistory> {
+    // Once per shard taken: every lease before this one is in it (acquired before this one was).
+    this.fences ??= this.host.store.leases.history(this.shard).catch((err: unknown) => {
+      this.fences = undefined;
+      throw err;
+    });
+    return this.fences;
   }
   active(): boolean {
     return this.isActive;
@@ -119,6 +152,18 @@ export class ShardRunner implements TaskContext {
   }
   fenced(err: FencedError): void {
     if (this.isActive) this.host.lost(this.shard, this.current.epoch, err);
+  }
+  /**
+   * Steps without decisions of the shard's tasks in one turn go in one fenced call per
+   * {@link PUBLISH_MANY_TASKS} tasks: one lease check and one write of the seqs and of the views
+   * for them all, not one per task.
+   */
+  publish(step: Publication): Promise<Published> {
+    return this.publications.call(step);
+  }
+  /** The reads of the shard's tasks in one turn go in one command (XREAD of their streams). */
+  readAfterFolded(taskId: string, foldedId: string): Promise<Page<StoredEntry>> {
+    return this.reads.call({ taskId, foldedId });
   }
   busy(delta: 1 | -1): void {
     this.running += delta;
@@ -364,10 +409,18 @@ export class ShardRunner implements TaskContext {
   stats(): ShardStats {
     let behind = 0;
     let oldest = Infinity;
+    let queued = 0;
+    const sessions = new Map<string, number>();
     for (const t of this.tasks.values()) {
       if (t.behindSince !== null) {
         behind += 1;
         oldest = Math.min(oldest, t.behindSince);
+      }
+      for (const id in t.state.sessions) {
+        const s = t.state.sessions[id]!;
+        queued += s.queue.length;
+        const key = headlineKey(coarseState(s), attention(s)?.kind ?? 'none');
+        sessions.set(key, (sessions.get(key) ?? 0) + 1);
       }
     }
     return {
@@ -375,6 +428,8 @@ export class ShardRunner implements TaskContext {
       tasks: this.tasks.size,
       tasksBehind: behind,
       lagSeconds: behind > 0 ? (performance.now() - oldest) / 1000 : 0,
+      queuedPrompts: queued,
+      sessions,
     };
   }
 

@@ -2,17 +2,25 @@ import { backoffDelay } from '@baton/backoff';
 import {
   STATE_VERSION,
   atRest,
+  decisionFenceRefusal,
   dueTimers,
+  fenceFloorAfter,
   fold,
   outbox,
+  own,
   snapshotOf,
   stateFromSnapshot,
   taskDecider,
   taskView,
+  type AdmissionLimits,
+  type DecisionDraft,
+  type FenceHistory,
   type TaskState,
   type TimerBounds,
   type Timer,
 } from '@baton/activity';
+import { startSpan, traceparentOf } from '@baton/health';
+import type { Span } from '@opentelemetry/api';
 import { SCHEMA_VERSION, type InboxMessage, type StreamEntry, type Update } from '@baton/protocol';
 import {
   compareIds,
@@ -26,6 +34,9 @@ import {
   type EventStore,
   type ExecutionRef,
   type Lease,
+  type Page,
+  type Publication,
+  type StoredEntry,
   type Step,
 } from '@baton/store';
 import type { Logger } from './logger';
@@ -41,8 +52,15 @@ export interface TaskContext {
   readonly log: Logger;
   readonly snapshotEntries: number;
   readonly periods: Periods;
+  /** The bounds on what the task's prompts may hold waiting. */
+  readonly limits: AdmissionLimits;
   /** The shard lease (its epoch fences every write). */
   lease(): Lease;
+  /**
+   * The leases the shard has had, read once the shard is taken: every lease whose decisions a
+   * task of it can hold (a later one fences this owner's writes anyway).
+   */
+  fenceHistory(): Promise<FenceHistory>;
   /** False once the shard is lost or released: stop writing. */
   active(): boolean;
   nextWriterSeq(): number;
@@ -52,7 +70,21 @@ export interface TaskContext {
   fenced(err: FencedError): void;
   /** Task loops running in this shard: +1 when one starts, -1 when it ends. */
   busy(delta: 1 | -1): void;
+  /**
+   * Writes a step without decisions (updates and view), fenced by the shard lease, possibly in
+   * one call with other tasks' steps; rejects as store.commit would ({@link GapError},
+   * {@link FencedError}).
+   */
+  publish(step: Publication): Promise<Published>;
+  /**
+   * store.readTaskAfterFolded of this task, a page of {@link TASK_PAGE}, possibly in one command
+   * with other tasks' reads.
+   */
+  readAfterFolded(taskId: string, foldedId: string): Promise<Page<StoredEntry>>;
 }
+
+/** What a step without decisions wrote. */
+export type Published = Omit<Committed, 'ids'>;
 
 /** The periods that bound the waits the core times (libs/activity's dueTimers). */
 const timerBounds = (p: Periods): TimerBounds => ({
@@ -64,7 +96,8 @@ const timerBounds = (p: Periods): TimerBounds => ({
   executionStartMs: p.executionStart,
 });
 
-const PAGE = 1_000;
+/** Entries read of a task stream at once. */
+export const TASK_PAGE = 1_000;
 const PUBLISH_CHUNK = 500;
 const MAX_CONFLICTS = 100;
 
@@ -102,6 +135,10 @@ export class TaskOwner {
   private readonly leaseDrops = new Map<string, ExecutionRef>();
   private entriesSinceSnapshot = 0;
   private lastSnapshotAt = 0;
+  /** The leases decisions may name (see decisionFenceRefusal), read at load. */
+  private fences: FenceHistory = { owners: new Map() };
+  /** Epoch of the last decision counted: a decision naming an older lease is forged. */
+  private fenceFloor = 0;
   /** Local monotonic time of the last agent fact, per session: the stall watchdog's clock. */
   private readonly lastAgentAt = new Map<string, number>();
   private running = false;
@@ -206,10 +243,15 @@ export class TaskOwner {
     clearTimeout(this.retry);
   }
 
-  /** Live executions in the folded state (for the shard's missing-lease check). */
+  /**
+   * Live executions in the folded state, and replaced ones still owed a stop (for the shard's
+   * missing-lease check).
+   */
   liveExecutions(): ExecutionRef[] {
     const out: ExecutionRef[] = [];
     for (const s of Object.values(this.state.sessions)) {
+      for (const r of s.replacedStops ?? [])
+        out.push({ taskId: this.taskId, sessionId: s.id, executionId: r.executionId });
       const x = s.execution;
       if (x && x.phase !== 'ended') {
         out.push({ taskId: this.taskId, sessionId: s.id, executionId: x.id });
@@ -269,10 +311,13 @@ export class TaskOwner {
 
   private async load(): Promise<void> {
     const { store } = this.ctx;
-    const [snap, published] = await Promise.all([
+    const [snap, published, fences] = await Promise.all([
       store.snapshots.read(this.taskId),
       store.lastUpdateSeq(this.taskId),
+      this.ctx.fenceHistory(),
     ]);
+    this.fences = fences;
+    this.fenceFloor = 0;
     const restored = snap && stateFromSnapshot(snap.state, this.taskId);
     if (this.afterLostWrites && snap && !(await store.hasEntry(this.taskId, snap.id))) {
       // A snapshot at an entry the stream does not hold (an earlier version wrote it after Redis
@@ -290,6 +335,9 @@ export class TaskOwner {
     } else if (snap && restored) {
       this.state = restored;
       this.lastId = snap.id;
+      // Its writer had folded every entry of an older lease before writing it (it read to the
+      // stream's end once it held the lease), so no real decision after it names an older one.
+      this.fenceFloor = Number.isSafeInteger(snap.epoch) ? snap.epoch : 0;
     } else if (snap) {
       // Another version's state (or not this task's): the stream rebuilds it, unless it was
       // trimmed behind that snapshot. Then no state is better than a wrong one: the task waits,
@@ -322,11 +370,11 @@ export class TaskOwner {
 
   /** Folds everything after lastId, to the end of the stream (which must still hold lastId). */
   private async catchUp(): Promise<void> {
-    const { store, metrics } = this.ctx;
+    const { metrics } = this.ctx;
     for (;;) {
       let page;
       try {
-        page = await store.readTaskAfterFolded(this.taskId, this.lastId, PAGE);
+        page = await this.ctx.readAfterFolded(this.taskId, this.lastId);
       } catch (err) {
         // The last entry folded is gone: Redis lost writes (an entry of another writer folded
         // here, then lost before its replica had it).
@@ -334,7 +382,13 @@ export class TaskOwner {
         throw err;
       }
       this.assertActive();
-      for (const { id, entry } of page.items) this.apply(id, entry);
+      const forged: { id: string; entry: StreamEntry; reason: string }[] = [];
+      for (const { id, entry } of page.items) {
+        const reason = decisionFenceRefusal(entry, id, this.fenceFloor, this.fences);
+        if (reason === undefined) this.apply(id, entry);
+        else forged.push({ id, entry, reason });
+      }
+      for (const { id, entry, reason } of forged) await this.refuse(id, entry, reason);
       if (page.items.length > 0)
         metrics.entriesFolded.inc({ shard: String(this.ctx.shard) }, page.items.length);
       // Past dead-lettered entries too: the expected last id of a fenced append counts them, and
@@ -343,12 +397,32 @@ export class TaskOwner {
         this.lastId = page.lastId;
         this.entriesSinceSnapshot += 1;
       }
-      if (page.items.length < PAGE) break;
+      if (page.items.length < TASK_PAGE) break;
     }
+    // This read reached the stream's end after the lease was taken: whatever is appended from
+    // here on was appended while the lease is this owner's, so no real decision names an older one.
+    this.fenceFloor = Math.max(this.fenceFloor, this.ctx.lease().epoch);
     if (compareIds(this.lastId, this.notedId) >= 0) this.behindSince = null;
   }
 
+  /**
+   * A decision its owner did not write: dead-lettered, never folded. The catch-up moves past it
+   * like past an entry that failed to decode.
+   */
+  private async refuse(id: string, entry: StreamEntry, reason: string): Promise<void> {
+    const { store, shard, log } = this.ctx;
+    log.warn({ taskId: this.taskId, entryId: id, reason }, 'decision refused: not its owner’s');
+    await store.deadLetters.add(
+      shard,
+      store.keys.taskStream(this.taskId),
+      id,
+      reason,
+      JSON.stringify(entry),
+    );
+  }
+
   private apply(id: string, entry: StreamEntry): void {
+    this.fenceFloor = fenceFloorAfter(entry, this.fenceFloor);
     const f = fold(this.state, entry);
     this.state = f.state;
     // The entry's updates are one group (groupOf): each names the entry, the last closes it.
@@ -416,7 +490,10 @@ export class TaskOwner {
     const { store, metrics } = this.ctx;
     let r: Committed;
     try {
-      r = await store.commit(this.ctx.lease(), this.taskId, step);
+      r =
+        step.entries && step.entries.length > 0
+          ? await store.commit(this.ctx.lease(), this.taskId, step)
+          : { ids: [], ...(await this.ctx.publish(publicationOf(this.taskId, step))) };
     } catch (err) {
       if (err instanceof GapError) {
         // Redis's last published seq is behind one it acknowledged to us: it lost writes.
@@ -498,7 +575,7 @@ export class TaskOwner {
     const { metrics } = this.ctx;
     for (let conflicts = 0; ;) {
       const timer = this.timers[0];
-      const drafts = taskDecider.decide(this.state, timer);
+      const drafts = taskDecider.decide(this.state, timer, this.ctx.limits);
       if (drafts.length === 0) {
         if (timer) {
           this.timers.shift();
@@ -507,6 +584,8 @@ export class TaskOwner {
         await this.commit([]);
         return;
       }
+      const decidedAt = Date.now();
+      const traced = this.tracedPrompts(drafts);
       const entries = drafts.map(
         (d) =>
           ({
@@ -539,10 +618,72 @@ export class TaskOwner {
         continue;
       }
       for (const d of drafts) metrics.decisions.inc({ type: d.type, outcome: 'appended' });
+      this.traceDecisions(traced, decidedAt);
       if (timer) {
         this.timers.shift();
         metrics.timers.inc({ type: timer.type });
       }
+    }
+  }
+
+  /** The decisions on prompts submitted under a trace, read before they change the state. */
+  private tracedPrompts(drafts: readonly DecisionDraft[]): TracedDecision[] {
+    const traced: TracedDecision[] = [];
+    for (const d of drafts) {
+      if (!('sessionId' in d) || !('promptId' in d.data)) continue;
+      const { sessionId, type } = d;
+      const promptId = d.data.promptId;
+      const prompts = own(this.state.sessions, sessionId)?.prompts;
+      const traceparent = prompts && own(prompts, promptId)?.traceparent;
+      if (traceparent) traced.push({ type, sessionId, promptId, traceparent });
+    }
+    return traced;
+  }
+
+  /**
+   * A span per prompt handed to an execution, a child of its submit; the delivery then carries
+   * the dispatch's own context, so the worker's turn hangs under it.
+   */
+  private traceDispatches(executionId: string, messages: InboxMessage[]): Span[] {
+    const spans: Span[] = [];
+    messages.forEach((m, i) => {
+      if (m.type !== 'prompt.deliver' || !m.data.traceparent) return;
+      const span = startSpan(
+        'baton.prompt.dispatch',
+        {
+          'baton.task': this.taskId,
+          'baton.session': m.sessionId,
+          'baton.prompt': m.data.promptId,
+          'baton.execution': executionId,
+          'baton.owner': this.ctx.instanceId,
+        },
+        m.data.traceparent,
+      );
+      const traceparent = traceparentOf(span);
+      if (traceparent) messages[i] = { ...m, data: { ...m.data, traceparent } };
+      spans.push(span);
+    });
+    return spans;
+  }
+
+  /**
+   * One span per decision on a traced prompt, a child of its submit (the traceparent its entry
+   * carried, kept in the state: a new owner after a failover continues the same trace).
+   */
+  private traceDecisions(traced: readonly TracedDecision[], startTime: number): void {
+    for (const { type, sessionId, promptId, traceparent } of traced) {
+      startSpan(
+        'baton.prompt.decide',
+        {
+          'baton.task': this.taskId,
+          'baton.session': sessionId,
+          'baton.prompt': promptId,
+          'baton.decision': type,
+          'baton.owner': this.ctx.instanceId,
+        },
+        traceparent,
+        startTime,
+      ).end();
     }
   }
 
@@ -571,7 +712,9 @@ export class TaskOwner {
       boxes.set(executionId, box);
     }
     for (const [executionId, box] of boxes) {
+      const dispatches = this.traceDispatches(executionId, box.messages);
       await store.inbox.append(this.ctx.lease(), this.taskId, executionId, box.messages);
+      for (const span of dispatches) span.end();
       for (const k of box.keys) this.delivered.add(k);
       for (const m of box.messages) metrics.inboxMessages.inc({ type: m.type });
     }
@@ -603,12 +746,13 @@ export class TaskOwner {
     }
     const { store } = this.ctx;
     try {
-      // With a retention, some snapshots stay as checkpoints (about 24 over the retention):
-      // the history query folds forward from them, and the trim cuts the stream at one.
+      // With a retention, some snapshots stay as checkpoints (about 24 over the retention, 4
+      // over a shorter hot window): the history query folds forward from them, and the trim
+      // cuts the stream at one, so the stream keeps about its hot window.
+      const { retention, hotWindow, snapshotDelay } = this.ctx.periods;
+      const hot = hotWindow > 0 && hotWindow < retention ? hotWindow / 4 : Infinity;
       const checkpointEveryMs =
-        this.ctx.periods.retention > 0
-          ? Math.max(this.ctx.periods.snapshotDelay, Math.floor(this.ctx.periods.retention / 24))
-          : 0;
+        retention > 0 ? Math.max(snapshotDelay, Math.floor(Math.min(retention / 24, hot))) : 0;
       const { previousCheckpoint } = await store.snapshots.write(
         this.ctx.lease(),
         this.taskId,
@@ -616,12 +760,20 @@ export class TaskOwner {
         snapshotOf(this.state),
         checkpointEveryMs,
       );
-      if (previousCheckpoint !== null) await this.keepHistorySpan(previousCheckpoint);
+      if (previousCheckpoint !== null) {
+        await this.keepHistorySpan(previousCheckpoint);
+        await this.compactTranscript();
+      }
     } catch (err) {
       if (err instanceof StreamBehindError) this.reload({ streamLastId: err.lastId });
       if (!(err instanceof StaleSnapshotError)) throw err;
     }
-    await store.snapshots.trim(this.ctx.lease(), this.taskId, this.ctx.periods.retention);
+    await store.snapshots.trim(
+      this.ctx.lease(),
+      this.taskId,
+      this.ctx.periods.retention,
+      this.ctx.periods.hotWindow,
+    );
     this.ctx.metrics.snapshots.inc({ shard: String(this.ctx.shard) });
     this.entriesSinceSnapshot = 0;
     this.lastSnapshotAt = now;
@@ -645,9 +797,34 @@ export class TaskOwner {
     }
   }
 
+  /**
+   * With a hot window shorter than the retention, the task's transcript older than it is kept
+   * compacted (whole items, zlib: libs/store Transcripts.compact), as its stream is kept trimmed
+   * behind it: once per checkpoint kept, by the task's owner alone. Compaction refuses a front
+   * that moved meanwhile, so it needs no fence; when it fails the next checkpoint does it.
+   */
+  private async compactTranscript(): Promise<void> {
+    const { retention, hotWindow } = this.ctx.periods;
+    if (!(hotWindow > 0 && hotWindow < retention)) return;
+    try {
+      await this.ctx.store.transcripts.compact(this.taskId, Date.now() - hotWindow);
+    } catch (err) {
+      this.ctx.log.warn({ err, taskId: this.taskId }, 'transcript not compacted (retried later)');
+    }
+  }
+
   private assertActive(): void {
     if (!this.ctx.active()) throw new FencedError(`shard ${this.ctx.shard} is no longer owned`);
   }
+}
+
+/** A step that appends nothing, as a publication: its updates are all of folded entries. */
+function publicationOf(taskId: string, step: Step): Publication {
+  const updates = step.updates.map((u) => {
+    if ('of' in u) throw new Error('an update of an entry not appended');
+    return u;
+  });
+  return { taskId, updates, ...(step.view ? { view: step.view } : {}) };
 }
 
 /** The step's state was reset (replay from the stream's start): run the step again. */
@@ -655,4 +832,12 @@ class RestartStep extends Error {}
 
 function sameTimer(a: Timer, b: Timer): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** A decision on a prompt that was submitted under a trace. */
+interface TracedDecision {
+  readonly type: string;
+  readonly sessionId: string;
+  readonly promptId: string;
+  readonly traceparent: string;
 }

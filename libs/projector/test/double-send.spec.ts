@@ -2,48 +2,38 @@
 // a real projector process. Handoff: exactly one takes the attested idle, the rest queue in
 // submission (stream) order. Coarse: none while the turn runs; then one at a time as turns end.
 import type { EntryOf } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis, type StoredEntry, type StoredInboxMessage } from '@baton/store';
+import type { EventStore, StoredEntry, StoredInboxMessage } from '@baton/store';
 import {
   CLAUDE_CAPS,
   GENERIC_CAPS,
   Writer,
   foldAll,
   freshPrefix,
-  reap,
+  humanPrompt,
   readStream,
+  redisForFile,
   sameJson,
-  spawnProjector,
   waitFor,
   type CommandType,
   type Data,
   type FactType,
-  type ProjectorProcess,
 } from './support';
 
 jest.setTimeout(180_000);
 
 const N = 50;
 const SHARDS = 4;
-let redis: RedisServer;
+const redis = redisForFile();
 let store: EventStore;
-let projector: ProjectorProcess;
 
 beforeAll(async () => {
-  redis = await startRedis();
   const prefix = freshPrefix();
-  store = new EventStore(connectRedis({ url: redis.url }), { prefix, shards: SHARDS });
-  projector = spawnProjector({ redisUrl: redis.url, prefix, shards: SHARDS, id: 'ds-p' });
+  store = redis.store(prefix, SHARDS);
+  redis.spawn({ prefix, shards: SHARDS, id: 'ds-p' });
   await waitFor(
     'the projector owns every shard',
     async () => (await store.leases.list()).length === SHARDS,
   );
-});
-afterAll(async () => {
-  await reap(projector);
-  await store?.close();
-  store?.redis.disconnect();
-  await redis?.stop();
 });
 
 class Session {
@@ -64,13 +54,7 @@ class Session {
     return store.append(this.taskId, [this.gateway.command(this.taskId, 's1', type, data)]);
   }
   submitOne(key: string) {
-    return this.command('prompt.submit', {
-      commandId: `c-${key}`,
-      promptId: `p-${key}`,
-      idempotencyKey: key,
-      text: `prompt ${key}`,
-      origin: 'human',
-    });
+    return this.command('prompt.submit', humanPrompt(key));
   }
   /** 50 submits at once, each from its own gateway instance (concurrent writers). */
   async submitConcurrently(): Promise<string[]> {
@@ -147,6 +131,17 @@ function submitOrder(entries: StoredEntry[], promptIds: readonly string[]): stri
   );
 }
 
+/** N prompts submitted at once, once the owner answered each: their submission order, the answers. */
+async function burstAnswered(s: Session) {
+  const burst = await s.submitConcurrently();
+  await waitFor(
+    'every prompt of the burst answered',
+    async () => decisions(await s.stream(), burst).length === N,
+  );
+  const entries = await s.stream();
+  return { order: submitOrder(entries, burst), answers: decisions(entries, burst) };
+}
+
 it('handoff: 50 concurrent prompts to a session idle in the foreground with attested background work — exactly one admitted, the rest queued in order', async () => {
   const s = new Session('ds-handoff');
   await s.command('session.configure', {
@@ -176,14 +171,7 @@ it('handoff: 50 concurrent prompts to a session idle in the foreground with atte
     return v?.sessions[0]?.activity.foregroundActivity === 'background';
   });
 
-  const burst = await s.submitConcurrently();
-  await waitFor(
-    'every prompt of the burst answered',
-    async () => decisions(await s.stream(), burst).length === N,
-  );
-  const entries = await s.stream();
-  const answers = decisions(entries, burst);
-  const order = submitOrder(entries, burst);
+  const { order, answers } = await burstAnswered(s);
   const admitted = answers.filter((e) => e.type === 'prompt.admitted');
   expect(admitted).toHaveLength(1);
   expect(admitted[0]!.data).toMatchObject({
@@ -218,14 +206,7 @@ it('coarse: 50 concurrent prompts while a turn runs — none admitted, all queue
   await s.fact('prompt.dispatched', { promptId: first.promptId, admissionGeneration: 1 });
   await s.fact('foreground.output', { channel: 'message' });
 
-  const burst = await s.submitConcurrently();
-  await waitFor(
-    'every prompt of the burst answered',
-    async () => decisions(await s.stream(), burst).length === N,
-  );
-  let entries = await s.stream();
-  const order = submitOrder(entries, burst);
-  const answers = decisions(entries, burst);
+  const { order, answers } = await burstAnswered(s);
   expect(answers.filter((e) => e.type !== 'prompt.queued')).toEqual([]);
   expect(answers.map((e) => e.data.promptId)).toEqual(order);
   expect(await s.inbox()).toEqual([]);
@@ -241,7 +222,7 @@ it('coarse: 50 concurrent prompts while a turn runs — none admitted, all queue
     await s.fact('foreground.output', { channel: 'message' });
   }
   await s.fact('turn.ended', { admissionGeneration: generation, stopReason: 'end_turn' });
-  entries = await s.stream();
+  const entries = await s.stream();
   // Never two turns at once: each admission follows the end of the previous turn in the stream.
   let running: number | null = 1;
   for (const { entry: e } of entries) {

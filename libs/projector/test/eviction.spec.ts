@@ -2,28 +2,22 @@
 // leaves memory, comes back from its snapshot on its next entry with the same state and a gapless
 // update seq; a task with pending work (a queued prompt, a timer) stays until the work is done.
 import { stateFromSnapshot } from '@baton/activity';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, compareIds, connectRedis } from '@baton/store';
+import { compareIds, type EventStore } from '@baton/store';
 import { startProjector, type ProjectorHandle, type ProjectorOptions } from '../src/projector';
-import { GENERIC_CAPS, Task, Writer, foldAll, metricSum, freshPrefix, waitFor } from './support';
+import {
+  GENERIC_CAPS,
+  Task,
+  Writer,
+  foldAll,
+  metricSum,
+  freshPrefix,
+  redisForFile,
+  waitFor,
+} from './support';
 
 jest.setTimeout(60_000);
 
-let redis: RedisServer;
-const handles: ProjectorHandle[] = [];
-const stores: EventStore[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await Promise.all(handles.map((h) => h.stop()));
-  for (const s of stores) {
-    await s.close();
-    s.redis.disconnect();
-  }
-  await redis?.stop();
-});
+const redis = redisForFile();
 
 const SHARDS = 2;
 
@@ -44,13 +38,8 @@ const ownerOptions = (store: EventStore, o: Partial<ProjectorOptions> = {}): Pro
 });
 
 async function setup(o: Partial<ProjectorOptions> = {}) {
-  const store = new EventStore(connectRedis({ url: redis.url }), {
-    prefix: freshPrefix(),
-    shards: SHARDS,
-  });
-  stores.push(store);
-  const p = await startProjector(ownerOptions(store, o));
-  handles.push(p);
+  const store = redis.store(freshPrefix(), SHARDS);
+  const p = await redis.projector(ownerOptions(store, o));
   await p.ready();
   return { store, p };
 }
@@ -159,7 +148,7 @@ it('a new owner puts away at once the tasks quiet since before it took the shard
   );
   await first.p.stop();
   const second = await startProjector(ownerOptions(store, { periods: { evictIdle: IDLE } }));
-  handles.push(second);
+  redis.stopsAfter(second);
   await second.ready();
   await waitFor('the old task put away', () => !held(second, 'old'));
   expect(held(second, 'fresh')).toBe(true);
@@ -298,7 +287,7 @@ it('a takeover loads the live tasks and replays the notes nobody handled, not ev
   ).rejects.toThrow(/FENCED/);
 
   const second = await startProjector(ownerOptions(store));
-  handles.push(second);
+  redis.stopsAfter(second);
   await second.ready();
   // The live tasks, and the one the replayed feed names: not the one at rest.
   expect(await admitted(back, 'again')).toBe(true);
@@ -317,7 +306,7 @@ it('a new owner loads a task whose notes the feed lost: its append put it in the
   // keeps up with.
   for (const s of [0, 1]) await store.redis.xtrim(store.keys.feed(s), 'MAXLEN', 0);
   const second = await startProjector(ownerOptions(store));
-  handles.push(second);
+  redis.stopsAfter(second);
   await second.ready();
   expect(await admitted(back, 'lost')).toBe(true);
   expect(await metric(second, 'baton_projector_tasks_loaded_total')).toBe(2);
@@ -376,7 +365,7 @@ it('starts the live set, once, from the task set of earlier versions: their firs
     await store.redis.sadd(store.keys.shardTasks(store.shardOf(t.taskId)), t.taskId);
   }
   const second = await startProjector(ownerOptions(store));
-  handles.push(second);
+  redis.stopsAfter(second);
   await second.ready();
   expect(await metric(second, 'baton_projector_tasks_loaded_total')).toBe(4);
   // Those at rest go again, out of the live set: the next owner loads the one with work.

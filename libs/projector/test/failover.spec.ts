@@ -1,43 +1,17 @@
 // Proofs with real projector processes and a real redis-server: kill -9 under traffic, and a
 // paused projector (SIGSTOP past its leases) that resumes.
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis } from '@baton/store';
-import { freshPrefix, reap, spawnProjector, waitFor, type ProjectorProcess } from './support';
+import { freshPrefix, redisForFile, waitFor } from './support';
 import { Traffic, counts, drainAndCheck, drive, owners, simTasks, stopAllTraffic } from './traffic';
 
 jest.setTimeout(240_000);
 
-let redis: RedisServer;
-const procs: ProjectorProcess[] = [];
-const stores: EventStore[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await stopAllTraffic();
-  await Promise.all(procs.map(reap));
-  for (const s of stores) {
-    await s.close();
-    s.redis.disconnect();
-  }
-  await redis?.stop();
-});
-
-function newStore(prefix: string, shards: number): EventStore {
-  const s = new EventStore(connectRedis({ url: redis.url }), { prefix, shards });
-  stores.push(s);
-  return s;
-}
+const redis = redisForFile({ beforeStop: stopAllTraffic });
 
 it('kill -9 of one of three projectors under traffic: its shards are taken over, updates stay gapless, views equal a fresh fold', async () => {
   const prefix = freshPrefix();
   const SHARDS = 12;
-  const store = newStore(prefix, SHARDS);
-  const ps = ['a', 'b', 'c'].map((n) =>
-    spawnProjector({ redisUrl: redis.url, prefix, shards: SHARDS, id: `fo-${n}` }),
-  );
-  procs.push(...ps);
+  const store = redis.store(prefix, SHARDS);
+  const ps = ['a', 'b', 'c'].map((n) => redis.spawn({ prefix, shards: SHARDS, id: `fo-${n}` }));
   const ids = ps.map((p) => p.id);
   await waitFor('three projectors share the shards', async () => {
     const c = counts(await owners(store), ids);
@@ -87,10 +61,9 @@ it('kill -9 of one of three projectors under traffic: its shards are taken over,
 it('fencing: a projector paused past its leases writes nothing under them once resumed, notices and drops them', async () => {
   const prefix = freshPrefix();
   const SHARDS = 8;
-  const store = newStore(prefix, SHARDS);
-  const a = spawnProjector({ redisUrl: redis.url, prefix, shards: SHARDS, id: 'fe-a' });
-  const b = spawnProjector({ redisUrl: redis.url, prefix, shards: SHARDS, id: 'fe-b' });
-  procs.push(a, b);
+  const store = redis.store(prefix, SHARDS);
+  const a = redis.spawn({ prefix, shards: SHARDS, id: 'fe-a' });
+  const b = redis.spawn({ prefix, shards: SHARDS, id: 'fe-b' });
   await waitFor('two projectors share the shards', async () =>
     counts(await owners(store), [a.id, b.id]).every((n) => n === SHARDS / 2),
   );

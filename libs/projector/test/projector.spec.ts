@@ -3,8 +3,6 @@
 // inbox cancels and stops, readiness, options and metrics.
 import { decide, fold, stateFromSnapshot, taskView } from '@baton/activity';
 import { SCHEMA_VERSION, groupOf, type StreamEntry } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis } from '@baton/store';
 import { startProjector, type ProjectorHandle, type ProjectorOptions } from '../src/projector';
 import { ProjectorOptionsError } from '../src/options';
 import {
@@ -14,6 +12,8 @@ import {
   foldAll,
   metricSum,
   freshPrefix,
+  readUpdatesByTask,
+  redisForFile,
   sameJson,
   updateProblems,
   waitFor,
@@ -21,51 +21,58 @@ import {
 
 jest.setTimeout(60_000);
 
-let redis: RedisServer;
-const handles: ProjectorHandle[] = [];
-const stores: EventStore[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await Promise.all(handles.map((h) => h.stop()));
-  for (const s of stores) {
-    await s.close();
-    s.redis.disconnect();
-  }
-  await redis?.stop();
-});
-
-function newStore(prefix: string, shards: number, feedMaxLen?: number): EventStore {
-  const s = new EventStore(connectRedis({ url: redis.url }), {
-    prefix,
-    shards,
-    ...(feedMaxLen ? { feedMaxLen } : {}),
-  });
-  stores.push(s);
-  return s;
+const redis = redisForFile();
+const newStore = (prefix: string, shards: number, feedMaxLen?: number) =>
+  redis.store(prefix, shards, feedMaxLen);
+/** A store over a prefix of its own. */
+function freshStore(shards: number, feedMaxLen?: number) {
+  const prefix = freshPrefix();
+  return { prefix, store: newStore(prefix, shards, feedMaxLen) };
 }
 
-async function projector(o: Partial<ProjectorOptions> & { prefix: string; shards: number }) {
-  const h = await startProjector({
+/** An in-process projector with short lease periods (overridden by `o`). */
+function projector(o: Partial<ProjectorOptions> & { prefix: string; shards: number }) {
+  return redis.projector({
     redisUrl: redis.url,
     logLevel: 'silent',
     ...o,
     periods: { shardLease: 1_000, leaseRenewal: 100, ...o.periods },
   });
-  handles.push(h);
-  return h;
+}
+
+/** A fresh prefix, its store, and an in-process projector over it, ready. */
+async function projectorOnFreshStore(o: Partial<ProjectorOptions> & { shards: number }) {
+  const { prefix, store } = freshStore(o.shards);
+  const p = await projector({ prefix, ...o });
+  await p.ready();
+  return { prefix, store, p };
+}
+
+/**
+ * A previous owner of the task's shard: it takes the lease, decides on the stream as it stands
+ * and appends its decisions under the lease, then dies before its inbox write.
+ */
+async function decideAndDie(store: ReturnType<typeof newStore>, t: Task): Promise<StreamEntry[]> {
+  const r = await store.leases.acquire(store.shardOf(t.taskId), 'dead-owner', 400);
+  if (!r.acquired) throw new Error('lease');
+  const entries = decide(foldAll(t.taskId, await t.stream()).state).map(
+    (d, i) =>
+      ({
+        v: SCHEMA_VERSION,
+        taskId: t.taskId,
+        writer: { role: 'projector', instance: 'dead-owner', seq: i + 1 },
+        ...d,
+      }) as StreamEntry,
+  );
+  await store.appendFenced(r.lease, t.taskId, await store.lastId(t.taskId), entries);
+  return entries;
 }
 
 const metric = (h: ProjectorHandle, name: string, labels?: Record<string, string>) =>
   metricSum(h.registry, name, labels);
 
 it('admits, hands the prompt to the execution inbox, publishes gapless updates and writes the view', async () => {
-  const prefix = freshPrefix();
-  const store = newStore(prefix, 4);
-  const p = await projector({ prefix, shards: 4 });
-  await p.ready();
+  const { store, p } = await projectorOnFreshStore({ shards: 4 });
   expect(p.ownedShards()).toEqual([0, 1, 2, 3]);
   const t = new Task(store, 'basic');
   await t.start();
@@ -99,29 +106,13 @@ it('admits, hands the prompt to the execution inbox, publishes gapless updates a
 });
 
 it('a new owner delivers again a claim its predecessor decided but never handed over', async () => {
-  const prefix = freshPrefix();
-  const store = newStore(prefix, 2);
+  const { prefix, store } = freshStore(2);
   const t = new Task(store, 'redeliver');
-  const shard = store.shardOf(t.taskId);
   await t.start();
   await t.submit('a');
-  // The previous owner: decides and appends under its lease, then dies before its inbox write.
-  const r = await store.leases.acquire(shard, 'dead-owner', 400);
-  if (!r.acquired) throw new Error('lease');
-  let state = foldAll(t.taskId, await t.stream()).state;
-  const drafts = decide(state);
-  expect(drafts.map((d) => d.type)).toEqual(['prompt.admitted']);
-  const entries = drafts.map(
-    (d, i) =>
-      ({
-        v: SCHEMA_VERSION,
-        taskId: t.taskId,
-        writer: { role: 'projector', instance: 'dead-owner', seq: i + 1 },
-        ...d,
-      }) as StreamEntry,
-  );
-  await store.appendFenced(r.lease, t.taskId, await store.lastId(t.taskId), entries);
-  for (const e of entries) state = fold(state, e).state;
+  const entries = await decideAndDie(store, t);
+  expect(entries.map((e) => e.type)).toEqual(['prompt.admitted']);
+  const state = foldAll(t.taskId, await t.stream()).state;
   expect(state.sessions.s1!.turn).toMatchObject({ phase: 'claimed' });
   expect(await t.inbox()).toEqual([]);
 
@@ -140,8 +131,7 @@ it('a new owner delivers again a claim its predecessor decided but never handed 
 });
 
 it('a write refused by the fence (the lease was taken meanwhile) drops the shard at once', async () => {
-  const prefix = freshPrefix();
-  const store = newStore(prefix, 1);
+  const { prefix, store } = freshStore(1);
   // Renewals far apart: the write path, not the renewal, meets the new owner first.
   const p = await projector({
     prefix,
@@ -166,10 +156,7 @@ it('a write refused by the fence (the lease was taken meanwhile) drops the shard
 });
 
 it('declares an execution lost when its lease lapses, or when it holds none at all, and drops the lease', async () => {
-  const prefix = freshPrefix();
-  const store = newStore(prefix, 2);
-  const p = await projector({ prefix, shards: 2 });
-  await p.ready();
+  const { store, p } = await projectorOnFreshStore({ shards: 2 });
   const lapsed = new Task(store, 'lapsed');
   await lapsed.start(GENERIC_CAPS, 300);
   await lapsed.submit('a');
@@ -197,17 +184,14 @@ it('declares an execution lost when its lease lapses, or when it holds none at a
 });
 
 it('watchdog: a silent dispatched turn fails if the agent never spoke, and is advised stalled once if it did', async () => {
-  const prefix = freshPrefix();
-  const store = newStore(prefix, 2);
-  const p = await projector({ prefix, shards: 2, periods: { turnStall: 300 } });
-  await p.ready();
+  const { store } = await projectorOnFreshStore({
+    shards: 2,
+    periods: { turnStall: 300 },
+  });
   const mute = new Task(store, 'mute');
   const slow = new Task(store, 'slow');
   for (const t of [mute, slow]) {
-    await t.start();
-    await t.submit('a');
-    await waitFor('delivery', async () => (await t.inbox()).length === 1);
-    await t.fact('prompt.dispatched', { promptId: 'p-a', admissionGeneration: 1 });
+    await t.startRunning();
   }
   await slow.fact('foreground.output', { channel: 'message' });
   await waitFor('mute abandoned', () => mute.has('turn.abandoned'), 30_000);
@@ -225,20 +209,13 @@ it('watchdog: a silent dispatched turn fails if the agent never spoke, and is ad
 });
 
 it('clocks bound every other wait: an unanswered cancel, output outside a turn, an execution no worker started', async () => {
-  const prefix = freshPrefix();
-  const store = newStore(prefix, 2);
-  const p = await projector({
-    prefix,
+  const { store } = await projectorOnFreshStore({
     shards: 2,
     periods: { cancelAnswer: 300, outputQuiet: 300, executionStart: 1_000 },
   });
-  await p.ready();
   // A cancel the agent never answers: the turn ends cancel_timeout, the execution is stopped.
   const deaf = new Task(store, 'deaf');
-  await deaf.start();
-  await deaf.submit('a');
-  await waitFor('delivery', async () => (await deaf.inbox()).length === 1);
-  await deaf.fact('prompt.dispatched', { promptId: 'p-a', admissionGeneration: 1 });
+  await deaf.startRunning();
   await deaf.fact('foreground.output', { channel: 'message' });
   await deaf.command('session.cancel', { commandId: 'cancel-1' });
   await waitFor('cancel timed out', () => deaf.has('turn.cancel_timed_out'), 30_000);
@@ -249,10 +226,7 @@ it('clocks bound every other wait: an unanswered cancel, output outside a turn, 
   );
   // Output after the turn ended decays after the quiet period.
   const chatty = new Task(store, 'chatty');
-  await chatty.start();
-  await chatty.submit('a');
-  await waitFor('delivery', async () => (await chatty.inbox()).length === 1);
-  await chatty.fact('prompt.dispatched', { promptId: 'p-a', admissionGeneration: 1 });
+  await chatty.startRunning();
   await chatty.fact('turn.ended', { admissionGeneration: 1, stopReason: 'end_turn' });
   await chatty.fact('foreground.output', { channel: 'message' });
   await waitFor('quiesced', () => chatty.has('foreground.quiesced'), 30_000);
@@ -272,8 +246,7 @@ it('clocks bound every other wait: an unanswered cancel, output outside a turn, 
 });
 
 it('snapshots every K entries and trims behind them (no retention); a new owner resumes from the snapshot and continues the sequence', async () => {
-  const prefix = freshPrefix();
-  const store = newStore(prefix, 1);
+  const { prefix, store } = freshStore(1);
   const t = new Task(store, 'snap');
   const p1 = await projector({ prefix, shards: 1, snapshotEntries: 25, periods: { retention: 0 } });
   await p1.ready();
@@ -344,15 +317,11 @@ it('snapshots every K entries and trims behind them (no retention); a new owner 
 });
 
 it('snapshots a quiet task after the snapshot period', async () => {
-  const prefix = freshPrefix();
-  const store = newStore(prefix, 1);
-  const p = await projector({
-    prefix,
+  const { store } = await projectorOnFreshStore({
     shards: 1,
     snapshotEntries: 1_000_000,
     periods: { snapshotDelay: 300 },
   });
-  await p.ready();
   const t = new Task(store, 'quiet');
   await t.start();
   await waitFor(
@@ -362,8 +331,7 @@ it('snapshots a quiet task after the snapshot period', async () => {
 });
 
 it('a snapshot of another state version is never read: the stream rebuilds the task, or, trimmed, the task waits', async () => {
-  const prefix = freshPrefix();
-  const store = newStore(prefix, 1);
+  const { prefix, store } = freshStore(1);
   const t = new Task(store, 'old-shape');
   await t.start();
   await t.submit('a');
@@ -397,15 +365,9 @@ it('a snapshot of another state version is never read: the stream rebuilds the t
 });
 
 it('cancels a running turn and stops the execution of a reset session through the inbox', async () => {
-  const prefix = freshPrefix();
-  const store = newStore(prefix, 1);
-  const p = await projector({ prefix, shards: 1 });
-  await p.ready();
+  const { store } = await projectorOnFreshStore({ shards: 1 });
   const t = new Task(store, 'cancel');
-  await t.start();
-  await t.submit('a');
-  await waitFor('delivery', async () => (await t.inbox()).length === 1);
-  await t.fact('prompt.dispatched', { promptId: 'p-a', admissionGeneration: 1 });
+  await t.startRunning();
   await t.command('session.cancel', { commandId: 'cancel-1', observedGeneration: 1 });
   await waitFor('cancel delivered', async () => (await t.inbox()).length === 2);
   expect((await t.inbox())[1]).toMatchObject({
@@ -423,8 +385,7 @@ it('cancels a running turn and stops the execution of a reset session through th
 });
 
 it('ready() waits for a backlog, including tasks whose feed notes were trimmed away', async () => {
-  const prefix = freshPrefix();
-  const store = newStore(prefix, 2, 10);
+  const { prefix, store } = freshStore(2, 10);
   const p1 = await projector({ prefix, shards: 2 });
   await p1.ready();
   const tasks = Array.from({ length: 40 }, (_, i) => new Task(store, `t-${i}`));
@@ -470,10 +431,7 @@ it('refuses bad options with one line per problem', async () => {
 });
 
 it('serves Prometheus metrics and its health over HTTP', async () => {
-  const prefix = freshPrefix();
-  const store = newStore(prefix, 2);
-  const p = await projector({ prefix, shards: 2, metricsPort: 0 });
-  await p.ready();
+  const { store, p } = await projectorOnFreshStore({ shards: 2, metricsPort: 0 });
   const t = new Task(store, 'metrics');
   await t.start();
   await waitFor('view', async () => (await store.views.read('metrics')) !== null);
@@ -500,3 +458,101 @@ function compare(a: string, b: string): number {
   const [bm, bs] = b.split('-').map(Number) as [number, number];
   return am - bm || as - bs;
 }
+
+it('a new owner stops an execution that a newer one replaced before its stop was handed over', async () => {
+  const { prefix, store } = freshStore(2);
+  const t = new Task(store, 'replaced');
+  await t.start();
+  await t.command('session.reset', { commandId: 'c-reset' });
+  // The previous owner decides the reset (a stop owed to x1), then dies before its inbox write.
+  const entries = await decideAndDie(store, t);
+  expect(entries.map((e) => e.type)).toEqual(['session.was_reset']);
+  // Meanwhile a newer execution of the session starts: the old agent still runs.
+  const x2 = { ...t.x, executionId: 'replaced-x2', generation: 2 };
+  await store.executions.renewLease(x2, 600_000);
+  await store.append(t.taskId, [
+    t.worker.fact(x2, 'execution.started', { startedAt: '2026-11-30T00:00:00Z' }),
+    t.worker.fact(x2, 'capabilities.negotiated', GENERIC_CAPS),
+  ]);
+  expect(await t.inbox()).toEqual([]);
+
+  const p = await projector({ prefix, shards: 2 });
+  await p.ready();
+  await waitFor('the stop to the replaced execution', async () => (await t.inbox()).length > 0);
+  expect(await t.inbox()).toEqual([
+    expect.objectContaining({ type: 'execution.stop', data: { reason: 'session_reset' } }),
+  ]);
+  // Its end settles it; the newer execution was never told to stop.
+  await t.fact('execution.ended', { reason: 'cancelled' });
+  await waitFor('view', () => t.viewMatchesFold());
+  const owed = foldAll(t.taskId, await t.stream()).state.sessions.s1!;
+  expect(owed.replacedStops).toBeUndefined();
+  expect(owed.execution).toMatchObject({ id: 'replaced-x2', stopping: null });
+  expect((await store.inbox.read(t.taskId, 'replaced-x2')).items).toEqual([]);
+});
+
+it('decides what it reads in one step in stream order: a prompt sent while archived stays refused', async () => {
+  const { store } = await projectorOnFreshStore({ shards: 2 });
+  const t = new Task(store, 'in-order');
+  await t.start();
+  let seq = 0;
+  const taskCommand = (type: 'task.archive' | 'task.unarchive') =>
+    ({
+      v: SCHEMA_VERSION,
+      taskId: t.taskId,
+      writer: { role: 'gateway', instance: 'task-commands', seq: ++seq },
+      type,
+      data: { commandId: `c-${type}` },
+    }) as StreamEntry;
+  await store.append(t.taskId, [taskCommand('task.archive')]);
+  await waitFor('archived', () => t.has('task.archived'));
+  // One append: the owner reads the prompt and the unarchive after it in one step.
+  await store.append(t.taskId, [
+    t.gateway.command(t.taskId, 's1', 'prompt.submit', {
+      commandId: 'c-b',
+      promptId: 'p-b',
+      idempotencyKey: 'b',
+      text: 'prompt b',
+      origin: 'human',
+    }),
+    taskCommand('task.unarchive'),
+  ]);
+  await waitFor('unarchived', () => t.has('task.unarchived'));
+  const decisions = (await t.stream())
+    .map((e) => e.entry)
+    .filter((e) => e.writer.role === 'projector' && e.type !== 'task.archived');
+  expect(decisions.map((e) => [e.type, 'promptId' in e.data ? e.data.promptId : null])).toEqual([
+    ['prompt.rejected', 'p-b'],
+    ['task.unarchived', null],
+  ]);
+  expect(decisions[0]!.data).toMatchObject({ reason: 'task_archived' });
+  await waitFor('view', () => t.viewMatchesFold());
+});
+
+it('tells the prompt an agent was running when its task is deleted', async () => {
+  const { store } = await projectorOnFreshStore({ shards: 2 });
+  const t = new Task(store, 'deleted-running');
+  await t.start();
+  await t.submit('a');
+  await waitFor('admission', () => t.has('prompt.admitted'));
+  await t.fact('prompt.dispatched', { promptId: 'p-a', admissionGeneration: 1 });
+  await store.append(t.taskId, [
+    {
+      v: SCHEMA_VERSION,
+      taskId: t.taskId,
+      writer: { role: 'gateway', instance: 'task-commands', seq: 1 },
+      type: 'task.delete',
+      data: { commandId: 'c-delete' },
+    } as StreamEntry,
+  ]);
+  await waitFor('deleted', () => t.has('task.deleted'));
+  await waitFor('view', () => t.viewMatchesFold());
+  const told = ((await readUpdatesByTask(store, 2)).get(t.taskId) ?? []).filter(
+    (u) => u.type === 'prompt.decided' && u.data.promptId === 'p-a',
+  );
+  expect(told.map((u) => u.type === 'prompt.decided' && u.data.decision).at(-1)).toMatchObject({
+    outcome: 'cancelled',
+    reason: 'task_deleted',
+  });
+  expect(await t.exact()).toEqual([]);
+});

@@ -1,35 +1,19 @@
 // Rebalance with real projector processes: one instance owns every shard, two more join and take
 // their share from it without stopping it, then the first stops gracefully (SIGTERM) and hands
 // its shards over. No shard is ever written by two instances under one epoch.
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis } from '@baton/store';
-import { freshPrefix, reap, spawnProjector, waitFor, type ProjectorProcess } from './support';
+import { freshPrefix, redisForFile, waitFor } from './support';
 import { Traffic, counts, drainAndCheck, drive, owners, simTasks, stopAllTraffic } from './traffic';
 
 jest.setTimeout(240_000);
 
-let redis: RedisServer;
-let store: EventStore;
-const procs: ProjectorProcess[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await stopAllTraffic();
-  await Promise.all(procs.map(reap));
-  await store?.close();
-  store?.redis.disconnect();
-  await redis?.stop();
-});
+const redis = redisForFile({ beforeStop: stopAllTraffic });
 
 it('1 instance, then 3, then 2 after a graceful stop: balanced within one at each stage, one writer per epoch', async () => {
   const prefix = freshPrefix();
   const SHARDS = 12;
-  store = new EventStore(connectRedis({ url: redis.url }), { prefix, shards: SHARDS });
+  const store = redis.store(prefix, SHARDS);
   const spawn = (id: string) => {
-    const p = spawnProjector({ redisUrl: redis.url, prefix, shards: SHARDS, id });
-    procs.push(p);
+    const p = redis.spawn({ prefix, shards: SHARDS, id });
     return p;
   };
 

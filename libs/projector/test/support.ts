@@ -13,9 +13,11 @@ import {
   type TaskView,
   type Update,
 } from '@baton/protocol';
-import type { EventStore, StoredEntry } from '@baton/store';
+import { startRedis, type RedisServer } from '@baton/redis-server';
+import { EventStore, connectRedis, type StoredEntry } from '@baton/store';
 import type { Registry } from 'prom-client';
 import { CLAUDE_CAPS, GENERIC_CAPS } from '@baton/testing';
+import { startProjector, type ProjectorHandle, type ProjectorOptions } from '../src/projector';
 
 const ROOT = join(__dirname, '..', '..', '..');
 
@@ -227,6 +229,17 @@ export class Writer {
 
 export { CLAUDE_CAPS, GENERIC_CAPS };
 
+/** A person's prompt under idempotency key `key` (its command and prompt ids follow the key). */
+export function humanPrompt(key: string): Data<'prompt.submit'> {
+  return {
+    commandId: `c-${key}`,
+    promptId: `p-${key}`,
+    idempotencyKey: key,
+    text: `prompt ${key}`,
+    origin: 'human',
+  };
+}
+
 /** One session of one task, written as a worker and a gateway would. */
 export class Task {
   readonly worker = new Writer('worker', `w-${Math.random().toString(36).slice(2)}`);
@@ -246,13 +259,7 @@ export class Task {
     return this.store.append(this.taskId, [this.gateway.command(this.taskId, 's1', type, data)]);
   }
   submit(key: string) {
-    return this.command('prompt.submit', {
-      commandId: `c-${key}`,
-      promptId: `p-${key}`,
-      idempotencyKey: key,
-      text: `prompt ${key}`,
-      origin: 'human',
-    });
+    return this.command('prompt.submit', humanPrompt(key));
   }
   stream(): Promise<StoredEntry[]> {
     return readStream(this.store, this.taskId);
@@ -265,6 +272,13 @@ export class Task {
     if (leaseMs !== null) await this.store.executions.renewLease(this.x, leaseMs);
     await this.fact('execution.started', { startedAt: '2026-11-30T00:00:00Z' });
     await this.fact('capabilities.negotiated', caps);
+  }
+  /** The execution starts and the agent runs prompt `key`, the first the owner delivered. */
+  async startRunning(key = 'a') {
+    await this.start();
+    await this.submit(key);
+    await waitFor('delivery', async () => (await this.inbox()).length === 1);
+    await this.fact('prompt.dispatched', { promptId: `p-${key}`, admissionGeneration: 1 });
   }
   /** What the owner handed to the execution, in order. */
   async inbox() {
@@ -462,4 +476,57 @@ export async function metricSum(
   for (const v of (await metric.get()).values)
     if (Object.entries(labels).every(([k, want]) => v.labels[k] === want)) sum += v.value;
   return sum;
+}
+
+/**
+ * A real redis-server for one test file, started before its tests, with what the file starts on
+ * it (stores, in-process projectors, projector processes) ended after them; `beforeStop` first.
+ */
+export function redisForFile(o: { beforeStop?: () => Promise<unknown> } = {}) {
+  let server: RedisServer | undefined;
+  const stores: EventStore[] = [];
+  const handles: ProjectorHandle[] = [];
+  const procs: ProjectorProcess[] = [];
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(async () => {
+    await o.beforeStop?.();
+    await Promise.all([...handles.map((h) => h.stop()), ...procs.map(reap)]);
+    for (const s of stores) {
+      await s.close();
+      s.redis.disconnect();
+    }
+    await server?.stop();
+  });
+  return {
+    get url(): string {
+      if (!server) throw new Error('the redis-server starts in beforeAll: read it inside a test');
+      return server.url;
+    },
+    /** A store of a deployment on this Redis. */
+    store(prefix: string, shards: number, feedMaxLen?: number): EventStore {
+      const s = new EventStore(connectRedis({ url: this.url }), {
+        prefix,
+        shards,
+        ...(feedMaxLen ? { feedMaxLen } : {}),
+      });
+      stores.push(s);
+      return s;
+    },
+    /** An in-process projector. */
+    async projector(options: ProjectorOptions): Promise<ProjectorHandle> {
+      return this.stopsAfter(await startProjector(options));
+    },
+    /** A projector (in-process or a process) the test started another way. */
+    stopsAfter<P extends ProjectorHandle | ProjectorProcess>(p: P): P {
+      if ('stop' in p) handles.push(p);
+      else procs.push(p);
+      return p;
+    },
+    /** A projector process of a deployment on this Redis. */
+    spawn(o: Omit<SpawnOptions, 'redisUrl'>): ProjectorProcess {
+      return this.stopsAfter(spawnProjector({ redisUrl: this.url, ...o }));
+    },
+  };
 }

@@ -17,6 +17,8 @@ import {
   type Frame,
 } from '@baton/acp';
 import type { AgentProfile } from '@baton/config';
+import { startSpan } from '@baton/health';
+import { SpanStatusCode, context, trace, type Span } from '@opentelemetry/api';
 import type { ExecutionJob, Fact, InboxMessage, PermissionAnswerDelivery } from '@baton/protocol';
 import {
   InvalidEntryError,
@@ -96,10 +98,33 @@ interface AgentLaunch {
  */
 const advertisementOf = (file: string): ClientAdvertisement | undefined => {
   try {
-    return recordedAdvertisement(parseRecording(readFileSync(file, 'utf8')));
+    return recordedAdvertisement(parseRecording(untilFirstPrompt(readFileSync(file, 'utf8'))));
   } catch {
     return undefined;
   }
+};
+
+/**
+ * The lines of a recording up to its client's first `session/prompt`: what the advertisement is
+ * read from (the client's setup comes before it). A long recording is not parsed whole before
+ * each replay of it: for the bench's turn of 20,000 frames that cost the worker about as much
+ * CPU as a thousand of those frames.
+ */
+const untilFirstPrompt = (source: string): string => {
+  for (let start = 0; start < source.length;) {
+    const newline = source.indexOf('\n', start);
+    const end = newline === -1 ? source.length : newline + 1;
+    const line = source.slice(start, end);
+    if (line.includes('session/prompt')) {
+      const [frame] = parseRecording(line);
+      const method = (frame?.message as { method?: unknown } | null)?.method;
+      if (frame?.direction === 'client->agent' && method === 'session/prompt') {
+        return source.slice(0, end);
+      }
+    }
+    start = end;
+  }
+  return source;
 };
 
 class StoppedBeforeStart extends Error {
@@ -113,6 +138,14 @@ class StoppedBeforeStart extends Error {
  * appends a second, its deltas joined, instead of one per token.
  */
 const TRANSCRIPT_WINDOW_MS = 75;
+
+/**
+ * How long raw frames gather before they are written: the store keeps a write as one compressed
+ * entry, and at an agent's pace (a few frames a second) a write a frame compresses to three
+ * quarters of its text, a second of frames to a quarter. The log is for looking at what just
+ * happened: a second late is still that.
+ */
+const RAW_FRAMES_LINGER_MS = 1_000;
 
 /** How long a stopping worker waits for an execution's last facts to be acknowledged. */
 const SHUTDOWN_DRAIN_MS = 10_000;
@@ -142,6 +175,8 @@ export class Execution {
   private readonly sent = new Set<string>();
   /** Admission generations dispatched here whose turn has not ended. */
   private readonly openTurns = new Set<number>();
+  /** Traced prompts delivered here, by admission generation: a span each until its turn ends. */
+  private readonly turnSpans = new Map<number, { span: Span; output: boolean }>();
   /** `ask` permission requests the agent waits on, by request id: how to answer each. */
   private readonly pendingPermissions = new Map<
     string,
@@ -204,6 +239,7 @@ export class Execution {
         await this.store.rawFrames.append(this.ref.taskId, this.ref.executionId, batch);
       },
       maxAttempts: 10,
+      lingerMs: RAW_FRAMES_LINGER_MS,
       onGiveUp: (err, batch) =>
         this.log.warn({ err, frames: batch.length }, 'raw frames dropped after retries'),
     });
@@ -531,10 +567,47 @@ export class Execution {
     if (fact.type === 'execution.ended') this.endReason = fact.data.reason;
     if (fact.type === 'prompt.dispatched') this.openTurns.add(fact.data.admissionGeneration);
     if (fact.type === 'turn.ended') this.openTurns.delete(fact.data.admissionGeneration);
+    if (this.turnSpans.size > 0) this.traceTurn(fact);
     const r = coalesce(this.coalesceState, fact, Date.now(), this.settings.periods.outputCoalesce);
     this.coalesceState = r.state;
     this.emit(r.facts);
     this.scheduleFlush();
+  }
+
+  /** Marks a traced turn's milestones: sent to the agent, its first output, its end. */
+  private traceTurn(fact: FactBody): void {
+    switch (fact.type) {
+      case 'prompt.dispatched':
+        this.turnSpans.get(fact.data.admissionGeneration)?.span.addEvent('sent to the agent');
+        return;
+      case 'foreground.output':
+      case 'tool.started':
+        // The agent runs one foreground turn at a time: the output is the open turn's.
+        for (const t of this.turnSpans.values()) {
+          if (t.output) continue;
+          t.output = true;
+          t.span.addEvent('first output');
+        }
+        return;
+      case 'turn.ended': {
+        const t = this.turnSpans.get(fact.data.admissionGeneration);
+        if (!t) return;
+        t.span.setAttribute('baton.stop_reason', fact.data.stopReason);
+        t.span.end();
+        this.turnSpans.delete(fact.data.admissionGeneration);
+        return;
+      }
+      case 'execution.ended':
+        for (const t of this.turnSpans.values()) {
+          t.span.setStatus({
+            code: SpanStatusCode.ERROR,
+            message: `execution ended: ${fact.data.reason}`,
+          });
+          t.span.end();
+        }
+        this.turnSpans.clear();
+        return;
+    }
   }
 
   private scheduleFlush(): void {
@@ -640,16 +713,35 @@ export class Execution {
         const key = JSON.stringify([promptId, admissionGeneration]);
         if (this.sent.has(key)) return;
         this.sent.add(key);
+        if (message.data.traceparent) {
+          const span = startSpan(
+            'baton.agent.turn',
+            {
+              'baton.task': this.ref.taskId,
+              'baton.session': message.sessionId,
+              'baton.execution': this.ref.executionId,
+              'baton.prompt': promptId,
+              'baton.worker': this.settings.workerId,
+            },
+            message.data.traceparent,
+          );
+          this.turnSpans.set(admissionGeneration, { span, output: false });
+        }
         const host = await this.hostSettled;
         // No host: the execution failed to start and has ended; its end retires the claim.
         if (!host) return;
         // The turn's id for the transcript, should the frame not carry it.
         this.toTranscript({ kind: 'prompt', promptId });
         // The turn lasts long; dispatch and turn end are read off the wire as facts.
-        host.prompt({ promptId, admissionGeneration, text }).then(
-          (r) => log.debug({ promptId, stopReason: r.stopReason }, 'turn ended'),
-          (err: unknown) => log.info({ promptId, err: String(err) }, 'prompt failed'),
-        );
+        // Under the turn's span: what the turn logs names its trace.
+        const turn = this.turnSpans.get(admissionGeneration)?.span;
+        const send = () =>
+          void host.prompt({ promptId, admissionGeneration, text }).then(
+            (r) => log.debug({ promptId, stopReason: r.stopReason }, 'turn ended'),
+            (err: unknown) => log.info({ promptId, err: String(err) }, 'prompt failed'),
+          );
+        if (turn) context.with(trace.setSpan(context.active(), turn), send);
+        else send();
         return;
       }
     }

@@ -1,3 +1,4 @@
+import { traceLogFields } from '@baton/health';
 import { quietDuringOutages } from '@baton/store';
 import pino, { type Logger } from 'pino';
 
@@ -9,5 +10,7 @@ export function createLogger(instance: string, level: string): Logger {
     level,
     base: { role: 'worker', instance, pid: process.pid },
     hooks: { logMethod: quietDuringOutages },
+    // Lines written under a traced prompt name its trace.
+    mixin: traceLogFields,
   });
 }

@@ -1,4 +1,8 @@
+import { redisMetrics, within } from '@baton/health';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** How long a scrape waits for the queue's depth before it answers with the last one. */
+const QUEUE_COUNT_WAIT_MS = 1_000;
 
 /** What a worker exposes to Prometheus. */
 export class WorkerMetrics {
@@ -33,8 +37,14 @@ export class WorkerMetrics {
     registers: [this.registry],
     collect: async () => {
       if (!this.countWaiting) return;
-      // Redis away: the last value stays, and /metrics still answers.
-      const n = await this.countWaiting().catch(() => undefined);
+      // Redis away: the last value stays, and /metrics still answers. The queue's connection
+      // retries a command for as long as Redis is gone, so the scrape waits a bounded time for it
+      // (a scrape that hangs would hide the outage the other metrics report).
+      const n = await within(
+        this.countWaiting().catch(() => undefined),
+        QUEUE_COUNT_WAIT_MS,
+        undefined,
+      );
       if (n !== undefined) this.waiting.set(n);
     },
   });
@@ -43,6 +53,9 @@ export class WorkerMetrics {
   watchQueue(count: () => Promise<number>): void {
     this.countWaiting = count;
   }
+
+  /** Redis reachability and dead letters (the store's hooks). */
+  readonly redis = redisMetrics(this.registry, 'baton_worker_');
 
   constructor(instance: string) {
     this.registry.setDefaultLabels({ instance });

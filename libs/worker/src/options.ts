@@ -3,9 +3,12 @@ import {
   COMMON,
   WORKER,
   builtinProfiles,
-  defaultInstanceId,
+  metricsPortOption,
   optionSchemas,
   optionValues,
+  parseOptions,
+  processOptionSchemas,
+  processOptionValues,
   type ConfigOf,
 } from '@baton/config';
 import { tmpdir } from 'node:os';
@@ -22,8 +25,6 @@ export type WorkerConfig = ConfigOf<Settings>;
  * environment variable. Range, default and meaning are the setting's (libs/config).
  */
 const SETTING_OF = {
-  prefix: 'BATON_PREFIX',
-  shards: 'BATON_SHARDS',
   concurrency: 'WORKER_CONCURRENCY',
   factBuffer: 'WORKER_FACT_BUFFER',
 } as const satisfies Record<string, keyof Settings>;
@@ -41,6 +42,8 @@ const PERIOD_SETTING_OF = {
   outputCoalesce: 'WORKER_COALESCE_MS',
   /** An agent that has not finished its ACP session setup by then ends as failed. */
   agentSetup: 'WORKER_SETUP_TIMEOUT_MS',
+  /** A stop still waiting (on an unreachable Redis) after this long gives up. */
+  shutdown: 'WORKER_SHUTDOWN_TIMEOUT_MS',
 } as const satisfies Record<string, keyof Settings>;
 
 const Periods = z.object({
@@ -52,8 +55,7 @@ export type Periods = z.output<typeof Periods>;
 
 /** What `startWorker` accepts; each option that is a setting has that setting's rules. */
 export const WorkerOptions = z.object({
-  redisUrl: COMMON.REDIS_URL.value,
-  instanceId: COMMON.BATON_INSTANCE_ID.value,
+  ...processOptionSchemas,
   ...optionSchemas(WORKER_SETTINGS, SETTING_OF),
   periods: Periods.prefault({}),
   /** Folder of the recordings a `recording` agent may name (default: the bundled ones). */
@@ -62,9 +64,8 @@ export const WorkerOptions = z.object({
   profiles: z.record(z.string(), AgentProfile).optional(),
   /** Root of the agents' workspaces, a folder per tenant (default: baton-workspaces in tmpdir). */
   workspaceRoot: WORKER.WORKER_WORKSPACE_ROOT.value,
-  logLevel: COMMON.LOG_LEVEL.value.default('warn'),
   /** Port of /healthz and /metrics; 0 picks a free one; null (the default in-process) serves none. */
-  metricsPort: WORKER.WORKER_METRICS_PORT.value.nullable().default(null),
+  metricsPort: metricsPortOption(WORKER.WORKER_METRICS_PORT),
 });
 export type WorkerOptionsInput = z.input<typeof WorkerOptions>;
 export type ResolvedOptions = z.output<typeof WorkerOptions> & {
@@ -76,8 +77,7 @@ export type ResolvedOptions = z.output<typeof WorkerOptions> & {
 /** The options of a worker process from its loaded settings. */
 export function workerOptions(config: WorkerConfig) {
   return {
-    redisUrl: config.REDIS_URL,
-    ...(config.BATON_INSTANCE_ID !== undefined ? { instanceId: config.BATON_INSTANCE_ID } : {}),
+    ...processOptionValues(config),
     ...optionValues(config, SETTING_OF),
     periods: optionValues(config, PERIOD_SETTING_OF),
     ...(config.WORKER_RECORDINGS_DIR !== undefined
@@ -87,7 +87,6 @@ export function workerOptions(config: WorkerConfig) {
       ? { workspaceRoot: config.WORKER_WORKSPACE_ROOT }
       : {}),
     metricsPort: config.WORKER_METRICS_PORT as number | null,
-    logLevel: config.LOG_LEVEL,
   } satisfies WorkerOptionsInput;
 }
 
@@ -96,17 +95,10 @@ export class WorkerOptionsError extends Error {
 }
 
 export function resolveOptions(input: unknown): ResolvedOptions {
-  const r = WorkerOptions.safeParse(input);
-  if (!r.success) {
-    const lines = r.error.issues.map((i) => `  ${i.path.join('.') || '(options)'}: ${i.message}`);
-    throw new WorkerOptionsError(`invalid worker options:\n${lines.join('\n')}`);
-  }
-  // Unique per process start: writer instances and logs name it.
-  const instanceId = r.data.instanceId ?? defaultInstanceId('worker');
+  const options = parseOptions(WorkerOptions, input, 'worker', WorkerOptionsError);
   return {
-    ...r.data,
-    instanceId,
-    profiles: r.data.profiles ?? { ...builtinProfiles() },
-    workspaceRoot: r.data.workspaceRoot ?? join(tmpdir(), 'baton-workspaces'),
+    ...options,
+    profiles: options.profiles ?? { ...builtinProfiles() },
+    workspaceRoot: options.workspaceRoot ?? join(tmpdir(), 'baton-workspaces'),
   };
 }

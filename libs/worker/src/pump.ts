@@ -10,6 +10,12 @@ export interface PumpOptions<T> {
   send: (batch: T[]) => Promise<void>;
   /** Most items per send. */
   maxBatch?: number;
+  /**
+   * How long the first item pushed waits for others before a send (default 0: the rest of its
+   * tick). Items that need not be seen at once go out in fewer, larger batches; a drain sends at
+   * once.
+   */
+  lingerMs?: number;
   /** Attempts per batch before it is given up (default: no limit). */
   maxAttempts?: number;
   onRetry?: (err: unknown, attempt: number) => void;
@@ -41,6 +47,8 @@ export class Pump<T> {
   private failing = false;
   /** Producers waiting for the backlog to fall, released together. */
   private waiters: (() => void)[] = [];
+  /** Ends the linger before the next send, if one is under way. */
+  private endLinger: (() => void) | undefined;
 
   constructor(private readonly options: PumpOptions<T>) {}
 
@@ -48,8 +56,22 @@ export class Pump<T> {
     if (items.length === 0) return;
     this.queue.push(...items);
     this.checkFull();
-    // Deferred to a microtask: the rest of what arrives in this tick joins the batch.
-    this.running ??= Promise.resolve().then(() => this.run());
+    // Deferred to a microtask (or the linger): what arrives meanwhile joins the batch.
+    this.running ??= this.linger().then(() => this.run());
+  }
+
+  private linger(): Promise<void> {
+    const ms = this.options.lingerMs ?? 0;
+    if (ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.endLinger = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.endLinger = done;
+    });
   }
 
   private checkFull(): void {
@@ -127,6 +149,7 @@ export class Pump<T> {
    * (the batch in flight is abandoned after its current attempt) and resolves false.
    */
   async drain(deadlineMs?: number): Promise<boolean> {
+    this.endLinger?.();
     const done = (async () => {
       while (this.running) await this.running;
       return true;

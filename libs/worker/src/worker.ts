@@ -1,6 +1,6 @@
 import { BUNDLED_RECORDINGS_DIR } from '@baton/acp';
 import { checkProfileRequest } from '@baton/config';
-import { serveHealth } from '@baton/health';
+import { serveHealth, within } from '@baton/health';
 import {
   EXECUTIONS_QUEUE,
   InvalidExecutionJobError,
@@ -59,10 +59,18 @@ export async function startWorker(
   const opts = resolveOptions(rest);
   const log = logger ?? createLogger(opts.instanceId, opts.logLevel);
   const target = redisTargetFromUrl(opts.redisUrl);
+  const metrics = new WorkerMetrics(opts.instanceId);
+  const logged = logAvailability(log);
   const store = EventStore.connect(
     target,
-    { shards: opts.shards, prefix: opts.prefix },
-    { connectionName: opts.instanceId, onAvailability: logAvailability(log) },
+    { shards: opts.shards, prefix: opts.prefix, onDeadLetter: metrics.redis.onDeadLetter },
+    {
+      connectionName: opts.instanceId,
+      onAvailability: (change) => {
+        logged(change);
+        metrics.redis.onAvailability(change);
+      },
+    },
   );
   // BullMQ blocks on its connections, so they must never give up on a command. Its outages are
   // the store's (same Redis), reported once by the store's connection.
@@ -73,7 +81,6 @@ export async function startWorker(
   // By task and execution id: two tasks (two tenants) may choose one execution id.
   const runs = new Map<string, { executionId: string; run: Execution }>();
   let stopping = false;
-  const metrics = new WorkerMetrics(opts.instanceId);
   // Read only, for the waiting gauge: the worker's own jobs come from the Worker below.
   const queue = executionQueue(bull, opts.prefix);
   metrics.watchQueue(() => queue.getWaitingCount());
@@ -210,19 +217,34 @@ export async function startWorker(
         });
   log.info({ concurrency: opts.concurrency, metricsPort: health?.port }, 'worker ready');
 
+  const stopCleanly = async () => {
+    // close() stops fetching at once and resolves when the running jobs have returned.
+    const closing = worker.close();
+    for (const { run } of runs.values()) run.shutdown();
+    await closing;
+    await health?.close();
+    await queue.close();
+    await store.close();
+    await bull.quit().catch(() => bull.disconnect());
+  };
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopped ??= (async () => {
       stopping = true;
       log.info({ running: runs.size }, 'worker stopping');
-      // close() stops fetching at once and resolves when the running jobs have returned.
-      const closing = worker.close();
-      for (const { run } of runs.values()) run.shutdown();
-      await closing;
-      await health?.close();
-      await queue.close();
-      await store.close();
-      await bull.quit().catch(() => bull.disconnect());
+      // The agents are told to end at once; waits on an unreachable Redis are cut at the bound:
+      // what could not be written is told by the execution leases lapsing (declared lost).
+      const clean = await within(
+        stopCleanly().then(() => true),
+        opts.periods.shutdown,
+        false,
+      );
+      if (!clean) {
+        log.warn({ afterMs: opts.periods.shutdown }, 'stop unfinished; executions left to lapse');
+        store.redis.disconnect();
+        bull.disconnect();
+        await health?.close().catch(() => undefined);
+      }
       log.info('worker stopped');
     })());
 

@@ -82,6 +82,20 @@ const ofType =
   (e: StreamEntry): boolean =>
     e.type === type;
 
+/** The decision of a prompt, once it is `outcome`. */
+const decided = async (taskId: string, promptId: string, outcome: string, what: string) =>
+  (await waitFor(async () => {
+    const d = await decisionOf(taskId, promptId);
+    return d?.outcome === outcome && d;
+  }, what))!;
+
+/** The task's stream, once its execution ended. */
+const untilEnded = (taskId: string) =>
+  waitFor(async () => {
+    const all = await readAll(store, taskId);
+    return all.some(ofType('execution.ended')) ? all : false;
+  }, 'the execution ended');
+
 /** The agent's process group (the adapter and the child it started), by the child's pid. */
 const agentGroup = async (name: string): Promise<number> => {
   const pid = await waitFor(() => {
@@ -102,18 +116,11 @@ it('a turn that never starts fails visibly, and its execution is stopped (the de
   await gateway.submit(ref, 'p1');
   await gateway.submit(ref, 'p2');
 
-  await waitFor(
-    async () => (await decisionOf(ref.taskId, 'p1'))?.outcome === 'failed',
-    'p1 failed',
-  );
-  expect(await decisionOf(ref.taskId, 'p1')).toMatchObject({
+  expect(await decided(ref.taskId, 'p1', 'failed', 'p1 failed')).toMatchObject({
     outcome: 'failed',
     reason: 'abandoned',
   });
-  const entries = await waitFor(async () => {
-    const all = await readAll(store, ref.taskId);
-    return all.some(ofType('execution.ended')) ? all : false;
-  }, 'the execution ended');
+  const entries = await untilEnded(ref.taskId);
   expect(entries.find(ofType('turn.abandoned'))).toMatchObject({
     data: { promptId: 'p1', then: 'stop_execution' },
   });
@@ -141,18 +148,13 @@ it('a cancel the agent never answers ends the turn after the grace, and the work
   );
   await gateway.command(ref, 'session.cancel', {});
 
-  await waitFor(
-    async () => (await decisionOf(ref.taskId, 'p1'))?.outcome === 'cancelled',
-    'p1 cancelled by the timeout',
+  expect(await decided(ref.taskId, 'p1', 'cancelled', 'p1 cancelled by the timeout')).toMatchObject(
+    {
+      outcome: 'cancelled',
+      reason: 'cancel_timeout',
+    },
   );
-  expect(await decisionOf(ref.taskId, 'p1')).toMatchObject({
-    outcome: 'cancelled',
-    reason: 'cancel_timeout',
-  });
-  const entries = await waitFor(async () => {
-    const all = await readAll(store, ref.taskId);
-    return all.some(ofType('execution.ended')) ? all : false;
-  }, 'the execution ended');
+  const entries = await untilEnded(ref.taskId);
   const order = ['turn.cancel_requested', 'turn.cancel_timed_out', 'execution.ended'].map((t) =>
     entries.findIndex(ofType(t as StreamEntry['type'])),
   );

@@ -1,4 +1,5 @@
 import { loadConfig } from '@baton/config';
+import { expectEverySettingReachesItsOptions } from '@baton/testing';
 import { WORKER_SETTINGS, resolveOptions, workerOptions } from '../src/options';
 
 const REDIS = 'redis://127.0.0.1:1';
@@ -17,26 +18,16 @@ describe('worker options from the settings', () => {
       executionStart: 600_000,
       outputCoalesce: 250,
       agentSetup: 30_000,
+      shutdown: 25_000,
       killGrace: 2_000,
     });
   });
 
   it('every setting of the worker reaches its options', () => {
-    const base = workerOptions(loadConfig(WORKER_SETTINGS, {}));
-    const other: Record<string, string> = {
-      REDIS_URL: REDIS,
-      BATON_PREFIX: 'other',
-      BATON_INSTANCE_ID: 'other',
-      LOG_LEVEL: 'trace',
+    expectEverySettingReachesItsOptions(WORKER_SETTINGS, workerOptions, {
       WORKER_RECORDINGS_DIR: '/recordings',
       WORKER_WORKSPACE_ROOT: '/workspaces',
-    };
-    for (const [name, s] of Object.entries(WORKER_SETTINGS)) {
-      const max = (s.value as { maxValue?: number | null }).maxValue;
-      const value = other[name] ?? String(max);
-      const changed = workerOptions(loadConfig(WORKER_SETTINGS, { [name]: value }));
-      expect({ name, changed }).not.toEqual({ name, changed: base });
-    }
+    });
   });
 
   it('takes a period as a number only, within its setting’s range', () => {

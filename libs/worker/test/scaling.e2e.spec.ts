@@ -1,7 +1,7 @@
-import { executionQueue, type ExecutionQueue } from '@baton/jobs';
+import type { ExecutionQueue } from '@baton/jobs';
 import type { SessionView, StreamEntry } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis, type RedisClient } from '@baton/store';
+import type { RedisServer } from '@baton/redis-server';
+import type { EventStore } from '@baton/store';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +18,7 @@ import {
   writeBackgroundRecording,
   type ProjectorProcess,
   type WorkerProcess,
+  startQueueStore,
 } from '@baton/testing';
 
 /**
@@ -38,29 +39,24 @@ const SHARDS = 4;
 const LEASE_MS = 10_000;
 const EXECUTIONS = 30;
 
+let rig: Awaited<ReturnType<typeof startQueueStore>>;
 let server: RedisServer;
 let store: EventStore;
-let queueConn: RedisClient;
 let queue: ExecutionQueue;
 let gateway: GatewayDouble;
 let projector: ProjectorProcess | undefined;
 const workers: WorkerProcess[] = [];
 
 beforeAll(async () => {
-  server = await startRedis();
-  store = EventStore.connect({ url: server.url }, { shards: SHARDS, prefix: PREFIX });
-  queueConn = connectRedis({ url: server.url }, { maxRetriesPerRequest: null });
-  queue = executionQueue(queueConn, PREFIX);
+  rig = await startQueueStore(PREFIX, SHARDS);
+  ({ server, store, queue } = rig);
   gateway = new GatewayDouble(store);
 });
 afterAll(async () => {
   projector?.child.kill('SIGCONT');
   for (const p of [...workers.map((w) => w.child), projector?.child]) p?.kill('SIGTERM');
   await Promise.all([...workers.map((w) => w.exited), projector?.exited]);
-  await queue.close();
-  queueConn.disconnect();
-  await store.close();
-  await server.stop();
+  await rig.stop();
 });
 
 const common = () => ({

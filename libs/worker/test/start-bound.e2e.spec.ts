@@ -4,17 +4,16 @@ import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import {
   cli,
+  everyShardOwned,
   spawnGateway,
   token,
   type GatewayProc,
   childrenOf,
   factsOf,
   readAll,
-  spawnLeasedProjector,
-  spawnWorker,
+  spawnProjectorAndWorker,
   waitFor,
-  type ProjectorProcess,
-  type WorkerProcess,
+  type ProjectorAndWorker,
 } from '@baton/testing';
 
 /**
@@ -38,8 +37,7 @@ const KEY = taskKey(TENANT, TASK);
 
 let server: RedisServer;
 let store: EventStore;
-let projector: ProjectorProcess;
-let worker: WorkerProcess;
+let processes: ProjectorAndWorker;
 let gateway: GatewayProc;
 const tok = token({ tenant: TENANT, scope: 'read prompt execute' });
 
@@ -52,20 +50,18 @@ beforeAll(async () => {
     BATON_SHARDS: String(SHARDS),
     EXECUTION_START_TIMEOUT_MS: String(START_TIMEOUT_MS),
   };
-  [projector, worker, gateway] = await Promise.all([
-    spawnLeasedProjector(common),
-    spawnWorker({ ...common, WORKER_CONCURRENCY: '1', WORKER_EXECUTION_LEASE_MS: '1500' }),
+  [processes, gateway] = await Promise.all([
+    spawnProjectorAndWorker(common, {
+      ...common,
+      WORKER_CONCURRENCY: '1',
+      WORKER_EXECUTION_LEASE_MS: '1500',
+    }),
     spawnGateway(common),
   ]);
-  await waitFor(
-    async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
-    'every shard owned',
-  );
+  await everyShardOwned(gateway, 60_000);
 });
 afterAll(async () => {
-  worker?.child.kill('SIGTERM');
-  projector?.child.kill('SIGTERM');
-  await Promise.all([worker?.exited, projector?.exited, gateway?.stop()]);
+  await Promise.all([processes?.stop(), gateway?.stop()]);
   await store?.close();
   await server?.stop();
 });
@@ -92,6 +88,30 @@ const sessionView = async (sessionId: string): Promise<SessionView | undefined> 
   const r = await call('GET', sessionPath(sessionId));
   return r.status === 200 ? (r.body as unknown as SessionView) : undefined;
 };
+
+/** A session's view once `holds` is true of it. */
+const sessionWhen = (
+  sessionId: string,
+  holds: (v: SessionView) => boolean,
+  what: string,
+  timeoutMs?: number,
+) =>
+  waitFor(
+    async () => {
+      const v = await sessionView(sessionId);
+      return v && holds(v) ? v : false;
+    },
+    what,
+    timeoutMs,
+  );
+
+/** The attention of a session whose execution waits for a worker. */
+const waitingForWorker = (executionId: string) => ({
+  kind: 'waiting',
+  reason: 'waiting_for_worker',
+  executionId,
+});
+
 const factTypes = async (executionId: string) =>
   factsOf(await readAll(store, KEY), executionId).map((f) => f.type);
 const deadLetter = async (executionId: string) => {
@@ -124,15 +144,12 @@ it('shows an execution waiting for a worker with its position, fails it after th
     body: { executionId: 'B', state: 'waiting', position: 1 },
   });
   // The session shows why: waiting for a worker, naming the execution.
-  const waiting = await waitFor(async () => {
-    const v = await sessionView('s2');
-    return v?.activity.attention?.reason === 'waiting_for_worker' ? v : false;
-  }, 's2 waiting for a worker');
-  expect(waiting.activity.attention).toMatchObject({
-    kind: 'waiting',
-    reason: 'waiting_for_worker',
-    executionId: 'B',
-  });
+  const waiting = await sessionWhen(
+    's2',
+    (v) => v.activity.attention?.reason === 'waiting_for_worker',
+    's2 waiting for a worker',
+  );
+  expect(waiting.activity.attention).toMatchObject(waitingForWorker('B'));
 
   // `baton exec` says so too: C waits behind B; s3's queued prompt now waits for a worker.
   const c = await cli(
@@ -147,29 +164,24 @@ it('shows an execution waiting for a worker with its position, fails it after th
     position: 2,
   });
   // The worker's scrape says how deep the queue is: what an autoscaler adds workers on.
-  const ready = worker
+  const ready = processes.worker
     .output()
     .split('\n')
     .find((l) => l.includes('"worker ready"'))!;
   const port = (JSON.parse(ready) as { metricsPort: number }).metricsPort;
   const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   expect(metrics).toMatch(/^baton_worker_executions_waiting\{[^}]*\} 2$/m);
-  const s3 = await waitFor(async () => {
-    const v = await sessionView('s3');
-    return v?.queue.blockedBy === 'waiting_for_worker' ? v : false;
-  }, 's3 queue blocked by waiting_for_worker');
-  expect(s3.activity.attention).toMatchObject({
-    kind: 'waiting',
-    reason: 'waiting_for_worker',
-    executionId: 'C',
-  });
+  const s3 = await sessionWhen(
+    's3',
+    (v) => v.queue.blockedBy === 'waiting_for_worker',
+    's3 queue blocked by waiting_for_worker',
+  );
+  expect(s3.activity.attention).toMatchObject(waitingForWorker('C'));
 
   // Past the bound, the owner gives up on B: the session shows the failure with its reason.
-  const failed = await waitFor(
-    async () => {
-      const v = await sessionView('s2');
-      return v?.activity.attention?.kind === 'failed' ? v : false;
-    },
+  const failed = await sessionWhen(
+    's2',
+    (v) => v.activity.attention?.kind === 'failed',
     's2 failed',
     START_TIMEOUT_MS + 30_000,
   );
@@ -187,9 +199,25 @@ it('shows an execution waiting for a worker with its position, fails it after th
       .map((e) => (e.data as { executionId: string }).executionId);
   await waitFor(async () => (await expired()).length === 2, 'both requests expired');
   expect((await expired()).sort()).toEqual(['B', 'C']);
+  // s3 says why, as docs/protocol.md does: the failure, and a queue that waits for an execution.
+  // Its prompt is told so too (a retry of its key gets the decision as it stands): no worker is
+  // coming, and its claim was never released.
+  const s3failed = await sessionWhen(
+    's3',
+    (v) => v.activity.attention?.reason === 'no_worker',
+    's3 failed',
+  );
+  expect(s3failed.queue.blockedBy).toBe('no_execution');
+  const retried = await call('POST', `${sessionPath('s3')}/prompts`, {
+    text: 'hello',
+    idempotencyKey: 'k1',
+  });
+  expect(retried.body).toMatchObject({
+    decision: { outcome: 'queued', position: 1, reason: 'no_execution' },
+  });
 
   // A ends (its agent dies): the slot is free, and the worker takes B and C — and starts neither.
-  const agents = childrenOf(worker.pid);
+  const agents = childrenOf(processes.worker.pid);
   expect(agents).toHaveLength(1);
   process.kill(-agents[0]!, 'SIGKILL');
   await waitFor(async () => (await factTypes('A')).includes('execution.ended'), 'A ended');

@@ -1,8 +1,7 @@
 import { parseRecording } from '@baton/acp';
 import type { AgentProfileInput } from '@baton/config';
-import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis, type RedisClient } from '@baton/store';
+import { enqueueExecution, type ExecutionQueue } from '@baton/jobs';
+import type { EventStore } from '@baton/store';
 import {
   foldTranscript,
   transcriptOf,
@@ -13,12 +12,14 @@ import {
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  OwnerDouble,
   ROOT,
   factsOf,
   readAll,
   spawnWorker,
+  startOwnedQueueStore,
   waitFor,
+  type OwnedQueueStore,
+  type OwnerDouble,
   type WorkerProcess,
 } from '@baton/testing';
 
@@ -45,25 +46,18 @@ const PROFILES: Record<string, AgentProfileInput> = {
   'replay-allow': { kind: 'replay', permissionPolicy: 'allow-once' },
 };
 
-let server: RedisServer;
+let rig: OwnedQueueStore;
 let store: EventStore;
-let queueConn: RedisClient;
 let queue: ExecutionQueue;
 let owner: OwnerDouble;
 let worker: WorkerProcess;
 let n = 0;
 
 beforeAll(async () => {
-  server = await startRedis();
-  store = EventStore.connect({ url: server.url }, { shards: SHARDS, prefix: PREFIX });
-  queueConn = connectRedis({ url: server.url }, { maxRetriesPerRequest: null });
-  queue = executionQueue(queueConn, PREFIX);
-  owner = new OwnerDouble(store);
-  await owner.start();
+  rig = await startOwnedQueueStore(PREFIX, SHARDS);
+  ({ store, queue, owner } = rig);
   worker = await spawnWorker({
-    REDIS_URL: server.url,
-    BATON_PREFIX: PREFIX,
-    BATON_SHARDS: String(SHARDS),
+    ...rig.env,
     BATON_PROFILES: JSON.stringify({ profiles: PROFILES }),
     WORKER_CONCURRENCY: '1',
     WORKER_SETUP_TIMEOUT_MS: '10000',
@@ -72,11 +66,7 @@ beforeAll(async () => {
 afterAll(async () => {
   worker.child.kill('SIGTERM');
   await worker.exited;
-  await owner.stop();
-  await queue.close();
-  queueConn.disconnect();
-  await store.close();
-  await server.stop();
+  await rig.stop();
 });
 
 /** Plays a bundled recording on the worker, handing over its prompts as recorded; its ref. */

@@ -41,6 +41,19 @@ describe('resolveRecording', () => {
 });
 
 describe('Pump', () => {
+  /** A pump of 2-item batches bounded at 3 pending, with 1..6 pushed; `full` has each onFull. */
+  const overfilled = (send: (batch: number[]) => Promise<void>) => {
+    const full: number[] = [];
+    const pump = new Pump<number>({
+      send,
+      maxBatch: 2,
+      maxPending: 3,
+      onFull: (pending) => full.push(pending),
+    });
+    for (let i = 1; i <= 6; i++) pump.push(i);
+    return { pump, full };
+  };
+
   it('batches what arrives together, keeps order, and retries a failed batch as it was', async () => {
     const sent: number[][] = [];
     let failures = 1;
@@ -56,6 +69,29 @@ describe('Pump', () => {
     pump.push(4);
     await pump.drain();
     expect(sent).toEqual([[1, 2, 3], [4]]);
+  });
+
+  it('with a linger, gathers what arrives within it into one send, and a drain sends at once', async () => {
+    const sent: number[][] = [];
+    const pump = new Pump<number>({
+      send: async (batch) => {
+        sent.push(batch);
+      },
+      lingerMs: 200,
+    });
+    const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    pump.push(1);
+    await tick(20);
+    pump.push(2);
+    await tick(20);
+    expect(sent).toEqual([]);
+    await tick(300);
+    expect(sent).toEqual([[1, 2]]);
+    pump.push(3);
+    const started = Date.now();
+    await pump.drain();
+    expect(Date.now() - started).toBeLessThan(150);
+    expect(sent).toEqual([[1, 2], [3]]);
   });
 
   it('sends what arrives during a send in the next batch, behind it', async () => {
@@ -81,17 +117,10 @@ describe('Pump', () => {
   it('holds everything through an outage, says once when past its bound, drops nothing', async () => {
     const sent: number[] = [];
     let down = true;
-    const full: number[] = [];
-    const pump = new Pump<number>({
-      send: async (batch) => {
-        if (down) throw new Error('redis down');
-        sent.push(...batch);
-      },
-      maxBatch: 2,
-      maxPending: 3,
-      onFull: (pending) => full.push(pending),
+    const { pump, full } = overfilled(async (batch) => {
+      if (down) throw new Error('redis down');
+      sent.push(...batch);
     });
-    for (let i = 1; i <= 6; i++) pump.push(i);
     await new Promise((r) => setTimeout(r, 150));
     expect(pump.pending).toBe(6);
     expect(full).toEqual([6]);
@@ -102,15 +131,8 @@ describe('Pump', () => {
   });
 
   it('counts no backlog behind sends that succeed as an outage', async () => {
-    const full: number[] = [];
     let release!: () => void;
-    const pump = new Pump<number>({
-      send: () => new Promise<void>((r) => (release = r)),
-      maxBatch: 2,
-      maxPending: 3,
-      onFull: (pending) => full.push(pending),
-    });
-    for (let i = 1; i <= 6; i++) pump.push(i);
+    const { pump, full } = overfilled(() => new Promise<void>((r) => (release = r)));
     await new Promise((r) => setTimeout(r, 10));
     expect(pump.pending).toBe(6);
     for (let i = 0; i < 3; i++) {

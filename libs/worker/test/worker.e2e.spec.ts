@@ -1,24 +1,26 @@
-import { parseRecording, replayAgentCommand, type FactBody, type Frame } from '@baton/acp';
+import { parseRecording, replayAgentCommand, type FactBody } from '@baton/acp';
 import { evolve, initialTaskState, sessionView } from '@baton/activity';
-import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
+import { enqueueExecution, type ExecutionQueue } from '@baton/jobs';
 import type { AgentProfileInput } from '@baton/config';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis, type RedisClient } from '@baton/store';
+import type { EventStore } from '@baton/store';
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   EXPECTED,
-  OwnerDouble,
   ROOT,
   body,
   childrenOf,
   factsOf,
   groupAlive,
   readAll,
+  recordedPrompts,
   spawnWorker,
+  startOwnedQueueStore,
   waitFor,
   writeBusyRecording,
+  type OwnedQueueStore,
+  type OwnerDouble,
   type WorkerProcess,
 } from '@baton/testing';
 
@@ -35,33 +37,20 @@ const PREFIX = 'wt';
 const SHARDS = 4;
 const FIXTURES = join(ROOT, 'libs', 'acp', 'fixtures');
 
-let server: RedisServer;
+let rig: OwnedQueueStore;
 let store: EventStore;
-let queueConn: RedisClient;
 let queue: ExecutionQueue;
 let owner: OwnerDouble;
 let n = 0;
 
 beforeAll(async () => {
-  server = await startRedis();
-  store = EventStore.connect({ url: server.url }, { shards: SHARDS, prefix: PREFIX });
-  queueConn = connectRedis({ url: server.url }, { maxRetriesPerRequest: null });
-  queue = executionQueue(queueConn, PREFIX);
-  owner = new OwnerDouble(store);
-  await owner.start();
+  rig = await startOwnedQueueStore(PREFIX, SHARDS);
+  ({ store, queue, owner } = rig);
 });
-afterAll(async () => {
-  await owner.stop();
-  await queue.close();
-  queueConn.disconnect();
-  await store.close();
-  await server.stop();
-});
+afterAll(() => rig.stop());
 
 const env = (extra: Record<string, string> = {}) => ({
-  REDIS_URL: server.url,
-  BATON_PREFIX: PREFIX,
-  BATON_SHARDS: String(SHARDS),
+  ...rig.env,
   WORKER_EXECUTION_LEASE_MS: '1500',
   BATON_PROFILES: JSON.stringify({ profiles: PROFILES }),
   ...extra,
@@ -117,26 +106,21 @@ const ended = (ref: Ref) =>
     return facts.find((f) => f.type === 'execution.ended');
   }, `execution.ended of ${ref.executionId}`);
 
+/**
+ * The frames the worker sent with `method`, once there is one: the raw-frame log is written up
+ * to a second late, its last write just after the end (it is drained after the facts).
+ */
+const sentFrames = (ref: Ref, method: string) =>
+  waitFor(async () => {
+    const raw = (await store.rawFrames.read(ref.taskId, ref.executionId)).items;
+    const sent = raw.filter((f) => f.direction === 'out' && f.line.includes(method));
+    return sent.length > 0 && sent;
+  }, `${method} in the raw-frame log`);
+
 const leaseHeld = async (ref: Ref) =>
   (await store.executions.leases(store.shardOf(ref.taskId))).some(
     (l) => l.executionId === ref.executionId,
   );
-
-/** Recorded prompts with how many agent frames preceded each in the recording. */
-const recordedPrompts = (frames: Frame[]) => {
-  let seen = 0;
-  return frames.flatMap((f) => {
-    if (f.direction === 'agent->client') seen++;
-    const m = f.message as {
-      method?: string;
-      params?: { _meta?: { baton?: { promptId: string; admissionGeneration: number } } };
-    };
-    const b = m.params?._meta?.baton;
-    return f.direction === 'client->agent' && m.method === 'session/prompt' && b
-      ? [{ ...b, after: seen }]
-      : [];
-  });
-};
 
 const NOW = '2026-11-10T12:00:00.000Z';
 const normalise = (f: FactBody): FactBody =>
@@ -173,6 +157,10 @@ describe('one worker process', () => {
     'codex-subagent-1x',
     'claude-real-plain-shell',
     'claude-real-subagents-subagent',
+    'qwen-real-plain',
+    'qwen-real-background',
+    'opencode-real-plain',
+    'opencode-real-subagent',
   ])('replays %s: the facts land in the task stream in wire order', async (fixture) => {
     const recording = parseRecording(readFileSync(join(FIXTURES, `${fixture}.jsonl`), 'utf8'));
     // A profile that asks for raw task messages and sets no mode: a replay advertises what its
@@ -290,10 +278,8 @@ describe('one worker process', () => {
       return facts.find((f) => f.type === 'turn.ended');
     }, 'turn ended');
     expect(turnEnd.data).toEqual({ admissionGeneration: 1, stopReason: 'cancelled' });
-    const raw = (await store.rawFrames.read(ref.taskId, ref.executionId)).items;
-    expect(
-      raw.filter((f) => f.direction === 'out' && f.line.includes('session/cancel')),
-    ).toHaveLength(1);
+    // A cancel of turn 7, had it been sent, is in the same write as turn 1's or before it.
+    expect(await sentFrames(ref, 'session/cancel')).toHaveLength(1);
     await owner.stopExecution(ref);
     await ended(ref);
   });
@@ -305,10 +291,7 @@ describe('one worker process', () => {
     await waitFor(async () => (await factTypes(ref)).includes('turn.ended'), 'turn ended');
     await owner.stopExecution(ref);
     await ended(ref);
-    const raw = (await store.rawFrames.read(ref.taskId, ref.executionId)).items;
-    expect(
-      raw.filter((f) => f.direction === 'out' && f.line.includes('session/prompt')),
-    ).toHaveLength(1);
+    expect(await sentFrames(ref, 'session/prompt')).toHaveLength(1);
   });
 });
 
