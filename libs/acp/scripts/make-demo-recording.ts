@@ -113,117 +113,7 @@ function write(name: string): void {
   console.log(`${name}: wrote ${lines.length} frames`);
 }
 
-begin();
-for (let turn = 1; turn <= TURNS; turn++) {
-  const promptRequest = id++;
-  const tool = `toolu_demo_${turn}`;
-  const task = `task_demo_${turn}`;
-  client(10, {
-    jsonrpc: '2.0',
-    id: promptRequest,
-    method: 'session/prompt',
-    params: { sessionId: SESSION, prompt: [{ type: 'text', text: `demo prompt ${turn}` }] },
-  });
-  usage(300);
-  const words =
-    `Step ${turn}: reading the code, planning the change and writing it down as I go.`.split(' ');
-  for (const [i, w] of words.entries()) say(i === 0 ? 100 : 220, `${w} `, `msg_${turn}_a`);
-  update(200, {
-    _meta: { claudeCode: { toolName: 'Bash' } },
-    toolCallId: tool,
-    sessionUpdate: 'tool_call',
-    rawInput: {},
-    status: 'pending',
-    title: 'Terminal',
-    kind: 'execute',
-    content: [],
-  });
-  update(20, {
-    _meta: { claudeCode: { toolName: 'Bash' } },
-    toolCallId: tool,
-    sessionUpdate: 'tool_call_update',
-    rawInput: {
-      command: `npm test -- step-${turn}`,
-      description: `Run the tests of step ${turn}`,
-      run_in_background: true,
-    },
-    title: `npm test -- step-${turn}`,
-    kind: 'execute',
-  });
-  sdk(60, {
-    type: 'system',
-    subtype: 'task_started',
-    task_id: task,
-    run_id: `run_demo_${turn}`,
-    tool_use_id: tool,
-    description: `Run the tests of step ${turn}`,
-    is_backgrounded: true,
-    task_type: 'local_bash',
-    uuid: `uuid-demo-${turn}-1`,
-  });
-  update(30, {
-    _meta: {
-      claudeCode: {
-        toolResponse: {
-          stdout: '',
-          stderr: '',
-          interrupted: false,
-          isImage: false,
-          noOutputExpected: false,
-          backgroundTaskId: task,
-        },
-        toolName: 'Bash',
-      },
-    },
-    toolCallId: tool,
-    sessionUpdate: 'tool_call_update',
-  });
-  update(5, {
-    _meta: { claudeCode: { toolName: 'Bash' } },
-    toolCallId: tool,
-    sessionUpdate: 'tool_call_update',
-    status: 'completed',
-    rawOutput: `Command running in background with ID: ${task}.`,
-  });
-  say(300, 'The tests run in the background; I will report when they finish.', `msg_${turn}_b`);
-  usage(100, { kind: 'human' });
-  agent(10, {
-    jsonrpc: '2.0',
-    id: promptRequest,
-    result: {
-      stopReason: 'end_turn',
-      usage: { inputTokens: 200, outputTokens: 40, totalTokens: 240 },
-    },
-  });
-  // The shell runs on after the turn: the session is idle in the foreground, busy in the background.
-  sdk(6_000, {
-    type: 'system',
-    subtype: 'task_updated',
-    task_id: task,
-    run_id: `run_demo_${turn}`,
-    patch: { status: 'completed', end_time: clock },
-    uuid: `uuid-demo-${turn}-2`,
-  });
-  sdk(5, {
-    type: 'system',
-    subtype: 'task_notification',
-    task_id: task,
-    run_id: `run_demo_${turn}`,
-    tool_use_id: tool,
-    status: 'completed',
-    summary: `Background command "Run the tests of step ${turn}" completed (exit code 0)`,
-    uuid: `uuid-demo-${turn}-3`,
-  });
-  usage(50);
-  say(300, 'The tests passed.', `msg_${turn}_c`);
-  usage(200, { kind: 'task-notification', producer: 'session-task', runId: `run_demo_${turn}` });
-}
-write('demo-claude.jsonl');
-
-// ---------------------------------------------------------------------------------------------
-// demo-busy-claude.jsonl: overlapping background work, and a long turn to cancel.
-
-let uuid = 0;
+/** A prompt from the client; returns its request id, which the turn's end answers. */
 const prompt = (ms: number, text: string): number => {
   const request = id++;
   client(ms, {
@@ -243,13 +133,28 @@ const endTurn = (ms: number, request: number) =>
       usage: { inputTokens: 200, outputTokens: 40, totalTokens: 240 },
     },
   });
+/** A message streamed a word a chunk. */
 const words = (text: string, messageId: string, every = 220) => {
   for (const [i, w] of text.split(' ').entries()) say(i === 0 ? 100 : every, `${w} `, messageId);
 };
+
+/** The names one piece of background work goes by, and where its raw messages' uuids come from. */
+interface Background {
+  tool: string;
+  task: string;
+  run: string;
+  uuid: () => string;
+}
+const background = (recording: string, n: string, uuid: () => string): Background => ({
+  tool: `toolu_${recording}_${n}`,
+  task: `task_${recording}_${n}`,
+  run: `run_${recording}_${n}`,
+  uuid,
+});
+
 /** A Bash run in the background: its tool call, `task_started`, and the launch's answer. */
-const shell = (n: string, command: string, description: string) => {
-  const tool = `toolu_busy_${n}`;
-  const task = `task_busy_${n}`;
+const shell = (work: Background, command: string, description: string) => {
+  const { tool, task } = work;
   update(200, {
     _meta: { claudeCode: { toolName: 'Bash' } },
     toolCallId: tool,
@@ -272,12 +177,12 @@ const shell = (n: string, command: string, description: string) => {
     type: 'system',
     subtype: 'task_started',
     task_id: task,
-    run_id: `run_busy_${n}`,
+    run_id: work.run,
     tool_use_id: tool,
     description,
     is_backgrounded: true,
     task_type: 'local_bash',
-    uuid: `uuid-busy-${++uuid}`,
+    uuid: work.uuid(),
   });
   update(30, {
     _meta: {
@@ -304,10 +209,65 @@ const shell = (n: string, command: string, description: string) => {
     rawOutput: `Command running in background with ID: ${task}.`,
   });
 };
+
+/** Background work ends: `task_updated` completed (at `endTime`), then its `task_notification`. */
+const completed = (ms: number, work: Background, summary: string, endTime: number) => {
+  sdk(ms, {
+    type: 'system',
+    subtype: 'task_updated',
+    task_id: work.task,
+    run_id: work.run,
+    patch: { status: 'completed', end_time: endTime },
+    uuid: work.uuid(),
+  });
+  sdk(5, {
+    type: 'system',
+    subtype: 'task_notification',
+    task_id: work.task,
+    run_id: work.run,
+    tool_use_id: work.tool,
+    status: 'completed',
+    summary,
+    uuid: work.uuid(),
+  });
+};
+
+begin();
+for (let turn = 1; turn <= TURNS; turn++) {
+  let uuid = 0;
+  const tests = background('demo', `${turn}`, () => `uuid-demo-${turn}-${++uuid}`);
+  const request = prompt(10, `demo prompt ${turn}`);
+  usage(300);
+  words(
+    `Step ${turn}: reading the code, planning the change and writing it down as I go.`,
+    `msg_${turn}_a`,
+  );
+  shell(tests, `npm test -- step-${turn}`, `Run the tests of step ${turn}`);
+  say(300, 'The tests run in the background; I will report when they finish.', `msg_${turn}_b`);
+  usage(100, { kind: 'human' });
+  endTurn(10, request);
+  // The shell runs on after the turn: the session is idle in the foreground, busy in the background.
+  completed(
+    6_000,
+    tests,
+    `Background command "Run the tests of step ${turn}" completed (exit code 0)`,
+    clock,
+  );
+  usage(50);
+  say(300, 'The tests passed.', `msg_${turn}_c`);
+  usage(200, { kind: 'task-notification', producer: 'session-task', runId: tests.run });
+}
+write('demo-claude.jsonl');
+
+// ---------------------------------------------------------------------------------------------
+// demo-busy-claude.jsonl: overlapping background work, and a long turn to cancel.
+
+let uuid = 0;
+const busy = (n: string) => background('busy', n, () => `uuid-busy-${++uuid}`);
 /** An Agent run in the background (a subagent), as claude-real-all.jsonl launches one. */
 const subagent = (n: string, description: string, task: string) => {
-  const tool = `toolu_busy_${n}`;
-  const id = `task_busy_${n}`;
+  const work = busy(n);
+  const { tool } = work;
   update(200, {
     _meta: { claudeCode: { toolName: 'Agent' } },
     toolCallId: tool,
@@ -334,8 +294,8 @@ const subagent = (n: string, description: string, task: string) => {
   sdk(30, {
     type: 'system',
     subtype: 'task_started',
-    task_id: id,
-    run_id: `run_busy_${n}`,
+    task_id: work.task,
+    run_id: work.run,
     tool_use_id: tool,
     description,
     subagent_type: 'general-purpose',
@@ -343,7 +303,7 @@ const subagent = (n: string, description: string, task: string) => {
     spawn_depth: 1,
     task_type: 'local_agent',
     prompt: task,
-    uuid: `uuid-busy-${++uuid}`,
+    uuid: work.uuid(),
   });
   update(15, {
     _meta: {
@@ -351,7 +311,7 @@ const subagent = (n: string, description: string, task: string) => {
         toolResponse: {
           isAsync: true,
           status: 'async_launched',
-          agentId: id,
+          agentId: work.task,
           description,
           resolvedModel: 'claude-demo',
           prompt: task,
@@ -367,31 +327,16 @@ const subagent = (n: string, description: string, task: string) => {
     toolCallId: tool,
     sessionUpdate: 'tool_call_update',
     status: 'completed',
-    rawOutput: [{ type: 'text', text: `Async agent launched successfully.\nagentId: ${id}` }],
+    rawOutput: [
+      { type: 'text', text: `Async agent launched successfully.\nagentId: ${work.task}` },
+    ],
   });
 };
-/** Background work ends: `task_updated` completed, then its `task_notification`. */
+/** Background work of the busy recording ends, and the agent is woken by its notification. */
 const ended = (ms: number, n: string, summary: string) => {
-  const task = `task_busy_${n}`;
-  sdk(ms, {
-    type: 'system',
-    subtype: 'task_updated',
-    task_id: task,
-    run_id: `run_busy_${n}`,
-    patch: { status: 'completed', end_time: clock + ms },
-    uuid: `uuid-busy-${++uuid}`,
-  });
-  sdk(5, {
-    type: 'system',
-    subtype: 'task_notification',
-    task_id: task,
-    run_id: `run_busy_${n}`,
-    tool_use_id: `toolu_busy_${n}`,
-    status: 'completed',
-    summary,
-    uuid: `uuid-busy-${++uuid}`,
-  });
-  usage(50, { kind: 'task-notification', producer: 'session-task', runId: `run_busy_${n}` });
+  const work = busy(n);
+  completed(ms, work, summary, clock + ms);
+  usage(50, { kind: 'task-notification', producer: 'session-task', runId: work.run });
 };
 
 begin();
@@ -399,9 +344,9 @@ begin();
 const first = prompt(10, 'demo prompt 1');
 usage(300);
 words('Reading the code and planning the change.', 'msg_busy_1a');
-shell('tests', 'npm test', 'Run the tests');
+shell(busy('tests'), 'npm test', 'Run the tests');
 say(250, 'The tests run; meanwhile the linter.', 'msg_busy_1b');
-shell('lint', 'npm run lint', 'Lint the change');
+shell(busy('lint'), 'npm run lint', 'Lint the change');
 say(300, 'Both run in the background; I will report when they finish.', 'msg_busy_1c');
 usage(100, { kind: 'human' });
 endTurn(10, first);

@@ -192,6 +192,28 @@ const cc = (toolName: string, extra: object = {}) => ({
   _meta: { claudeCode: { toolName, ...extra } },
 });
 
+/**
+ * How claude-agent-acp opens every tool call: a pending card, its input still empty. `tail` ends
+ * it (the tool's `_meta` unless told).
+ */
+const pendingCard = (
+  toolCallId: string,
+  name: string,
+  title: string,
+  kind: string,
+  tail: object = cc(name),
+) => ({
+  sessionUpdate: 'tool_call',
+  toolCallId,
+  name,
+  title,
+  kind,
+  status: 'pending',
+  rawInput: {},
+  content: [],
+  ...tail,
+});
+
 const claude = (raw: boolean) => {
   const r = new Recording().initialize(CLAUDE_INFO, CLAUDE_CAPS);
   r.sessionAnswer(r.session(raw ? RAW_OPT_IN : undefined));
@@ -201,17 +223,7 @@ const claude = (raw: boolean) => {
 /** §2.12 background subagent launch: pending card, refinement, async result, hook response. */
 const launchBackgroundAgent = (r: Recording, id: string, agentId: string) =>
   r
-    .update({
-      sessionUpdate: 'tool_call',
-      toolCallId: id,
-      name: 'Agent',
-      title: 'Task',
-      kind: 'think',
-      status: 'pending',
-      rawInput: {},
-      content: [],
-      ...cc('Agent'),
-    })
+    .update(pendingCard(id, 'Agent', 'Task', 'think'))
     .update({
       sessionUpdate: 'tool_call_update',
       toolCallId: id,
@@ -252,18 +264,12 @@ const launchBackgroundAgent = (r: Recording, id: string, agentId: string) =>
 /** §2.12 child work of a subagent: a child tool call and a child message, both stamped. */
 const childWork = (r: Recording, parent: string, readId: string) =>
   r
-    .update({
-      sessionUpdate: 'tool_call',
-      toolCallId: readId,
-      name: 'Read',
-      title: 'Read File',
-      kind: 'read',
-      status: 'pending',
-      rawInput: {},
-      content: [],
-      locations: [],
-      ...cc('Read', { parentToolUseId: parent }),
-    })
+    .update(
+      pendingCard(readId, 'Read', 'Read File', 'read', {
+        locations: [],
+        ...cc('Read', { parentToolUseId: parent }),
+      }),
+    )
     .text('Reviewing now.', { _meta: { claudeCode: { parentToolUseId: parent } } })
     .update({
       sessionUpdate: 'tool_call_update',
@@ -278,17 +284,7 @@ fixtures['claude-subagent-foreground'] = (() => {
   const r = claude(false);
   const p = r.prompt(1, 'Review the diff with a subagent');
   r.text('Starting a review subagent.')
-    .update({
-      sessionUpdate: 'tool_call',
-      toolCallId: 'toolu_F',
-      name: 'Agent',
-      title: 'Task',
-      kind: 'think',
-      status: 'pending',
-      rawInput: {},
-      content: [],
-      ...cc('Agent'),
-    })
+    .update(pendingCard('toolu_F', 'Agent', 'Task', 'think'))
     .update({
       sessionUpdate: 'tool_call_update',
       toolCallId: 'toolu_F',
@@ -378,17 +374,7 @@ fixtures['claude-subagent-background-raw'] = backgroundSubagent(true);
 fixtures['claude-subagent-background-plain'] = backgroundSubagent(false);
 
 const launchBackgroundShell = (r: Recording, raw: boolean) => {
-  r.update({
-    sessionUpdate: 'tool_call',
-    toolCallId: 'toolu_B',
-    name: 'Bash',
-    title: 'Terminal',
-    kind: 'execute',
-    status: 'pending',
-    rawInput: {},
-    content: [],
-    ...cc('Bash'),
-  }).update({
+  r.update(pendingCard('toolu_B', 'Bash', 'Terminal', 'execute')).update({
     sessionUpdate: 'tool_call_update',
     toolCallId: 'toolu_B',
     title: 'sleep 100',
@@ -472,17 +458,7 @@ fixtures['claude-shell-taskstop'] = (() => {
   launchBackgroundShell(r, false);
   r.text('Started.').usage('human').stop(p);
   const p2 = r.prompt(2, 'Stop it');
-  r.update({
-    sessionUpdate: 'tool_call',
-    toolCallId: 'toolu_S',
-    name: 'TaskStop',
-    title: 'TaskStop',
-    kind: 'other',
-    status: 'pending',
-    rawInput: {},
-    content: [],
-    ...cc('TaskStop'),
-  })
+  r.update(pendingCard('toolu_S', 'TaskStop', 'TaskStop', 'other'))
     .update({
       sessionUpdate: 'tool_call_update',
       toolCallId: 'toolu_S',
@@ -639,24 +615,31 @@ const codex = (version: string) => {
   return r;
 };
 
+/** Codex's spawnAgent call as it starts: thread-main asks for a child on thread-paris. */
+const spawnAgent = (rawInput: object) => ({
+  sessionUpdate: 'tool_call',
+  toolCallId: 'call-spawn',
+  kind: 'other',
+  title: 'spawnAgent',
+  status: 'in_progress',
+  rawInput: {
+    prompt: 'Find the current weather in Paris.',
+    senderThreadId: 'thread-main',
+    receiverThreadIds: ['thread-paris'],
+    ...rawInput,
+  },
+});
+
 fixtures['codex-subagent-1x'] = (() => {
   const r = codex('1.6.2');
   const p = r.prompt(1, 'Find the weather in Paris with a subagent');
   r.update({
-    sessionUpdate: 'tool_call',
-    toolCallId: 'call-spawn',
-    kind: 'other',
-    title: 'spawnAgent',
-    status: 'in_progress',
-    rawInput: {
-      prompt: 'Find the current weather in Paris.',
-      senderThreadId: 'thread-main',
-      receiverThreadIds: ['thread-paris'],
+    ...spawnAgent({
       agentsStates: { 'thread-paris': { status: 'running', message: 'Checking weather' } },
       model: null,
       reasoningEffort: null,
       status: 'inProgress',
-    },
+    }),
     _meta: {
       codex: {
         collaboration: {
@@ -722,17 +705,7 @@ fixtures['codex-subagent-2x-no-end'] = (() => {
   const r = codex('2.6.0');
   const p = r.prompt(1, 'Research in a subagent');
   r.update({
-    sessionUpdate: 'tool_call',
-    toolCallId: 'call-spawn',
-    kind: 'other',
-    title: 'spawnAgent',
-    status: 'in_progress',
-    rawInput: {
-      prompt: 'Find the current weather in Paris.',
-      senderThreadId: 'thread-main',
-      receiverThreadIds: ['thread-paris'],
-      status: 'inProgress',
-    },
+    ...spawnAgent({ status: 'inProgress' }),
     content: [
       { type: 'content', content: { type: 'text', text: 'Find the current weather in Paris.' } },
     ],

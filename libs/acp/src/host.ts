@@ -201,12 +201,17 @@ export interface PromptInput {
   text: string;
 }
 
-/** The answer a policy gives: the first option of the kinds it picks, else `cancelled`. */
+/**
+ * The answer a policy gives: the first option of the kind it prefers most, else `cancelled`.
+ * Agents list options in any order (Qwen Code puts its "always allow" ones first): `allow-once`
+ * must not grant for ever when a one-time grant is offered.
+ */
 export const choosePermission = (
   policy: PermissionPolicy,
   req: RequestPermissionRequest,
 ): RequestPermissionResponse => {
-  const pick = (kinds: string[]) => req.options.find((o) => kinds.includes(o.kind));
+  const pick = (kinds: string[]) =>
+    kinds.map((k) => req.options.find((o) => o.kind === k)).find((o) => o !== undefined);
   const option =
     policy === 'first-option'
       ? req.options[0]
@@ -228,6 +233,22 @@ export const choosePermission = (
  */
 const forSdk = (message: unknown): boolean =>
   !(recordOf(message)?.method === 'session/update' && !('id' in (message as object)));
+
+/**
+ * The time now as ISO-8601, formatted once a millisecond: every frame is stamped with it, and a
+ * fast agent writes many frames a millisecond (`toISOString` for each cost a worker more than
+ * parsing the frame's JSON).
+ */
+let stampedMs = NaN;
+let stamp = '';
+const isoNow = (): string => {
+  const ms = Date.now();
+  if (ms !== stampedMs) {
+    stampedMs = ms;
+    stamp = new Date(ms).toISOString();
+  }
+  return stamp;
+};
 
 export class AgentHost {
   private state: AcpState = initialAcpState();
@@ -293,7 +314,7 @@ export class AgentHost {
   }
 
   private now(): string {
-    return (this.options.clock ?? (() => new Date().toISOString()))();
+    return (this.options.clock ?? isoNow)();
   }
 
   private emit(fact: FactBody): void {

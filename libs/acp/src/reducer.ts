@@ -1,8 +1,15 @@
 import type { Capabilities } from '@baton/protocol';
 import { claudeDialect, isClaudeAgent, type ClaudeState } from './dialects/claude';
 import { codexDialect, codexTurnEnded, isCodexAgent, type CodexState } from './dialects/codex';
+import { isQwenAgent, qwenDialect, type QwenState } from './dialects/qwen';
 import { genericDialect, type GenericState } from './dialects/generic';
-import type { AgentIdentity, DialectName, SessionSetup } from './dialects/types';
+import type {
+  AgentIdentity,
+  Dialect,
+  DialectName,
+  SessionSetup,
+  StepContext,
+} from './dialects/types';
 import { turnUsageFact } from './dialects/common';
 import type { FactBody } from './facts';
 import { classify, idKey, type Frame } from './frames';
@@ -23,10 +30,15 @@ export interface PromptIdentity {
   admissionGeneration: number;
 }
 
-type ActiveDialect =
-  | { name: 'claude'; state: ClaudeState }
-  | { name: 'codex'; state: CodexState }
-  | { name: 'generic'; state: GenericState };
+/** Each dialect's state, by the dialect's name. */
+interface DialectStates {
+  claude: ClaudeState;
+  codex: CodexState;
+  qwen: QwenState;
+  generic: GenericState;
+}
+/** The dialect at work: its name and a state of that dialect, never another's. */
+type ActiveDialect = { [N in DialectName]: { name: N; state: DialectStates[N] } }[DialectName];
 
 interface PendingRequest {
   method: string;
@@ -79,15 +91,22 @@ export const initialAcpState = (): AcpState => ({
   negotiated: false,
 });
 
-const DIALECTS = {
+const DIALECTS: { [N in DialectName]: Dialect<DialectStates[N]> } = {
   claude: claudeDialect,
   codex: codexDialect,
+  qwen: qwenDialect,
   generic: genericDialect,
-} as const;
+};
 
 /** Chosen from what the agent reports about itself, never from what a user called it. */
 export const selectDialect = (agent: AgentIdentity): DialectName =>
-  isClaudeAgent(agent) ? 'claude' : isCodexAgent(agent) ? 'codex' : 'generic';
+  isClaudeAgent(agent)
+    ? 'claude'
+    : isCodexAgent(agent)
+      ? 'codex'
+      : isQwenAgent(agent)
+        ? 'qwen'
+        : 'generic';
 
 /** Reads the agent's identity from an `initialize` result. */
 export const agentIdentity = (result: unknown): AgentIdentity => {
@@ -183,16 +202,22 @@ const onClientRequest = (state: AcpState, message: JsonRecord): Reduction => {
   return { state: { ...next, pending: { ...next.pending, [idKey(message)]: entry } }, facts };
 };
 
+/*
+ * TypeScript cannot carry the pairing of a dialect's name and its state from a name of the union
+ * (or a generic one) to the union of ActiveDialect: hence the cast in the two below, where the
+ * state comes from the dialect of that very name.
+ */
 const startDialect = (agent: AgentIdentity, setup: SessionSetup | undefined): ActiveDialect => {
   const name = selectDialect(agent);
-  switch (name) {
-    case 'claude':
-      return { name, state: claudeDialect.initial(agent, setup) };
-    case 'codex':
-      return { name, state: codexDialect.initial(agent, setup) };
-    case 'generic':
-      return { name, state: genericDialect.initial(agent, setup) };
-  }
+  return { name, state: DIALECTS[name].initial(agent, setup) } as ActiveDialect;
+};
+
+const stepDialect = <N extends DialectName>(
+  active: { name: N; state: DialectStates[N] },
+  ctx: StepContext,
+): { dialect: ActiveDialect; facts: FactBody[] } => {
+  const { state, facts } = DIALECTS[active.name].step(active.state, ctx);
+  return { dialect: { name: active.name, state } as ActiveDialect, facts };
 };
 
 const onAgentResponse = (state: AcpState, message: JsonRecord): Reduction => {
@@ -275,29 +300,7 @@ const onAgentResponse = (state: AcpState, message: JsonRecord): Reduction => {
 const runDialect = (state: AcpState, message: JsonRecord, at: string): Reduction => {
   if (state.loading || state.refused !== undefined) return { state, facts: [] };
   const active = state.dialect ?? startDialect(state.agent ?? { name: 'unknown' }, state.setup);
-  let dialect: ActiveDialect;
-  let facts: FactBody[];
-  const ctx = { message, at };
-  switch (active.name) {
-    case 'claude': {
-      const r = claudeDialect.step(active.state, ctx);
-      dialect = { name: 'claude', state: r.state };
-      facts = r.facts;
-      break;
-    }
-    case 'codex': {
-      const r = codexDialect.step(active.state, ctx);
-      dialect = { name: 'codex', state: r.state };
-      facts = r.facts;
-      break;
-    }
-    case 'generic': {
-      const r = genericDialect.step(active.state, ctx);
-      dialect = { name: 'generic', state: r.state };
-      facts = r.facts;
-      break;
-    }
-  }
+  const { dialect, facts } = stepDialect(active, { message, at });
   let awaitingYield = state.awaitingYield;
   for (let i = 0; i < facts.length; i++) {
     const f = facts[i]!;

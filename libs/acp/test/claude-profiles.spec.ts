@@ -1,8 +1,15 @@
-import { activeSubagentCount, admissionGate, sessionView } from '@baton/activity';
-import type { BackgroundWork, StreamEntry } from '@baton/protocol';
-import { Owner } from '@baton/testing';
-import { reduceFrames, toFact, type FactBody } from '../src';
+import {
+  activeSubagentCount,
+  admissionGate,
+  parkable,
+  sessionActivity,
+  sessionView,
+} from '@baton/activity';
+import type { BackgroundWork } from '@baton/protocol';
+import type { Owner } from '@baton/testing';
+import { reduceFrames, type FactBody } from '../src';
 import { loadFixture } from './helpers';
+import { playRecording, SESSION } from './support/play-recording';
 
 /**
  * The real claude-agent-acp 0.101.0 recordings of every client profile × scenario
@@ -87,42 +94,15 @@ const TABLE: Record<Profile, Partial<Record<Scenario, Expect>>> = {
   },
 };
 
-const SESSION = 's1';
-
-/** Folds a recording's facts as the owner does, submitting each prompt just before its dispatch. */
+/** Folds a recording's facts as the owner does: what it shows after each, how prompts fared. */
 const play = (facts: FactBody[], policy: 'handoff' | 'coarse') => {
-  const o = new Owner();
-  o.command(SESSION, 'session.configure', { admission: policy });
-  let seq = 0;
   const shown: BackgroundWork[][] = [];
   let subagentsShown = 0;
-  const admitted: string[] = [];
-  const all: FactBody[] = [
-    { type: 'execution.started', data: { startedAt: '2026-11-10T10:00:00.000Z' } },
-    ...facts,
-  ];
-  for (const f of all) {
-    if (f.type === 'prompt.dispatched') {
-      o.submit(SESSION, f.data.promptId, 'human', f.data.promptId);
-      admitted.push(...o.decisionsFor(f.data.promptId).map((d) => d?.outcome ?? 'none'));
-    }
-    const entry = toFact(
-      {
-        v: 1,
-        taskId: o.taskId,
-        sessionId: SESSION,
-        executionId: 'e1',
-        generation: 1,
-        writer: { role: 'worker', instance: 'w', seq: ++seq },
-      },
-      f,
-    ) as StreamEntry;
-    o.append(entry);
-    o.decideNow();
-    const s = o.session(SESSION);
+  const { o, decisions: admitted } = playRecording(facts, policy, (_f, owner) => {
+    const s = owner.session(SESSION);
     shown.push(sessionView(s).backgroundWork);
     subagentsShown = Math.max(subagentsShown, activeSubagentCount(s));
-  }
+  });
   return { o, shown, subagentsShown, admitted };
 };
 
@@ -166,6 +146,14 @@ describe('claude-agent-acp 0.101.0, every client profile × scenario (real recor
       // A session whose turn ended is promptable, whatever work is (possibly) still shown.
       const s = run.o.session(SESSION);
       if (s.turn === null) expect(admissionGate(s, 'human')).toEqual({ open: true, mode: 'turn' });
+      // Issue 30: with every listed item possibly finished, nothing is known to run: the
+      // headline no longer says background, and the idle bound may park the session.
+      if (s.turn === null && !s.generating) {
+        expect(sessionActivity(s).foregroundActivity).toBeNull();
+        const x = s.execution!;
+        const agentSession = { executionId: x.id, acpSessionId: 'a', loadable: true, launch: null };
+        expect(parkable({ ...s, agentSession })).toBe(x.phase === 'ready' && s.queue.length === 0);
+      }
     }
   });
 

@@ -4,11 +4,9 @@ import {
   sessionActivity,
   sessionView,
 } from '@baton/activity';
-import type { ForegroundActivity } from '@baton/protocol';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { clientAdvertisement, type ClientProfileOptions, type FactBody } from '../src';
-import { FIXTURES } from './helpers';
+import { clientAdvertisement, type ClientProfileOptions } from '../src';
 import {
   CODEX_ACP_VERSION,
   findCodexInstall,
@@ -16,13 +14,21 @@ import {
   writeOfflineCodexConfig,
   type CodexInstall,
 } from './support/codex-acp';
+import { OfflineSession, type OfflineRun } from './support/offline-session';
 import {
   startScriptedResponsesServer,
   type ResponsesItem,
   type ResponsesTurn,
-  type ScriptedResponsesServer,
 } from './support/scripted-responses-server';
-import { RealSession, waitForFile } from './support/real-session';
+import {
+  describeWhereInstalled,
+  expectNegotiated,
+  expectSettled,
+  toolDone,
+  toolStarted,
+  turnEnded,
+  waitForFile,
+} from './support/real-session';
 
 /**
  * The real codex-acp 0.16.0 adapter (Codex 0.137 inside), fully offline: the model is a scripted
@@ -32,7 +38,9 @@ import { RealSession, waitForFile } from './support/real-session';
  * as a worker would (session mode `full-access`: this machine has no bubblewrap for Codex's
  * sandbox) and its facts are folded by @baton/activity with `decide` after each one.
  *
- * Skipped, with the reason, when the adapter is not installed (support/codex-acp.ts says how).
+ * The adapter is a pinned devDependency: its platform package brings the binary, so this runs in
+ * every CI run on linux-x64; it is skipped, with the reason, only on a platform the adapter ships
+ * no binary for.
  * BATON_RECORD_CODEX_FIXTURES=1 rewrites fixtures/codex-real-*.jsonl from these runs; what each
  * must show is checked on the recordings in codex-real-recordings.spec.ts (offline, in CI).
  */
@@ -142,69 +150,28 @@ type ClientProfile = keyof typeof CLIENT_PROFILES;
 export const codexFixtureName = (profile: ClientProfile, scenario: Scenario): string =>
   profile === 'plain' ? `codex-real-${scenario}` : `codex-real-${profile}-${scenario}`;
 
-class CodexSession extends RealSession<ScriptedResponsesServer> {
-  /** Foreground activity after each fact. */
-  readonly activities: ForegroundActivity[] = [];
-
-  private constructor(
-    readonly scenario: Scenario,
-    readonly profile: ClientProfile,
-    home: string,
-    work: string,
-    server: ScriptedResponsesServer,
-  ) {
-    super(scenario, home, work, server);
-  }
-
-  static async start(
-    scenario: Scenario,
-    profile: ClientProfile,
-    codex: CodexInstall,
-  ): Promise<CodexSession> {
-    const { home, work } = RealSession.makeHome('codex');
-    const late: { session?: CodexSession } = {};
-    const server = await startScriptedResponsesServer({
-      script: SCRIPTS[scenario],
-      onUnmatched: (r) =>
-        late.session?.fail(`the model server has no scripted turn for ${JSON.stringify(r)}`),
-      dumpTo: process.env.BATON_SCRIPTED_MODEL_DUMP,
-    });
+/** The scenario's run: codex-acp with a private CODEX_HOME, against the scripted Responses API. */
+const codexRun = (scenario: Scenario, profile: ClientProfile, codex: CodexInstall): OfflineRun => ({
+  agent: 'codex',
+  scenario,
+  fixture: codexFixtureName(profile, scenario),
+  record: process.env.BATON_RECORD_CODEX_FIXTURES === '1',
+  startServer: (options) => startScriptedResponsesServer({ script: SCRIPTS[scenario], ...options }),
+  configure: (home, server) => {
     writeOfflineCodexConfig(join(home, '.codex'), server.url);
-    const s = new CodexSession(scenario, profile, home, work, server);
-    late.session = s;
-    await s.open('handoff', {
+    return {
       command: codex.binary,
       args: [],
       env: offlineCodexEnv(home),
       advertise: clientAdvertisement(CLIENT_PROFILES[profile]),
       mode: 'full-access',
-    });
-    return s;
-  }
-
-  protected observe(): void {
-    this.activities.push(foregroundActivity(this.session()));
-  }
-
-  protected requestSummaries(): string[] {
-    return this.server.requests.map((r) => `${r.path}:${r.answer}`);
-  }
-
-  protected recording() {
-    if (process.env.BATON_RECORD_CODEX_FIXTURES !== '1') return undefined;
-    const processes = new Map<string, string>();
-    return {
-      file: join(FIXTURES, codexFixtureName(this.profile, this.scenario) + '.jsonl'),
-      scrub: {
-        home: this.home,
-        homeAs: '/tmp/baton-codex',
-        sessionId: this.host.sessionId!,
-        rewrite: (message: Record<string, unknown>, at: string) =>
-          scrubCodexTool(message, at, processes),
-      },
     };
-  }
-}
+  },
+  scrubRewrite: () => {
+    const processes = new Map<string, string>();
+    return (message, at) => scrubCodexTool(message, at, processes);
+  },
+});
 
 /**
  * Codex's exec cards carry clock readings and a process id: rebased on the frame's time and named
@@ -230,19 +197,21 @@ const scrubCodexTool = (
   }
 };
 
-type F = FactBody;
-const toolStarted = (f: F) => f.type === 'tool.started';
-const toolDone = (f: F) => f.type === 'tool.updated' && f.data.status === 'completed';
-const turnEnded = (gen: number) => (f: F) =>
-  f.type === 'turn.ended' && f.data.admissionGeneration === gen;
+const describeReal = describeWhereInstalled(install, 'codex-real.spec');
 
-const missing = 'missing' in install ? install.missing : undefined;
-const describeReal = missing !== undefined ? describe.skip : describe;
-if (missing !== undefined) console.warn(`codex-real.spec: skipped, ${missing}`);
+/** Whether the agent told the client that tool call `id` completed. */
+function agentCompleted(s: OfflineSession, id: string): boolean {
+  return s.frames.some((f) => {
+    const u = (f.message as { params?: { update?: Record<string, unknown> } }).params?.update;
+    return (
+      u?.sessionUpdate === 'tool_call_update' && u.toolCallId === id && u.status === 'completed'
+    );
+  });
+}
 
 describeReal(`codex-acp ${CODEX_ACP_VERSION}, offline against a scripted Responses API`, () => {
   const codex = install as CodexInstall;
-  let s: CodexSession | undefined;
+  let s: OfflineSession | undefined;
 
   afterEach(async () => {
     await s?.dispose();
@@ -254,16 +223,9 @@ describeReal(`codex-acp ${CODEX_ACP_VERSION}, offline against a scripted Respons
   );
 
   it.each(cases)('%s profile, %s', async (profile, scenario) => {
-    s = await CodexSession.start(scenario, profile, codex);
+    s = await OfflineSession.start(codexRun(scenario, profile, codex));
     const session = s;
-    expect(s.facts.find((f) => f.type === 'capabilities.negotiated')).toMatchObject({
-      data: {
-        agent: { name: 'codex-acp', version: CODEX_ACP_VERSION },
-        dialect: 'codex',
-        handoff: false,
-        attestedKinds: [],
-      },
-    });
+    expectNegotiated(s, { name: 'codex-acp', version: CODEX_ACP_VERSION }, 'codex');
     const prompt = {
       plain: 'SAY-HELLO',
       exec: 'RUN-EXEC',
@@ -271,6 +233,8 @@ describeReal(`codex-acp ${CODEX_ACP_VERSION}, offline against a scripted Respons
       subagent: 'RUN-AGENT',
     }[scenario];
     s.submit(prompt);
+    /** The adapter ended the turn without the command's completion (exec, below). */
+    let completionOmitted = false;
 
     if (scenario === 'exec') {
       // The command runs in the foreground: a tool of the turn, never background work.
@@ -278,7 +242,22 @@ describeReal(`codex-acp ${CODEX_ACP_VERSION}, offline against a scripted Respons
       expect(sessionActivity(s.session())).toMatchObject({ state: 'running' });
       expect(foregroundActivity(s.session())).toBe('generating');
       s.release('release-exec');
-      await s.until('the command to complete', () => session.has(toolDone));
+      // codex-acp 0.16.0 does not always send the completion of a command that exits at once
+      // (its card's last update carries no status): then the turn's end is what retires it.
+      await s.until(
+        'the command to complete, or the turn to end',
+        () => session.has(toolDone) || session.has(turnEnded(1)),
+      );
+      if (agentCompleted(s, 'call_scripted1')) {
+        await s.until('the command to complete', () => session.has(toolDone));
+      } else {
+        completionOmitted = true;
+        expect(s.has(toolDone)).toBe(false);
+        await s.until('the turn to end', () => session.has(turnEnded(1)));
+        // Nothing is shown running after its end: the session is promptable, not generating.
+        expect(sessionActivity(s.session())).toMatchObject({ state: 'waiting_for_input' });
+        expect(foregroundActivity(s.session())).not.toBe('generating');
+      }
     }
     if (scenario === 'subagent') {
       // The child runs its own command; nothing of it reaches the ACP client: the parent's turn
@@ -310,18 +289,18 @@ describeReal(`codex-acp ${CODEX_ACP_VERSION}, offline against a scripted Respons
       expect(sessionView(s.session()).backgroundWork).toEqual([
         expect.objectContaining({ kind: 'shell', possiblyFinished: true }),
       ]);
+      // Nothing possibly finished is known to run: the headline claims no background work.
       expect(sessionActivity(s.session())).toMatchObject({
         state: 'waiting_for_input',
-        foregroundActivity: 'background',
+        foregroundActivity: null,
       });
     }
     await s.finish();
 
-    expect(s.server.unmatched()).toEqual([]);
     // The host's close ended the execution: nothing is left registered.
-    expect(foregroundActivity(s.session())).toBeNull();
-    expect(liveRegistrations(s.session())).toEqual([]);
-    if (scenario !== 'longExec')
+    expectSettled(s);
+    // A card the turn ended with still open is registered as a shell that may have finished.
+    if (scenario !== 'longExec' && !completionOmitted)
       expect(s.facts.filter((f) => f.type.startsWith('background.'))).toEqual([]);
     if (scenario === 'subagent')
       expect(s.server.used).toEqual(

@@ -206,6 +206,40 @@ const CASES: [rule: string, fixture: string][] = [
     'claude (real 0.101.0): Read, then an Edit and a Write asked and allowed: foreground tools of the turn, nothing registered',
     'claude-real-edit',
   ],
+  ['qwen (real 0.24.4): a plain answer, nothing registered', 'qwen-real-plain'],
+  [
+    'qwen (real 0.24.4): a shell command asked and allowed once: a foreground tool of the turn',
+    'qwen-real-exec',
+  ],
+  [
+    'qwen (real 0.24.4): a file write asked (a diff) and allowed once: a foreground tool',
+    'qwen-real-edit',
+  ],
+  [
+    'qwen (real 0.24.4): a background shell registers by its task id when its card completes and ends by `_meta.backgroundTask`, identified',
+    'qwen-real-background',
+  ],
+  [
+    'qwen (real 0.24.4): a cancelled command: its card fails, the turn ends cancelled',
+    'qwen-real-cancel',
+  ],
+  ['opencode (real 1.18.33): a plain answer, generic, nothing registered', 'opencode-real-plain'],
+  [
+    'opencode (real 1.18.33): a bash command asked and allowed once: a foreground tool of the turn',
+    'opencode-real-exec',
+  ],
+  [
+    'opencode (real 1.18.33): a write asked and allowed once: a foreground tool',
+    'opencode-real-edit',
+  ],
+  [
+    'opencode (real 1.18.33): a task subagent is a foreground card of the turn; its child sends nothing',
+    'opencode-real-subagent',
+  ],
+  [
+    'opencode (real 1.18.33): a cancelled command: its card completes aborted, the turn ends cancelled',
+    'opencode-real-cancel',
+  ],
 ];
 
 describe('dialect fixtures', () => {

@@ -10,6 +10,7 @@ import {
   type Frame,
   type ReplayCommandOptions,
 } from '../src';
+import { recordedPrompts } from '@baton/testing';
 import { EXPECTED } from '@baton/testing';
 import { assertValidFact, fixturePath, loadFixture } from './helpers';
 
@@ -60,21 +61,21 @@ const startHost = async (
   return { host, facts, frames };
 };
 
-/** Each recorded prompt with how many agent frames the recording shows before it was sent. */
-const recordedPrompts = (frames: Frame[]) => {
-  let seen = 0;
-  return frames.flatMap((f) => {
-    if (f.direction === 'agent->client') seen++;
-    const m = f.message as {
-      method?: string;
-      params?: { _meta?: { baton?: { promptId: string; admissionGeneration: number } } };
-    };
-    const b = m.params?._meta?.baton;
-    return f.direction === 'client->agent' && m.method === 'session/prompt' && b
-      ? [{ ...b, after: seen }]
-      : [];
-  });
+/** Prompts once (generation 1) and closes the host, however the prompt ends; its answer. */
+const promptOnce = async (run: Run, promptId: string) => {
+  try {
+    return await run.host.prompt({ promptId, admissionGeneration: 1, text: 'go' });
+  } finally {
+    await run.host.close();
+  }
 };
+
+/** The requests and notifications the client sent the agent, in order. */
+const clientMessages = (run: Run) =>
+  run.frames
+    .filter((f) => f.direction === 'client->agent')
+    .map((f) => f.message as { method?: string; params?: unknown })
+    .filter((m) => m.method !== undefined);
 
 const agentFrames = (frames: Frame[]) =>
   frames.filter((f) => f.direction === 'agent->client').length;
@@ -100,8 +101,12 @@ describe('AgentHost with the replay agent (real child processes, stdio ACP)', ()
         await until(() => agentFrames(run.frames) >= after);
         turns.push(run.host.prompt({ promptId, admissionGeneration, text: `prompt ${promptId}` }));
       }
-      if (recording.some((f) => (f.message as { method?: string }).method === 'session/cancel')) {
-        await until(() => run.facts.some((f) => f.type === 'foreground.output'));
+      // A recorded cancel goes out when the agent frames that preceded it have arrived.
+      const cancelAt = recording.findIndex(
+        (f) => (f.message as { method?: string }).method === 'session/cancel',
+      );
+      if (cancelAt !== -1) {
+        await until(() => agentFrames(run.frames) >= agentFrames(recording.slice(0, cancelAt)));
         await run.host.cancel();
       }
       await Promise.all(turns);
@@ -143,11 +148,7 @@ describe('AgentHost with the replay agent (real child processes, stdio ACP)', ()
 
   it('taps every raw line in both directions, including extension messages the SDK would drop', async () => {
     const run = await startHost('claude-subagent-background-raw', { rawSdkMessages: true });
-    try {
-      await run.host.prompt({ promptId: 'p1', admissionGeneration: 1, text: 'go' });
-    } finally {
-      await run.host.close();
-    }
+    await promptOnce(run, 'p1');
     const methods = run.frames.map((f) => (f.message as { method?: string }).method);
     expect(methods).toContain('_claude/sdkMessage');
     const newSession = run.frames.find(
@@ -166,15 +167,8 @@ describe('AgentHost with the replay agent (real child processes, stdio ACP)', ()
       { method: 'session/set_mode', params: { modeId: 'full-access' } },
     ]);
     const run = await startHost('codex-real-plain', { advertise, mode: 'read-only' });
-    try {
-      await run.host.prompt({ promptId: 'p-SAY-HELLO', admissionGeneration: 1, text: 'go' });
-    } finally {
-      await run.host.close();
-    }
-    const sent = run.frames
-      .filter((f) => f.direction === 'client->agent')
-      .map((f) => f.message as { method?: string; params?: unknown })
-      .filter((m) => m.method !== undefined);
+    await promptOnce(run, 'p-SAY-HELLO');
+    const sent = clientMessages(run);
     expect(sent.map((m) => m.method)).toEqual([
       'initialize',
       'session/new',
@@ -187,15 +181,8 @@ describe('AgentHost with the replay agent (real child processes, stdio ACP)', ()
 
   it('sets the configured session mode right after session/new, before any prompt', async () => {
     const run = await startHost('claude-real-shell', { rawSdkMessages: true, mode: 'default' });
-    try {
-      await run.host.prompt({ promptId: 'p-RUN-SHELL', admissionGeneration: 1, text: 'go' });
-    } finally {
-      await run.host.close();
-    }
-    const methods = run.frames
-      .filter((f) => f.direction === 'client->agent')
-      .map((f) => (f.message as { method?: string }).method)
-      .filter((m) => m !== undefined);
+    await promptOnce(run, 'p-RUN-SHELL');
+    const methods = clientMessages(run).map((m) => m.method);
     expect(methods.slice(0, 4)).toEqual([
       'initialize',
       'session/new',
@@ -212,12 +199,7 @@ describe('AgentHost with the replay agent (real child processes, stdio ACP)', ()
 
   it('a recording made without a session mode accepts whatever mode the host sets', async () => {
     const run = await startHost('generic-turn', { mode: 'default' });
-    try {
-      const r = await run.host.prompt({ promptId: 'p1', admissionGeneration: 1, text: 'go' });
-      expect(r.stopReason).toBe('end_turn');
-    } finally {
-      await run.host.close();
-    }
+    expect((await promptOnce(run, 'p1')).stopReason).toBe('end_turn');
   });
 
   it('a live cancel the recording does not expect answers the open prompt with cancelled', async () => {

@@ -1,8 +1,5 @@
-import {
-  startScriptedModelServer,
-  type ScriptedModelServer,
-  type ScriptTurn,
-} from './support/scripted-model-server';
+import { startScriptedModelServer, type ScriptTurn } from './support/scripted-model-server';
+import { serverPerTest, sseEvents } from './support/scripted-server';
 
 /**
  * The scripted Messages API on its own (no CLI needed): what the real-agent tests rely on —
@@ -29,33 +26,15 @@ const SCRIPT: ScriptTurn[] = [
 
 const TOOLS = [{ name: 'Bash', input_schema: { type: 'object' } }];
 
-let server: ScriptedModelServer;
-const logged: string[] = [];
-
-beforeEach(async () => {
-  logged.length = 0;
-  server = await startScriptedModelServer({ script: SCRIPT, log: (l) => logged.push(l) });
-});
-afterEach(() => server.close());
+const scripted = serverPerTest(startScriptedModelServer, { script: SCRIPT });
+const { logged } = scripted;
 
 const post = (path: string, body: object) =>
-  fetch(`${server.url}${path}`, {
+  fetch(`${scripted.server.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
-
-/** Parses an SSE body into its events, checking each `event:` name matches its data's type. */
-const events = async (res: Response) =>
-  (await res.text())
-    .split('\n\n')
-    .filter((e) => e.trim() !== '')
-    .map((e) => {
-      const [name, data] = e.split('\n');
-      const parsed = JSON.parse(data!.replace(/^data: /, '')) as Record<string, unknown>;
-      expect(name).toBe(`event: ${String(parsed.type)}`);
-      return parsed;
-    });
 
 const user = (text: string) => ({ role: 'user', content: [{ type: 'text', text }] });
 
@@ -67,7 +46,7 @@ it('streams a scripted turn: text deltas, tool input as partial JSON, stop reaso
     messages: [user('please GO')],
   });
   expect(res.headers.get('content-type')).toBe('text/event-stream');
-  const evs = await events(res);
+  const evs = await sseEvents(res);
   expect(evs.map((e) => e.type)).toEqual([
     'message_start',
     'content_block_start',
@@ -103,7 +82,7 @@ it('streams a scripted turn: text deltas, tool input as partial JSON, stop reaso
     content_block: { type: 'tool_use', id: 'toolu_x', name: 'Bash', input: {} },
   });
   expect(evs.at(-2)).toMatchObject({ delta: { stop_reason: 'tool_use' } });
-  expect(server.used).toEqual(['launch']);
+  expect(scripted.server.used).toEqual(['launch']);
 });
 
 it('matches a tool result by the name of the tool use it answers; a used turn is not used again', async () => {
@@ -119,8 +98,8 @@ it('matches a tool result by the name of the tool use it answers; a used turn is
   });
   // The same request again: the turn is spent, so the server closes the conversation and says so.
   await (await post('/v1/messages', { model: 'm', tools: TOOLS, messages: conversation })).json();
-  expect(server.used).toEqual(['after bash']);
-  expect(server.unmatched()).toHaveLength(1);
+  expect(scripted.server.used).toEqual(['after bash']);
+  expect(scripted.server.unmatched()).toHaveLength(1);
   expect(logged.join('\n')).toMatch(/no scripted turn/);
 });
 
@@ -158,11 +137,11 @@ it('answers side requests harmlessly without consuming a turn', async () => {
     ],
   });
   expect(await suggestion.json()).toMatchObject({ content: [{ type: 'text', text: '' }] });
-  expect(server.requests.map((r) => [r.kind, r.sideKind])).toEqual([
+  expect(scripted.server.requests.map((r) => [r.kind, r.sideKind])).toEqual([
     ['side', 'title'],
     ['side', 'suggestion'],
   ]);
-  expect(server.used).toEqual([]);
+  expect(scripted.server.used).toEqual([]);
 });
 
 it('answers token counting and logs unknown requests', async () => {
@@ -171,8 +150,12 @@ it('answers token counting and logs unknown requests', async () => {
   });
   const unknown = await post('/v1/other', { a: 1 });
   expect(unknown.status).toBe(404);
-  expect((await fetch(`${server.url}/health`)).status).toBe(200);
-  expect(server.requests.map((r) => r.kind)).toEqual(['count_tokens', 'unknown', 'unknown']);
+  expect((await fetch(`${scripted.server.url}/health`)).status).toBe(200);
+  expect(scripted.server.requests.map((r) => r.kind)).toEqual([
+    'count_tokens',
+    'unknown',
+    'unknown',
+  ]);
   expect(logged).toEqual([
     expect.stringContaining('unknown request POST /v1/other'),
     expect.stringContaining('unknown request GET /health'),
@@ -194,27 +177,25 @@ describe('system reminders the CLI adds to user messages', () => {
         messages: [withReminders(reminder('the user once said GO'), 'hello')],
       })
     ).json();
-    expect(server.used).toEqual([]);
+    expect(scripted.server.used).toEqual([]);
     const res = await post('/v1/messages', {
       model: 'm',
       tools: TOOLS,
       messages: [withReminders(reminder('Today is a day; cwd listing'), `please GO`)],
     });
     expect(await res.json()).toMatchObject({ content: [{ type: 'text' }, { type: 'tool_use' }] });
-    expect(server.used).toEqual(['launch']);
-    expect(server.requests.at(-1)).toMatchObject({
+    expect(scripted.server.used).toEqual(['launch']);
+    expect(scripted.server.requests.at(-1)).toMatchObject({
       lastUser: 'please GO',
       lastReminders: expect.stringContaining('cwd listing'),
     });
   });
 
   it('`reminder` matches inside them (task notifications arrive as reminders)', async () => {
-    await server.close();
-    server = await startScriptedModelServer({
+    await scripted.restart({
       script: [
         { name: 'note', when: { reminder: '<task-notification>' }, reply: [], repeat: true },
       ],
-      log: (l) => logged.push(l),
     });
     const note = withReminders(
       reminder('<task-notification><task-id>b1</task-id></task-notification>'),
@@ -229,17 +210,15 @@ describe('system reminders the CLI adds to user messages', () => {
         messages: [user('<task-notification>x</task-notification>')],
       })
     ).json();
-    expect(server.used).toEqual(['note', 'note']);
-    expect(server.unmatched()).toHaveLength(1);
+    expect(scripted.server.used).toEqual(['note', 'note']);
+    expect(scripted.server.unmatched()).toHaveLength(1);
   });
 });
 
 it('reports an unmatched conversation request at once, with what its last user message held', async () => {
-  await server.close();
   const reports: string[] = [];
-  server = await startScriptedModelServer({
+  await scripted.restart({
     script: SCRIPT,
-    log: (l) => logged.push(l),
     onUnmatched: (r) => reports.push(r.report ?? ''),
   });
   const res = await post('/v1/messages', {
@@ -261,6 +240,6 @@ it('reports an unmatched conversation request at once, with what its last user m
   expect(reports[0]).toContain('- reminder: "<system-reminder>\\nsome note');
   expect(reports[0]).toContain('- text: "prompt NOPE"');
   expect(reports[0]).toContain('turns still open: "sub" {"first":"SUB-MARK"}');
-  expect(server.unmatched()).toEqual([expect.objectContaining({ report: reports[0] })]);
+  expect(scripted.server.unmatched()).toEqual([expect.objectContaining({ report: reports[0] })]);
   expect(logged.join('\n')).toContain('prompt NOPE');
 });

@@ -1,8 +1,8 @@
 import {
   startScriptedResponsesServer,
   type ResponsesTurn,
-  type ScriptedResponsesServer,
 } from './support/scripted-responses-server';
+import { serverPerTest, sseEvents } from './support/scripted-server';
 
 /**
  * The scripted Responses API on its own (no Codex needed): what codex-real.spec relies on — turns
@@ -33,14 +33,8 @@ const SCRIPT: ResponsesTurn[] = [
   },
 ];
 
-let server: ScriptedResponsesServer;
-const logged: string[] = [];
-
-beforeEach(async () => {
-  logged.length = 0;
-  server = await startScriptedResponsesServer({ script: SCRIPT, log: (l) => logged.push(l) });
-});
-afterEach(() => server.close());
+const scripted = serverPerTest(startScriptedResponsesServer, { script: SCRIPT });
+const { logged } = scripted;
 
 const user = (text: string) => ({
   type: 'message',
@@ -50,29 +44,17 @@ const user = (text: string) => ({
 const CONTEXT = user('<environment_context>\n  <cwd>/w</cwd>\n</environment_context>');
 
 const post = (input: object[], path = '/responses') =>
-  fetch(`${server.url}${path}`, {
+  fetch(`${scripted.server.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'gpt-5.4', input, stream: true }),
   });
 
-/** Parses an SSE body into its events, checking each `event:` name is its data's type. */
-const events = async (res: Response) =>
-  (await res.text())
-    .split('\n\n')
-    .filter((b) => b.trim() !== '')
-    .map((block) => {
-      const name = /^event: (.+)$/m.exec(block)?.[1];
-      const data = JSON.parse(/^data: (.+)$/m.exec(block)![1]!) as Record<string, unknown>;
-      expect(data.type).toBe(name);
-      return data;
-    });
-
 describe('scripted Responses API', () => {
   it('streams a turn as created, per item added/delta/done, completed with usage', async () => {
     const res = await post([CONTEXT, user('GO')]);
     expect(res.headers.get('content-type')).toBe('text/event-stream');
-    const ev = await events(res);
+    const ev = await sseEvents(res);
     expect(ev.map((e) => e.type)).toEqual([
       'response.created',
       'response.output_item.added',
@@ -100,7 +82,7 @@ describe('scripted Responses API', () => {
     expect(ev[6]).toMatchObject({
       response: { id: expect.any(String), usage: { total_tokens: expect.any(Number) } },
     });
-    expect(server.used).toEqual(['spawn']);
+    expect(scripted.server.used).toEqual(['spawn']);
   });
 
   it('matches the first own user message (tags left out), the last item and the last tool', async () => {
@@ -109,12 +91,12 @@ describe('scripted Responses API', () => {
     const output = { type: 'function_call_output', call_id: 'c1', output: '{"agent_id":"a1"}' };
     // Codex may append its own notification after the tool output: still "after spawn_agent".
     const notice = user('<subagent_notification>{}</subagent_notification>');
-    const ev = await events(await post([CONTEXT, user('GO'), call, output, notice]));
+    const ev = await sseEvents(await post([CONTEXT, user('GO'), call, output, notice]));
     expect(ev[3]).toMatchObject({
       item: { content: [{ text: 'got {"agent_id":"a1"}' }] },
     });
-    expect(server.used).toEqual(['child', 'after spawn']);
-    expect(server.requests[1]).toMatchObject({
+    expect(scripted.server.used).toEqual(['child', 'after spawn']);
+    expect(scripted.server.requests[1]).toMatchObject({
       firstUser: 'GO',
       lastTool: 'spawn_agent',
       lastToolOutput: '{"agent_id":"a1"}',
@@ -123,26 +105,26 @@ describe('scripted Responses API', () => {
 
   it('a turn answers once unless repeated; an unmatched request is answered, reported and logged', async () => {
     const seen: unknown[] = [];
-    await server.close();
-    server = await startScriptedResponsesServer({
+    await scripted.restart({
       script: SCRIPT,
-      log: (l) => logged.push(l),
       onUnmatched: (r) => seen.push(r),
     });
     await (await post([user('GO')])).text();
-    const ev = await events(await post([user('GO')]));
+    const ev = await sseEvents(await post([user('GO')]));
     expect(ev[3]).toMatchObject({
       item: { content: [{ text: 'No scripted turn for this request.' }] },
     });
-    expect(server.unmatched()).toHaveLength(1);
+    expect(scripted.server.unmatched()).toHaveLength(1);
     expect(seen).toHaveLength(1);
     expect(logged.some((l) => l.startsWith('unmatched:'))).toBe(true);
   });
 
   it('anything but POST /responses is a logged 404', async () => {
-    const res = await fetch(`${server.url}/models`);
+    const res = await fetch(`${scripted.server.url}/models`);
     expect(res.status).toBe(404);
-    expect(server.requests).toEqual([{ method: 'GET', path: '/v1/models', answer: 'not found' }]);
+    expect(scripted.server.requests).toEqual([
+      { method: 'GET', path: '/v1/models', answer: 'not found' },
+    ]);
     expect(logged).toEqual(['GET /v1/models: answered 404 (not a Responses request)']);
   });
 });

@@ -2,6 +2,7 @@ import type { BackgroundWork, Capabilities } from '@baton/protocol';
 import type { FactBody, FactBodyOf } from '../facts';
 import { asId, isRecord, path, rec, str, text, type JsonRecord } from '../json';
 import {
+  backgroundStarted,
   outputFact,
   sessionUpdate,
   toolFact,
@@ -270,14 +271,13 @@ const register = (
   setTool(acc, toolCallId, { workId });
   acc.state.works[workId] = { kind, toolCallId, ended: false, identified: acc.state.attested };
   if (knownTask !== undefined) acc.state.tasks[knownTask] = workId;
-  acc.facts.push({
-    type: 'background.started',
-    data: {
-      work: workFor(kind, workId, acc.state.tools[toolCallId] ?? {}, toolCallId, at),
+  acc.facts.push(
+    backgroundStarted(
+      workFor(kind, workId, acc.state.tools[toolCallId] ?? {}, toolCallId, at),
+      acc.state.attested,
       toolCallId,
-      attested: acc.state.attested,
-    },
-  });
+    ),
+  );
   const early = knownTask !== undefined ? acc.state.earlyEnds[knownTask] : undefined;
   if (early !== undefined) end(acc, workId, early);
 };
@@ -554,10 +554,9 @@ const onSubagentUpdate = (acc: Acc, update: JsonRecord, at: string): void => {
     acc.state.tasks[child] = child;
     // Unstamped child frames hang under the child session itself.
     acc.state.tools[child] = { workId: child, runInBackground: true };
-    acc.facts.push({
-      type: 'background.started',
-      data: {
-        work: {
+    acc.facts.push(
+      backgroundStarted(
+        {
           kind: 'subagent',
           id: child,
           label,
@@ -565,9 +564,9 @@ const onSubagentUpdate = (acc: Acc, update: JsonRecord, at: string): void => {
           chat: child,
           _meta: { claudeCode: { sessionId: child } },
         },
-        attested: acc.state.subagentSessions,
-      },
-    });
+        acc.state.subagentSessions,
+      ),
+    );
     const early = acc.state.earlyEnds[child];
     if (early !== undefined) end(acc, child, early);
   } else if (state === 'idle' && known !== undefined) {
@@ -719,14 +718,9 @@ const onBackgroundList = (acc: Acc, list: unknown[], at: string): void => {
       ended: false,
       identified: true,
     };
-    acc.facts.push({
-      type: 'background.started',
-      data: {
-        work,
-        ...(acc.state.tools[item.id] !== undefined ? { toolCallId: item.id } : {}),
-        attested: true,
-      },
-    });
+    acc.facts.push(
+      backgroundStarted(work, true, acc.state.tools[item.id] !== undefined ? item.id : undefined),
+    );
   }
   for (const id in acc.state.works) {
     const w = acc.state.works[id]!;

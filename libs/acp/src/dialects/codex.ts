@@ -1,6 +1,6 @@
 import type { FactBody, FactBodyOf } from '../facts';
 import { asId, isRecord, path, rec, text, type JsonRecord } from '../json';
-import { outputFact, sessionUpdate, toolFact, toolFrame, usageFact } from './common';
+import { backgroundStarted, readUpdate, toolFact } from './common';
 import { baseCapabilities } from './generic';
 import type { AgentIdentity, Dialect, Step } from './types';
 
@@ -73,14 +73,9 @@ const step = (
   state: CodexState,
   { message, at }: { message: JsonRecord; at: string },
 ): Step<CodexState> => {
-  const update = sessionUpdate(message);
-  if (update === undefined) return { state, facts: [] };
-  const output = outputFact(update);
-  if (output !== undefined) return { state, facts: [output] };
-  const usage = usageFact(update);
-  if (usage !== undefined) return { state, facts: [usage] };
-  const frame = toolFrame(update);
-  if (frame === undefined) return { state, facts: [] };
+  const read = readUpdate(message);
+  if ('facts' in read) return { state, facts: read.facts };
+  const { update, frame } = read;
 
   const facts: FactBody[] = [];
   const next = state;
@@ -107,10 +102,9 @@ const step = (
       firstThread(path(update, '_meta', 'codex', 'collaboration', 'receiverThreadIds'));
     if (thread !== undefined && next.threads[thread] === undefined) {
       next.threads[thread] = { toolCallId: id, ended: false };
-      facts.push({
-        type: 'background.started',
-        data: {
-          work: {
+      facts.push(
+        backgroundStarted(
+          {
             kind: 'subagent',
             id: thread,
             label: text(input?.prompt, 2_000) ?? 'Subagent',
@@ -118,10 +112,10 @@ const step = (
             chat: thread,
             _meta: { codex: { threadId: thread, toolCallId: id } },
           },
-          toolCallId: id,
-          attested: false,
-        },
-      });
+          false,
+          id,
+        ),
+      );
     }
   }
 
@@ -210,10 +204,9 @@ export const codexTurnEnded = (state: CodexState): Step<CodexState> => {
     if (state.shells[id] !== undefined) continue;
     state.shells[id] = { ended: false };
     left.push(id);
-    facts.push({
-      type: 'background.started',
-      data: {
-        work: {
+    facts.push(
+      backgroundStarted(
+        {
           kind: 'shell',
           id,
           label: command.label,
@@ -222,10 +215,10 @@ export const codexTurnEnded = (state: CodexState): Step<CodexState> => {
           ...(command.terminal !== undefined ? { terminal: command.terminal } : {}),
           _meta: { codex: { toolCallId: id } },
         },
-        toolCallId: id,
-        attested: false,
-      },
-    });
+        false,
+        id,
+      ),
+    );
   }
   if (left.length > 0)
     facts.push({

@@ -129,6 +129,40 @@ export const usageFact = (update: JsonRecord): FactBodyOf<'usage.reported'> | un
   };
 };
 
+type BackgroundStarted = FactBodyOf<'background.started'>;
+
+/**
+ * Work the agent runs in the background, from its start: `attested` when the agent vouches that
+ * it reports the work's end; `toolCallId`, the tool call that started it, when there is one.
+ */
+export const backgroundStarted = (
+  work: BackgroundStarted['data']['work'],
+  attested: boolean,
+  toolCallId?: string,
+): BackgroundStarted => ({
+  type: 'background.started',
+  data: { work, ...(toolCallId !== undefined ? { toolCallId } : {}), attested },
+});
+
+/**
+ * How the dialects without updates of their own (generic, codex) read a `session/update`: its
+ * foreground output or usage is a fact as it stands (`facts`); a tool call or update is given back
+ * as its frame, with the update for what else a dialect reads of it; anything else (or a message
+ * that is no update) has no fact.
+ */
+export const readUpdate = (
+  message: JsonRecord,
+): { facts: FactBody[] } | { update: JsonRecord; frame: ToolFrame } => {
+  const update = sessionUpdate(message);
+  if (update === undefined) return { facts: [] };
+  const output = outputFact(update);
+  if (output !== undefined) return { facts: [output] };
+  const usage = usageFact(update);
+  if (usage !== undefined) return { facts: [usage] };
+  const frame = toolFrame(update);
+  return frame === undefined ? { facts: [] } : { update, frame };
+};
+
 /** The prompt answer's `usage` (ACP PromptResponse): the turn's tokens, if it reports any. */
 export const turnUsageFact = (usage: unknown): FactBodyOf<'usage.reported'> | undefined => {
   const u = rec(usage);

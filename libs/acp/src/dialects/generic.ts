@@ -1,5 +1,5 @@
 import type { Capabilities } from '@baton/protocol';
-import { outputFact, sessionUpdate, toolFact, toolFrame, usageFact } from './common';
+import { readUpdate, toolFact } from './common';
 import type { AgentIdentity, Dialect, Step } from './types';
 
 export interface GenericState {
@@ -29,14 +29,9 @@ export const genericDialect: Dialect<GenericState> = {
   capabilities: (agent) => baseCapabilities('generic', agent),
   initial: () => ({ tools: {} }),
   step(state, { message }): Step<GenericState> {
-    const update = sessionUpdate(message);
-    if (update === undefined) return { state, facts: [] };
-    const output = outputFact(update);
-    if (output !== undefined) return { state, facts: [output] };
-    const usage = usageFact(update);
-    if (usage !== undefined) return { state, facts: [usage] };
-    const frame = toolFrame(update);
-    if (frame === undefined) return { state, facts: [] };
+    const read = readUpdate(message);
+    if ('facts' in read) return { state, facts: read.facts };
+    const { frame } = read;
     if (state.tools[frame.toolCallId] === undefined) {
       state.tools[frame.toolCallId] = true;
       return {

@@ -2,7 +2,7 @@ import type { Capabilities } from '@baton/protocol';
 import type { FactBody } from '../facts';
 import type { JsonRecord } from '../json';
 
-export type DialectName = 'claude' | 'codex' | 'generic';
+export type DialectName = 'claude' | 'codex' | 'qwen' | 'generic';
 
 /** What the agent said about itself in its `initialize` result. */
 export interface AgentIdentity {

@@ -1,19 +1,12 @@
-import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { usableBinary } from './real-session';
 
 /**
- * Where the real codex-acp adapter (`@zed-industries/codex-acp`, a native binary per platform in
- * `@zed-industries/codex-acp-<platform>-<arch>`) is, and the private HOME and config that run it
- * offline against a local Responses API server.
- *
- * It is not a dependency of the repo. To record, install it outside the repo and name the binary:
- *
- *   mkdir /tmp/codex && cd /tmp/codex && npm init -y && npm i @zed-industries/codex-acp@0.16.0
- *   chmod +x node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp   # npm leaves it 0644
- *   CODEX_ACP_EXECUTABLE=/tmp/codex/node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp \
- *     npx jest libs/acp/test/codex-real.spec.ts
- *
- * (If the platform package is ever a devDependency, it is found without the variable.)
+ * Where the real codex-acp adapter is, and the private HOME and config that run it offline against
+ * a local Responses API server. `@zed-industries/codex-acp` is a pinned devDependency; its native
+ * binary comes in the platform package `@zed-industries/codex-acp-<platform>-<arch>` (an optional
+ * dependency, so `npm ci` installs the one for this machine). `CODEX_ACP_EXECUTABLE` overrides it.
  */
 
 export const CODEX_ACP_VERSION = '0.16.0';
@@ -26,28 +19,20 @@ export interface CodexInstall {
 const platformPackage = `@zed-industries/codex-acp-${process.platform}-${process.arch}`;
 const binaryName = process.platform === 'win32' ? 'codex-acp.exe' : 'codex-acp';
 
-const usable = (binary: string, from: string): CodexInstall | { missing: string } => {
-  if (!existsSync(binary)) return { missing: `${from}: ${binary} does not exist` };
-  try {
-    accessSync(binary, constants.X_OK);
-  } catch {
-    return { missing: `${from}: ${binary} is not executable (chmod +x it: npm leaves it 0644)` };
-  }
-  return { binary };
-};
-
-/** The install, or why it is not usable here. */
+/** The install, or why this machine has none (only a platform the adapter ships no binary for). */
 export const findCodexInstall = (): CodexInstall | { missing: string } => {
   const explicit = process.env.CODEX_ACP_EXECUTABLE;
-  if (explicit !== undefined && explicit !== '') return usable(explicit, 'CODEX_ACP_EXECUTABLE');
+  if (explicit !== undefined && explicit !== '')
+    return usableBinary(explicit, 'CODEX_ACP_EXECUTABLE');
+  let pkg: string;
   try {
-    const pkg = require.resolve(`${platformPackage}/package.json`);
-    return usable(join(pkg, '..', 'bin', binaryName), platformPackage);
+    pkg = require.resolve(`${platformPackage}/package.json`);
   } catch {
     return {
-      missing: `codex-acp ${CODEX_ACP_VERSION} is not installed: set CODEX_ACP_EXECUTABLE to its native binary (npm i @zed-industries/codex-acp@${CODEX_ACP_VERSION} outside the repo; see libs/acp/test/support/codex-acp.ts)`,
+      missing: `codex-acp ${CODEX_ACP_VERSION} ships no binary for ${process.platform}-${process.arch} (no ${platformPackage} installed by npm ci); set CODEX_ACP_EXECUTABLE to run it`,
     };
   }
+  return usableBinary(join(pkg, '..', 'bin', binaryName), platformPackage);
 };
 
 /**

@@ -1,6 +1,17 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  chmodSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { foregroundActivity, liveRegistrations } from '@baton/activity';
 import type { StreamEntry } from '@baton/protocol';
 import { Owner } from '@baton/testing';
 import {
@@ -12,6 +23,7 @@ import {
   type Frame,
 } from '../../src';
 import { assertValidFact } from '../helpers';
+import type { ScriptedServer } from './scripted-script';
 import { scrubRecording, type ScrubOptions } from './scrub-recording';
 
 export const SESSION = 's1';
@@ -20,6 +32,36 @@ export const PROBE_MS = 60_000;
 
 /** A shell loop that waits for `file` to exist (`release` creates it). */
 export const waitForFile = (file: string) => `until [ -f ${file} ]; do sleep 0.1; done`;
+
+/**
+ * A native agent binary shipped in an npm package, ready to run, or why not. A package's file
+ * modes are the tarball's: one published without the execute bit gets it here (the file is ours,
+ * in node_modules), so a test never depends on how it was packed.
+ */
+export const usableBinary = (
+  binary: string,
+  from: string,
+): { binary: string } | { missing: string } => {
+  if (!existsSync(binary)) return { missing: `${from}: ${binary} does not exist` };
+  try {
+    accessSync(binary, constants.X_OK);
+  } catch {
+    try {
+      chmodSync(binary, statSync(binary).mode | 0o111);
+    } catch (e) {
+      return {
+        missing: `${from}: ${binary} is not executable and cannot be made so: ${String(e)}`,
+      };
+    }
+  }
+  return { binary };
+};
+
+/** Whether the agent sent a message (notification or request) of `method`. */
+export const agentSent = (s: { frames: Frame[] }, method: string): boolean =>
+  s.frames.some(
+    (f) => f.direction === 'agent->client' && (f.message as { method?: string }).method === method,
+  );
 
 /** The scripted model server a session talks to. */
 export interface ModelServer {
@@ -165,6 +207,11 @@ export abstract class RealSession<S extends ModelServer> {
     return s;
   }
 
+  /** The client's `session/cancel` for the running turn. */
+  cancel(): Promise<void> {
+    return this.host.cancel();
+  }
+
   release(file: string): void {
     writeFileSync(join(this.work, file), '');
   }
@@ -192,10 +239,24 @@ export abstract class RealSession<S extends ModelServer> {
     return this.facts.some(pred);
   }
 
+  /** The tool calls and updates the agent sent, in order: what a fact about a tool came from. */
+  private toolUpdates(): string[] {
+    return this.frames.flatMap((f) => {
+      const m = f.message as {
+        method?: string;
+        params?: { update?: { sessionUpdate?: string; toolCallId?: string; status?: string } };
+      };
+      const u = m.params?.update;
+      if (m.method !== 'session/update' || !u?.sessionUpdate?.startsWith('tool_call')) return [];
+      return [`${f.at} ${u.sessionUpdate} ${u.toolCallId} ${u.status ?? ''}`];
+    });
+  }
+
   describe(): string {
     return [
       `facts: ${this.facts.map((f) => `${f.type} ${JSON.stringify(f.data).slice(0, 160)}`).join('\n  ')}`,
       `model requests: ${JSON.stringify(this.requestSummaries())}`,
+      `agent's tool updates: ${this.toolUpdates().join('\n  ')}`,
       `stderr tail: ${this.stderr.slice(-2_000)}`,
     ].join('\n');
   }
@@ -218,5 +279,73 @@ export abstract class RealSession<S extends ModelServer> {
     await this.host?.close();
     await this.server.close();
     rmSync(this.home, { recursive: true, force: true });
+  }
+}
+
+/** `describe` where the agent's binary is installed; otherwise skipped, saying why. */
+export const describeWhereInstalled = (
+  install: { binary: string } | { missing: string },
+  spec: string,
+): jest.Describe => {
+  if (!('missing' in install)) return describe;
+  console.warn(`${spec}: skipped, ${install.missing}`);
+  return describe.skip;
+};
+
+/** Asks the model server to fail `late.session` at once on a request its script does not match. */
+export const failSessionOnUnmatched = (late: { session?: { fail(reason: string): void } }) => ({
+  onUnmatched: (r: unknown) =>
+    late.session?.fail(`the model server has no scripted turn for ${JSON.stringify(r)}`),
+  dumpTo: process.env.BATON_SCRIPTED_MODEL_DUMP,
+});
+
+/** Expects the handshake to have named `agent` and chosen `dialect`, with no handoff. */
+export const expectNegotiated = (
+  s: { facts: FactBody[] },
+  agent: { name: string; version: string },
+  dialect: string,
+): void => {
+  expect(s.facts.find((f) => f.type === 'capabilities.negotiated')).toMatchObject({
+    data: { agent, dialect, handoff: false, attestedKinds: [] },
+  });
+};
+
+export const toolStarted = (f: FactBody) => f.type === 'tool.started';
+export const toolDone = (f: FactBody) => f.type === 'tool.updated' && f.data.status === 'completed';
+export const turnEnded = (gen: number) => (f: FactBody) =>
+  f.type === 'turn.ended' && f.data.admissionGeneration === gen;
+
+/**
+ * The `exec` scenario's middle: the scripted command waits for `release-exec`; while it runs the
+ * turn is generating, then its tool completes.
+ */
+export const runHeldCommand = async <S extends ModelServer>(s: RealSession<S>): Promise<void> => {
+  await s.until('the command to start', () => s.has(toolStarted));
+  expect(foregroundActivity(s.session())).toBe('generating');
+  s.release('release-exec');
+  await s.until('the command to complete', () => s.has(toolDone));
+};
+
+/** The `cancel` scenario's middle: once the scripted command runs, the client cancels the turn. */
+export const cancelRunningCommand = async <S extends ModelServer>(
+  s: RealSession<S>,
+): Promise<void> => {
+  await s.until('the command to run', () => existsSync(join(s.work, 'started')));
+  await s.cancel();
+};
+
+/** After `finish`: every model request was scripted, and the session is idle with nothing left. */
+export const expectSettled = (s: RealSession<ModelServer & { unmatched(): unknown[] }>): void => {
+  expect(s.server.unmatched()).toEqual([]);
+  expect(foregroundActivity(s.session())).toBeNull();
+  expect(liveRegistrations(s.session())).toEqual([]);
+};
+
+/** A real session whose model is one of the scripted OpenAI servers (Responses, Chat Completions). */
+export abstract class OpenAiRealSession extends RealSession<ScriptedServer> {
+  protected observe(_fact: FactBody): void {}
+
+  protected requestSummaries(): string[] {
+    return this.server.requests.map((r) => `${r.path}:${r.answer}`);
   }
 }

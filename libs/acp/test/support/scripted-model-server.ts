@@ -1,6 +1,11 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { appendFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import {
+  readBody,
+  serveLoopback,
+  type ScriptedServer,
+  type ScriptedServerOptions,
+} from './scripted-server';
 
 /**
  * A small Anthropic Messages API on 127.0.0.1 that answers from a script, so the real Claude
@@ -67,29 +72,9 @@ export interface SeenRequest {
   report?: string;
 }
 
-export interface ScriptedModelServer {
-  url: string;
-  /** Every request in arrival order, with how it was answered. */
-  readonly requests: SeenRequest[];
-  /** Names of the scripted turns used so far, in order. */
-  readonly used: string[];
-  /** Conversation requests no scripted turn matched (each got a closing text answer). */
-  unmatched(): SeenRequest[];
-  close(): Promise<void>;
-}
-
-export interface ScriptedModelServerOptions {
-  script: ScriptTurn[];
-  /** Where unknown and unmatched requests are reported; the test output by default. */
-  log?: (line: string) => void;
-  /**
-   * Called at once for a conversation request no turn matched, with a report of what the request
-   * held: a scenario can fail right there instead of waiting for a state that will never come.
-   */
-  onUnmatched?: (request: SeenRequest) => void;
-  /** Appends every request (path and parsed body) to this JSONL file: for finding out what the CLI sent. */
-  dumpTo?: string;
-}
+/** Conversation requests no scripted turn matched each got a closing text answer. */
+export type ScriptedModelServer = ScriptedServer<SeenRequest>;
+export type ScriptedModelServerOptions = ScriptedServerOptions<ScriptTurn, SeenRequest>;
 
 type Json = Record<string, unknown>;
 
@@ -345,15 +330,6 @@ const sendStream = (res: ServerResponse, message: ReturnType<typeof messageOf>):
   res.end();
 };
 
-const readBody = (req: IncomingMessage): Promise<string> =>
-  new Promise((resolve, reject) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => (body += c));
-    req.on('end', () => resolve(body));
-    req.on('error', reject);
-  });
-
 const short = (s: string | undefined, n = 160): string =>
   (s ?? '').replace(/\s+/g, ' ').trim().slice(-n);
 
@@ -446,25 +422,17 @@ export const startScriptedModelServer = async (
     else sendJson(res, 200, message);
   };
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      log(`[scripted-model] handler failed: ${String(e)}`);
-      if (!res.headersSent)
-        sendJson(res, 500, { type: 'error', error: { type: 'api_error', message: String(e) } });
-      else res.end();
-    });
+  const { port, close } = await serveLoopback(handle, (e, res) => {
+    log(`[scripted-model] handler failed: ${String(e)}`);
+    if (!res.headersSent)
+      sendJson(res, 500, { type: 'error', error: { type: 'api_error', message: String(e) } });
+    else res.end();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
     used,
     unmatched: () => requests.filter((r) => r.kind === 'conversation' && r.answer === 'unmatched'),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close,
   };
 };

@@ -5,7 +5,8 @@ import type { Frame } from '../../src';
  * that do not matter: the private folder's path, the session id, SDK task and run ids, uuids,
  * scripted message ids and clock readings become stable names (by order of first appearance),
  * and times are rebased on a fixed start with their gaps kept. The long list of slash commands
- * the CLI advertises is cut to its first two entries. Nothing else is touched.
+ * the CLI advertises (and any list in that update's `_meta`) is cut to its first two entries.
+ * Nothing else is touched.
  */
 
 const BASE = Date.parse('2026-11-10T10:00:00.000Z');
@@ -74,8 +75,13 @@ export const scrubRecording = (
     if (
       update?.sessionUpdate === 'available_commands_update' &&
       Array.isArray(update.availableCommands)
-    )
+    ) {
       update.availableCommands = update.availableCommands.slice(0, 2);
+      // Qwen Code lists its skills here too, each with its whole text.
+      const meta = update._meta as Record<string, unknown> | undefined;
+      for (const [k, v] of Object.entries(meta ?? {}))
+        if (Array.isArray(v)) meta![k] = v.slice(0, 2);
+    }
     if (update?.sessionUpdate === 'session_info_update' && typeof update.updatedAt === 'string')
       update.updatedAt = rebased;
     const patch = (params?.message as { patch?: Record<string, unknown> } | undefined)?.patch;
