@@ -5531,4 +5531,496 @@ export const EXPECTED: Record<string, FactBody[]> = {
     },
     { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
   ],
+  'qwen-real-plain': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'qwen-code', version: '0.24.4' },
+        dialect: 'qwen',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, audio: true, embeddedContext: true },
+            sessionCapabilities: { list: {}, resume: {} },
+            mcpCapabilities: { sse: true, http: true },
+            _meta: {
+              imageCapability: {
+                autoHandlesWrongModel: true,
+                maxBytes: 10380902,
+                maxImagesPerTurn: 4,
+              },
+            },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-SAY-HELLO', admissionGeneration: 1 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 22 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 0 } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
+  'qwen-real-exec': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'qwen-code', version: '0.24.4' },
+        dialect: 'qwen',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, audio: true, embeddedContext: true },
+            sessionCapabilities: { list: {}, resume: {} },
+            mcpCapabilities: { sse: true, http: true },
+            _meta: {
+              imageCapability: {
+                autoHandlesWrongModel: true,
+                maxBytes: 10380902,
+                maxImagesPerTurn: 4,
+              },
+            },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-EXEC', admissionGeneration: 1 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call_scripted1',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'Shell',
+        toolKind: 'execute',
+      },
+    },
+    { type: 'foreground.output', data: { channel: 'message', chars: 0 } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'completed' } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 0 } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
+  'qwen-real-edit': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'qwen-code', version: '0.24.4' },
+        dialect: 'qwen',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, audio: true, embeddedContext: true },
+            sessionCapabilities: { list: {}, resume: {} },
+            mcpCapabilities: { sse: true, http: true },
+            _meta: {
+              imageCapability: {
+                autoHandlesWrongModel: true,
+                maxBytes: 10380902,
+                maxImagesPerTurn: 4,
+              },
+            },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-EDIT', admissionGeneration: 1 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call_scripted1',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'WriteFile',
+        toolKind: 'edit',
+      },
+    },
+    { type: 'foreground.output', data: { channel: 'message', chars: 0 } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'completed' } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 20 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 0 } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
+  'qwen-real-background': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'qwen-code', version: '0.24.4' },
+        dialect: 'qwen',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, audio: true, embeddedContext: true },
+            sessionCapabilities: { list: {}, resume: {} },
+            mcpCapabilities: { sse: true, http: true },
+            _meta: {
+              imageCapability: {
+                autoHandlesWrongModel: true,
+                maxBytes: 10380902,
+                maxImagesPerTurn: 4,
+              },
+            },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-BACKGROUND', admissionGeneration: 1 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call_scripted1',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'Shell',
+        toolKind: 'execute',
+      },
+    },
+    { type: 'foreground.output', data: { channel: 'message', chars: 0 } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'in_progress' } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'completed' } },
+    {
+      type: 'background.started',
+      data: {
+        work: {
+          kind: 'shell',
+          id: 'bg_2a1ffc13',
+          label: 'until [ -f release-bg ]; do sleep 0.1; done; echo late > bg-done',
+          startedAt: '2026-11-10T10:00:18.967Z',
+          command: 'until [ -f release-bg ]; do sleep 0.1; done; echo late > bg-done',
+          _meta: { qwen: { taskId: 'bg_2a1ffc13', toolCallId: 'call_scripted1' } },
+        },
+        toolCallId: 'call_scripted1',
+        attested: false,
+      },
+    },
+    { type: 'foreground.output', data: { channel: 'message', chars: 35 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 0 } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 94 } },
+    {
+      type: 'background.ended',
+      data: { workId: 'bg_2a1ffc13', kind: 'shell', status: 'completed' },
+    },
+    { type: 'foreground.output', data: { channel: 'message', chars: 94 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 19 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 0 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 0 } },
+    { type: 'prompt.dispatched', data: { promptId: 'p-SECOND', admissionGeneration: 2 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 14 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 0 } },
+    { type: 'turn.ended', data: { admissionGeneration: 2, stopReason: 'end_turn' } },
+  ],
+  'qwen-real-cancel': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'qwen-code', version: '0.24.4' },
+        dialect: 'qwen',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            promptCapabilities: { image: true, audio: true, embeddedContext: true },
+            sessionCapabilities: { list: {}, resume: {} },
+            mcpCapabilities: { sse: true, http: true },
+            _meta: {
+              imageCapability: {
+                autoHandlesWrongModel: true,
+                maxBytes: 10380902,
+                maxImagesPerTurn: 4,
+              },
+            },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-CANCEL', admissionGeneration: 1 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call_scripted1',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'Shell',
+        toolKind: 'execute',
+      },
+    },
+    { type: 'foreground.output', data: { channel: 'message', chars: 0 } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'in_progress' } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'failed' } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'cancelled' } },
+  ],
+  'opencode-real-plain': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'OpenCode', version: '1.18.33' },
+        dialect: 'generic',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            mcpCapabilities: { http: true, sse: true },
+            promptCapabilities: { embeddedContext: true, image: true },
+            sessionCapabilities: { close: {}, fork: {}, list: {}, resume: {} },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-SAY-HELLO', admissionGeneration: 1 } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 22 } },
+    { type: 'usage.reported', data: { tokens: { input: 100, output: 10, total: 110 } } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
+  'opencode-real-exec': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'OpenCode', version: '1.18.33' },
+        dialect: 'generic',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            mcpCapabilities: { http: true, sse: true },
+            promptCapabilities: { embeddedContext: true, image: true },
+            sessionCapabilities: { close: {}, fork: {}, list: {}, resume: {} },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-EXEC', admissionGeneration: 1 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call_scripted1',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'bash',
+        toolKind: 'execute',
+      },
+    },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'in_progress' } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'in_progress' } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'in_progress' } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'completed' } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 17 } },
+    { type: 'usage.reported', data: { tokens: { input: 100, output: 10, total: 110 } } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
+  'opencode-real-edit': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'OpenCode', version: '1.18.33' },
+        dialect: 'generic',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            mcpCapabilities: { http: true, sse: true },
+            promptCapabilities: { embeddedContext: true, image: true },
+            sessionCapabilities: { close: {}, fork: {}, list: {}, resume: {} },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-EDIT', admissionGeneration: 1 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call_scripted1',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'write',
+        toolKind: 'edit',
+      },
+    },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'in_progress' } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'completed' } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 20 } },
+    { type: 'usage.reported', data: { tokens: { input: 100, output: 10, total: 110 } } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
+  'opencode-real-subagent': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'OpenCode', version: '1.18.33' },
+        dialect: 'generic',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            mcpCapabilities: { http: true, sse: true },
+            promptCapabilities: { embeddedContext: true, image: true },
+            sessionCapabilities: { close: {}, fork: {}, list: {}, resume: {} },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-AGENT', admissionGeneration: 1 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call_scripted1',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'task',
+        toolKind: 'think',
+      },
+    },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'in_progress' } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'in_progress' } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'completed' } },
+    { type: 'foreground.output', data: { channel: 'message', chars: 19 } },
+    { type: 'usage.reported', data: { tokens: { input: 100, output: 10, total: 110 } } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'end_turn' } },
+  ],
+  'opencode-real-cancel': [
+    {
+      type: 'capabilities.negotiated',
+      data: {
+        agent: { name: 'OpenCode', version: '1.18.33' },
+        dialect: 'generic',
+        promptQueueing: false,
+        handoff: false,
+        attestedKinds: [],
+        unambiguousCompletionKinds: [],
+        asked: {
+          protocolVersion: 1,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+          },
+        },
+        answered: {
+          protocolVersion: 1,
+          agentCapabilities: {
+            loadSession: true,
+            mcpCapabilities: { http: true, sse: true },
+            promptCapabilities: { embeddedContext: true, image: true },
+            sessionCapabilities: { close: {}, fork: {}, list: {}, resume: {} },
+          },
+        },
+      },
+    },
+    { type: 'prompt.dispatched', data: { promptId: 'p-RUN-CANCEL', admissionGeneration: 1 } },
+    {
+      type: 'tool.started',
+      data: {
+        toolCallId: 'call_scripted1',
+        ownership: 'foreground',
+        status: 'pending',
+        title: 'bash',
+        toolKind: 'execute',
+      },
+    },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'in_progress' } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'in_progress' } },
+    { type: 'tool.updated', data: { toolCallId: 'call_scripted1', status: 'completed' } },
+    { type: 'usage.reported', data: { tokens: { input: 0, output: 0, total: 0 } } },
+    { type: 'turn.ended', data: { admissionGeneration: 1, stopReason: 'cancelled' } },
+  ],
 };

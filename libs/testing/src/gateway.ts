@@ -216,6 +216,21 @@ export const CAPS: Capabilities = {
 };
 
 /**
+ * The data of a `background.started` fact for work the agent did not attest: a shell running
+ * `command` (also its label), or a subagent with a chat of its own.
+ */
+export const shellStarted = (id: string, command = id, startedAt = new Date().toISOString()) => ({
+  attested: false,
+  work: { kind: 'shell', id, label: command, command, startedAt },
+});
+
+/** See {@link shellStarted}. */
+export const subagentStarted = (id: string, startedAt = new Date().toISOString()) => ({
+  attested: false,
+  work: { kind: 'subagent', id, label: id, chat: `ahp-chat:/${id}`, startedAt },
+});
+
+/**
  * Writes facts as a worker hosting one execution of a session does. `taskId` is the task's key
  * (`<tenant>/<task id>`, libs/protocol taskKey), as in an execution job.
  */
@@ -260,6 +275,25 @@ export class FakeWorker {
   }
 }
 
+/**
+ * A {@link FakeWorker} on session `sessionId` of a task (by its key), started, once the task's
+ * view shows the session: what a client that subscribes next is sure to see.
+ */
+export async function liveWorker(
+  store: EventStore,
+  taskId: string,
+  sessionId = 's1',
+  caps: Capabilities = CAPS,
+): Promise<FakeWorker> {
+  const w = new FakeWorker(store, taskId, sessionId);
+  await w.start(caps);
+  await waitFor(async () => {
+    const v = await store.views.read(taskId);
+    return v?.sessions.some((s) => s.sessionId === sessionId);
+  }, `session ${taskId}/${sessionId}`);
+  return w;
+}
+
 type Json = Record<string, unknown>;
 
 /** A real ws client that records every message and waits for the ones a test expects. */
@@ -292,6 +326,31 @@ export class Client {
       );
     });
     return new Client(ws);
+  }
+
+  /**
+   * The answer to an upgrade of `url`, for a test of refusals: 101 when it opens (it is closed
+   * again at once), or the status and body it was refused with.
+   */
+  static upgradeAnswer(
+    url: string,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url, { headers });
+      ws.once('open', () => {
+        ws.close();
+        resolve({ status: 101, body: '' });
+      });
+      ws.once('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      ws.once('error', (err) => {
+        if (!/Unexpected server response/.test(err.message)) reject(err);
+      });
+    });
   }
 
   send(m: unknown): void {

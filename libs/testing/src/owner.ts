@@ -12,8 +12,10 @@ import {
 import {
   decide,
   fold,
+  type AdmissionLimits,
   initialTaskState,
   type DecisionDraft,
+  type PermissionAnswer,
   type TaskState,
   type Timer,
 } from '@baton/activity';
@@ -30,6 +32,7 @@ type CommandType =
           : never
       : never
     : never;
+type Work = Data<'background.started'>['work'];
 
 export const CLAUDE_CAPS: Capabilities = {
   agent: { name: 'claude-agent-acp', version: '0.101.0' },
@@ -62,6 +65,8 @@ export class Owner {
   private commands = 0;
   /** When false, commands wait for an explicit decideNow(). */
   autoDecide = true;
+  /** The bounds decide applies (libs/activity's defaults unless set). */
+  limits: AdmissionLimits | undefined;
 
   constructor(readonly taskId = 't1') {
     this.state = initialTaskState(taskId);
@@ -77,7 +82,7 @@ export class Owner {
   }
 
   decideNow(timer?: Timer): DecisionDraft[] {
-    const drafts = decide(this.state, timer);
+    const drafts = decide(this.state, timer, this.limits);
     for (const d of drafts) {
       this.append({
         v: SCHEMA_VERSION,
@@ -87,6 +92,15 @@ export class Owner {
       } as StreamEntry);
     }
     return drafts;
+  }
+
+  /** One of the owner's clocks runs out for a session, and the owner decides on it. */
+  fire<T extends Timer['type']>(
+    type: T,
+    sessionId: string,
+    rest: Omit<Extract<Timer, { type: T }>, 'type' | 'sessionId'>,
+  ): DecisionDraft[] {
+    return this.decideNow({ type, sessionId, ...rest } as unknown as Timer);
   }
 
   fact<T extends FactType>(
@@ -149,6 +163,12 @@ export class Owner {
   execution(sessionId: string, executionId: string, generation: number) {
     const f = <T extends FactType>(type: T, data: Data<T>) =>
       this.fact(sessionId, executionId, generation, type, data);
+    const background = (attested: boolean, toolCallId: string | undefined, work: Work) =>
+      f('background.started', {
+        attested,
+        ...(toolCallId ? { toolCallId } : {}),
+        work,
+      });
     return {
       start: (caps: Capabilities = GENERIC_CAPS) => {
         f('execution.started', { startedAt: '2026-11-30T00:00:00Z' });
@@ -157,6 +177,26 @@ export class Owner {
       fact: f,
       dispatch: (promptId: string, admissionGeneration: number) =>
         f('prompt.dispatched', { promptId, admissionGeneration }),
+      /** The worker hands a claimed prompt to the agent, or reports that it could not. */
+      deliver: (claim: { promptId: string; generation: number }, delivered: boolean) =>
+        delivered
+          ? f('prompt.dispatched', {
+              promptId: claim.promptId,
+              admissionGeneration: claim.generation,
+            })
+          : f('prompt.dispatch_failed', {
+              promptId: claim.promptId,
+              admissionGeneration: claim.generation,
+              error: 'x',
+            }),
+      /** The worker reports that it handed the owner's answer to a permission request over. */
+      resolved: (requestId: string, answer: PermissionAnswer) =>
+        f('permission.resolved', {
+          requestId,
+          outcome: answer.outcome,
+          ...(answer.optionId !== null ? { optionId: answer.optionId } : {}),
+          by: answer.by,
+        }),
       output: () => f('foreground.output', { channel: 'message' }),
       idle: (origin: string, admissionGeneration?: number) =>
         f(
@@ -168,28 +208,20 @@ export class Owner {
       end: (reason: Data<'execution.ended'>['reason'] = 'completed') =>
         f('execution.ended', { reason }),
       subagent: (id: string, attested = true, toolCallId?: string) =>
-        f('background.started', {
-          attested,
-          ...(toolCallId ? { toolCallId } : {}),
-          work: {
-            kind: 'subagent',
-            id,
-            label: `agent ${id}`,
-            chat: `ahp-chat:/${id}`,
-            startedAt: '2026-11-30T00:00:01Z',
-          },
+        background(attested, toolCallId, {
+          kind: 'subagent',
+          id,
+          label: `agent ${id}`,
+          chat: `ahp-chat:/${id}`,
+          startedAt: '2026-11-30T00:00:01Z',
         }),
       shell: (id: string, attested = true, toolCallId?: string) =>
-        f('background.started', {
-          attested,
-          ...(toolCallId ? { toolCallId } : {}),
-          work: {
-            kind: 'shell',
-            id,
-            label: `shell ${id}`,
-            command: 'sleep 100',
-            startedAt: '2026-11-30T00:00:01Z',
-          },
+        background(attested, toolCallId, {
+          kind: 'shell',
+          id,
+          label: `shell ${id}`,
+          command: 'sleep 100',
+          startedAt: '2026-11-30T00:00:01Z',
         }),
       finished: (workId: string) => f('background.ended', { workId, status: 'completed' }),
     };
@@ -215,4 +247,33 @@ export class Owner {
       .filter((u) => u.type === 'prompt.decided' && u.data.promptId === promptId)
       .map((u) => (u.type === 'prompt.decided' ? u.data.decision : null));
   }
+}
+
+type SessionSettings = Omit<Data<'session.configure'>, 'commandId'>;
+
+/**
+ * A new owner whose session s1 (configured with `settings`, if any) runs execution e1
+ * (generation 1), started with `caps`.
+ */
+export function startedSession(
+  caps: Capabilities = GENERIC_CAPS,
+  settings?: SessionSettings,
+): { o: Owner; x: ReturnType<Owner['execution']> } {
+  const o = new Owner();
+  if (settings) o.command('s1', 'session.configure', settings);
+  const x = o.execution('s1', 'e1', 1);
+  x.start(caps);
+  return { o, x };
+}
+
+/** As startedSession, and the agent runs prompt `key`: claimed and dispatched as generation 1. */
+export function runningSession(
+  caps: Capabilities = GENERIC_CAPS,
+  key = 'k1',
+  settings?: SessionSettings,
+): { o: Owner; x: ReturnType<Owner['execution']>; p: string } {
+  const { o, x } = startedSession(caps, settings);
+  const p = o.submit('s1', key);
+  x.dispatch(p, 1);
+  return { o, x, p };
 }

@@ -3,8 +3,26 @@
 // updates are exactly those the projector publishes for the same entries.
 import fc from 'fast-check';
 import type { TaskView, Update } from '@baton/protocol';
-import { taskView, type TaskState } from '@baton/activity';
+import { taskView, type SessionState, type TaskState } from '@baton/activity';
+import { stepUpdate } from '@baton/client';
 import { CLAUDE_CAPS, GENERIC_CAPS, Owner, PERMISSION_OPTIONS } from './owner';
+
+/**
+ * One kind of generated step, `{ t, ...fields }`, drawn `weight` times as often as a kind of
+ * weight 1. The fields are drawn in the order given, after `t`, so a seed draws the same steps as
+ * the record written out.
+ */
+export function stepKind<T extends string, F extends object = Record<never, never>>(
+  weight: number,
+  t: T,
+  fields?: { [K in keyof F]: fc.Arbitrary<F[K]> },
+): fc.WeightedArbitrary<{ t: T } & F> {
+  const record = fc.record({ t: fc.constant(t), ...fields } as Record<
+    string,
+    fc.Arbitrary<unknown>
+  >);
+  return { weight, arbitrary: record as fc.Arbitrary<{ t: T } & F> };
+}
 
 const KEYS = ['k1', 'k2', 'k3', 'k4', 'k5'];
 // An integer-like id on purpose: it sorts first among a JS object's keys, which fixes view order.
@@ -13,101 +31,63 @@ const SESSIONS = ['s1', 's1', 's2', '7'];
 const step = fc.record({
   session: fc.constantFrom(...SESSIONS),
   a: fc.oneof(
-    { weight: 3, arbitrary: fc.record({ t: fc.constant('start' as const), claude: fc.boolean() }) },
-    { weight: 1, arbitrary: fc.record({ t: fc.constant('end' as const) }) },
-    { weight: 1, arbitrary: fc.record({ t: fc.constant('lost' as const) }) },
-    {
-      weight: 6,
-      arbitrary: fc.record({
-        t: fc.constant('submit' as const),
-        key: fc.constantFrom(...KEYS),
-        retry: fc.boolean(),
-      }),
-    },
-    { weight: 4, arbitrary: fc.record({ t: fc.constant('dispatch' as const), ok: fc.boolean() }) },
-    { weight: 2, arbitrary: fc.record({ t: fc.constant('output' as const) }) },
-    { weight: 3, arbitrary: fc.record({ t: fc.constant('idle' as const) }) },
-    { weight: 3, arbitrary: fc.record({ t: fc.constant('turnEnd' as const) }) },
-    {
-      weight: 4,
-      arbitrary: fc.record({
-        t: fc.constant('bgStart' as const),
-        n: fc.nat(3),
-        kind: fc.constantFrom('subagent', 'shell', 'monitor'),
-        relabel: fc.boolean(),
-      }),
-    },
-    {
-      weight: 3,
-      arbitrary: fc.record({
-        t: fc.constant('bgEnd' as const),
-        n: fc.nat(3),
-        identified: fc.boolean(),
-      }),
-    },
-    {
-      weight: 1,
-      arbitrary: fc.record({
-        t: fc.constant('cancelEntry' as const),
-        key: fc.constantFrom(...KEYS),
-      }),
-    },
-    {
-      weight: 1,
-      arbitrary: fc.record({ t: fc.constant('sendNow' as const), key: fc.constantFrom(...KEYS) }),
-    },
-    {
-      weight: 1,
-      arbitrary: fc.record({ t: fc.constant('autoRun' as const), enabled: fc.boolean() }),
-    },
-    { weight: 1, arbitrary: fc.record({ t: fc.constant('cancel' as const) }) },
-    {
-      weight: 1,
-      arbitrary: fc.record({
-        t: fc.constant('configure' as const),
-        handoff: fc.boolean(),
-        steering: fc.boolean(),
-        capacity: fc.constantFrom(0, 1, 3, 10),
-      }),
-    },
-    { weight: 1, arbitrary: fc.record({ t: fc.constant('reset' as const) }) },
-    { weight: 3, arbitrary: fc.record({ t: fc.constant('watchdog' as const) }) },
-    { weight: 1, arbitrary: fc.record({ t: fc.constant('delete' as const), rare: fc.nat(6) }) },
+    stepKind(3, 'start', { claude: fc.boolean() }),
+    stepKind(1, 'end'),
+    stepKind(1, 'lost'),
+    stepKind(6, 'submit', {
+      key: fc.constantFrom(...KEYS),
+      retry: fc.boolean(),
+    }),
+    stepKind(4, 'dispatch', { ok: fc.boolean() }),
+    stepKind(2, 'output'),
+    stepKind(3, 'idle'),
+    stepKind(3, 'turnEnd'),
+    stepKind(4, 'bgStart', {
+      n: fc.nat(3),
+      kind: fc.constantFrom('subagent', 'shell', 'monitor'),
+      relabel: fc.boolean(),
+    }),
+    stepKind(3, 'bgEnd', {
+      n: fc.nat(3),
+      identified: fc.boolean(),
+    }),
+    stepKind(1, 'cancelEntry', {
+      key: fc.constantFrom(...KEYS),
+    }),
+    stepKind(1, 'sendNow', { key: fc.constantFrom(...KEYS) }),
+    stepKind(1, 'autoRun', { enabled: fc.boolean() }),
+    stepKind(1, 'cancel'),
+    stepKind(1, 'configure', {
+      handoff: fc.boolean(),
+      steering: fc.boolean(),
+      capacity: fc.constantFrom(0, 1, 3, 10),
+    }),
+    stepKind(1, 'reset'),
+    stepKind(3, 'watchdog'),
+    stepKind(1, 'delete', { rare: fc.nat(6) }),
     // Issue 14's lifecycle: timers, an operator, execution requests, and the task's status.
-    {
-      weight: 2,
-      arbitrary: fc.record({
-        t: fc.constant('lifecycle' as const),
-        op: fc.constantFrom(
-          'cancelGrace',
-          'quiet',
-          'forceRelease',
-          'request',
-          'expire',
-          'archive',
-          'unarchive',
-          'deleteTask',
-        ),
-      }),
-    },
+    stepKind(2, 'lifecycle', {
+      op: fc.constantFrom(
+        'cancelGrace',
+        'quiet',
+        'forceRelease',
+        'request',
+        'expire',
+        'archive',
+        'unarchive',
+        'deleteTask',
+      ),
+    }),
     // Issue 18: the agent asks permission; a person answers, the timeout denies, the worker
     // hands the answer over.
-    {
-      weight: 2,
-      arbitrary: fc.record({
-        t: fc.constant('permission' as const),
-        n: fc.nat(2),
-        op: fc.constantFrom('ask', 'ask', 'answer', 'timeout', 'resolve'),
-      }),
-    },
+    stepKind(2, 'permission', {
+      n: fc.nat(2),
+      op: fc.constantFrom('ask', 'ask', 'answer', 'timeout', 'resolve'),
+    }),
     // Parking: the agent's ACP session, the owner's park, the worker closing the agent.
-    {
-      weight: 1,
-      arbitrary: fc.record({
-        t: fc.constant('park' as const),
-        close: fc.boolean(),
-      }),
-    },
+    stepKind(1, 'park', {
+      close: fc.boolean(),
+    }),
   ),
 });
 export type Step = typeof step extends fc.Arbitrary<infer S> ? S : never;
@@ -125,6 +105,83 @@ class RecordingOwner extends Owner {
     const before = this.updates.length;
     super.append(entry);
     this.checkpoints.push({ state: this.state, updates: this.updates.slice(before) });
+  }
+}
+
+/**
+ * The owner's park timer fires for a session's live execution (generation `gen`), after the agent
+ * reported its ACP session if it had not; with `close`, the worker then closes the parked agent.
+ */
+export function park(
+  owner: Owner,
+  sid: string,
+  gen: number,
+  { loadable, close }: { loadable: boolean; close: boolean },
+): void {
+  const live = owner.execution(sid, `${sid}-e${gen}`, gen);
+  if (owner.state.sessions[sid]?.agentSession?.executionId !== `${sid}-e${gen}`)
+    live.fact('agent.session', { acpSessionId: `acp-${sid}-${gen}`, loadable, loaded: false });
+  owner.fire('park', sid, { executionId: `${sid}-e${gen}` });
+  if (close && owner.state.sessions[sid]?.execution?.stopping === 'parked') live.end('completed');
+}
+
+/** Steps both generators (this one and libs/activity's properties) take alike. */
+export type CommonStep =
+  | { t: 'cancel' | 'reset' | 'forceRelease' | 'request' | 'quiet' | 'startExpiry' | 'watchdog' }
+  | { t: 'autoRun'; enabled: boolean }
+  | {
+      t: 'configure';
+      admission: 'coarse' | 'handoff';
+      steering: boolean;
+      capacity: number;
+      abandonedTurn?: 'stop_execution' | 'continue';
+    };
+
+/**
+ * A person's or an operator's command, or one of the owner's clocks, for session `sid` whose live
+ * execution is generation `gen`; `s` is the session as the step found it.
+ */
+export function playCommon(
+  owner: Owner,
+  sid: string,
+  gen: number,
+  s: SessionState | undefined,
+  a: CommonStep,
+): void {
+  switch (a.t) {
+    case 'cancel':
+      owner.command(sid, 'session.cancel', {});
+      break;
+    case 'reset':
+      owner.command(sid, 'session.reset', {});
+      break;
+    case 'forceRelease':
+      owner.command(sid, 'session.force_release', {});
+      break;
+    case 'request':
+      owner.command(sid, 'execution.request', { executionId: `${sid}-e${gen + 1}` });
+      break;
+    case 'autoRun':
+      owner.command(sid, 'queue.set_auto_run', { enabled: a.enabled });
+      break;
+    case 'configure':
+      owner.command(sid, 'session.configure', {
+        admission: a.admission,
+        steering: a.steering,
+        queueCapacity: a.capacity,
+        ...(a.abandonedTurn !== undefined ? { abandonedTurn: a.abandonedTurn } : {}),
+      });
+      break;
+    case 'quiet':
+      if (s) owner.fire('quiet', sid, { foregroundEpoch: s.foregroundEpoch });
+      break;
+    case 'startExpiry':
+      if (s?.requested)
+        owner.fire('execution_start', sid, { executionId: s.requested.executionId });
+      break;
+    case 'watchdog':
+      if (s?.turn) owner.fire('watchdog', sid, { admissionGeneration: s.turn.generation });
+      break;
   }
 }
 
@@ -148,12 +205,7 @@ export function play(steps: readonly Step[]): { owner: Owner; checkpoints: Check
         if (gen > 0) live.end('completed');
         break;
       case 'lost':
-        if (gen > 0)
-          owner.decideNow({
-            type: 'execution_lease_expired',
-            sessionId: sid,
-            executionId: `${sid}-e${gen}`,
-          });
+        if (gen > 0) owner.fire('execution_lease_expired', sid, { executionId: `${sid}-e${gen}` });
         break;
       case 'submit': {
         // A retry reuses the key under a fresh prompt id, as a second gateway would.
@@ -162,15 +214,7 @@ export function play(steps: readonly Step[]): { owner: Owner; checkpoints: Check
         break;
       }
       case 'dispatch':
-        if (gen > 0 && turn) {
-          if (a.ok) live.dispatch(turn.promptId, turn.generation);
-          else
-            live.fact('prompt.dispatch_failed', {
-              promptId: turn.promptId,
-              admissionGeneration: turn.generation,
-              error: 'x',
-            });
-        }
+        if (gen > 0 && turn) live.deliver(turn, a.ok);
         break;
       case 'output':
         if (gen > 0) live.output();
@@ -213,20 +257,8 @@ export function play(steps: readonly Step[]): { owner: Owner; checkpoints: Check
         owner.command(sid, a.t === 'cancelEntry' ? 'queue.cancel' : 'queue.send_now', { promptId });
         break;
       }
-      case 'autoRun':
-        owner.command(sid, 'queue.set_auto_run', { enabled: a.enabled });
-        break;
       case 'park':
-        if (gen === 0) break;
-        if (s?.agentSession?.executionId !== `${sid}-e${gen}`)
-          live.fact('agent.session', {
-            acpSessionId: `acp-${sid}-${gen}`,
-            loadable: gen % 2 === 1,
-            loaded: false,
-          });
-        owner.decideNow({ type: 'park', sessionId: sid, executionId: `${sid}-e${gen}` });
-        if (a.close && owner.state.sessions[sid]?.execution?.stopping === 'parked')
-          live.end('completed');
+        if (gen > 0) park(owner, sid, gen, { loadable: gen % 2 === 1, close: a.close });
         break;
       case 'permission': {
         const requestId = `${sid}-e${gen}-r${a.n}`;
@@ -239,21 +271,11 @@ export function play(steps: readonly Step[]): { owner: Owner; checkpoints: Check
           });
         if (a.op === 'answer')
           owner.command(sid, 'permission.respond', { requestId, optionId: 'allow' });
-        if (a.op === 'timeout')
-          owner.decideNow({ type: 'permission_timeout', sessionId: sid, requestId });
+        if (a.op === 'timeout') owner.fire('permission_timeout', sid, { requestId });
         const p = s?.permissions.find((r) => r.requestId === requestId);
-        if (a.op === 'resolve' && gen > 0 && p?.answer)
-          live.fact('permission.resolved', {
-            requestId,
-            outcome: p.answer.outcome,
-            ...(p.answer.optionId !== null ? { optionId: p.answer.optionId } : {}),
-            by: p.answer.by,
-          });
+        if (a.op === 'resolve' && gen > 0 && p?.answer) live.resolved(requestId, p.answer);
         break;
       }
-      case 'cancel':
-        owner.command(sid, 'session.cancel', {});
-        break;
       case 'configure':
         owner.command(sid, 'session.configure', {
           admission: a.handoff ? 'handoff' : 'coarse',
@@ -261,41 +283,22 @@ export function play(steps: readonly Step[]): { owner: Owner; checkpoints: Check
           queueCapacity: a.capacity,
         });
         break;
-      case 'reset':
-        owner.command(sid, 'session.reset', {});
-        break;
       case 'lifecycle':
         switch (a.op) {
           case 'cancelGrace':
             owner.command(sid, 'session.cancel', {});
             if (owner.state.sessions[sid]?.turn)
-              owner.decideNow({
-                type: 'cancel_grace',
-                sessionId: sid,
+              owner.fire('cancel_grace', sid, {
                 admissionGeneration: owner.state.sessions[sid]!.turn!.generation,
               });
             break;
           case 'quiet':
-            if (s)
-              owner.decideNow({
-                type: 'quiet',
-                sessionId: sid,
-                foregroundEpoch: s.foregroundEpoch,
-              });
-            break;
           case 'forceRelease':
-            owner.command(sid, 'session.force_release', {});
-            break;
           case 'request':
-            owner.command(sid, 'execution.request', { executionId: `${sid}-e${gen + 1}` });
+            playCommon(owner, sid, gen, s, { t: a.op });
             break;
           case 'expire':
-            if (s?.requested)
-              owner.decideNow({
-                type: 'execution_start',
-                sessionId: sid,
-                executionId: s.requested.executionId,
-              });
+            playCommon(owner, sid, gen, s, { t: 'startExpiry' });
             break;
           case 'archive':
             owner.taskCommand('task.archive');
@@ -309,17 +312,11 @@ export function play(steps: readonly Step[]): { owner: Owner; checkpoints: Check
             break;
         }
         break;
-      case 'watchdog':
-        if (s?.turn)
-          owner.decideNow({
-            type: 'watchdog',
-            sessionId: sid,
-            admissionGeneration: s.turn.generation,
-          });
-        break;
       case 'delete':
         if (a.rare === 0) owner.command(sid, 'session.delete', {});
         break;
+      default:
+        playCommon(owner, sid, gen, s, a);
     }
   }
   return { owner, checkpoints: owner.checkpoints };
@@ -328,3 +325,14 @@ export function play(steps: readonly Step[]): { owner: Owner; checkpoints: Check
 /** A snapshot as a client receives it: JSON, as it crossed the wire. */
 export const snapshotOf = (state: TaskState): TaskView =>
   JSON.parse(JSON.stringify(taskView(state))) as TaskView;
+
+/** The views a client that applied each update on its own, ignoring its group, would show. */
+export function viewsOneByOne(from: TaskView, updates: readonly Update[]): TaskView[] {
+  const views: TaskView[] = [];
+  let view = from;
+  for (const u of updates) {
+    const r = stepUpdate(view, u);
+    if (r.kind === 'applied') views.push((view = r.view));
+  }
+  return views;
+}

@@ -1,13 +1,14 @@
 import type { FactBody } from '@baton/acp';
 import { SCHEMA_VERSION, type InboxMessage, type StreamEntry } from '@baton/protocol';
-import { enqueueExecution, executionQueue, type ExecutionQueue } from '@baton/jobs';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, connectRedis, type Lease, type RedisClient } from '@baton/store';
+import { enqueueExecution, type ExecutionQueue } from '@baton/jobs';
+import type { RedisServer } from '@baton/redis-server';
+import type { EventStore, Lease } from '@baton/store';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { ROOT } from './processes';
+import { startQueueStore } from './queue-store';
 import { waitFor } from './wait';
 
 /**
@@ -103,10 +104,7 @@ export async function startWorkerStack(o: {
   projectorEnv?: Record<string, string>;
   workerEnv?: Record<string, string>;
 }): Promise<WorkerStack> {
-  const server = await startRedis();
-  const store = EventStore.connect({ url: server.url }, { shards: o.shards, prefix: o.prefix });
-  const queueConn: RedisClient = connectRedis({ url: server.url }, { maxRetriesPerRequest: null });
-  const queue = executionQueue(queueConn, o.prefix);
+  const { server, store, queue, stop } = await startQueueStore(o.prefix, o.shards);
   const common = { REDIS_URL: server.url, BATON_PREFIX: o.prefix, BATON_SHARDS: String(o.shards) };
   const [projector, worker] = await Promise.all([
     spawnLeasedProjector({ ...common, ...o.projectorEnv }),
@@ -128,10 +126,7 @@ export async function startWorkerStack(o: {
       worker.child.kill('SIGTERM');
       projector.child.kill('SIGTERM');
       await Promise.all([worker.exited, projector.exited]);
-      await queue.close();
-      queueConn.disconnect();
-      await store.close();
-      await server.stop();
+      await stop();
     },
   };
 }
@@ -239,6 +234,13 @@ export class OwnerDouble {
   }
 }
 
+/** A recorded `session/update` the agent sent at `at` (a recording line, before JSON). */
+export const agentUpdateFrame = (at: string, update: Record<string, unknown>, sessionId = 's') => ({
+  direction: 'agent->client',
+  at,
+  message: { jsonrpc: '2.0', method: 'session/update', params: { sessionId, update } },
+});
+
 /** A recording that holds a session busy: after the prompt, `chunks` message chunks `gapMs` apart. */
 export function writeBusyRecording(
   file: string,
@@ -291,34 +293,20 @@ export function writeBusyRecording(
     },
   ];
   for (let i = 0; i < chunks; i++) {
-    lines.push({
-      direction: 'agent->client',
-      at: at(5 + i * gapMs),
-      message: {
-        jsonrpc: '2.0',
-        method: 'session/update',
-        params: {
-          sessionId: 's',
-          update: {
-            sessionUpdate: 'agent_message_chunk',
-            content: { type: 'text', text: `chunk ${i} ` },
-          },
-        },
-      },
-    });
+    lines.push(
+      agentUpdateFrame(at(5 + i * gapMs), {
+        sessionUpdate: 'agent_message_chunk',
+        content: { type: 'text', text: `chunk ${i} ` },
+      }),
+    );
     if (usageEvery !== undefined && (i + 1) % usageEvery === 0)
-      lines.push({
-        direction: 'agent->client',
-        at: at(5 + i * gapMs),
-        message: {
-          jsonrpc: '2.0',
-          method: 'session/update',
-          params: {
-            sessionId: 's',
-            update: { sessionUpdate: 'usage_update', used: i + 1, size: 1_000 },
-          },
-        },
-      });
+      lines.push(
+        agentUpdateFrame(at(5 + i * gapMs), {
+          sessionUpdate: 'usage_update',
+          used: i + 1,
+          size: 1_000,
+        }),
+      );
   }
   lines.push({
     direction: 'agent->client',
@@ -409,27 +397,22 @@ export function writeBackgroundRecording(file: string, chunks: number, gapMs: nu
   const lines = [...head];
   for (let i = 0; i < chunks; i++) {
     lines.push(
-      JSON.stringify({
-        direction: 'agent->client',
-        at: at(i * gapMs),
-        message: {
-          jsonrpc: '2.0',
-          method: 'session/update',
-          params: {
-            sessionId: 'sess-1',
-            update: {
-              sessionUpdate: 'tool_call',
-              toolCallId: `toolu_child_${i}`,
-              title: 'Read File',
-              kind: 'read',
-              status: 'pending',
-              rawInput: {},
-              content: [],
-              _meta: { claudeCode: { toolName: 'Read', parentToolUseId: 'toolu_A' } },
-            },
+      JSON.stringify(
+        agentUpdateFrame(
+          at(i * gapMs),
+          {
+            sessionUpdate: 'tool_call',
+            toolCallId: `toolu_child_${i}`,
+            title: 'Read File',
+            kind: 'read',
+            status: 'pending',
+            rawInput: {},
+            content: [],
+            _meta: { claudeCode: { toolName: 'Read', parentToolUseId: 'toolu_A' } },
           },
-        },
-      }),
+          'sess-1',
+        ),
+      ),
     );
   }
   lines.push(
