@@ -4,6 +4,7 @@
  * redis-server of our own is started with its data in BATON_DATA_DIR, reachable only through a
  * unix socket there. Ctrl-C stops everything cleanly; the next start continues where this one left.
  */
+import { stopTracing } from './tracing';
 import {
   COMMON,
   ConfigError,
@@ -148,6 +149,7 @@ async function main(argv: string[]): Promise<void> {
     await worker.stop().catch((e: unknown) => say(`worker: ${String(e)}`));
     await projector.stop().catch((e: unknown) => say(`projector: ${String(e)}`));
     await embedded?.stop();
+    await stopTracing().catch(() => undefined);
     process.exit(0);
   };
   process.once('SIGINT', () => void stop('SIGINT'));

@@ -14,6 +14,7 @@ import {
   taskKey,
   type CommandResult,
   type TranscriptEntry,
+  type TranscriptGap,
 } from '@baton/protocol';
 import { EventStore, redact, redisTargetFromUrl } from '@baton/store';
 import { embeddedRedisUrl } from '@baton/redis-server';
@@ -106,6 +107,21 @@ function parse(argv: string[], options: ParseArgsConfig['options'] = {}) {
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+}
+
+/** `<task> [session] [--after <id>] [--json]`: what `transcript` and `follow` take. */
+function transcriptArgs(argv: string[], command: string) {
+  const { positionals: p, values } = parse(argv, {
+    after: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  const [taskId, sessionId] = positionals(p, ['task'], command);
+  return {
+    taskId: taskId!,
+    sessionId,
+    after: typeof values.after === 'string' ? values.after : undefined,
+    json: values.json === true,
+  };
 }
 
 function clientToken(config: ReturnType<typeof env>): string {
@@ -387,17 +403,14 @@ export async function run(
       return;
     }
     case 'transcript': {
-      const { positionals: p, values } = parse(rest, {
-        after: { type: 'string' },
-        json: { type: 'boolean' },
-      });
-      const [taskId, only] = positionals(p, ['task'], 'transcript');
-      const sessions = only !== undefined ? [only] : await sessionsOf(taskId!);
+      const { taskId, sessionId: only, after, json } = transcriptArgs(rest, 'transcript');
+      const sessions = only !== undefined ? [only] : await sessionsOf(taskId);
       for (const sessionId of sessions) {
-        if (sessions.length > 1 && !values.json) out(`── session ${sessionId} ──`);
-        const after = typeof values.after === 'string' ? values.after : undefined;
-        const entries = await transcriptOf(taskId!, sessionId, after);
-        if (values.json) for (const e of entries) out(JSON.stringify({ sessionId, ...e }));
+        if (sessions.length > 1 && !json) out(`── session ${sessionId} ──`);
+        const entries = await transcriptOf(taskId, sessionId, after, (gap) =>
+          note(gapNote(taskId, sessionId, gap)),
+        );
+        if (json) for (const e of entries) out(JSON.stringify({ sessionId, ...e }));
         else
           for (const l of formatTranscript(
             entries.map((e) => e.event),
@@ -408,14 +421,10 @@ export async function run(
       return;
     }
     case 'follow': {
-      const { positionals: p, values } = parse(rest, {
-        after: { type: 'string' },
-        json: { type: 'boolean' },
-      });
-      const [taskId, given] = positionals(p, ['task'], 'follow');
+      const { taskId, sessionId: given, after, json } = transcriptArgs(rest, 'follow');
       let sessionId = given;
       if (sessionId === undefined) {
-        const sessions = await sessionsOf(taskId!);
+        const sessions = await sessionsOf(taskId);
         if (sessions.length !== 1) {
           throw new UsageError(
             sessions.length === 0
@@ -432,12 +441,13 @@ export async function run(
           if (signal?.aborted) return resolve();
           signal?.addEventListener('abort', () => resolve(), { once: true });
           process.once('SIGINT', () => resolve());
-          const reader = client.transcript(taskId!, sessionId, {
-            ...(typeof values.after === 'string' ? { after: values.after } : {}),
+          const reader = client.transcript(taskId, sessionId, {
+            ...(after !== undefined ? { after } : {}),
             onEvents: (entries) => {
-              if (values.json) for (const e of entries) out(JSON.stringify(e));
+              if (json) for (const e of entries) out(JSON.stringify(e));
               else follower.take(entries.map((e) => e.event));
             },
+            onGap: (gap) => note(gapNote(taskId, sessionId, gap)),
             onError: (err) => {
               failed = err;
               resolve();
@@ -585,10 +595,19 @@ async function sessionsOf(taskId: string): Promise<string[]> {
 }
 
 /** Every event of a session's transcript after `after`, page by page. */
+/** What a reader is told when the transcript's retention removed events it had not read. */
+function gapNote(taskId: string, sessionId: string, gap: TranscriptGap): string {
+  return (
+    `baton: transcript of ${taskId}/${sessionId}: events after ${gap.after} through ` +
+    `${gap.through} were removed (retention) before they were read`
+  );
+}
+
 async function transcriptOf(
   taskId: string,
   sessionId: string,
   after: string | undefined,
+  onGap: (gap: TranscriptGap) => void,
 ): Promise<TranscriptEntry[]> {
   const all: TranscriptEntry[] = [];
   let cursor = after;
@@ -599,7 +618,8 @@ async function transcriptOf(
       'GET',
       `${sessionPath(taskId, sessionId)}/transcript?${q}`,
       undefined,
-    )) as { events: TranscriptEntry[]; cursor: string };
+    )) as { events: TranscriptEntry[]; cursor: string; gap?: TranscriptGap };
+    if (page.gap) onGap(page.gap);
     all.push(...page.events);
     // A page may be empty while the cursor moves past other sessions' events; the end is where
     // it no longer moves.

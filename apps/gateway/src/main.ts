@@ -1,35 +1,16 @@
 // The gateway process: `node dist/apps/gateway/src/main.js`, configured by the
 // environment (libs/config: COMMON and GATEWAY settings).
-import {
-  COMMON,
-  ConfigError,
-  GATEWAY,
-  PROFILES,
-  ProfilesError,
-  loadConfig,
-  loadProfiles,
-} from '@baton/config';
-import { startGateway } from '@baton/gateway';
-import { gatewayLimits } from '@baton/gateway';
+import { stopTracing } from './tracing';
+import { COMMON, GATEWAY, PROFILES, loadConfig, loadProfiles, settingsOrExit } from '@baton/config';
+import { gatewayLimits, startGateway } from '@baton/gateway';
+import { runMain, stopOnSignals } from '@baton/health';
 
-async function main(): Promise<void> {
-  let config;
-  let profiles;
-  try {
-    config = loadConfig({ ...COMMON, ...GATEWAY, ...PROFILES });
+runMain('gateway', async () => {
+  const { config, profiles } = settingsOrExit(() => ({
+    config: loadConfig({ ...COMMON, ...GATEWAY, ...PROFILES }),
     // The gateway refuses unknown profile names before it queues anything.
-    profiles = loadProfiles();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(2);
-    }
-    if (err instanceof ProfilesError) {
-      process.stderr.write(`invalid configuration: ${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
+    profiles: loadProfiles(),
+  }));
   const gateway = await startGateway({
     redisUrl: config.REDIS_URL,
     prefix: config.BATON_PREFIX,
@@ -47,25 +28,5 @@ async function main(): Promise<void> {
   process.stdout.write(
     `${JSON.stringify({ msg: 'gateway ready', url: gateway.url, port: gateway.port })}\n`,
   );
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    gateway.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        process.stderr.write(`gateway: stop after ${signal} failed: ${String(err)}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
-}
-
-main().catch((err: unknown) => {
-  process.stderr.write(
-    `gateway: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-  );
-  process.exit(1);
+  stopOnSignals('gateway', () => gateway.stop(), stopTracing, config.GATEWAY_SHUTDOWN_TIMEOUT_MS);
 });

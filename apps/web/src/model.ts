@@ -14,7 +14,7 @@ import type {
   TaskView,
 } from '@baton/protocol';
 
-export type Activity = 'generating' | 'background' | 'idle';
+export type Activity = 'waiting' | 'generating' | 'background' | 'idle';
 
 export interface Indicator {
   readonly activity: Activity;
@@ -27,6 +27,13 @@ export interface Indicator {
 }
 
 export const INDICATORS: Record<Activity, Indicator> = {
+  waiting: {
+    activity: 'waiting',
+    label: 'Waits for you',
+    title:
+      'Waits for you: the agent asked permission and does nothing until a person answers (or the request times out)',
+    text: 'waits for you',
+  },
   generating: {
     activity: 'generating',
     label: 'Generating',
@@ -49,29 +56,39 @@ export const INDICATORS: Record<Activity, Indicator> = {
 };
 
 /**
- * The tri-state of a session or a task aggregate. Background work that is still listed keeps a
- * session out of "done" even if a view ever said its foreground was idle.
+ * The headline of a session or a task aggregate. A wait for a person comes first: nothing moves
+ * until someone answers. Background work that is still listed, and not possibly finished, keeps
+ * a session out of "done" even if a view ever said its foreground was idle.
  */
 export function activityOf(
   a: Pick<TaskActivityView, 'foregroundActivity'>,
   backgroundWorkListed = false,
+  waitingForPerson = false,
 ): Activity {
+  if (waitingForPerson) return 'waiting';
   if (a.foregroundActivity === 'generating') return 'generating';
   if (a.foregroundActivity === 'background' || backgroundWorkListed) return 'background';
   return 'idle';
 }
 
-export function sessionIndicator(s: SessionView): Indicator {
-  return INDICATORS[activityOf(s.activity, s.backgroundWork.length > 0)];
+/** The session waits for a person (a view from before `waitingForPerson`: its attention says). */
+function waitsForPerson(s: SessionView): boolean {
+  return s.activity.waitingForPerson ?? s.activity.attention?.kind === 'needs_person';
 }
 
-/** The task's aggregate: the most active session wins. */
+/** Listed work that may still run: what "possibly finished" marks is shown as such, not as busy. */
+function workKnownToRun(s: SessionView): boolean {
+  return s.backgroundWork.some((w) => w.possiblyFinished !== true);
+}
+
+export function sessionIndicator(s: SessionView): Indicator {
+  return INDICATORS[activityOf(s.activity, workKnownToRun(s), waitsForPerson(s))];
+}
+
+/** The task's aggregate: a session waiting for a person first, else the most active session. */
 export function taskIndicator(t: TaskView): Indicator {
   return INDICATORS[
-    activityOf(
-      t.activity,
-      t.sessions.some((s) => s.backgroundWork.length > 0),
-    )
+    activityOf(t.activity, t.sessions.some(workKnownToRun), t.sessions.some(waitsForPerson))
   ];
 }
 
@@ -279,7 +296,9 @@ export function decisionText(d: PromptOutcome): string {
     case 'cancelled':
       return d.reason === 'force_released'
         ? `The prompt's turn was ended by an operator: ${d.message}`
-        : `The prompt's turn was ended: the agent did not answer the cancel (${d.message})`;
+        : d.reason === 'cancel_timeout'
+          ? `The prompt's turn was ended: the agent did not answer the cancel (${d.message})`
+          : `The prompt's turn was ended: ${d.message}`;
   }
 }
 

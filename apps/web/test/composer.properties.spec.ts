@@ -5,57 +5,41 @@
 import fc from 'fast-check';
 import { sessionView } from '@baton/activity';
 import type { PromptOutcome } from '@baton/protocol';
-import { CLAUDE_CAPS, GENERIC_CAPS, Owner } from '@baton/testing';
+import { CLAUDE_CAPS, GENERIC_CAPS, Owner, playCommon, stepKind } from '@baton/testing';
 import { composerMode, type ComposerMode } from '../src/model';
 
 const S = 's1';
 
 const action = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ t: fc.constant('start' as const), claude: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('startOnly' as const) }) },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      t: fc.constant('end' as const),
-      reason: fc.constantFrom('completed', 'failed', 'cancelled') as fc.Arbitrary<'completed'>,
-    }),
-  },
-  {
-    weight: 5,
-    arbitrary: fc.record({
-      t: fc.constant('submit' as const),
-      origin: fc.constantFrom('human', 'human', 'agent', 'wakeup') as fc.Arbitrary<'human'>,
-    }),
-  },
-  { weight: 5, arbitrary: fc.record({ t: fc.constant('dispatch' as const) }) },
-  { weight: 2, arbitrary: fc.record({ t: fc.constant('output' as const) }) },
-  { weight: 4, arbitrary: fc.record({ t: fc.constant('idle' as const) }) },
-  { weight: 3, arbitrary: fc.record({ t: fc.constant('turnEnd' as const) }) },
-  {
-    weight: 4,
-    arbitrary: fc.record({
-      t: fc.constant('bgStart' as const),
-      n: fc.nat(2),
-      kind: fc.constantFrom('shell', 'subagent'),
-      attested: fc.boolean(),
-    }),
-  },
-  { weight: 3, arbitrary: fc.record({ t: fc.constant('bgEnd' as const), n: fc.nat(2) }) },
+  stepKind(3, 'start', { claude: fc.boolean() }),
+  stepKind(1, 'startOnly'),
+  stepKind(1, 'end', {
+    reason: fc.constantFrom('completed', 'failed', 'cancelled') as fc.Arbitrary<'completed'>,
+  }),
+  stepKind(5, 'submit', {
+    origin: fc.constantFrom('human', 'human', 'agent', 'wakeup') as fc.Arbitrary<'human'>,
+  }),
+  stepKind(5, 'dispatch'),
+  stepKind(2, 'output'),
+  stepKind(4, 'idle'),
+  stepKind(3, 'turnEnd'),
+  stepKind(4, 'bgStart', {
+    n: fc.nat(2),
+    kind: fc.constantFrom('shell', 'subagent'),
+    attested: fc.boolean(),
+  }),
+  stepKind(3, 'bgEnd', { n: fc.nat(2) }),
   // A held-open Claude turn yielding to attested background work (where a handoff is possible).
-  { weight: 3, arbitrary: fc.record({ t: fc.constant('yield' as const), n: fc.nat(2) }) },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      t: fc.constant('configure' as const),
-      admission: fc.constantFrom('coarse', 'handoff') as fc.Arbitrary<'coarse'>,
-      steering: fc.boolean(),
-      capacity: fc.constantFrom(0, 1, 2, 10),
-    }),
-  },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('autoRun' as const), on: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('cancelHead' as const) }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('sendNowHead' as const) }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('cancelTurn' as const) }) },
+  stepKind(3, 'yield', { n: fc.nat(2) }),
+  stepKind(2, 'configure', {
+    admission: fc.constantFrom('coarse', 'handoff') as fc.Arbitrary<'coarse'>,
+    steering: fc.boolean(),
+    capacity: fc.constantFrom(0, 1, 2, 10),
+  }),
+  stepKind(1, 'autoRun', { enabled: fc.boolean() }),
+  stepKind(1, 'cancelHead'),
+  stepKind(1, 'sendNowHead'),
+  stepKind(1, 'cancel'),
 );
 type Action = typeof action extends fc.Arbitrary<infer A> ? A : never;
 
@@ -117,14 +101,9 @@ function play(owner: Owner, a: Action, ctx: { gen: number; prompts: number }): v
       }
       return;
     case 'configure':
-      owner.command(S, 'session.configure', {
-        admission: a.admission,
-        steering: a.steering,
-        queueCapacity: a.capacity,
-      });
-      return;
     case 'autoRun':
-      owner.command(S, 'queue.set_auto_run', { enabled: a.on });
+    case 'cancel':
+      playCommon(owner, S, ctx.gen, s, a);
       return;
     case 'cancelHead':
     case 'sendNowHead': {
@@ -134,9 +113,6 @@ function play(owner: Owner, a: Action, ctx: { gen: number; prompts: number }): v
       else owner.command(S, 'queue.send_now', { promptId: head });
       return;
     }
-    case 'cancelTurn':
-      owner.command(S, 'session.cancel', {});
-      return;
   }
 }
 

@@ -1,7 +1,7 @@
 // The conversation panel in a real browser (Debian's chromium through playwright-core) against
 // Baton's one-process run on a real redis-server: a replayed Claude turn with a shell and a
-// permission a person answers on the page, an edit's diff, the timeline's link to a turn, and
-// agent output that tries to run script or load remote content. Screenshots go to
+// permission a person answers on the page, an edit's diff, the timeline's link to a turn,
+// agent output that tries to run script or load remote content, and a replayed Codex turn. Screenshots go to
 // apps/web/screenshots/.
 import { taskKey } from '@baton/protocol';
 import { freePort, startRedis, type RedisServer } from '@baton/redis-server';
@@ -41,6 +41,31 @@ describe('the conversation panel in a browser', () => {
       taskKey('local', 't1'),
       events.map((event) => ({ sessionId, executionId: 'injected', event })),
     );
+
+  /**
+   * Replays `recording` as session s1 of `taskId` until its agent is ready, prompts `text` with
+   * the CLI, and opens the session's page: its conversation list, once it shows the prompt.
+   */
+  const replayAndPrompt = async (taskId: string, recording: string, text: string) => {
+    const r = await cli(['exec', taskId, 's1', '--recording', recording, '--speed', '0'], env);
+    expect(r.code).toBe(0);
+    await waitFor(
+      async () =>
+        (
+          await getJson<{ activity: { state: string } }>(
+            `${base}/v1/tasks/${taskId}/sessions/s1`,
+            token(),
+          )
+        ).activity.state === 'idle',
+      'agent ready',
+      WAIT,
+    );
+    expect((await cli(['prompt', taskId, 's1', text], env)).code).toBe(0);
+    await page.goto(`${base}/?token=${token()}#${taskId}/s1`);
+    const list = page.locator('#conversation-list');
+    await list.locator('.conv-prompt').filter({ hasText: text }).waitFor();
+    return list;
+  };
 
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
@@ -93,22 +118,11 @@ describe('the conversation panel in a browser', () => {
   });
 
   it('shows a replayed turn: the prompt, the shell, the permission answered on the page, usage', async () => {
-    const r = await cli(
-      ['exec', 't1', 's1', '--recording', 'claude-shell-background-plain.jsonl', '--speed', '0'],
-      env,
+    const list = await replayAndPrompt(
+      't1',
+      'claude-shell-background-plain.jsonl',
+      'Wait in the background',
     );
-    expect(r.code).toBe(0);
-    await waitFor(
-      async () =>
-        (await getJson<{ activity: { state: string } }>(`${base}/v1/tasks/t1/sessions/s1`, token()))
-          .activity.state === 'idle',
-      'agent ready',
-      WAIT,
-    );
-    expect((await cli(['prompt', 't1', 's1', 'Wait in the background'], env)).code).toBe(0);
-    await page.goto(`${base}/?token=${token()}#t1/s1`);
-    const list = page.locator('#conversation-list');
-    await list.locator('.conv-prompt').filter({ hasText: 'Wait in the background' }).waitFor();
     // The permission, asked on the page: its card says what is asked, then how it was settled.
     const asks = page.locator('#permissions');
     await asks.waitFor({ timeout: WAIT });
@@ -312,5 +326,29 @@ describe('the conversation panel in a browser', () => {
     ).toEqual([]);
     await msg.scrollIntoViewIfNeeded();
     await shot('21-conversation-hostile');
+  });
+
+  it('shows a replayed Codex turn: the prompt, the command with its output and exit, the answer', async () => {
+    // The recording's own prompt, as its client sent it.
+    const list = await replayAndPrompt(
+      'codex',
+      'codex-real-terminal-exec.jsonl',
+      'prompt RUN-EXEC',
+    );
+    await list
+      .locator('.conv-agent')
+      .filter({ hasText: 'It printed hello.' })
+      .waitFor({ timeout: WAIT });
+    const tool = list.locator('.conv-tool').filter({ hasText: 'echo hello' });
+    await tool.locator('summary').click();
+    expect(await tool.textContent()).toContain(
+      'until [ -f release-exec ]; do sleep 0.1; done; echo hello',
+    );
+    expect(await tool.locator('pre.output').textContent()).toBe('hello\n');
+    expect(await tool.textContent()).toContain('exit 0');
+    expect(await page.locator('#conversation-usage .usage-text').textContent()).toBe(
+      'Context: 110 of 258,400 tokens (0%)',
+    );
+    await shot('22-conversation-codex');
   });
 });

@@ -7,7 +7,8 @@ import fc from 'fast-check';
 import { initialTaskState } from '@baton/activity';
 import { GroupBuffer, applyGroup, stepUpdate } from '@baton/client';
 import type { TaskView, Update } from '@baton/protocol';
-import { CLAUDE_CAPS, Owner, play, snapshotOf, streams } from '@baton/testing';
+import { CLAUDE_CAPS, play, snapshotOf, streams } from '@baton/testing';
+import { startedSession, viewsOneByOne } from '@baton/testing';
 import { sessionIndicator, stateText, subagentText, taskIndicator, workLine } from '../src/model';
 
 /** What the page shows of a task view, as the page model derives it. */
@@ -65,9 +66,7 @@ describe('the page over whole groups of updates', () => {
   });
 
   it('never says "1 subagent" beside an empty work list', () => {
-    const o = new Owner('t1');
-    const x = o.execution('s1', 'e1', 1);
-    x.start(CLAUDE_CAPS);
+    const { o, x } = startedSession(CLAUDE_CAPS);
     const promptId = o.submit('s1', 'k1');
     x.dispatch(promptId, o.session('s1').turn!.generation);
     x.output();
@@ -80,12 +79,7 @@ describe('the page over whole groups of updates', () => {
       ]);
     const stranded = (view: TaskView) =>
       shows(view).some(([n, work]) => n !== '0 subagents' && work.length === 0);
-    let v = snapshotOf(initialTaskState('t1'));
-    const oneByOne: TaskView[] = [];
-    for (const u of o.updates) {
-      const r = stepUpdate(v, u);
-      if (r.kind === 'applied') oneByOne.push((v = r.view));
-    }
+    const oneByOne = viewsOneByOne(snapshotOf(initialTaskState('t1')), o.updates);
     expect(oneByOne.some(stranded)).toBe(true);
     const views = pageViews(snapshotOf(initialTaskState('t1')), o.updates);
     expect(views.filter(stranded)).toEqual([]);

@@ -15,6 +15,7 @@ import {
   usageText,
   workLine,
 } from '../src/model';
+import { EMPTY_QUEUE, activityView } from '@baton/testing';
 
 const shell: BackgroundWork = {
   kind: 'shell',
@@ -27,17 +28,8 @@ const shell: BackgroundWork = {
 function session(over: Partial<SessionView['activity']> = {}, work: BackgroundWork[] = []) {
   return {
     sessionId: 's1',
-    activity: {
-      state: 'idle',
-      foregroundActivity: null,
-      activeSubagentCount: 0,
-      supportsSteering: false,
-      runningGeneration: null,
-      admission: 'coarse',
-      attention: null,
-      ...over,
-    },
-    queue: { autoRun: true, capacity: 10, entries: [], blockedBy: null },
+    activity: activityView(over),
+    queue: EMPTY_QUEUE,
     backgroundWork: work,
   } satisfies SessionView;
 }
@@ -45,9 +37,10 @@ function session(over: Partial<SessionView['activity']> = {}, work: BackgroundWo
 describe('the tri-state indicator', () => {
   it('has a distinct accessible label and tooltip for each state', () => {
     const all = Object.values(INDICATORS);
-    expect(new Set(all.map((i) => i.label)).size).toBe(3);
-    expect(new Set(all.map((i) => i.title)).size).toBe(3);
+    expect(new Set(all.map((i) => i.label)).size).toBe(4);
+    expect(new Set(all.map((i) => i.title)).size).toBe(4);
     expect(all.map((i) => i.label)).toEqual([
+      'Waits for you',
       'Generating',
       'Working in the background',
       'Idle, done',
@@ -61,6 +54,47 @@ describe('the tri-state indicator', () => {
       'generating',
     );
     expect(sessionIndicator(session()).activity).toBe('idle');
+  });
+
+  it('does not call work busy that is only possibly finished (issue 30)', () => {
+    const maybe = { ...shell, possiblyFinished: true as const };
+    expect(sessionIndicator(session({}, [maybe])).activity).toBe('idle');
+    expect(sessionIndicator(session({}, [maybe, { ...shell, id: 'shell:2' }])).activity).toBe(
+      'background',
+    );
+    const view = {
+      taskId: 't1',
+      status: 'active' as const,
+      seq: 3,
+      activity: { foregroundActivity: null, activeSubagentCount: 0 },
+      sessions: [session({}, [maybe])],
+    };
+    expect(taskIndicator(view).activity).toBe('idle');
+  });
+
+  it('says "waits for you", not a spinner, while the agent waits for a person (issue 30)', () => {
+    const waiting = session({ state: 'running', waitingForPerson: true }, [shell]);
+    expect(sessionIndicator(waiting).activity).toBe('waiting');
+    expect(sessionIndicator(waiting).text).toBe('waits for you');
+    expect(
+      sessionIndicator(session({ state: 'running', foregroundActivity: 'generating' })).activity,
+    ).toBe('generating');
+    // A view from before the field: its attention says it.
+    const older = session({
+      state: 'running',
+      foregroundActivity: 'generating',
+      attention: { kind: 'needs_person', reason: 'permission_requested', message: 'asks' },
+    });
+    expect(sessionIndicator(older).activity).toBe('waiting');
+    // The task: a session waiting for a person comes before the most active one.
+    const view = {
+      taskId: 't1',
+      status: 'active' as const,
+      seq: 3,
+      activity: { foregroundActivity: 'generating' as const, activeSubagentCount: 0 },
+      sessions: [session({ foregroundActivity: 'generating' }), waiting],
+    };
+    expect(taskIndicator(view).label).toBe('Waits for you');
   });
 
   it("shows a task's aggregate: the most active session wins", () => {

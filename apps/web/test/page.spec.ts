@@ -547,6 +547,8 @@ describe('the live activity page in a browser', () => {
       .filter({ hasText: 'Needs you: the agent asks permission: Edit src/a.ts' })
       .waitFor();
     await row('t3', 's1').locator('.session-needs').filter({ hasText: 'needs you' }).waitFor();
+    // The headline says it waits for you, not a spinner (issue 30).
+    await indicator(row('t3', 's1'), 'Waits for you').waitFor();
     await page
       .locator('[data-task="t3"] .task-needs')
       .filter({ hasText: '1 session needs you' })
@@ -557,6 +559,7 @@ describe('the live activity page in a browser', () => {
     await result.filter({ hasText: 'Answered the agent: Allow.' }).waitFor();
     await asks.waitFor({ state: 'hidden' });
     await row('t3', 's1').locator('.session-needs').waitFor({ state: 'hidden' });
+    await indicator(row('t3', 's1'), 'Waits for you').waitFor({ state: 'detached' });
     await waitFor(
       async () => (await session('t3', 's1')).activity.state === 'waiting_for_input',
       'the agent went on and ended its turn',

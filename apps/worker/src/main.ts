@@ -4,42 +4,23 @@
  * running execution ended (with its execution.ended fact, its agent's process group killed), then
  * exit 0.
  */
-import { ConfigError, PROFILES, ProfilesError, loadConfig, loadProfiles } from '@baton/config';
+import { stopTracing } from './tracing';
+import { PROFILES, loadConfig, loadProfiles, settingsOrExit } from '@baton/config';
+import { runMain, stopOnSignals } from '@baton/health';
 import { WORKER_SETTINGS, startWorker, workerOptions } from '@baton/worker';
 
-async function main(): Promise<void> {
-  let config;
-  let profiles;
-  try {
-    config = loadConfig({ ...WORKER_SETTINGS, ...PROFILES });
-    profiles = loadProfiles();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(2);
-    }
-    if (err instanceof ProfilesError) {
-      process.stderr.write(`invalid configuration: ${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
-  const worker = await startWorker({ ...workerOptions(config), profiles: { ...profiles } });
-  const onSignal = (signal: NodeJS.Signals) => {
-    process.stderr.write(`worker ${worker.instanceId}: ${signal}, stopping\n`);
-    worker.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        process.stderr.write(`worker ${worker.instanceId}: stop failed: ${String(err)}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
-}
-
-main().catch((err: unknown) => {
-  process.stderr.write(`worker failed to start: ${String(err)}\n`);
-  process.exit(1);
+runMain('worker', async () => {
+  const { config, profiles } = settingsOrExit(() => ({
+    config: loadConfig({ ...WORKER_SETTINGS, ...PROFILES }),
+    profiles: loadProfiles(),
+  }));
+  const options = workerOptions(config);
+  const worker = await startWorker({ ...options, profiles: { ...profiles } });
+  // The stop bounds its own waits at the shutdown period; the margin lets it log why first.
+  stopOnSignals(
+    `worker ${worker.instanceId}`,
+    () => worker.stop(),
+    stopTracing,
+    options.periods.shutdown + 1_000,
+  );
 });
