@@ -3,59 +3,36 @@
 // (raw JSON-RPC over /ahp, folding with the spec's reducer) reads back the user message, the
 // answer, a tool call's command and output, a permission's content and the usage, under the
 // Baton prompt id, on two connections, after a reconnect and as a late subscriber.
-import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { taskKey, type StreamEntry } from '@baton/protocol';
 import {
+  AhpClient,
   reduce,
   Client,
-  startStack,
-  token,
-  type Stack,
-  spawnWorker,
-  stopWorker,
-  type WorkerProcess,
+  FIXTURES,
+  startAgentStack,
   waitFor,
+  type AgentStack,
 } from '@baton/testing';
 
 jest.setTimeout(180_000);
 
 type Json = Record<string, unknown>;
-const TENANT = 'acme';
-const FIXTURES = join(__dirname, '../libs/acp/fixtures');
 const CLAUDE = 'claude-shell-background-plain';
 const CODEX = 'codex-real-exec';
-const PROFILES = JSON.stringify({
-  profiles: {
-    claude: { kind: 'replay', recording: CLAUDE, speed: 0, permissionPolicy: 'ask' },
-    codex: { kind: 'replay', recording: CODEX, speed: 0, permissionPolicy: 'allow-once' },
-  },
-});
 
-let stack: Stack;
-let worker: WorkerProcess;
-const tok = token({ tenant: TENANT, scope: 'read prompt execute' });
+let stack: AgentStack;
 
 beforeAll(async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'baton-recordings-'));
-  for (const f of [CLAUDE, CODEX])
-    copyFileSync(join(FIXTURES, `${f}.jsonl`), join(dir, `${f}.jsonl`));
-  stack = await startStack({
-    gateways: 1,
-    projectors: 1,
-    gatewayEnv: { BATON_PROFILES: PROFILES },
-  });
-  worker = await spawnWorker({
-    ...stack.env,
-    BATON_PROFILES: PROFILES,
-    WORKER_RECORDINGS_DIR: dir,
+  stack = await startAgentStack({
+    profiles: {
+      claude: { kind: 'replay', recording: CLAUDE, speed: 0, permissionPolicy: 'ask' },
+      codex: { kind: 'replay', recording: CODEX, speed: 0, permissionPolicy: 'allow-once' },
+    },
+    recordings: [CLAUDE, CODEX],
   });
 });
-afterAll(async () => {
-  await stopWorker(worker);
-  await stack?.stop();
-});
+afterAll(() => stack?.stop());
 
 /** What the recording's agent said, read off its ACP frames. */
 function recorded(name: string) {
@@ -81,86 +58,23 @@ function recorded(name: string) {
   return { answer, permission, usage };
 }
 
-const rest = (method: string, path: string, body?: unknown) =>
-  fetch(`${stack.gateways[0]!.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-
-const stream = async (taskId: string): Promise<StreamEntry[]> =>
-  (await stack.store.readTask(taskKey(TENANT, taskId), '0-0', 1_000)).items.map((i) => i.entry);
-
 /** The Baton prompt id of the prompt with idempotency key `key`, as the gateway wrote it. */
 async function promptIdOf(taskId: string, key: string): Promise<string> {
-  const e = (await stream(taskId)).find(
+  const e = (await stack.stream(taskId)).find(
     (x) => x.type === 'prompt.submit' && (x.data as Json).idempotencyKey === key,
   );
   return (e!.data as Json).promptId as string;
 }
 
-/** A spec-written AHP client: initialize, the chat's snapshot, then every action folded. */
-class AhpClient {
-  state: Json = {};
-  lastSeq = 0;
-  private constructor(
-    readonly c: Client,
-    readonly chat: string,
-  ) {}
-
-  static async open(clientId: string, chat: string): Promise<AhpClient> {
-    const c = await Client.connect(stack.gateways[0]!.wsUrl, tok, '/ahp');
-    const me = new AhpClient(c, chat);
-    const init = (
-      await c.rpc('initialize', {
-        channel: 'ahp-root://',
-        protocolVersions: ['1.0.0'],
-        clientId,
-        clientInfo: { name: 'Visual Studio Code', version: '1.107.0' },
-        initialSubscriptions: [chat],
-      })
-    ).result as Json;
-    const snap = (init.snapshots as Json[])[0]!;
-    me.state = snap.state as Json;
-    me.lastSeq = snap.fromSeq as number;
-    return me;
-  }
-
-  /** Folds what the host sent since the last look (in serverSeq order). */
-  fold(): Json {
-    for (const m of this.c.messages as Json[]) {
-      if (m.method !== 'action') continue;
-      const p = m.params as Json;
-      if (p.channel !== this.chat || (p.serverSeq as number) <= this.lastSeq) continue;
-      this.state = reduce(this.state, p.action as Json);
-      this.lastSeq = p.serverSeq as number;
-    }
-    return this.state;
-  }
-
-  actions(): Json[] {
-    return (this.c.messages as Json[])
-      .filter((m) => m.method === 'action' && (m.params as Json).channel === this.chat)
-      .map((m) => (m.params as Json).action as Json);
-  }
-
-  async turnEnded(id: string): Promise<Json> {
-    return waitFor(
-      () => {
-        const t = ((this.fold().turns as Json[]) ?? []).find((x) => x.id === id);
-        return Promise.resolve(t ?? null);
-      },
-      `turn ${id} to end`,
-      60_000,
-    );
-  }
-}
+/** A spec-written AHP client on the stack's gateway, subscribed to `chat`. */
+const open = (clientId: string, chat: string) =>
+  AhpClient.open(stack.gateways[0]!.wsUrl, stack.token, clientId, chat);
 
 async function started(taskId: string, profile: string): Promise<void> {
-  const r = await rest('POST', `/v1/tasks/${taskId}/sessions/s/executions`, { profile });
-  expect(r.status).toBe(202);
+  expect((await stack.execute(taskId, { profile })).status).toBe(202);
   await waitFor(
-    async () => ((await stream(taskId)).some((e) => e.type === 'execution.started') ? true : null),
+    async () =>
+      (await stack.stream(taskId)).some((e) => e.type === 'execution.started') ? true : null,
     `${taskId} running`,
     30_000,
   );
@@ -181,26 +95,13 @@ it('Claude: the turn carries the prompt, the answer, the shell call with its per
   const taskId = 't-claude';
   const chat = `ahp-chat:/${taskId}/s`;
   await started(taskId, 'claude');
-  const a = await AhpClient.open('ahp-a', chat);
-  const b = await AhpClient.open('ahp-b', chat);
+  const a = await open('ahp-a', chat);
+  const b = await open('ahp-b', chat);
   // The turn is started by client A, as VS Code does.
-  a.c.send({
-    jsonrpc: '2.0',
-    method: 'dispatchAction',
-    params: {
-      channel: chat,
-      clientSeq: 1,
-      action: {
-        type: 'chat/turnStarted',
-        turnId: 'turn-claude-1',
-        startedAt: new Date().toISOString(),
-        message: { text: 'Wait in the background', origin: { kind: 'user' } },
-      },
-    },
-  });
+  a.startTurn(1, 'turn-claude-1', 'Wait in the background');
   const promptId = await waitFor(
     async () =>
-      (await stream(taskId)).some((e) => e.type === 'prompt.submit')
+      (await stack.stream(taskId)).some((e) => e.type === 'prompt.submit')
         ? promptIdOf(taskId, 'turn-claude-1')
         : null,
     'the prompt',
@@ -223,7 +124,7 @@ it('Claude: the turn carries the prompt, the answer, the shell call with its per
   });
   expect((a.state.status as number) & 31).toBe(24); // InputNeeded
   // A client that subscribes mid-turn finds the running turn, under its id, with what it has so far.
-  const mid = await AhpClient.open('ahp-mid', chat);
+  const mid = await open('ahp-mid', chat);
   const running = mid.state.activeTurn as Json;
   expect(running).toMatchObject({ id: promptId, message: { text: 'Wait in the background' } });
   expect(tools(running).map((x) => [x.toolCallId, x.status])).toEqual([
@@ -231,21 +132,13 @@ it('Claude: the turn carries the prompt, the answer, the shell call with its per
   ]);
   await mid.c.close();
   // Client A answers it, the spec's way.
-  a.c.send({
-    jsonrpc: '2.0',
-    method: 'dispatchAction',
-    params: {
-      channel: chat,
-      clientSeq: 2,
-      action: {
-        type: 'chat/toolCallConfirmed',
-        turnId: promptId,
-        toolCallId: 'toolu_B',
-        approved: true,
-        confirmed: 'user-action',
-        selectedOptionId: 'allow',
-      },
-    },
+  a.dispatch(2, {
+    type: 'chat/toolCallConfirmed',
+    turnId: promptId,
+    toolCallId: 'toolu_B',
+    approved: true,
+    confirmed: 'user-action',
+    selectedOptionId: 'allow',
   });
   for (const client of [a, b]) {
     const turn = await client.turnEnded(promptId);
@@ -283,7 +176,7 @@ it('Claude: the turn carries the prompt, the answer, the shell call with its per
   // A reconnect continues from what the client has: the same turn, the same id.
   const lastSeen = a.lastSeq;
   await a.c.close();
-  const again = await Client.connect(stack.gateways[0]!.wsUrl, tok, '/ahp');
+  const again = await Client.connect(stack.gateways[0]!.wsUrl, stack.token, '/ahp');
   const res = (
     await again.rpc('reconnect', {
       clientId: 'ahp-a',
@@ -298,7 +191,7 @@ it('Claude: the turn carries the prompt, the answer, the shell call with its per
   expect((s.turns as Json[]).map((t) => t.id)).toEqual([promptId]);
 
   // A late subscriber finds the ended turn whole, under the same id.
-  const late = await AhpClient.open('ahp-late', chat);
+  const late = await open('ahp-late', chat);
   const [old] = late.state.turns as Json[];
   expect(old).toMatchObject({ id: promptId, message: { text: 'Wait in the background' } });
   expect(text(old!, 'markdown')).toBe(want.answer);
@@ -314,8 +207,8 @@ it('Codex: a prompt sent over REST is the turn of its prompt id, with its comman
   const taskId = 't-codex';
   const chat = `ahp-chat:/${taskId}/s`;
   await started(taskId, 'codex');
-  const a = await AhpClient.open('ahp-codex', chat);
-  const r = await rest('POST', `/v1/tasks/${taskId}/sessions/s/prompts`, {
+  const a = await open('ahp-codex', chat);
+  const r = await stack.rest('POST', `/v1/tasks/${taskId}/sessions/s/prompts`, {
     text: 'prompt RUN-EXEC',
     idempotencyKey: 'codex-1',
   });
@@ -337,7 +230,7 @@ it('Codex: a prompt sent over REST is the turn of its prompt id, with its comman
   expect(turn.usage).toMatchObject({
     _meta: { 'x-baton': { used: want.usage!.used, size: want.usage!.size } },
   });
-  const late = await AhpClient.open('ahp-codex-late', chat);
+  const late = await open('ahp-codex-late', chat);
   expect((late.state.turns as Json[]).map((t) => [t.id, (t.message as Json).text])).toEqual([
     [promptId, 'prompt RUN-EXEC'],
   ]);

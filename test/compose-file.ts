@@ -64,3 +64,15 @@ export function composeRedisUrl(
   const { host } = new URL(localUrl);
   return interpolate(raw, vars).replace('@redis:6379', `@${host}`);
 }
+
+/**
+ * A role's Redis env as the compose file gives it, on a local server: its own Redis user, and
+ * the key prefix (`baton`) that the users' key patterns are written for.
+ */
+export function composeEnv(role: Role, localUrl: string, shards: number): Record<string, string> {
+  return {
+    REDIS_URL: composeRedisUrl(role, localUrl),
+    BATON_PREFIX: 'baton',
+    BATON_SHARDS: String(shards),
+  };
+}

@@ -31,6 +31,22 @@ describe('the worker image', () => {
     expect(agents).toMatch(/test -x .*claude-agent-sdk-linux-/);
   });
 
+  it('pins codex-acp, Qwen Code and OpenCode at the versions package-lock.json tests', () => {
+    const agents = stage('agents');
+    for (const [arg, pkg] of [
+      ['CODEX_ACP_VERSION', '@zed-industries/codex-acp'],
+      ['QWEN_CODE_VERSION', '@qwen-code/qwen-code'],
+      ['OPENCODE_VERSION', 'opencode-ai'],
+    ] as const) {
+      expect(agents).toContain(`ARG ${arg}=${lock.packages[`node_modules/${pkg}`]!.version}\n`);
+      expect(agents).toContain(`"${pkg}@\${${arg}}"`);
+    }
+    // Each native binary is checked where the profiles name it.
+    expect(agents).toMatch(/test -x .*codex-acp-linux-/);
+    expect(agents).toContain('ln -s ');
+    expect(agents).toContain('bin/opencode');
+  });
+
   it('is the runtime plus the agents, with tini as PID 1 (exited agents are reaped)', () => {
     const worker = stage('worker');
     expect(worker).toMatch(/^ AS worker\n/);
@@ -73,5 +89,34 @@ describe('the worker image', () => {
       permissionPolicy: 'ask',
     });
     expect(profiles.replay).toMatchObject({ kind: 'replay', inheritEnv: [], env: {} });
+    expect(profiles.codex).toMatchObject({
+      kind: 'command',
+      command: 'node',
+      args: ['/opt/agents/node_modules/@zed-industries/codex-acp/bin/codex-acp.js'],
+      inheritEnv: ['OPENAI_API_KEY'],
+      env: {},
+      permissionPolicy: 'ask',
+    });
+    const qwen = lock.packages['node_modules/@qwen-code/qwen-code']!;
+    expect(profiles.qwen).toMatchObject({
+      kind: 'command',
+      command: 'node',
+      args: [
+        `/opt/agents/node_modules/@qwen-code/qwen-code/${qwen.bin!.qwen!.replace(/^\.\//, '')}`,
+        '--acp',
+        '--auth-type',
+        'openai',
+      ],
+      inheritEnv: ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENAI_MODEL'],
+      env: {},
+      permissionPolicy: 'ask',
+    });
+    expect(profiles.opencode).toMatchObject({
+      kind: 'command',
+      command: '/opt/agents/bin/opencode',
+      args: ['acp'],
+      env: {},
+      permissionPolicy: 'ask',
+    });
   });
 });

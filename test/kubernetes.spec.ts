@@ -29,6 +29,14 @@ interface Container {
 }
 
 const DIR = join(ROOT, 'deploy', 'kubernetes');
+/** Every variable a shipped profile passes on to its agent (its inheritEnv). */
+const PROFILE_ENV = Object.values(
+  (
+    JSON.parse(readFileSync(join(ROOT, 'deploy', 'profiles.json'), 'utf8')) as {
+      profiles: Record<string, { inheritEnv?: string[] }>;
+    }
+  ).profiles,
+).flatMap((p) => p.inheritEnv ?? []);
 const kustomization = parse(readFileSync(join(DIR, 'kustomization.yaml'), 'utf8')) as {
   namespace: string;
   resources: string[];
@@ -106,7 +114,8 @@ describe('deploy/kubernetes', () => {
     const known = new Set([
       ...Object.keys({ ...COMMON, ...GATEWAY, ...PROJECTOR, ...WORKER, ...PROFILES }),
       ...Object.keys(COMPOSE_SECRETS),
-      'ANTHROPIC_API_KEY',
+      // What the shipped profiles pass on to their agents.
+      ...PROFILE_ENV,
     ]);
     const secretKeys = Object.keys(
       (parse(readFileSync(join(DIR, 'secret.example.yaml'), 'utf8')) as { stringData: object })

@@ -2,37 +2,30 @@
 // new execution — not the failed job of the last resume, which BullMQ keeps for days. Every part
 // a real process: redis-server, a projector with short park and start bounds, a gateway, and a
 // worker with one slot that is stopped while the first resume waits, then started again.
-import { BatonClient } from '@baton/client';
-import type { StreamEntry } from '@baton/protocol';
 import {
-  startStack,
-  token,
-  type Stack,
   spawnWorker,
-  type WorkerProcess,
+  startAgentStack,
+  stopWorker,
   waitFor,
+  type AgentStack,
+  type WorkerProcess,
 } from '@baton/testing';
 
 jest.setTimeout(180_000);
 
-const TENANT = 'acme';
 const START_BOUND_MS = '3000';
-const PROFILES = JSON.stringify({
-  profiles: {
-    fresh: { kind: 'replay', recording: 'generic-turn', speed: 0, permissionPolicy: 'deny' },
-  },
-});
 
-let stack: Stack;
+let stack: AgentStack;
 const workers: WorkerProcess[] = [];
-const tok = token({ tenant: TENANT, scope: 'read prompt execute' });
 
 beforeAll(async () => {
-  stack = await startStack({
-    gateways: 1,
-    projectors: 1,
-    gatewayEnv: { BATON_PROFILES: PROFILES },
+  stack = await startAgentStack({
+    profiles: {
+      fresh: { kind: 'replay', recording: 'generic-turn', speed: 0, permissionPolicy: 'deny' },
+    },
     projectorEnv: { PROJECTOR_PARK_IDLE_MS: '1500', EXECUTION_START_TIMEOUT_MS: START_BOUND_MS },
+    // The test starts and stops its workers itself.
+    worker: false,
   });
 });
 afterAll(async () => {
@@ -42,8 +35,7 @@ afterAll(async () => {
 
 async function startWorker() {
   const w = await spawnWorker({
-    ...stack.env,
-    BATON_PROFILES: PROFILES,
+    ...stack.workerEnv,
     WORKER_CONCURRENCY: '1',
     EXECUTION_START_TIMEOUT_MS: START_BOUND_MS,
   });
@@ -51,34 +43,16 @@ async function startWorker() {
   return w;
 }
 
-async function stopWorker(w: WorkerProcess) {
-  if (w.child.exitCode !== null) return;
-  w.child.kill('SIGTERM');
-  await w.exited;
-}
-
-const stream = async (taskId: string): Promise<StreamEntry[]> =>
-  (await stack.store.readTask(`${TENANT}/${taskId}`, '0-0', 1_000)).items.map((i) => i.entry);
-
 it('resumes a parked session again on a new execution after a resume found no worker in time', async () => {
-  const client = new BatonClient();
-  await client.connect(`${stack.gateways[0]!.wsUrl}/ws`, tok);
-  const sub = client.subscribe('t-again', {});
-  await sub.ready;
-  const s = () => sub.view?.sessions.find((x) => x.sessionId === 's');
+  const { client, s } = await stack.watch('t-again');
   const prompt = (text: string) =>
     client.prompt({ taskId: 't-again', sessionId: 's', text, idempotencyKey: text });
   const turnsEnded = async () =>
-    (await stream('t-again')).filter((e) => e.type === 'turn.ended').length;
+    (await stack.stream('t-again')).filter((e) => e.type === 'turn.ended').length;
 
   // A first execution runs one prompt and is parked.
   const first = await startWorker();
-  const started = await fetch(`${stack.gateways[0]!.url}/v1/tasks/t-again/sessions/s/executions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ profile: 'fresh' }),
-  });
-  expect(started.status).toBe(202);
+  expect((await stack.execute('t-again', { profile: 'fresh' })).status).toBe(202);
   await waitFor(() => s()?.activity.state === 'idle', 'ready');
   expect(await prompt('one')).toMatchObject({ decision: { outcome: 'admitted' } });
   await waitFor(() => s()?.parked, 'parked', 30_000);
@@ -94,8 +68,9 @@ it('resumes a parked session again on a new execution after a resume found no wo
     'the resume found no worker in time',
     30_000,
   );
-  const expired = (await stream('t-again')).find((e) => e.type === 'execution.request_expired')!
-    .data as { executionId: string };
+  const expired = (await stack.stream('t-again')).find(
+    (e) => e.type === 'execution.request_expired',
+  )!.data as { executionId: string };
   expect(expired.executionId).toMatch(/^resume-/);
 
   // A worker again, and a prompt behind the waiting one: it resumes the session on a new
@@ -107,10 +82,10 @@ it('resumes a parked session again on a new execution after a resume found no wo
   // The replay agent plays one turn per execution: the second prompt runs to its end, the third
   // reaches the agent after it.
   const dispatched = async () =>
-    (await stream('t-again')).filter((e) => e.type === 'prompt.dispatched').length;
+    (await stack.stream('t-again')).filter((e) => e.type === 'prompt.dispatched').length;
   await waitFor(async () => (await dispatched()) === 3, 'both waiting prompts dispatched', 60_000);
   expect(await turnsEnded()).toBe(2);
-  const starts = (await stream('t-again')).filter((e) => e.type === 'execution.started');
+  const starts = (await stack.stream('t-again')).filter((e) => e.type === 'execution.started');
   expect(starts).toHaveLength(2);
   const resumed = starts[1] as { executionId: string };
   expect(resumed.executionId).toMatch(/^resume-/);

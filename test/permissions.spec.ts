@@ -2,83 +2,47 @@
 // projector (whose clock denies a request nobody answers), a worker hosting a replay agent that
 // asks permission mid-turn (libs/acp/fixtures/generic-turn.jsonl, under the default `ask` policy),
 // a gateway; clients answer over the CLI, WebSocket (@baton/client) and REST.
-import { BatonClient } from '@baton/client';
-import type { CommandResult, StreamEntry, TaskView } from '@baton/protocol';
+import type { CommandResult } from '@baton/protocol';
 import {
-  startStack,
-  token,
-  type Stack,
-  spawnWorker,
-  stopWorker,
-  type WorkerProcess,
   cli,
+  rawFramesOnceThere,
+  startAgentStack,
+  token,
   waitFor,
+  type AgentStack,
 } from '@baton/testing';
 
 jest.setTimeout(180_000);
 
-const TENANT = 'acme';
 const PERMISSION_TIMEOUT_MS = 15_000;
-const PROFILES = JSON.stringify({
-  profiles: {
-    // The default policy: ask a person.
-    asker: { kind: 'replay', recording: 'generic-turn', speed: 0 },
-    // The operator's choice: answered at once, and still recorded.
-    allower: {
-      kind: 'replay',
-      recording: 'generic-turn',
-      speed: 0,
-      permissionPolicy: 'allow-once',
-    },
-  },
-});
 
-let stack: Stack;
-let worker: WorkerProcess;
-let gatewayUrl: string;
-const tok = token({ tenant: TENANT, scope: 'read prompt execute', sub: 'alice@example.com' });
-const readOnly = token({ tenant: TENANT, scope: 'read', sub: 'bob' });
+let stack: AgentStack;
+const readOnly = token({ tenant: 'acme', scope: 'read', sub: 'bob' });
 
 beforeAll(async () => {
-  stack = await startStack({
-    gateways: 1,
-    projectors: 1,
-    gatewayEnv: { BATON_PROFILES: PROFILES },
+  stack = await startAgentStack({
+    profiles: {
+      // The default policy: ask a person.
+      asker: { kind: 'replay', recording: 'generic-turn', speed: 0 },
+      // The operator's choice: answered at once, and still recorded.
+      allower: {
+        kind: 'replay',
+        recording: 'generic-turn',
+        speed: 0,
+        permissionPolicy: 'allow-once',
+      },
+    },
     projectorEnv: { PROJECTOR_PERMISSION_TIMEOUT_MS: String(PERMISSION_TIMEOUT_MS) },
+    claims: { sub: 'alice@example.com' },
   });
-  gatewayUrl = stack.gateways[0]!.url;
-  worker = await spawnWorker({ ...stack.env, BATON_PROFILES: PROFILES });
 });
-afterAll(async () => {
-  await stopWorker(worker);
-  await stack?.stop();
-});
-
-async function call(method: string, path: string, body?: unknown, auth = tok) {
-  const r = await fetch(`${gatewayUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: r.status, body: (await r.json()) as unknown };
-}
-
-const stream = async (taskId: string): Promise<StreamEntry[]> =>
-  (await stack.store.readTask(`${TENANT}/${taskId}`, '0-0', 1_000)).items.map((i) => i.entry);
+afterAll(() => stack?.stop());
 
 /** A session of its own task with an execution of `profile` that is ready, and a client on it. */
 async function session(taskId: string, profile: 'asker' | 'allower') {
-  const client = new BatonClient();
-  await client.connect(`${stack.gateways[0]!.wsUrl}/ws`, tok);
-  const views: TaskView[] = [];
-  const sub = client.subscribe(taskId, { onView: (v) => views.push(v) });
-  await sub.ready;
-  const started = await call('POST', `/v1/tasks/${taskId}/sessions/s/executions`, { profile });
-  expect(started.status).toBe(202);
-  await waitFor(
-    () => sub.view?.sessions.find((s) => s.sessionId === 's')?.activity.state === 'idle',
-    `${taskId} ready`,
-  );
+  const { client, sub, views, s: shown } = await stack.watch(taskId);
+  expect((await stack.execute(taskId, { profile })).status).toBe(202);
+  await waitFor(() => shown()?.activity.state === 'idle', `${taskId} ready`);
   const prompt = await client.prompt({
     taskId,
     sessionId: 's',
@@ -86,12 +50,12 @@ async function session(taskId: string, profile: 'asker' | 'allower') {
     idempotencyKey: `${taskId}-1`,
   });
   expect(prompt).toMatchObject({ decision: { outcome: 'admitted' } });
-  const s = () => sub.view!.sessions.find((x) => x.sessionId === 's')!;
+  const s = () => shown()!;
   return { client, sub, views, s };
 }
 
 it('a person answers over the CLI; a second answer (WS, REST) is refused and changes nothing; the agent proceeds', async () => {
-  const { client, sub, s } = await session('t-answer', 'asker');
+  const { client, sub, views, s } = await session('t-answer', 'asker');
   // The session waits for a person: visibly, with what the agent asks and what it offers.
   await waitFor(() => s().activity.attention?.kind === 'needs_person', 'waiting for a person');
   expect(s().activity.attention).toMatchObject({
@@ -100,6 +64,9 @@ it('a person answers over the CLI; a second answer (WS, REST) is refused and cha
     message: 'the agent asks permission: Edit src/a.ts',
   });
   expect(s().activity.state).toBe('running');
+  // Issue 30: the headline says it waits for you, not that the agent generates.
+  expect(s().activity).toMatchObject({ foregroundActivity: null, waitingForPerson: true });
+  expect(sub.view!.activity.foregroundActivity).toBeNull();
   expect(s().permissions).toEqual([
     {
       requestId: expect.any(String),
@@ -115,15 +82,18 @@ it('a person answers over the CLI; a second answer (WS, REST) is refused and cha
   expect(sub.view!.activity.sessionsNeedingPerson).toBe(1);
   const requestId = s().permissions![0]!.requestId;
   // REST's view says the same.
-  const rest = await call('GET', '/v1/tasks/t-answer/sessions/s');
-  expect(rest.body).toMatchObject({ permissions: [{ requestId, title: 'Edit src/a.ts' }] });
+  const rest = await stack.rest('GET', '/v1/tasks/t-answer/sessions/s');
+  expect(rest.body).toMatchObject({
+    activity: { state: 'running', foregroundActivity: null, waitingForPerson: true },
+    permissions: [{ requestId, title: 'Edit src/a.ts' }],
+  });
 
   // The CLI lists it, and a read-only token cannot answer it.
-  const env = { BATON_GATEWAY_URL: gatewayUrl, BATON_TOKEN: tok };
+  const env = { BATON_GATEWAY_URL: stack.gateways[0]!.url, BATON_TOKEN: stack.token };
   const listed = await cli(['permissions', 't-answer', 's'], env);
   expect(listed.code).toBe(0);
   expect(JSON.parse(listed.stdout.trim().split('\n')[0]!)).toMatchObject({ requestId });
-  const refused = await call(
+  const refused = await stack.rest(
     'POST',
     `/v1/tasks/t-answer/sessions/s/permissions/${requestId}`,
     { optionId: 'allow' },
@@ -148,7 +118,7 @@ it('a person answers over the CLI; a second answer (WS, REST) is refused and cha
     /already answered by a person, with option allow/,
   );
   // And over REST: 409, the same answer.
-  const third = await call('POST', `/v1/tasks/t-answer/sessions/s/permissions/${requestId}`, {
+  const third = await stack.rest('POST', `/v1/tasks/t-answer/sessions/s/permissions/${requestId}`, {
     optionId: 'reject',
   });
   expect(third.status).toBe(409);
@@ -158,8 +128,14 @@ it('a person answers over the CLI; a second answer (WS, REST) is refused and cha
   await waitFor(() => s().activity.state === 'waiting_for_input', 'turn ended');
   expect(s().permissions).toEqual([]);
   expect(s().activity.attention).toBeNull();
+  expect(s().activity.waitingForPerson).toBe(false);
   expect(sub.view!.activity.sessionsNeedingPerson).toBe(0);
-  const entries = await stream('t-answer');
+  // No view the client was given showed a spinner over an open request.
+  const seen = views.map((v) => v.sessions.find((x) => x.sessionId === 's')?.activity);
+  expect(seen.some((a) => a?.waitingForPerson)).toBe(true);
+  for (const a of seen)
+    if (a?.attention?.kind === 'needs_person') expect(a.foregroundActivity).not.toBe('generating');
+  const entries = await stack.stream('t-answer');
   const perm = entries.filter((e) => e.type.startsWith('permission.'));
   // Requested, then the first answer taken; the worker's resolution races the later answers.
   expect(perm.slice(0, 3).map((e) => e.type)).toEqual([
@@ -191,7 +167,15 @@ it('a person answers over the CLI; a second answer (WS, REST) is refused and cha
   });
   // What the agent got on the wire: the option the person chose, once.
   const x = entries.find((e) => e.type === 'execution.started') as { executionId: string };
-  const out = (await stack.store.rawFrames.read(`${TENANT}/t-answer`, x.executionId)).items
+  // The prompt's answer comes after the permission's on the wire: once it is logged, all is.
+  const frames = await rawFramesOnceThere(
+    stack.store,
+    `${stack.tenant}/t-answer`,
+    x.executionId,
+    (fs) => fs.some((f) => f.direction === 'in' && f.line.includes('"stopReason"')),
+    "the turn's answer",
+  );
+  const out = frames
     .filter((f) => f.direction === 'out' && f.line.includes('"outcome"'))
     .map((f) => JSON.parse(f.line) as { result: unknown });
   expect(out.map((m) => m.result)).toEqual([
@@ -207,7 +191,7 @@ it('nobody answers: the owner’s timeout denies (the reject option the agent of
   const since = Date.now();
   await waitFor(() => s().activity.state === 'waiting_for_input', 'turn ended', 60_000);
   expect(Date.now() - since).toBeGreaterThanOrEqual(PERMISSION_TIMEOUT_MS - 500);
-  const perm = (await stream('t-timeout')).filter((e) => e.type.startsWith('permission.'));
+  const perm = (await stack.stream('t-timeout')).filter((e) => e.type.startsWith('permission.'));
   expect(perm.map((e) => [e.type, (e.data as { by?: string }).by])).toEqual([
     ['permission.requested', undefined],
     ['permission.answered', 'timeout'],
@@ -233,10 +217,10 @@ it('a cancel of the turn resolves the open request as cancelled', async () => {
     status: 'done',
   });
   await waitFor(
-    async () => (await stream('t-cancel')).some((e) => e.type === 'permission.resolved'),
+    async () => (await stack.stream('t-cancel')).some((e) => e.type === 'permission.resolved'),
     'request resolved',
   );
-  const perm = (await stream('t-cancel')).filter((e) => e.type.startsWith('permission.'));
+  const perm = (await stack.stream('t-cancel')).filter((e) => e.type.startsWith('permission.'));
   expect(perm.map((e) => e.type)).toEqual(['permission.requested', 'permission.resolved']);
   expect(perm[1]!.data).toMatchObject({ outcome: 'cancelled', by: 'turn_cancelled' });
   expect(s().permissions).toEqual([]);
@@ -250,7 +234,7 @@ it('a policy that answers at once (allow-once) never waits for a person, and is 
   await waitFor(() => s().activity.state === 'waiting_for_input', 'turn ended');
   expect(views.some((v) => (v.activity.sessionsNeedingPerson ?? 0) > 0)).toBe(false);
   expect(sub.view!.sessions[0]!.activity.attention).toBeNull();
-  const perm = (await stream('t-policy')).filter((e) => e.type.startsWith('permission.'));
+  const perm = (await stack.stream('t-policy')).filter((e) => e.type.startsWith('permission.'));
   expect(perm.map((e) => [e.type, (e.data as { by?: string }).by])).toEqual([
     ['permission.requested', undefined],
     ['permission.resolved', 'policy'],

@@ -4,7 +4,6 @@
 // turn is fetched whole, and what it holds is what the reducer makes of the recording itself.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { taskKey, type TaskView } from '@baton/protocol';
 import {
   foldTranscript,
   transcriptOf,
@@ -12,66 +11,31 @@ import {
   type TranscriptEvent,
   type TranscriptItem,
 } from '@baton/transcript';
-import {
-  startStack,
-  token,
-  type Stack,
-  spawnWorker,
-  stopWorker,
-  type WorkerProcess,
-  ROOT,
-  waitFor,
-} from '@baton/testing';
+import { FIXTURES, startAgentStack, waitFor, type AgentStack } from '@baton/testing';
 
 jest.setTimeout(180_000);
 
-const TENANT = 'acme';
-const PROFILES = JSON.stringify({
-  profiles: {
-    claude: { kind: 'replay', recording: 'claude-shell-background-plain', speed: 0 },
-    codex: { kind: 'replay', recording: 'codex-real-exec', speed: 0 },
-  },
-});
 type Entry = { id: string; executionId: string; event: TranscriptEvent };
 type Json = Record<string, unknown>;
 
-let stack: Stack;
-let worker: WorkerProcess;
-const tok = token({ tenant: TENANT, scope: 'read prompt execute' });
+let stack: AgentStack;
 
 beforeAll(async () => {
-  stack = await startStack({
-    gateways: 1,
-    projectors: 1,
-    gatewayEnv: { BATON_PROFILES: PROFILES },
+  stack = await startAgentStack({
+    profiles: {
+      claude: { kind: 'replay', recording: 'claude-shell-background-plain', speed: 0 },
+      codex: { kind: 'replay', recording: 'codex-real-exec', speed: 0 },
+    },
   });
-  worker = await spawnWorker({ ...stack.env, BATON_PROFILES: PROFILES });
 });
-afterAll(async () => {
-  await stopWorker(worker);
-  await stack?.stop();
-});
-
-async function rest(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${stack.gateways[0]!.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, body: (await res.json()) as Json };
-}
-
-const session = async (taskId: string) =>
-  ((await stack.store.views.read(taskKey(TENANT, taskId))) as TaskView | null)?.sessions.find(
-    (s) => s.sessionId === 's',
-  );
+afterAll(() => stack?.stop());
 
 /** Every event of the session, `limit` per page, following the cursor until a page is empty. */
 async function pageAll(taskId: string, limit: number): Promise<{ events: Entry[]; pages: number }> {
   const events: Entry[] = [];
   let after = '';
   for (let pages = 1; ; pages++) {
-    const r = await rest(
+    const r = await stack.rest(
       'GET',
       `/v1/tasks/${taskId}/sessions/s/transcript?limit=${limit}${after ? `&after=${after}` : ''}`,
     );
@@ -89,7 +53,7 @@ async function pageAll(taskId: string, limit: number): Promise<{ events: Entry[]
  * the worker scopes them (by the execution's generation, the session's first here).
  */
 function recorded(name: string): TranscriptItem[] {
-  const frames = readFileSync(join(ROOT, 'libs', 'acp', 'fixtures', `${name}.jsonl`), 'utf8')
+  const frames = readFileSync(join(FIXTURES, `${name}.jsonl`), 'utf8')
     .split('\n')
     .filter((l) => l.trim() !== '')
     .map((l) => JSON.parse(l) as RecordedFrame);
@@ -121,10 +85,12 @@ async function promptedTurn(
   text: string,
   answer?: string,
 ): Promise<string> {
-  const started = await rest('POST', `/v1/tasks/${taskId}/sessions/s/executions`, { profile });
-  expect(started.status).toBe(202);
-  await waitFor(async () => (await session(taskId))?.activity.state === 'idle', 'agent ready');
-  const p = await rest('POST', `/v1/tasks/${taskId}/sessions/s/prompts`, {
+  expect((await stack.execute(taskId, { profile })).status).toBe(202);
+  await waitFor(
+    async () => (await stack.session(taskId))?.activity.state === 'idle',
+    'agent ready',
+  );
+  const p = await stack.rest('POST', `/v1/tasks/${taskId}/sessions/s/prompts`, {
     text,
     idempotencyKey: `${taskId}-1`,
   });
@@ -132,10 +98,10 @@ async function promptedTurn(
   const promptId = p.body.promptId as string;
   if (answer !== undefined) {
     const request = await waitFor(
-      async () => (await session(taskId))?.permissions?.[0],
+      async () => (await stack.session(taskId))?.permissions?.[0],
       'the agent asks permission',
     );
-    const a = await rest(
+    const a = await stack.rest(
       'POST',
       `/v1/tasks/${taskId}/sessions/s/permissions/${request.requestId}`,
       { optionId: answer },
@@ -150,7 +116,7 @@ it('Claude: pages the transcript and fetches the turn: text, shell, permission, 
   const want = comparable(recorded('claude-shell-background-plain'));
   // The turn whole, once its background part (the shell finishing) is in too.
   const turn = await waitFor(async () => {
-    const r = await rest('GET', `/v1/tasks/t-claude/sessions/s/transcript/turns/${promptId}`);
+    const r = await stack.rest('GET', `/v1/tasks/t-claude/sessions/s/transcript/turns/${promptId}`);
     const items = (r.body.items ?? []) as TranscriptItem[];
     return comparable(items).length >= want.length ? r : null;
   }, 'the turn and its background part');
@@ -196,7 +162,7 @@ it('Codex: the same for a real Codex recording: its command, output and usage', 
   const promptId = await promptedTurn('t-codex', 'codex', 'Run the command');
   const want = comparable(recorded('codex-real-exec'));
   const turn = await waitFor(async () => {
-    const r = await rest('GET', `/v1/tasks/t-codex/sessions/s/transcript/turns/${promptId}`);
+    const r = await stack.rest('GET', `/v1/tasks/t-codex/sessions/s/transcript/turns/${promptId}`);
     const items = (r.body.items ?? []) as TranscriptItem[];
     return items.some((i) => i.type === 'turn_end') ? r : null;
   }, 'the turn');

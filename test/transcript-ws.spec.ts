@@ -2,7 +2,7 @@
 // projector, a gateway, a worker replaying real Claude and Codex recordings. What a reader gets
 // is what the reducer makes of the recording itself.
 import { parseRecording } from '@baton/acp';
-import { BatonClient, foldTranscript, type TranscriptEntry } from '@baton/client';
+import { foldTranscript, type TranscriptEntry } from '@baton/client';
 import { taskKey } from '@baton/protocol';
 import {
   transcriptOf,
@@ -11,65 +11,40 @@ import {
   type ToolItem,
   type TranscriptItem,
 } from '@baton/transcript';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import {
   Client,
-  startStack,
-  token,
-  type Stack,
-  spawnWorker,
-  stopWorker,
-  type WorkerProcess,
+  FIXTURES,
   ROOT,
   cli,
+  startAgentStack,
+  token,
   waitFor,
+  type AgentStack,
 } from '@baton/testing';
 
 jest.setTimeout(180_000);
 
-const TENANT = 'acme';
-const FIXTURES = join(ROOT, 'libs', 'acp', 'fixtures');
-const RECORDINGS = [
-  'claude-real-terminal-shell',
-  'claude-shell-background-plain',
-  'codex-real-terminal-exec',
-  'claude-real-edit',
-];
-const PROFILES = JSON.stringify({
-  profiles: {
-    // The real recordings set the session mode (a wait point of the replay).
-    real: { kind: 'replay', speed: 0, mode: 'default', permissionPolicy: 'deny' },
-    allow: { kind: 'replay', speed: 0, permissionPolicy: 'allow-once' },
-  },
-});
-
-let stack: Stack;
-let worker: WorkerProcess;
-let dir: string;
-const tok = token({ tenant: TENANT, scope: 'read prompt execute' });
+let stack: AgentStack;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'baton-tws-'));
-  for (const r of RECORDINGS) copyFileSync(join(FIXTURES, `${r}.jsonl`), join(dir, `${r}.jsonl`));
-  stack = await startStack({
-    gateways: 1,
-    projectors: 1,
-    gatewayEnv: { BATON_PROFILES: PROFILES },
-  });
-  worker = await spawnWorker({
-    ...stack.env,
-    BATON_PROFILES: PROFILES,
-    WORKER_RECORDINGS_DIR: dir,
+  stack = await startAgentStack({
+    profiles: {
+      // The real recordings set the session mode (a wait point of the replay).
+      real: { kind: 'replay', speed: 0, mode: 'default', permissionPolicy: 'deny' },
+      allow: { kind: 'replay', speed: 0, permissionPolicy: 'allow-once' },
+    },
+    recordings: [
+      'claude-real-terminal-shell',
+      'claude-shell-background-plain',
+      'codex-real-terminal-exec',
+      'claude-real-edit',
+    ],
   });
 });
-afterAll(async () => {
-  await stopWorker(worker);
-  await stack?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => stack?.stop());
 
 const framesOf = (name: string) =>
   parseRecording(readFileSync(join(FIXTURES, `${name}.jsonl`), 'utf8')) as RecordedFrame[];
@@ -103,14 +78,6 @@ function comparable(items: TranscriptItem[], promptIds: Map<string, string>): un
   });
 }
 
-function rest(method: string, path: string, body?: unknown, t = tok) {
-  return fetch(`${stack.gateways[0]!.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-}
-
 interface Played {
   taskId: string;
   sessionId: string;
@@ -127,13 +94,9 @@ async function play(recording: string, profile: string, taskId: string): Promise
   const sessionId = 's';
   const frames = framesOf(recording);
   const recorded = promptOf(frames);
-  const started = await rest('POST', `/v1/tasks/${taskId}/sessions/${sessionId}/executions`, {
-    profile,
-    recording,
-  });
+  const started = await stack.execute(taskId, { profile, recording }, sessionId);
   expect(started.status).toBe(202);
-  const client = new BatonClient();
-  await client.connect(`${stack.gateways[0]!.wsUrl}/ws`, tok);
+  const client = await stack.connect();
   const entries: TranscriptEntry[] = [];
   let items: TranscriptItem[] = [];
   try {
@@ -241,7 +204,7 @@ it('Codex: the answer, the command, its output and exit, usage', async () => {
 it('a reader that reconnects with its cursor misses nothing and gets nothing twice', async () => {
   const all = claude.entries.map((e) => e.id);
   expect(all.length).toBeGreaterThan(2);
-  const first = await Client.connect(stack.gateways[0]!.wsUrl, tok);
+  const first = await Client.connect(stack.gateways[0]!.wsUrl, stack.token);
   const r1 = await first.request({
     op: 'transcript.subscribe',
     taskId: 't-claude',
@@ -252,7 +215,7 @@ it('a reader that reconnects with its cursor misses nothing and gets nothing twi
   await first.close();
   // Resume mid-stream: one event in, as a reader cut off there would.
   const cut = (m1.events as TranscriptEntry[])[0]!.id;
-  const second = await Client.connect(stack.gateways[0]!.wsUrl, tok);
+  const second = await Client.connect(stack.gateways[0]!.wsUrl, stack.token);
   try {
     await second.request({
       op: 'transcript.subscribe',
@@ -288,7 +251,12 @@ it("another tenant's token reads an empty transcript and cannot page it", async 
   } finally {
     await c.close();
   }
-  const page = await rest('GET', '/v1/tasks/t-claude/sessions/s/transcript', undefined, other);
+  const page = await stack.rest(
+    'GET',
+    '/v1/tasks/t-claude/sessions/s/transcript',
+    undefined,
+    other,
+  );
   expect(page.status).toBe(404);
 });
 
@@ -297,19 +265,19 @@ it('REST pages the same events /ws delivered', async () => {
   let after: string | undefined;
   for (;;) {
     const q = after === undefined ? '?limit=2' : `?limit=2&after=${after}`;
-    const r = await rest('GET', `/v1/tasks/t-codex/sessions/s/transcript${q}`);
+    const r = await stack.rest('GET', `/v1/tasks/t-codex/sessions/s/transcript${q}`);
     expect(r.status).toBe(200);
-    const page = (await r.json()) as { events: TranscriptEntry[]; cursor: string };
+    const page = r.body as { events: TranscriptEntry[]; cursor: string };
     ids.push(...page.events.map((e) => e.id));
     if (page.cursor === (after ?? '0-0')) break;
     after = page.cursor;
   }
   expect(ids).toEqual(codex.entries.map((e) => e.id));
-  const bad = await rest('GET', '/v1/tasks/t-codex/sessions/s/transcript?after=nope');
+  const bad = await stack.rest('GET', '/v1/tasks/t-codex/sessions/s/transcript?after=nope');
   expect(bad.status).toBe(400);
 });
 
-const cliEnv = () => ({ BATON_GATEWAY_URL: stack.gateways[0]!.url, BATON_TOKEN: tok });
+const cliEnv = () => ({ BATON_GATEWAY_URL: stack.gateways[0]!.url, BATON_TOKEN: stack.token });
 
 it('baton transcript prints the conversation; --json the events', async () => {
   const r = await cli(['transcript', 't-codex', 's'], cliEnv());
@@ -333,8 +301,8 @@ it('baton transcript prints the conversation; --json the events', async () => {
 });
 
 it('baton transcript never passes hostile agent output to the terminal', async () => {
-  const key = taskKey(TENANT, 't-hostile');
-  await stack.store.tenants.add(TENANT, 't-hostile');
+  const key = taskKey(stack.tenant, 't-hostile');
+  await stack.store.tenants.add(stack.tenant, 't-hostile');
   const hostile =
     'safe\u001b[2J\u001b[31mred\u001b[0m\u001b]0;pwned title\u0007\u001b]52;c;Y2xpcGJvYXJk\u0007' +
     'rm -rf /\rls -la\u0008\u0000\u009b31m\u202eevil';
@@ -380,8 +348,8 @@ it('baton follow prints the transcript live', async () => {
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   try {
-    const key = taskKey(TENANT, 't-follow');
-    await stack.store.tenants.add(TENANT, 't-follow');
+    const key = taskKey(stack.tenant, 't-follow');
+    await stack.store.tenants.add(stack.tenant, 't-follow');
     const say = (item: string, delta: string) =>
       stack.store.transcripts.append(key, [
         {

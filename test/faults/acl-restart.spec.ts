@@ -6,17 +6,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   readAll,
-  spawnGateway,
-  spawnProjector,
+  startProjectorsAndGateway,
   token,
   waitFor,
-  type GatewayProc,
-  type ServiceProc,
+  type Services,
   spawnWorker,
   writeBusyRecording,
   type WorkerProcess,
 } from '@baton/testing';
-import { composeRedisArgs, composeRedisUrl, type Role } from '../compose-file';
+import { composeEnv, composeRedisArgs, composeRedisUrl, type Role } from '../compose-file';
 import { restPrompt } from './support';
 
 /**
@@ -43,42 +41,31 @@ const tok = token({ tenant: TENANT, scope: 'read prompt execute' });
 
 let redis: RedisServer;
 let store: EventStore;
-let projector: ServiceProc;
-let gateway: GatewayProc;
+let services: Services;
 let worker: WorkerProcess;
 const recordings = mkdtempSync(join(tmpdir(), 'baton-acl-restart-'));
 
 beforeAll(async () => {
   redis = await startRedis({ aof: true, args: composeRedisArgs() });
   writeBusyRecording(join(recordings, 'busy.jsonl'), CHUNKS, GAP_MS);
-  const env = (role: Role) => ({
-    REDIS_URL: composeRedisUrl(role, redis.url),
-    BATON_PREFIX: PREFIX,
-    BATON_SHARDS: String(SHARDS),
-  });
+  const env = (role: Role) => composeEnv(role, redis.url, SHARDS);
   // The test reads streams as the projector does, under the projector's user.
   store = EventStore.connect(
     { url: composeRedisUrl('projector', redis.url) },
     { shards: SHARDS, prefix: PREFIX },
   );
-  [projector, gateway, worker] = await Promise.all([
-    spawnProjector(env('projector')),
-    spawnGateway(env('gateway')),
+  [services, worker] = await Promise.all([
+    startProjectorsAndGateway({ projectors: [env('projector')], gateway: env('gateway') }),
     spawnWorker({
       ...env('worker'),
       WORKER_CONCURRENCY: String(TASKS),
       WORKER_RECORDINGS_DIR: recordings,
     }),
   ]);
-  await waitFor(
-    async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
-    'every shard owned',
-    30_000,
-  );
 });
 afterAll(async () => {
   worker?.child.kill('SIGTERM');
-  await Promise.all([gateway?.stop(), projector?.stop(), worker?.exited]);
+  await Promise.all([services?.stop(), worker?.exited]);
   await store?.close();
   await redis?.stop();
   rmSync(recordings, { recursive: true, force: true });
@@ -92,7 +79,7 @@ const ofType = (entries: StreamEntry[], type: StreamEntry['type']) =>
 
 it('a restart with the shipped ACL keeps every acknowledged write and every running agent', async () => {
   for (const taskId of taskIds) {
-    const res = await fetch(`${gateway.url}/v1/tasks/${taskId}/sessions/s1/executions`, {
+    const res = await fetch(`${services.gateway.url}/v1/tasks/${taskId}/sessions/s1/executions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
       body: JSON.stringify({ executionId: 'x1', profile: 'replay', recording: 'busy.jsonl' }),
@@ -105,7 +92,7 @@ it('a restart with the shipped ACL keeps every acknowledged write and every runn
     taskIds.map(async (taskId) => {
       for (let p = 0; p < PROMPTS_PER_TASK; p++) {
         const k = `${taskId}-p${p}`;
-        const r = await restPrompt(gateway.url, tok, taskId, k);
+        const r = await restPrompt(services.gateway.url, tok, taskId, k);
         expect([200, 202]).toContain(r.status);
         acknowledged.get(taskId)!.push(k);
       }

@@ -1,14 +1,5 @@
-import { startRedisCluster, type RedisClusterHandle } from '@baton/redis-server';
-import { EventStore } from '@baton/store';
-import {
-  spawnGateway,
-  spawnProjector,
-  token,
-  waitFor,
-  type GatewayProc,
-  type ServiceProc,
-} from '@baton/testing';
-import { masterPort as masterPortOf, restPrompt, taskPerShard } from './support';
+import { token, waitFor } from '@baton/testing';
+import { LEASE_MS, clusterWithProjectors, leasesLostIn, type ClusterBaton } from './support';
 
 /**
  * Issue 17, item 2: on a Redis Cluster, losing one master costs only the shards that live on it.
@@ -23,54 +14,29 @@ import { masterPort as masterPortOf, restPrompt, taskPerShard } from './support'
 
 jest.setTimeout(180_000);
 
-const PREFIX = 'cl';
 const SHARDS = 12;
 const TENANT = 'acme';
-/** The projector's shard lease (@baton/testing spawnProjector: PROJECTOR_LEASE_TTL_MS). */
-const LEASE_MS = 2_000;
 const tok = token({ tenant: TENANT, scope: 'read prompt' });
 
-let cluster: RedisClusterHandle;
-let store: EventStore;
-let projector: ServiceProc;
-let gateway: GatewayProc;
+let baton: ClusterBaton;
 
 beforeAll(async () => {
-  cluster = await startRedisCluster(3, { requireFullCoverage: false });
-  store = EventStore.connect({ cluster: cluster.nodes }, { shards: SHARDS, prefix: PREFIX });
-  const env = {
-    REDIS_URL: `redis+cluster://${cluster.nodes.map((n) => `${n.host}:${n.port}`).join(',')}`,
-    BATON_PREFIX: PREFIX,
-    BATON_SHARDS: String(SHARDS),
-  };
-  [projector, gateway] = await Promise.all([
-    spawnProjector({ ...env, LOG_LEVEL: 'info' }),
-    spawnGateway({
-      ...env,
-      GATEWAY_STORE_TIMEOUT_MS: '1000',
-      // A load test of failover, not of the tenant's request rate.
-      GATEWAY_MAX_REQUESTS_PER_SECOND: '1000000',
-    }),
-  ]);
-  await waitFor(
-    async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
-    'every shard owned',
-    30_000,
-  );
+  baton = await clusterWithProjectors({
+    shards: SHARDS,
+    projectorEnv: { LOG_LEVEL: 'info' },
+    gatewayEnv: { GATEWAY_STORE_TIMEOUT_MS: '1000' },
+  });
 });
-afterAll(async () => {
-  await Promise.all([gateway?.stop(), projector?.stop()]);
-  await store?.close();
-  await cluster?.stop();
-});
+afterAll(() => baton?.stop());
 
-const prompt = (taskId: string, key: string) => restPrompt(gateway.url, tok, taskId, key);
-const masterPort = (key: string) => masterPortOf(store, key);
+const prompt = (taskId: string, key: string) => baton.prompt(tok, taskId, key);
 
 it('one master of three lost: the others keep deciding, its tasks answer unavailable, and come back', async () => {
+  const { cluster, store, projectors } = baton;
+  const projector = projectors[0]!;
   // One task per shard, and the master each shard lives on.
-  const tasks = await taskPerShard(store, TENANT, SHARDS);
-  const victimPort = await masterPort(store.keys.projectors());
+  const tasks = await baton.taskPerShard(TENANT);
+  const victimPort = await baton.masterPort(store.keys.projectors());
   const victim = cluster.servers.find((s) => s.port === victimPort)!;
   const dead = tasks.filter((t) => t.port === victimPort);
   const live = tasks.filter((t) => t.port !== victimPort);
@@ -113,15 +79,7 @@ it('one master of three lost: the others keep deciding, its tasks answer unavail
   }
   // No lease of a live master's shard was dropped.
   const deadShards = new Set(dead.map((t) => t.shard));
-  const dropped = projector
-    .output()
-    .slice(logFrom)
-    .split('\n')
-    .filter((l) => l.includes('lease lost'))
-    .flatMap((l) => {
-      const line = JSON.parse(l) as { shard?: number; shards?: number[] };
-      return line.shards ?? [line.shard!];
-    });
+  const dropped = leasesLostIn(projector.output().slice(logFrom));
   expect(dropped.filter((s) => !deadShards.has(s))).toEqual([]);
 
   await victim.restart();

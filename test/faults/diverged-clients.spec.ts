@@ -4,15 +4,8 @@ import { startRedis, type RedisServer } from '@baton/redis-server';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  spawnGateway,
-  spawnProjector,
-  token,
-  waitFor,
-  type GatewayProc,
-  type ServiceProc,
-} from '@baton/testing';
-import { composeRedisArgs, composeRedisUrl, type Role } from '../compose-file';
+import { startProjectorsAndGateway, token, waitFor, type Services } from '@baton/testing';
+import { composeEnv, composeRedisArgs, type Role } from '../compose-file';
 
 /**
  * Redis loses writes it had acknowledged — here, restarted from an older copy of its append-only
@@ -24,35 +17,24 @@ import { composeRedisArgs, composeRedisUrl, type Role } from '../compose-file';
 
 jest.setTimeout(180_000);
 
-const PREFIX = 'baton'; // the compose users' key patterns are written for it
 const SHARDS = 2;
 const TENANT = 'acme';
 const tok = token({ tenant: TENANT, scope: 'read prompt' });
 
 let redis: RedisServer;
-let projector: ServiceProc;
-let gateway: GatewayProc;
+let services: Services;
 const backup = mkdtempSync(join(tmpdir(), 'baton-aof-backup-'));
 
 beforeAll(async () => {
   redis = await startRedis({ aof: true, args: composeRedisArgs() });
-  const env = (role: Role) => ({
-    REDIS_URL: composeRedisUrl(role, redis.url),
-    BATON_PREFIX: PREFIX,
-    BATON_SHARDS: String(SHARDS),
+  const env = (role: Role) => composeEnv(role, redis.url, SHARDS);
+  services = await startProjectorsAndGateway({
+    projectors: [env('projector')],
+    gateway: env('gateway'),
   });
-  [projector, gateway] = await Promise.all([
-    spawnProjector(env('projector')),
-    spawnGateway(env('gateway')),
-  ]);
-  await waitFor(
-    async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
-    'every shard owned',
-    30_000,
-  );
 });
 afterAll(async () => {
-  await Promise.all([gateway?.stop(), projector?.stop()]);
+  await services?.stop();
   await redis?.stop();
   rmSync(backup, { recursive: true, force: true });
 });
@@ -63,7 +45,7 @@ const keysOf = (view: TaskView | null) =>
 
 /** The queue as the log holds it now, read afresh through REST. */
 async function served(): Promise<string[]> {
-  const res = await fetch(`${gateway.url}/v1/tasks/t-div`, {
+  const res = await fetch(`${services.gateway.url}/v1/tasks/t-div`, {
     headers: { authorization: `Bearer ${tok}` },
   });
   return keysOf((await res.json()) as TaskView);
@@ -71,7 +53,7 @@ async function served(): Promise<string[]> {
 
 it('a client watching a task whose history Redis lost is resynced to what the log holds', async () => {
   const client = new BatonClient();
-  await client.connect(`${gateway.wsUrl}/ws`, tok);
+  await client.connect(`${services.gateway.wsUrl}/ws`, tok);
   let resyncs = 0;
   const sub: Subscription = client.subscribe('t-div', { onResync: () => resyncs++ });
   await sub.ready;

@@ -1,12 +1,11 @@
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import {
+  everyShardOwned,
   spawnGateway,
   token,
-  spawnLeasedProjector,
-  spawnWorker,
+  spawnProjectorAndWorker,
   waitFor,
-  type ProjectorProcess,
-  type WorkerProcess,
+  type ProjectorAndWorker,
 } from '@baton/testing';
 
 /**
@@ -18,8 +17,7 @@ import {
 jest.setTimeout(120_000);
 
 let server: RedisServer;
-let projector: ProjectorProcess;
-let worker: WorkerProcess;
+let processes: ProjectorAndWorker;
 const ports: Record<'projector' | 'worker', number> = { projector: 0, worker: 0 };
 
 /** The port a process logged in its line `msg`. */
@@ -61,15 +59,13 @@ async function both(status: number, what: string) {
 beforeAll(async () => {
   server = await startRedis();
   const common = { REDIS_URL: server.url, BATON_PREFIX: 'hz', BATON_SHARDS: '2' };
-  [projector, worker] = await Promise.all([spawnLeasedProjector(common), spawnWorker(common)]);
-  ports.projector = loggedPort(projector.output(), 'projector started');
-  ports.worker = loggedPort(worker.output(), 'worker ready');
+  processes = await spawnProjectorAndWorker(common, common);
+  ports.projector = loggedPort(processes.projector.output(), 'projector started');
+  ports.worker = loggedPort(processes.worker.output(), 'worker ready');
 });
 afterAll(async () => {
   server?.resume();
-  worker?.child.kill('SIGTERM');
-  projector?.child.kill('SIGTERM');
-  await Promise.all([worker?.exited, projector?.exited]);
+  await processes?.stop();
   await server?.stop();
 });
 
@@ -117,11 +113,7 @@ it('a gateway started while Redis is down waits unready, then serves once Redis 
     expect(await view.json()).toMatchObject({ error: { code: 'unavailable' } });
 
     await server.restart();
-    await waitFor(
-      async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
-      'the gateway ready once Redis is back',
-      30_000,
-    );
+    await everyShardOwned(gateway); // once Redis is back
     // Serving: a prompt through it is decided by the projector and shows in the view.
     const res = await fetch(`${gateway.url}/v1/tasks/t-down/sessions/s/prompts`, {
       method: 'POST',

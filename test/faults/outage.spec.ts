@@ -9,13 +9,11 @@ import {
   GatewayDouble,
   factsOf,
   readAll,
-  spawnLeasedProjector,
-  spawnWorker,
+  spawnProjectorAndWorker,
   startExecution,
   waitFor,
   writeBusyRecording,
-  type ProjectorProcess,
-  type WorkerProcess,
+  type ProjectorAndWorker,
 } from '@baton/testing';
 
 /**
@@ -47,8 +45,7 @@ let server: RedisServer;
 let store: EventStore;
 let queueConn: RedisClient;
 let queue: ExecutionQueue;
-let projector: ProjectorProcess;
-let worker: WorkerProcess;
+let processes: ProjectorAndWorker;
 let gateway: GatewayDouble;
 let projectorLink: RedisLink;
 let workerLink: RedisLink;
@@ -67,21 +64,19 @@ beforeAll(async () => {
   projectorLink = await startRedisLink(server);
   workerLink = await startRedisLink(server);
   const common = { BATON_PREFIX: PREFIX, BATON_SHARDS: String(SHARDS) };
-  [projector, worker] = await Promise.all([
-    spawnLeasedProjector({ ...common, REDIS_URL: projectorLink.url }),
-    spawnWorker({
+  processes = await spawnProjectorAndWorker(
+    { ...common, REDIS_URL: projectorLink.url },
+    {
       ...common,
       REDIS_URL: workerLink.url,
       WORKER_CONCURRENCY: String(EXECUTIONS),
       WORKER_EXECUTION_LEASE_MS: String(LEASE_MS),
       WORKER_RECORDINGS_DIR: recordings,
-    }),
-  ]);
+    },
+  );
 });
 afterAll(async () => {
-  worker?.child.kill('SIGTERM');
-  projector?.child.kill('SIGTERM');
-  await Promise.all([worker?.exited, projector?.exited]);
+  await processes?.stop();
   await queue.close();
   queueConn.disconnect();
   await store.close();
@@ -119,6 +114,7 @@ it('an outage longer than the execution lease loses no execution; the turns fini
   }
   const before = await Promise.all(refs.map(async (r) => (await readAll(store, r.taskId)).length));
 
+  const { projector, worker } = processes;
   const logFrom = { projector: projector.output().length, worker: worker.output().length };
   projectorLink.hold();
   workerLink.hold();

@@ -1,16 +1,7 @@
 import { taskKey } from '@baton/protocol';
-import { startRedisCluster, type RedisClusterHandle } from '@baton/redis-server';
-import { EventStore, isCluster } from '@baton/store';
-import {
-  readAll,
-  spawnGateway,
-  spawnProjector,
-  token,
-  waitFor,
-  type GatewayProc,
-  type ServiceProc,
-} from '@baton/testing';
-import { masterPort as masterPortOf, restPrompt, taskPerShard } from './support';
+import Redis from 'ioredis';
+import { readAll, token, waitFor } from '@baton/testing';
+import { LEASE_MS, clusterWithProjectors, type ClusterBaton } from './support';
 
 /**
  * Issue 17, item 3: a Cluster of 3 masters, each with 2 replicas, loses a master under load. A
@@ -26,58 +17,29 @@ import { masterPort as masterPortOf, restPrompt, taskPerShard } from './support'
 
 jest.setTimeout(180_000);
 
-const PREFIX = 'rp';
 const SHARDS = 6;
 const TENANT = 'acme';
 const NODE_TIMEOUT_MS = 1_000;
-/** The projector's shard lease (@baton/testing spawnProjector: PROJECTOR_LEASE_TTL_MS). */
-const LEASE_MS = 2_000;
 const tok = token({ tenant: TENANT, scope: 'read prompt' });
 
-let cluster: RedisClusterHandle;
-let store: EventStore;
-let projector: ServiceProc;
-let gateway: GatewayProc;
+let baton: ClusterBaton;
 
 beforeAll(async () => {
-  cluster = await startRedisCluster(3, {
+  baton = await clusterWithProjectors({
+    shards: SHARDS,
     replicas: 2,
-    requireFullCoverage: false,
     nodeTimeoutMs: NODE_TIMEOUT_MS,
+    gatewayEnv: { GATEWAY_STORE_TIMEOUT_MS: '1000', GATEWAY_ACK_REPLICAS: '1' },
   });
-  store = EventStore.connect({ cluster: cluster.nodes }, { shards: SHARDS, prefix: PREFIX });
-  const env = {
-    REDIS_URL: `redis+cluster://${cluster.nodes.map((n) => `${n.host}:${n.port}`).join(',')}`,
-    BATON_PREFIX: PREFIX,
-    BATON_SHARDS: String(SHARDS),
-  };
-  [projector, gateway] = await Promise.all([
-    spawnProjector(env),
-    spawnGateway({
-      ...env,
-      GATEWAY_STORE_TIMEOUT_MS: '1000',
-      GATEWAY_ACK_REPLICAS: '1',
-      // A load test of failover, not of the tenant's request rate.
-      GATEWAY_MAX_REQUESTS_PER_SECOND: '1000000',
-    }),
-  ]);
-  await waitFor(
-    async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
-    'every shard owned',
-    30_000,
-  );
 });
-afterAll(async () => {
-  await Promise.all([gateway?.stop(), projector?.stop()]);
-  await store?.close();
-  await cluster?.stop();
-});
+afterAll(() => baton?.stop());
 
-const prompt = (taskId: string, key: string) => restPrompt(gateway.url, tok, taskId, key);
-const masterPort = (key: string) => masterPortOf(store, key);
+const prompt = (taskId: string, key: string) => baton.prompt(tok, taskId, key);
 
 it('a master killed under load: its replica takes over, Baton resumes by itself, no acknowledged prompt is lost', async () => {
-  const tasks = await taskPerShard(store, TENANT, SHARDS);
+  const { cluster, store, gateway } = baton;
+  const projector = baton.projectors[0]!;
+  const tasks = await baton.taskPerShard(TENANT);
   const victimPort = tasks[0]!.port;
   const victim = cluster.servers.find((s) => s.port === victimPort)!;
   const failed = tasks.filter((t) => t.port === victimPort);
@@ -137,7 +99,7 @@ it('a master killed under load: its replica takes over, Baton resumes by itself,
     throw err;
   });
   const resumedMs = Date.now() - killed;
-  expect(await masterPort(store.keys.lease(failed[0]!.shard))).not.toBe(victimPort);
+  expect(await baton.masterPort(store.keys.lease(failed[0]!.shard))).not.toBe(victimPort);
   stop = true;
   await load;
   expect(wrong).toEqual([]);
@@ -185,19 +147,20 @@ it('a master killed under load: its replica takes over, Baton resumes by itself,
 });
 
 it('a write no replica confirmed is not acknowledged: unavailable, and the retry under its key makes it once', async () => {
+  const { cluster, store } = baton;
   const taskId = 'unconfirmed';
   const lease = store.keys.lease(store.shardOf(taskKey(TENANT, taskId)));
-  const port = await masterPort(lease);
-  // The master's replicas, as the cluster lists them now.
-  const r = store.redis;
-  if (!isCluster(r)) throw new Error('not a cluster');
-  const nodes = String(await r.call('CLUSTER', 'NODES')).split('\n');
-  const masterId = nodes.find((l) => l.includes(`:${port}@`))!.split(' ')[0]!;
-  const replicaPorts = nodes
-    .filter((l) => l.split(' ')[3] === masterId && !l.includes('fail'))
-    .map((l) => Number(/:(\d+)@/.exec(l)![1]));
+  const port = await baton.masterPort(lease);
+  // The master's replicas, as the master itself sees them: after the first test's failover the
+  // promoted master gets its replicas back only once they have reconfigured and synced, and
+  // another node's CLUSTER NODES may still show the old topology. Every replica it lists must be
+  // online (else one that comes online while the others are paused would confirm the write).
+  const replicaPorts = await waitFor(async () => {
+    const { listed, online } = await replicasOf(port);
+    return listed.length > 0 && listed.every((p) => online.includes(p)) ? online : undefined;
+  }, `every replica of the master on ${port} online`);
   const replicas = cluster.servers.filter((s) => replicaPorts.includes(s.port));
-  expect(replicas.length).toBeGreaterThan(0);
+  expect(replicas.length).toBe(replicaPorts.length);
 
   for (const s of replicas) s.pause();
   try {
@@ -221,3 +184,26 @@ it('a write no replica confirmed is not acknowledged: unavailable, and the retry
   ).toHaveLength(1);
   expect(submits.length).toBeGreaterThanOrEqual(1);
 });
+
+/**
+ * The replicas of the master on `port` as it lists them (its own CLUSTER NODES, failed ones aside)
+ * and those it reports online (INFO replication, `slaveN:...state=online`).
+ */
+async function replicasOf(port: number): Promise<{ listed: number[]; online: number[] }> {
+  const master = new Redis({ port, lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await master.connect();
+    const nodes = String(await master.call('CLUSTER', 'NODES')).split('\n');
+    const myId = nodes.find((l) => l.includes('myself'))!.split(' ')[0]!;
+    const listed = nodes
+      .filter((l) => l.split(' ')[3] === myId && !l.split(' ')[2]!.includes('fail'))
+      .map((l) => Number(/:(\d+)@/.exec(l)![1]));
+    const info = await master.info('replication');
+    const online = [...info.matchAll(/^slave\d+:.*port=(\d+),state=online/gm)].map((m) =>
+      Number(m[1]),
+    );
+    return { listed, online };
+  } finally {
+    master.disconnect();
+  }
+}

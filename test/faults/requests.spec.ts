@@ -4,12 +4,11 @@ import { EventStore } from '@baton/store';
 import {
   Client,
   readAll,
-  spawnGateway,
-  spawnProjector,
+  restClient,
+  startProjectorsAndGateway,
   token,
   waitFor,
-  type GatewayProc,
-  type ServiceProc,
+  type Services,
 } from '@baton/testing';
 
 /**
@@ -37,30 +36,26 @@ const tok = token({ tenant: TENANT, scope: 'read prompt execute' });
 let server: RedisServer;
 let store: EventStore;
 let link: RedisLink;
-let projector: ServiceProc;
-let gateway: GatewayProc;
+let services: Services;
 let ws: Client;
+let rest: ReturnType<typeof restClient>;
 
 beforeAll(async () => {
   server = await startRedis({ aof: true });
   store = EventStore.connect({ url: server.url }, { shards: SHARDS, prefix: PREFIX });
   link = await startRedisLink(server);
   const common = { BATON_PREFIX: PREFIX, BATON_SHARDS: String(SHARDS) };
-  [projector, gateway] = await Promise.all([
-    spawnProjector({ ...common, REDIS_URL: server.url }),
-    spawnGateway({
+  services = await startProjectorsAndGateway({
+    projectors: [{ ...common, REDIS_URL: server.url }],
+    gateway: {
       ...common,
       REDIS_URL: link.url,
       GATEWAY_STORE_TIMEOUT_MS: String(STORE_TIMEOUT_MS),
       LOG_LEVEL: 'info',
-    }),
-  ]);
-  await waitFor(
-    async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
-    'every shard owned',
-    30_000,
-  );
-  ws = await Client.connect(gateway.wsUrl, tok);
+    },
+  });
+  rest = restClient(services.gateway.url, tok);
+  ws = await Client.connect(services.gateway.wsUrl, tok);
   // The task exists: its first prompt went through.
   expect(await restPrompt('first')).toMatchObject({ status: 200 });
   // The executions queue is open (an execution waits for a worker): its connection sees the
@@ -76,7 +71,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await ws?.close();
-  await Promise.all([gateway?.stop(), projector?.stop()]);
+  await services?.stop();
   await store?.close();
   await link?.close();
   await server?.stop();
@@ -84,14 +79,6 @@ afterAll(async () => {
 
 type Json = Record<string, unknown>;
 
-async function rest(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Json };
-}
 const restPrompt = (key: string) =>
   rest('POST', `/v1/tasks/${TASK}/sessions/s1/prompts`, { text: key, idempotencyKey: key });
 const wsPrompt = async (key: string) => {
@@ -123,7 +110,7 @@ async function underFault(name: string, fault: () => Promise<void>, heal: () => 
   const [answers, view, ready] = await Promise.all([
     Promise.all(attempts.map(async (a) => ({ ...(await send(a)), ms: Date.now() - started }))),
     rest('GET', `/v1/tasks/${TASK}`),
-    fetch(`${gateway.url}/readyz`).then((r) => r.status),
+    fetch(`${services.gateway.url}/readyz`).then((r) => r.status),
   ]);
   // Every answer is in while the fault still holds.
   const answeredMs = Math.max(...answers.map((a) => a.ms));
@@ -189,7 +176,7 @@ it('Redis killed: every request is answered unavailable while it is gone, and no
 });
 
 it('says so once in its log when each fault starts and once when it ends, with no error or stack trace', () => {
-  const lines = gateway.output().split('\n');
+  const lines = services.gateway.output().split('\n');
   // Two faults (the stall, the kill): a line each way for each, whatever the number of retries.
   expect(lines.filter((l) => l.includes('redis is unreachable'))).toHaveLength(2);
   expect(lines.filter((l) => l.includes('redis is back'))).toHaveLength(2);

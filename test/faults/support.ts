@@ -1,7 +1,13 @@
 import { taskKey } from '@baton/protocol';
-import { isCluster, type EventStore } from '@baton/store';
+import { randomBytes } from 'node:crypto';
+import { startRedisCluster, type RedisClusterHandle } from '@baton/redis-server';
+import { EventStore, isCluster } from '@baton/store';
+import { startProjectorsAndGateway, type GatewayProc, type ServiceProc } from '@baton/testing';
 
 type Json = Record<string, unknown>;
+
+/** The projector's shard lease (@baton/testing spawnProjector: PROJECTOR_LEASE_TTL_MS). */
+export const LEASE_MS = 2_000;
 
 /** A prompt through a gateway's REST API, under `key` as its text and its idempotency key. */
 export async function restPrompt(gatewayUrl: string, token: string, taskId: string, key: string) {
@@ -34,4 +40,84 @@ export async function taskPerShard(store: EventStore, tenant: string, shards: nu
     tasks.push({ taskId, shard, port: await masterPort(store, store.keys.lease(shard)) });
   }
   return tasks;
+}
+
+/** Shards a projector's log says it lost the lease of (one line may name several). */
+export function leasesLostIn(output: string): number[] {
+  return output
+    .split('\n')
+    .filter((l) => l.includes('lease lost'))
+    .flatMap((l) => {
+      const line = JSON.parse(l) as { shard?: number; shards?: number[] };
+      return line.shards ?? [line.shard!];
+    });
+}
+
+export interface ClusterBaton {
+  cluster: RedisClusterHandle;
+  /** For the test's own reads. */
+  store: EventStore;
+  projectors: ServiceProc[];
+  gateway: GatewayProc;
+  /** The env the gateway was started with, for another one like it. */
+  gatewayEnv: Record<string, string>;
+  /** What the projectors were started with: another one joins with it. */
+  projectorEnv: Record<string, string>;
+  /** A prompt over the gateway's REST API to session s1, under `key` (restPrompt). */
+  prompt(token: string, taskId: string, key: string): ReturnType<typeof restPrompt>;
+  /** The port of the master serving `key`'s slot now. */
+  masterPort(key: string): Promise<number>;
+  /** One task of `tenant` per shard, with the port of its shard's master. */
+  taskPerShard(tenant: string): ReturnType<typeof taskPerShard>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A Redis Cluster of three masters that keeps serving the live masters' slots while one is lost
+ * (`cluster-require-full-coverage no`), and Baton on it: projectors and a gateway, each a real
+ * process, with every shard owned.
+ */
+export async function clusterWithProjectors(o: {
+  shards: number;
+  projectors?: number;
+  replicas?: number;
+  nodeTimeoutMs?: number;
+  projectorEnv?: Record<string, string>;
+  gatewayEnv?: Record<string, string>;
+}): Promise<ClusterBaton> {
+  const cluster = await startRedisCluster(3, {
+    requireFullCoverage: false,
+    ...(o.replicas === undefined ? {} : { replicas: o.replicas }),
+    ...(o.nodeTimeoutMs === undefined ? {} : { nodeTimeoutMs: o.nodeTimeoutMs }),
+  });
+  const prefix = `c${randomBytes(3).toString('hex')}`;
+  const store = EventStore.connect({ cluster: cluster.nodes }, { shards: o.shards, prefix });
+  const env = {
+    REDIS_URL: `redis+cluster://${cluster.nodes.map((n) => `${n.host}:${n.port}`).join(',')}`,
+    BATON_PREFIX: prefix,
+    BATON_SHARDS: String(o.shards),
+  };
+  // A load test of failover, not of the tenant's request rate.
+  const gatewayEnv = { ...env, GATEWAY_MAX_REQUESTS_PER_SECOND: '1000000', ...o.gatewayEnv };
+  const projectorEnv = { ...env, ...o.projectorEnv };
+  const { projectors, gateway } = await startProjectorsAndGateway({
+    projectors: Array.from({ length: o.projectors ?? 1 }, () => projectorEnv),
+    gateway: gatewayEnv,
+  });
+  return {
+    cluster,
+    store,
+    projectors,
+    gateway,
+    gatewayEnv,
+    projectorEnv,
+    prompt: (token, taskId, key) => restPrompt(gateway.url, token, taskId, key),
+    masterPort: (key) => masterPort(store, key),
+    taskPerShard: (tenant) => taskPerShard(store, tenant, o.shards),
+    stop: async () => {
+      await Promise.all([gateway.stop(), ...projectors.map((p) => p.stop())]);
+      await store.close();
+      await cluster.stop();
+    },
+  };
 }

@@ -39,24 +39,25 @@ afterAll(async () => {
 });
 
 /** The status and body with which an upgrade is refused (or 101 when it is not). */
-function upgrade(path: string, headers: Record<string, string> = {}, query = '') {
-  return new Promise<{ status: number; body: string }>((resolve) => {
-    const ws = new WebSocket(`${gw.wsUrl}${path}${query}`, { headers });
-    ws.on('open', () => {
-      ws.close();
-      resolve({ status: 101, body: '' });
-    });
-    ws.on('error', () => undefined);
-    ws.on('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
-  });
-}
+const upgrade = (path: string, headers: Record<string, string> = {}, query = '') =>
+  Client.upgradeAnswer(`${gw.wsUrl}${path}${query}`, headers);
 
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 type Json = Record<string, unknown>;
+
+/** A prompt over /ws to session s of task t. */
+const promptTo = (c: Client, text: string) =>
+  c.request({ op: 'prompt', taskId: 't', sessionId: 's', text, idempotencyKey: 'k' });
+
+/** A REST call with a token of `scope` and a body (JSON, or a string sent as it is). */
+async function restAs(scope: string, method: string, path: string, body: unknown) {
+  const res = await fetch(`${gw.url}${path}`, {
+    method,
+    headers: { ...bearer(tok(scope)), 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Json };
+}
 
 describe('authentication', () => {
   const none = { alg: 'none', typ: 'JWT' };
@@ -144,35 +145,25 @@ describe('authentication', () => {
     expect((await get(tok('prompt'))).status).toBe(403);
     expect((await get(tok('read'))).status).toBe(200);
     expect((await get(tok('admin'))).status).toBe(200);
-    const post = await fetch(`${gw.url}/v1/tasks/t/sessions/s/prompts`, {
-      method: 'POST',
-      headers: { ...bearer(tok('read')), 'content-type': 'application/json' },
-      body: JSON.stringify({ text: 'x', idempotencyKey: 'k' }),
+    const forbidden = (scope: string) => ({
+      status: 403,
+      body: {
+        error: { code: 'forbidden', message: `the token's scope does not include ${scope}` },
+      },
     });
-    expect(post.status).toBe(403);
-    expect(await post.json()).toEqual({
-      error: { code: 'forbidden', message: "the token's scope does not include prompt" },
-    });
-    const exec = await fetch(`${gw.url}/v1/tasks/t/sessions/s/executions`, {
-      method: 'POST',
-      headers: { ...bearer(tok('read prompt')), 'content-type': 'application/json' },
-      body: JSON.stringify({ profile: 'replay', recording: 'x' }),
-    });
-    expect(exec.status).toBe(403);
-    expect(await exec.json()).toEqual({
-      error: { code: 'forbidden', message: "the token's scope does not include execute" },
-    });
+    const prompt = { text: 'x', idempotencyKey: 'k' };
+    expect(await restAs('read', 'POST', '/v1/tasks/t/sessions/s/prompts', prompt)).toEqual(
+      forbidden('prompt'),
+    );
+    const exec = { profile: 'replay', recording: 'x' };
+    expect(await restAs('read prompt', 'POST', '/v1/tasks/t/sessions/s/executions', exec)).toEqual(
+      forbidden('execute'),
+    );
   });
 
   it('/ws and /ahp: a message needs its scope', async () => {
     const reader = await Client.connect(gw.wsUrl, tok('read'));
-    const p = await reader.request({
-      op: 'prompt',
-      taskId: 't',
-      sessionId: 's',
-      text: 'x',
-      idempotencyKey: 'k',
-    });
+    const p = await promptTo(reader, 'x');
     expect(p.error).toEqual({
       code: 'forbidden',
       message: "the token's scope does not include prompt",
@@ -220,25 +211,18 @@ describe('bounds', () => {
 
   it('a prompt over MAX_PROMPT_CHARS gets prompt_too_long, naming the field', async () => {
     const c = await Client.connect(gw.wsUrl, tok('read prompt'));
-    const r = await c.request({
-      op: 'prompt',
-      taskId: 't',
-      sessionId: 's',
-      text: 'y'.repeat(100_001),
-      idempotencyKey: 'k',
-    });
+    const r = await promptTo(c, 'y'.repeat(100_001));
     expect(r.error).toEqual({
       code: 'prompt_too_long',
       path: 'text',
       message: 'text: the prompt has 100001 characters, the limit is 100000',
     });
-    const rest = await fetch(`${gw.url}/v1/tasks/t/sessions/s/prompts`, {
-      method: 'POST',
-      headers: { ...bearer(tok('prompt')), 'content-type': 'application/json' },
-      body: JSON.stringify({ text: 'y'.repeat(100_001), idempotencyKey: 'k' }),
+    const rest = await restAs('prompt', 'POST', '/v1/tasks/t/sessions/s/prompts', {
+      text: 'y'.repeat(100_001),
+      idempotencyKey: 'k',
     });
     expect(rest.status).toBe(400);
-    expect(((await rest.json()) as Json).error).toMatchObject({
+    expect(rest.body.error).toMatchObject({
       code: 'prompt_too_long',
       path: 'text',
     });
@@ -261,33 +245,27 @@ describe('bounds', () => {
       observedGeneration: -1,
     });
     expect(q.error).toMatchObject({ code: 'invalid_message', path: 'observedGeneration' });
-    const rest = await fetch(`${gw.url}/v1/tasks/t/sessions/s/queue/auto-run`, {
-      method: 'PUT',
-      headers: { ...bearer(tok('prompt')), 'content-type': 'application/json' },
-      body: JSON.stringify({ enabled: 'yes' }),
+    const rest = await restAs('prompt', 'PUT', '/v1/tasks/t/sessions/s/queue/auto-run', {
+      enabled: 'yes',
     });
     expect(rest.status).toBe(400);
-    expect(await rest.json()).toEqual({
+    expect(rest.body).toEqual({
       error: {
         code: 'invalid_message',
         path: 'enabled',
         message: 'enabled: Invalid input: expected boolean, received string',
       },
     });
-    const bad = await fetch(`${gw.url}/v1/tasks/t/sessions/s/prompts`, {
-      method: 'POST',
-      headers: { ...bearer(tok('prompt')), 'content-type': 'application/json' },
-      body: '{not json',
-    });
+    const prompts = '/v1/tasks/t/sessions/s/prompts';
+    const bad = await restAs('prompt', 'POST', prompts, '{not json');
     expect(bad.status).toBe(400);
-    expect(((await bad.json()) as Json).error).toMatchObject({ code: 'invalid_message' });
-    const huge = await fetch(`${gw.url}/v1/tasks/t/sessions/s/prompts`, {
-      method: 'POST',
-      headers: { ...bearer(tok('prompt')), 'content-type': 'application/json' },
-      body: JSON.stringify({ text: 'z'.repeat(MAX), idempotencyKey: 'k' }),
+    expect(bad.body.error).toMatchObject({ code: 'invalid_message' });
+    const huge = await restAs('prompt', 'POST', prompts, {
+      text: 'z'.repeat(MAX),
+      idempotencyKey: 'k',
     });
     expect(huge.status).toBe(413);
-    expect(((await huge.json()) as Json).error).toMatchObject({ code: 'message_too_large' });
+    expect(huge.body.error).toMatchObject({ code: 'message_too_large' });
     await c.close();
   });
 

@@ -121,13 +121,17 @@ const wsObject = fc
   .filter((m) => !ClientMessage.safeParse(m).success)
   .map((m) => JSON.stringify(m));
 
-const wsFrame: fc.Arbitrary<Frame> = fc.oneof(
-  { arbitrary: wsObject, weight: 6 },
-  { arbitrary: binary, weight: 1 },
-  { arbitrary: notJson, weight: 1 },
-  { arbitrary: nonObject, weight: 1 },
-  { arbitrary: oversize, weight: 1 },
-);
+/** Mostly an endpoint's malformed `messages`; now and then binary, not JSON, not an object, too large. */
+const framesAround = (messages: fc.Arbitrary<Frame>): fc.Arbitrary<Frame> =>
+  fc.oneof(
+    { arbitrary: messages, weight: 6 },
+    { arbitrary: binary, weight: 1 },
+    { arbitrary: notJson, weight: 1 },
+    { arbitrary: nonObject, weight: 1 },
+    { arbitrary: oversize, weight: 1 },
+  );
+
+const wsFrame = framesAround(wsObject);
 
 const METHODS = [
   'initialize',
@@ -197,41 +201,56 @@ function isValidRpc(m: Record<string, unknown>): boolean {
   );
 }
 
-const ahpFrame: fc.Arbitrary<Frame> = fc.oneof(
-  { arbitrary: rpcObject, weight: 6 },
-  { arbitrary: binary, weight: 1 },
-  { arbitrary: notJson, weight: 1 },
-  { arbitrary: nonObject, weight: 1 },
-  { arbitrary: oversize, weight: 1 },
-);
+const ahpFrame = framesAround(rpcObject);
+
+type Json = Record<string, unknown>;
+
+/**
+ * The property both sockets hold: for 120 batches of 10 to 60 frames sent on `c`, a ping after
+ * the batch is answered (`ping` checks the pong) after exactly one answer per frame, each of which
+ * `isError` checks. Returns how many frames were sent.
+ */
+async function answersToBatches<F>(
+  c: Client,
+  frame: fc.Arbitrary<F>,
+  ping: () => Promise<Json>,
+  isError: (answer: Json) => void,
+): Promise<number> {
+  let sent = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(frame, { minLength: 10, maxLength: 60 }), async (frames) => {
+      const from = c.messages.length;
+      for (const f of frames) c.send(f);
+      sent += frames.length;
+      const pong = await ping();
+      const answers = c.messages.slice(from, c.messages.indexOf(pong));
+      expect(answers).toHaveLength(frames.length);
+      for (const a of answers) isError(a);
+    }),
+    { numRuns: 120 },
+  );
+  return sent;
+}
 
 describe('bad input (property)', () => {
   it('/ws: every malformed frame gets an error, the connection stays usable, nothing is written', async () => {
     const before = await streamLengths(store, PREFIX);
     const c = await Client.connect(gw.wsUrl, tok);
-    let sent = 0;
-    await fc.assert(
-      fc.asyncProperty(fc.array(wsFrame, { minLength: 10, maxLength: 60 }), async (frames) => {
-        const from = c.messages.length;
-        for (const f of frames) c.send(f);
-        sent += frames.length;
+    const sent = await answersToBatches(
+      c,
+      wsFrame,
+      async () => {
         const pong = await c.request({ op: 'ping' });
         expect(pong).toMatchObject({ ok: true, result: { pong: true } });
-        const answers = c.messages.slice(from, c.messages.indexOf(pong));
-        expect(answers).toHaveLength(frames.length);
-        for (const a of answers) {
-          const error = (
-            a.type === 'error'
-              ? a.error
-              : a.type === 'reply' && a.ok === false
-                ? a.error
-                : undefined
-          ) as { code: string; message: string } | undefined;
-          expect(error).toBeDefined();
-          expect(error!.message.length).toBeGreaterThan(0);
-        }
-      }),
-      { numRuns: 120 },
+        return pong;
+      },
+      (a) => {
+        const error = (
+          a.type === 'error' ? a.error : a.type === 'reply' && a.ok === false ? a.error : undefined
+        ) as { code: string; message: string } | undefined;
+        expect(error).toBeDefined();
+        expect(error!.message.length).toBeGreaterThan(0);
+      },
     );
     expect(sent).toBeGreaterThan(2_000);
     expect(c.closed).toBeUndefined();
@@ -243,22 +262,18 @@ describe('bad input (property)', () => {
   it('/ahp: every malformed frame gets a JSON-RPC error, the connection stays usable, nothing is written', async () => {
     const before = await streamLengths(store, PREFIX);
     const c = await Client.connect(gw.wsUrl, tok, '/ahp');
-    let sent = 0;
-    await fc.assert(
-      fc.asyncProperty(fc.array(ahpFrame, { minLength: 10, maxLength: 60 }), async (frames) => {
-        const from = c.messages.length;
-        for (const f of frames) c.send(f);
-        sent += frames.length;
+    const sent = await answersToBatches(
+      c,
+      ahpFrame,
+      async () => {
         const pong = await c.rpc('ping');
         expect(pong.result).toEqual({});
-        const answers = c.messages.slice(from, c.messages.indexOf(pong));
-        expect(answers).toHaveLength(frames.length);
-        for (const a of answers) {
-          expect(a.jsonrpc).toBe('2.0');
-          expect(a.error).toMatchObject({ code: expect.any(Number), message: expect.any(String) });
-        }
-      }),
-      { numRuns: 120 },
+        return pong;
+      },
+      (a) => {
+        expect(a.jsonrpc).toBe('2.0');
+        expect(a.error).toMatchObject({ code: expect.any(Number), message: expect.any(String) });
+      },
     );
     expect(sent).toBeGreaterThan(2_000);
     expect(c.closed).toBeUndefined();

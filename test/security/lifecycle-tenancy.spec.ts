@@ -2,45 +2,25 @@
 // force-release tenant X's task by naming X's task id, over /ws and REST. Each answer is exactly
 // the one for a task id nobody has (not_found, 404), nothing is written anywhere, X's task, view
 // and subscribers see nothing, and Y does not come to own a task of that id.
-import { taskKey } from '@baton/protocol';
-import {
-  Client,
-  seedQueuedTask,
-  startStack,
-  streamLengths,
-  token,
-  tokenFor,
-  type Stack,
-} from '@baton/testing';
+import { Client, restClient, streamLengths, token } from '@baton/testing';
+import { startWithTaskOfX, tenantX, type OneGateway } from './support';
 
 jest.setTimeout(60_000);
 
-let stack: Stack;
-let ws: string;
-let http: string;
-const owner = tokenFor('tenant-x');
+let stack: OneGateway;
 const intruder = token({ tenant: 'tenant-y', scope: 'read prompt execute delete admin' });
 const TASK = 'x-lifecycle';
-const X_KEY = taskKey('tenant-x', TASK);
+const X_KEY = tenantX.key(TASK);
 const ABSENT = 'nobody-has-it';
 type Json = Record<string, unknown>;
 
 beforeAll(async () => {
-  stack = await startStack({ gateways: 1, projectors: 1 });
-  ws = stack.gateways[0]!.wsUrl;
-  http = stack.gateways[0]!.url;
-  // X's task: a live execution, a running prompt and a queued one.
-  await seedQueuedTask(stack, 'tenant-x', TASK, ['k1', 'k2']);
+  stack = await startWithTaskOfX(TASK);
 });
 afterAll(() => stack?.stop());
 
-async function call(method: string, path: string) {
-  const res = await fetch(`${http}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${intruder}`, 'content-type': 'application/json' },
-  });
-  return { status: res.status, body: (await res.json()) as Json };
-}
+/** REST as the intruder. */
+const call = (method: string, path: string) => restClient(stack.http, intruder)(method, path);
 
 const wsOps = (taskId: string): Json[] => [
   { op: 'task.archive', taskId },
@@ -61,11 +41,11 @@ const restOps = (taskId: string): Array<[string, string]> => [
 
 describe('lifecycle commands across tenants', () => {
   it('Y cannot archive, delete, reset or force-release X’s task: answered as for an absent one', async () => {
-    const xWatcher = await Client.connect(ws, owner);
+    const xWatcher = await Client.connect(stack.ws, tenantX.token);
     await xWatcher.request({ op: 'subscribe', taskId: TASK });
     const before = await streamLengths(stack.store, stack.prefix);
     const xView = await stack.store.views.read(X_KEY);
-    const y = await Client.connect(ws, intruder);
+    const y = await Client.connect(stack.ws, intruder);
     const answers: Record<string, unknown[]> = { [TASK]: [], [ABSENT]: [] };
     for (const taskId of [TASK, ABSENT]) {
       for (const m of wsOps(taskId)) {

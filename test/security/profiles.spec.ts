@@ -364,22 +364,19 @@ describe('a job written straight into Redis', () => {
     await queue.add(EXECUTION_JOB_NAME, data, { jobId, attempts: 1 });
     return jobId;
   };
+  /** A job of schema v1 for `ref`, as execution `name` (job id `x.<name>`), carrying `rest`. */
+  const injectExecution = (name: string, ref: object, rest: Json = {}) =>
+    inject(`x.${name}`, { v: 1, ...ref, executionId: name, ...rest });
 
   it('with a command, env and cwd: dead-lettered with the reason, nothing run', async () => {
     const ref = newTask();
     ref.taskId = taskKey(A, ref.taskId);
     const seen = new Set(probes());
-    const legacy = await inject('x.legacy', {
-      v: 1,
-      ...ref,
-      executionId: 'legacy',
+    const legacy = await injectExecution('legacy', ref, {
       agent: { kind: 'command', command: '/bin/sh', args: ['-c', `touch ${MARKER}`], env: {} },
       cwd: dir,
     });
-    const smuggled = await inject('x.smuggled', {
-      v: 1,
-      ...ref,
-      executionId: 'smuggled',
+    const smuggled = await injectExecution('smuggled', ref, {
       tenant: A,
       profile: 'probe',
       command: '/bin/sh',
@@ -408,28 +405,10 @@ describe('a job written straight into Redis', () => {
     // A task of B: its key names B.
     ref.taskId = taskKey(B, ref.taskId);
     const seen = new Set(probes());
-    const unknown = await inject('x.unknown', {
-      v: 1,
-      ...ref,
-      executionId: 'unknown',
-      tenant: B,
-      profile: 'sh',
-    });
-    const foreign = await inject('x.foreign', {
-      v: 1,
-      ...ref,
-      executionId: 'foreign',
-      tenant: A,
-      profile: 'probe',
-    });
+    const unknown = await injectExecution('unknown', ref, { tenant: B, profile: 'sh' });
+    const foreign = await injectExecution('foreign', ref, { tenant: A, profile: 'probe' });
     const unclaimed = newTask();
-    const orphan = await inject('x.orphan', {
-      v: 1,
-      ...unclaimed,
-      executionId: 'orphan',
-      tenant: A,
-      profile: 'probe',
-    });
+    const orphan = await injectExecution('orphan', unclaimed, { tenant: A, profile: 'probe' });
     const notAJob = await inject('x.garbage', 'rm -rf /');
     expect((await deadLetter(ref.taskId, unknown)).reason).toBe(
       'execution job refused: unknown profile "sh"; known: probe, replay',

@@ -18,7 +18,7 @@ import {
   composeServices,
   type Role,
 } from '../compose-file';
-import { spawnGateway, spawnProjector, tokenFor, waitFor } from '@baton/testing';
+import { everyShardOwned, spawnGateway, spawnProjector, tokenFor, waitFor } from '@baton/testing';
 
 jest.setTimeout(120_000);
 
@@ -416,11 +416,7 @@ describe('Redis over TLS with the compose users', () => {
     const projector = await spawnProjector(env('projector'));
     const gateway = await spawnGateway({ ...env('gateway'), GATEWAY_ADMISSION_WAIT_MS: '5000' });
     try {
-      await waitFor(
-        async () => (await fetch(`${gateway.url}/readyz`)).status === 200,
-        'every shard owned over TLS',
-        60_000,
-      );
+      await everyShardOwned(gateway, 60_000);
       const res = await fetch(`${gateway.url}/v1/tasks/t-tls/sessions/main/prompts`, {
         method: 'POST',
         headers: {

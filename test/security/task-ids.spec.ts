@@ -7,30 +7,25 @@ import WebSocket from 'ws';
 import {
   Client,
   FakeWorker,
-  startStack,
   streamLengths,
   token,
   waitFor,
-  type Stack,
   spawnWorker,
   stopWorker,
   type WorkerProcess,
   Proc,
   cli,
 } from '@baton/testing';
+import { startOneGateway, type OneGateway } from './support';
 
 jest.setTimeout(180_000);
 
-let stack: Stack;
-let ws: string;
-let http: string;
+let stack: OneGateway;
 const X = token({ tenant: 'tenant-x', scope: 'read prompt admin' });
 const Y = token({ tenant: 'tenant-y', scope: 'read prompt admin' });
 
 beforeAll(async () => {
-  stack = await startStack({ gateways: 1, projectors: 1 });
-  ws = stack.gateways[0]!.wsUrl;
-  http = stack.gateways[0]!.url;
+  stack = await startOneGateway();
 });
 afterAll(() => stack?.stop());
 
@@ -41,13 +36,9 @@ type Json = Record<string, unknown>;
  * (raw text) up to the answer of each: the bytes a prober sees.
  */
 async function rawExchange(path: string, tok: string, frames: Json[]): Promise<string[]> {
-  const sock = new WebSocket(`${ws}${path}`, { headers: { authorization: `Bearer ${tok}` } });
+  const sock = new WebSocket(`${stack.ws}${path}`, { headers: { authorization: `Bearer ${tok}` } });
   const got: string[] = [];
-  let wake: (() => void) | undefined;
-  sock.on('message', (d) => {
-    got.push(d.toString());
-    wake?.();
-  });
+  sock.on('message', (d) => got.push(d.toString()));
   await new Promise<void>((resolve, reject) => {
     sock.once('open', () => resolve());
     sock.once('error', reject);
@@ -57,16 +48,7 @@ async function rawExchange(path: string, tok: string, frames: Json[]): Promise<s
     sock.send(JSON.stringify(f));
     const answered = () =>
       got.slice(from).some((m) => (JSON.parse(m) as { id?: unknown }).id === f.id);
-    await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`no answer to ${JSON.stringify(f)}`)), 15_000);
-      wake = () => {
-        if (answered()) {
-          clearTimeout(t);
-          resolve();
-        }
-      };
-      wake();
-    });
+    await waitFor(answered, `an answer to ${JSON.stringify(f)}`, 15_000);
   }
   await new Promise<void>((r) => {
     sock.once('close', () => r());
@@ -77,7 +59,7 @@ async function rawExchange(path: string, tok: string, frames: Json[]): Promise<s
 
 const cliEnv = (tok: string) => ({
   ...stack.env,
-  BATON_GATEWAY_URL: http,
+  BATON_GATEWAY_URL: stack.http,
   BATON_TOKEN: tok,
   LOG_LEVEL: 'warn',
 });
@@ -108,7 +90,7 @@ async function probe(id: string) {
     `/v1/tasks/${id}/sessions/s1/queue`,
     '/v1/tasks',
   ]) {
-    const res = await fetch(`${http}${path}`, { headers: { authorization: `Bearer ${Y}` } });
+    const res = await fetch(`${stack.http}${path}`, { headers: { authorization: `Bearer ${Y}` } });
     rest.push([path, res.status, await res.text()]);
   }
   const [queue, rebuild] = await Promise.all([
@@ -146,7 +128,7 @@ async function probe(id: string) {
 /** X writes to its task `id`: an execution (facts as a worker writes them) and two prompts. */
 async function xCreates(id: string): Promise<void> {
   await new FakeWorker(stack.store, taskKey('tenant-x', id), 's1').start();
-  const c = await Client.connect(ws, X);
+  const c = await Client.connect(stack.ws, X);
   for (const k of ['x1', 'x2']) {
     const r = await c.request({
       op: 'prompt',
@@ -246,15 +228,15 @@ describe('task ids are tenant-scoped', () => {
     const id = 'squat-me';
     const before = await streamLengths(stack.store, stack.prefix);
     // Y tries to squat on the id every way a reader can, and stays subscribed.
-    const yWs = await Client.connect(ws, Y);
+    const yWs = await Client.connect(stack.ws, Y);
     expect((await yWs.request({ op: 'subscribe', taskId: id })).ok).toBe(true);
-    const yAhp = await Client.connect(ws, Y, '/ahp');
+    const yAhp = await Client.connect(stack.ws, Y, '/ahp');
     await yAhp.rpc('initialize', { protocolVersions: ['1.0.0'], clientId: 'y' });
     expect((await yAhp.rpc('subscribe', { channel: `ahp-chat:/${id}/s1` })).error).toMatchObject({
       code: -32008,
     });
     const get = (path: string) =>
-      fetch(`${http}${path}`, { headers: { authorization: `Bearer ${Y}` } });
+      fetch(`${stack.http}${path}`, { headers: { authorization: `Bearer ${Y}` } });
     expect((await get(`/v1/tasks/${id}`)).status).toBe(404);
     expect((await get('/v1/tasks')).status).toBe(200);
     expect((await cli(['queue', id, 's1'], cliEnv(Y))).code).toBe(1);
@@ -271,7 +253,9 @@ describe('task ids are tenant-scoped', () => {
 
     // X takes the id as if nobody had looked at it.
     await xCreates(id);
-    const xTasks = await fetch(`${http}/v1/tasks`, { headers: { authorization: `Bearer ${X}` } });
+    const xTasks = await fetch(`${stack.http}/v1/tasks`, {
+      headers: { authorization: `Bearer ${X}` },
+    });
     expect(((await xTasks.json()) as { tasks: string[] }).tasks).toContain(id);
     // Y, still subscribed, saw nothing of it, and still reads nothing.
     await new Promise((r) => setTimeout(r, 300));
@@ -301,12 +285,12 @@ describe('task ids are tenant-scoped', () => {
         { name: 'tenant-x', tok: X, secret: 'x-secret-prompt' },
         { name: 'tenant-y', tok: Y, secret: 'y-secret-prompt' },
       ];
-      const sessionUrl = `${http}/v1/tasks/${id}/sessions/s1`;
+      const sessionUrl = `${stack.http}/v1/tasks/${id}/sessions/s1`;
       const session = async (tok: string) => {
         const r = await fetch(sessionUrl, { headers: { authorization: `Bearer ${tok}` } });
         return r.status === 200 ? ((await r.json()) as { activity: { state: string } }) : null;
       };
-      const watchers = await Promise.all(tenants.map((t) => Client.connect(ws, t.tok)));
+      const watchers = await Promise.all(tenants.map((t) => Client.connect(stack.ws, t.tok)));
       for (const w of watchers)
         expect((await w.request({ op: 'subscribe', taskId: id })).ok).toBe(true);
       // Each tenant starts an execution of a one-turn recording on its task `shared`.
@@ -393,7 +377,7 @@ describe('one id grammar on every surface', () => {
 
   it('a task or session id outside the grammar is refused with the rule, on /ws and REST alike, and nothing is written', async () => {
     const before = await streamLengths(stack.store, stack.prefix);
-    const c = await Client.connect(ws, X);
+    const c = await Client.connect(stack.ws, X);
     for (const id of BAD) {
       for (const m of [
         { op: 'prompt', taskId: id, sessionId: 's', text: 'x', idempotencyKey: 'k' },
@@ -408,11 +392,14 @@ describe('one id grammar on every surface', () => {
           'invalid_message',
         ]);
       }
-      const res = await fetch(`${http}/v1/tasks/${encodeURIComponent(id)}/sessions/s/prompts`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${X}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ text: 'x', idempotencyKey: 'k' }),
-      });
+      const res = await fetch(
+        `${stack.http}/v1/tasks/${encodeURIComponent(id)}/sessions/s/prompts`,
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${X}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ text: 'x', idempotencyKey: 'k' }),
+        },
+      );
       // `.` and `..` are resolved away by any HTTP client before they reach a server: 404 there.
       expect([id, res.status]).toEqual([id, id === '.' || id === '..' ? 404 : 400]);
     }

@@ -2,28 +2,16 @@
 // reads nothing of X's task — on every /ws message type, the /ahp channel and every REST route,
 // each read answering exactly as for a task Y does not have — and its commands go to Y's own task
 // of that id, never to X's.
-import { taskKey } from '@baton/protocol';
-import {
-  Client,
-  seedQueuedTask,
-  startStack,
-  streamLengths,
-  token,
-  tokenFor,
-  waitFor,
-  type Stack,
-} from '@baton/testing';
+import { Client, restClient, streamLengths, token, waitFor } from '@baton/testing';
+import { startWithTaskOfX, tenantX, type OneGateway } from './support';
 
 jest.setTimeout(60_000);
 
-let stack: Stack;
-let ws: string;
-let http: string;
-const owner = tokenFor('tenant-x');
+let stack: OneGateway;
 // Y holds every scope: only tenancy stands between it and X's task.
 const intruder = token({ tenant: 'tenant-y', scope: 'read prompt admin' });
 const TASK = 'x-private';
-const X_KEY = taskKey('tenant-x', TASK);
+const X_KEY = tenantX.key(TASK);
 const notFound = (taskId: string) => ({ code: 'not_found', message: `task ${taskId} not found` });
 const emptyView = (taskId: string) => ({
   taskId,
@@ -34,31 +22,21 @@ const emptyView = (taskId: string) => ({
 });
 
 beforeAll(async () => {
-  stack = await startStack({ gateways: 1, projectors: 1 });
-  ws = stack.gateways[0]!.wsUrl;
-  http = stack.gateways[0]!.url;
-  // X creates its task: a session with an execution and a queued prompt.
-  await seedQueuedTask(stack, 'tenant-x', TASK, ['k1', 'k2']);
+  stack = await startWithTaskOfX(TASK);
 });
 afterAll(() => stack?.stop());
 
 type Json = Record<string, unknown>;
 
-async function call(method: string, path: string, tok: string, body?: unknown) {
-  const res = await fetch(`${http}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Json };
-}
+const call = (method: string, path: string, tok: string, body?: unknown) =>
+  restClient(stack.http, tok)(method, path, body);
 
 describe('tenant isolation', () => {
   it('/ws: Y’s reads of X’s task id answer as for a task Y does not have, and write nothing', async () => {
-    const xWatcher = await Client.connect(ws, owner);
+    const xWatcher = await Client.connect(stack.ws, tenantX.token);
     await xWatcher.request({ op: 'subscribe', taskId: TASK });
     const before = await streamLengths(stack.store, stack.prefix);
-    const y = await Client.connect(ws, intruder);
+    const y = await Client.connect(stack.ws, intruder);
     // A subscription is Y's own (empty) task: the same as for an id nobody has.
     for (const taskId of [TASK, 'nobody-has-it']) {
       const from = y.messages.length;
@@ -87,7 +65,7 @@ describe('tenant isolation', () => {
   });
 
   it('/ahp: X’s chat is not found for Y, and reconnect and initialize leave it out', async () => {
-    const y = await Client.connect(ws, intruder, '/ahp');
+    const y = await Client.connect(stack.ws, intruder, '/ahp');
     const init = await y.rpc('initialize', {
       protocolVersions: ['1.0.0'],
       clientId: 'y',
@@ -154,18 +132,20 @@ describe('tenant isolation', () => {
     expect(await call('GET', '/v1/tasks', intruder)).toEqual({ status: 200, body: { tasks: [] } });
     expect(await streamLengths(stack.store, stack.prefix)).toEqual(before);
     // X itself reads its task.
-    expect((await call('GET', '/v1/tasks', owner)).body).toEqual({ tasks: [TASK] });
-    expect((await call('GET', `/v1/tasks/${TASK}`, owner)).body).toMatchObject({ taskId: TASK });
-    expect((await call('GET', `${s}/transcript/turns/k1`, owner)).status).toBe(200);
+    expect((await call('GET', '/v1/tasks', tenantX.token)).body).toEqual({ tasks: [TASK] });
+    expect((await call('GET', `/v1/tasks/${TASK}`, tenantX.token)).body).toMatchObject({
+      taskId: TASK,
+    });
+    expect((await call('GET', `${s}/transcript/turns/k1`, tenantX.token)).status).toBe(200);
   });
 
   it('Y’s commands with X’s task id go to Y’s own task: X’s stream, view and subscribers see nothing', async () => {
-    const xWatcher = await Client.connect(ws, owner);
+    const xWatcher = await Client.connect(stack.ws, tenantX.token);
     await xWatcher.request({ op: 'subscribe', taskId: TASK });
     const xStream = (await stack.store.readTask(X_KEY)).items.length;
     const xView = await stack.store.views.read(X_KEY);
     const queued = xView!.sessions[0]!.queue.entries[0]!.promptId;
-    const y = await Client.connect(ws, intruder);
+    const y = await Client.connect(stack.ws, intruder);
     const ref = { taskId: TASK, sessionId: 's1' };
     const p = await y.request({ op: 'prompt', ...ref, text: 'let me in', idempotencyKey: 'y1' });
     expect(p.result).toMatchObject({ status: 'decided', ...ref, idempotencyKey: 'y1' });
@@ -199,7 +179,7 @@ describe('tenant isolation', () => {
     expect(await stack.store.views.read(X_KEY)).toEqual(xView);
     expect(xWatcher.updates(TASK)).toEqual([]);
     expect(JSON.stringify(xWatcher.messages)).not.toContain('let me in');
-    const xQueue = (await call('GET', `/v1/tasks/${TASK}/sessions/s1/queue`, owner)).body;
+    const xQueue = (await call('GET', `/v1/tasks/${TASK}/sessions/s1/queue`, tenantX.token)).body;
     expect((xQueue.entries as Json[]).map((e) => e.text)).toEqual(['k2']);
     await Promise.all([y.close(), xWatcher.close()]);
   });

@@ -3,7 +3,6 @@
 import { randomBytes } from 'node:crypto';
 import { chatUri } from '@baton/ahp';
 import { startRedis, type RedisServer } from '@baton/redis-server';
-import WebSocket from 'ws';
 import { Client, spawnGateway, tokenFor, waitFor, type GatewayProc } from '@baton/testing';
 
 jest.setTimeout(60_000);
@@ -28,24 +27,9 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-/** The answer to an upgrade: open (then closed again), or the refusal's status and body. */
-function upgrade(tok: string, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${gw.wsUrl}${path}`, { headers: { authorization: `Bearer ${tok}` } });
-    ws.once('open', () => {
-      ws.close();
-      resolve({ status: 101, body: '' });
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    ws.once('error', (err) => {
-      if (!/Unexpected server response/.test(err.message)) reject(err);
-    });
-  });
-}
+/** The answer to an upgrade with `tok`: open (then closed again), or the refusal's status and body. */
+const upgrade = (tok: string, path: string) =>
+  Client.upgradeAnswer(`${gw.wsUrl}${path}`, { authorization: `Bearer ${tok}` });
 
 const ping = async (c: Client) => (await c.request({ op: 'ping' })).result;
 
