@@ -22,23 +22,24 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BUNDLED_RECORDINGS_DIR, parseRecording } from '@baton/acp';
 import { startGateway } from '@baton/gateway';
-import { SCHEMA_VERSION, taskKey, type StreamEntry, type Update } from '@baton/protocol';
+import { taskKey, type StreamEntry } from '@baton/protocol';
+import { activityUpdate } from './activity-update';
 import { startProjector } from '@baton/projector';
 import { startRedis } from '@baton/redis-server';
 import { EventStore, connectRedis, type Lease, type RedisClient } from '@baton/store';
-import {
-  formatPlans,
-  plan,
-  redisBytesPerSession,
-  type Load,
-  type Machine,
-  type RedisNode,
-  type Units,
-} from './capacity';
-import { formatResults, heapAfterGc, type BenchResult } from './lib';
+import { formatPlans, plan, type Load, type Machine, type RedisNode, type Units } from './capacity';
+import { heapAfterGc, runAsScript, type BenchResult } from './lib';
 import { JWT_SECRET, nowMs, spawnNode, token, type Proc } from './procs';
 import { recordings, TaskPlayer, type ExecutionRefLike } from './replay-facts';
 import { readUnits, recordUnits } from './units';
+import {
+  BEFORE,
+  checkpointEveryMs,
+  measureSessionDay,
+  NOW,
+  sessionDay,
+  total,
+} from './session-day';
 
 const GW_TASKS = 2_000;
 const WATCHERS = 10;
@@ -49,8 +50,8 @@ const ROUND_GAP_MS = 1_000;
 const PJ_TASKS = 1_000;
 const PJ_SESSIONS = 10;
 const PJ_FACTS_PER_TASK = 200;
-const RETENTION_MS = 86_400_000;
-const SNAPSHOT_MS = 30_000;
+/** The goal for Redis memory per active session-day, the transcript included. */
+const SESSION_DAY_GOAL = 8 * 2 ** 20;
 
 const GB = 2 ** 30;
 /** What a machine is in the plan. */
@@ -64,7 +65,15 @@ const MACHINE: Machine = {
 };
 /** A Redis master on such a machine: its one main thread, and maxmemory leaving room to fork. */
 const REDIS: RedisNode = { cpuTarget: 0.7, memoryBytes: 24 * GB };
-const SESSIONS_PLANNED = [10_000, 100_000];
+/**
+ * The loads planned, each with the BATON_SHARDS it is planned on: the default for the smaller,
+ * and for the larger enough that every projector owns a shard and routed gateways read each
+ * shard once (the plan says the least that works).
+ */
+const PLANNED = [
+  { sessions: 10_000, shards: 64 },
+  { sessions: 100_000, shards: 256 },
+];
 
 const progress = (what: string) => process.stderr.write(`  capacity: ${what}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -185,24 +194,12 @@ async function gatewayRun(redisUrl: string, redis: RedisClient, tasks: number) {
       await Promise.all(
         ids.map((id, t) => {
           const k = taskKey('bench', id);
-          const u: Update = {
-            v: SCHEMA_VERSION,
-            taskId: k,
-            seq: round,
-            entry: `${round}-0`,
-            last: true,
-            type: 'session.activity',
-            data: {
-              sessionId: `s${round % 10}`,
-              state: 'running',
-              foregroundActivity: 'generating',
-              activeSubagentCount: 0,
-              supportsSteering: false,
-              runningGeneration: 1,
-              admission: 'coarse',
-              attention: null,
-            },
-          };
+          const u = activityUpdate(k, round, {
+            sessionId: `s${round % 10}`,
+            foregroundActivity: 'generating',
+            activeSubagentCount: 0,
+            runningGeneration: 1,
+          });
           sent.set(`${t}/${round}`, nowMs());
           return store.publishUpdates(leases[store.shardOf(k)]!, k, [u]);
         }),
@@ -313,6 +310,10 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
   const server = await startRedis();
   const redis = connectRedis({ url: server.url });
   try {
+    progress('a session-day of Redis, by family');
+    const dayUnits = await measureSessionDay(NOW);
+    const day = sessionDay(dayUnits, NOW);
+    const dayBefore = sessionDay(dayUnits, BEFORE);
     // The projector first: after the gateway's run, the garbage of 20,000 closed connections is
     // still being collected and made its heap deltas meaningless (negative).
     progress(`one projector, ${(PJ_TASKS * PJ_SESSIONS).toLocaleString('en-US')} sessions`);
@@ -327,54 +328,44 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
       projectorCatchUpMs: pj.catchUpMs,
       redisBytesPerFact: pj.redisPerFact,
       redisFixedBytesPerSession: pj.redisFixedPerSession,
+      redisBytesPerSessionDay: total(day),
     });
     const all = readUnits();
     const u = (suite: string, name: string) => all[suite]?.values[name] ?? NaN;
     const sessionRate = rates.demo;
-    const retainedS = (RETENTION_MS + SNAPSHOT_MS) / 1e3;
+    // What the projector adds per session beyond the snapshot the day holds (its view and its
+    // share of the updates), from INFO used_memory deltas: noise can put it under zero.
+    const viewAndUpdates = Math.max(0, pj.redisFixedPerSession - dayUnits.snapshotBytes);
     const units: Units = {
       projectorCpuPerFactUs: u('e2e', 'projectorCpuPerFactUs'),
       gatewayCpuPerFactUs: u('e2e', 'gatewayCpuPerFactUs'),
+      gatewayCpuPerUpdateReadUs: u('gateway', 'gatewayCpuPerUpdateReadUs'),
+      updatesPerFact: u('e2e', 'updatesPerFact'),
       redisCpuPerFactUs: u('e2e', 'redisCpuPerFactUs'),
       workerCpuPerFactUs: u('worker', 'workerCpuPerFactUs'),
       projectorBytesPerSession: pj.heapPer,
       gatewayBytesPerConnection: gw.heapPer,
       workerBytesPerExecution: u('worker', 'workerBytesPerExecution'),
-      redisBytesPerSession: redisBytesPerSession(
-        pj.redisFixedPerSession,
-        pj.redisPerFact,
-        sessionRate,
-        retainedS,
-      ),
+      // A session-day as kept (by family, the transcript included), and the view and updates
+      // the projector adds (its snapshot is in the day already).
+      redisBytesPerSession: total(day) + viewAndUpdates,
     };
-    const load = (activeSessions: number): Load => ({
-      activeSessions,
+    const load = (p: (typeof PLANNED)[number], routing: Load['routing'] = 'by-shard'): Load => ({
+      activeSessions: p.sessions,
       watchersPerSession: WATCHERS,
       factsPerSessionPerSecond: sessionRate,
       measuredWatchers: WATCHERS,
+      shards: p.shards,
+      routing,
     });
-    const plans = SESSIONS_PLANNED.map((n) => plan(units, load(n), MACHINE, REDIS));
-    const noRetention = SESSIONS_PLANNED.map((n) =>
-      plan(
-        {
-          ...units,
-          redisBytesPerSession: redisBytesPerSession(
-            pj.redisFixedPerSession,
-            pj.redisPerFact,
-            sessionRate,
-            SNAPSHOT_MS / 1e3,
-          ),
-        },
-        load(n),
-        MACHINE,
-        REDIS,
-      ),
-    );
+    const plans = PLANNED.map((p) => plan(units, load(p), MACHINE, REDIS));
+    const unrouted = PLANNED.map((p) => plan(units, load(p, 'any'), MACHINE, REDIS));
     const when = (suite: string) =>
       all[suite]
         ? `${suite} suite, ${all[suite].at.slice(0, 16).replace('T', ' ')} UTC`
         : `${suite} suite: not run yet (n/a)`;
     const kb = (b: number) => `${(b / 1024).toFixed(1)} KB`;
+    const mb = (b: number) => `${(b / 2 ** 20).toFixed(2)} MB`;
     const results: BenchResult[] = [
       {
         name: `one gateway, ${gw.connections.toLocaleString('en-US')} WebSocket connections (${gw.tasks.toLocaleString('en-US')} tasks × ${WATCHERS}, clients in ${CLIENT_PROCS} processes${gw.connections < GW_TASKS * WATCHERS ? `; ${(GW_TASKS * WATCHERS).toLocaleString('en-US')} do not fit the fd limit of this machine, which cannot be raised here` : ''}): heap per connection`,
@@ -405,6 +396,14 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
         value: pj.redisFixedPerSession,
         unit: 'B',
       },
+      {
+        name: `Redis bytes per active session-day (with the transcript), from the demo recordings at their own pace (${dayUnits.factsPerSecond.toFixed(2)} facts/s); baseline: the same day as kept before the hot window (MB)`,
+        value: total(day) / 2 ** 20,
+        unit: 'MB',
+        baseline: total(dayBefore) / 2 ** 20,
+        ratio: total(day) / total(dayBefore),
+        atMost: SESSION_DAY_GOAL / 2 ** 20,
+      },
     ];
     // A unit no suite has recorded (bench/units.json deleted, a suite never run) leaves no model:
     // say which suites to run rather than print a table of NaN.
@@ -412,7 +411,9 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
       .filter(([, v]) => !Number.isFinite(v))
       .map(([k]) => k);
     if (missing.length > 0) {
-      const suites = [...new Set(missing.map((k) => (k.startsWith('worker') ? 'worker' : 'e2e')))];
+      const suiteOf = (k: string) =>
+        k.startsWith('worker') ? 'worker' : k === 'gatewayCpuPerUpdateReadUs' ? 'gateway' : 'e2e';
+      const suites = [...new Set(missing.map(suiteOf))];
       return {
         results,
         details:
@@ -426,9 +427,24 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
         `A machine is ${MACHINE.cores} cores and ${MACHINE.memoryBytes / GB} GB: one Node process per core at ≤ ${MACHINE.cpuTarget * 100}% of it, processes holding ≤ ${MACHINE.memoryTarget * 100}% of the memory, ${MACHINE.processBaseBytes / 2 ** 20} MB base each; a Redis master uses ≤ ${REDIS.cpuTarget * 100}% of its main thread and ${REDIS.memoryBytes / GB} GB maxmemory (one per such machine; replicas not counted).`,
       `Units: CPU per fact — projector ${fmtUs(units.projectorCpuPerFactUs)}, gateway ${fmtUs(units.gatewayCpuPerFactUs)} (fan-out to ${WATCHERS} watchers), Redis ${fmtUs(units.redisCpuPerFactUs)} (${when('e2e')}, 1 projector + 1 gateway at 1,000 facts/s); worker ${fmtUs(units.workerCpuPerFactUs)} (${when('worker')}). ` +
         `Memory — projector ${kb(units.projectorBytesPerSession)} per session, gateway ${kb(units.gatewayBytesPerConnection)} per connection (heap; RSS deltas of this process are not reliable after the runs before it), worker ${kb(units.workerBytesPerExecution)} per execution, agent process excluded (${when('worker')}); ` +
-        `Redis ${kb(units.redisBytesPerSession)} per active session with the default retention (24 h of entries behind the snapshot, ${pj.redisPerFact.toFixed(0)} B per fact × ${sessionRate.toFixed(2)} facts/s × ${retainedS.toLocaleString('en-US')} s, + ${kb(pj.redisFixedPerSession)}).`,
+        `Redis ${mb(units.redisBytesPerSession)} per active session-day with the default retention (below, + ${kb(viewAndUpdates)} of view and updates).`,
+      `**Redis per active session-day, by family** (bench/session-day.ts: one session's stream played from the recordings with a checkpoint every ${(checkpointEveryMs(NOW) / 60_000).toFixed(0)} min of facts and the spans between them, MEMORY USAGE per key; the demo recordings' frames through the worker's transcript reducer and, a second of frames a write, into the raw-frame log, the transcript compacted by the store a recording a range; a day at their pace). ` +
+        `Units: ${dayUnits.streamBytesPerFact.toFixed(0)} B per stream entry, ${dayUnits.spanBytesPerFact.toFixed(1)} B of history span per entry, ${kb(dayUnits.checkpointBytes)} per checkpoint, transcript ${dayUnits.transcriptBytesPerSecond.toFixed(0)} B/s as written (a delta an entry), ${dayUnits.transcriptCompactedBytesPerSecond.toFixed(0)} B/s compacted, raw frames ${dayUnits.rawFrameBytesPerSecond.toFixed(0)} B/s.\n\n` +
+        `| family | before (raw entries for the retention, raw frames until their length bound) | now (PROJECTOR_HOT_WINDOW_MS 1 h: raw entries and transcript deltas for it, the transcript compacted behind it; raw frames 1 h) |\n|---|---|---|\n` +
+        Object.keys(day)
+          .map((k) => `| ${k} | ${mb(dayBefore[k]!)} | ${mb(day[k]!)} |`)
+          .join('\n') +
+        `\n| **total** | ${mb(total(dayBefore))} | ${mb(total(day))} |`,
+      `Gateways are planned with watchers routed to them by shard (a task's watchers on the gateways that serve its shard; BATON_SHARDS ${PLANNED.map((p) => `${p.shards} for ${p.sessions.toLocaleString('en-US')} sessions`).join(', ')}): each update is then read by one gateway while there are no more gateways than shards, and by gateways ÷ shards past that, so what a gateway reads stays its share however many there are. Each further read of an update costs ${fmtUs(units.gatewayCpuPerUpdateReadUs)} (${when('gateway')}, scale-out: one gateway tailing every shard for watchers that get nothing), with ${units.updatesPerFact.toFixed(2)} updates per fact (${when('e2e')}).`,
       formatPlans(plans, MACHINE),
-      `With retention 0 (streams trimmed up to their snapshot, the history query then limited to what is not yet snapshotted), Redis needs: ${noRetention.map((p) => `${p.load.activeSessions.toLocaleString('en-US')} sessions — ${p.redis.kind} (bound by ${p.redis.boundBy})`).join('; ')}.`,
+      `Without that routing (watchers wherever the balancer sends them), a gateway tails every shard one of its connections' tasks is on, so every further gateway reads the stream again: ` +
+        unrouted
+          .map((p) => {
+            const gw = p.roles.find((r) => r.role === 'gateway')!;
+            return `${p.load.activeSessions.toLocaleString('en-US')} sessions need ${gw.processes.toLocaleString('en-US')} gateway processes (each update read by ${gw.readersPerUpdate!.toFixed(1)})`;
+          })
+          .join('; ') +
+        '. The count that holds the load is the least fixed point of that cost (bench/capacity.ts).',
     ];
     return { results, details: details.join('\n\n') };
   } finally {
@@ -437,16 +453,4 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
   }
 }
 
-if (require.main === module) {
-  void runCapacityBench().then(
-    (r) => {
-      console.log(formatResults(r.results));
-      console.log(r.details);
-      process.exit(0);
-    },
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runAsScript(runCapacityBench);

@@ -11,8 +11,18 @@
 export interface Units {
   /** CPU per fact appended (the fold, its update published, its view written). */
   projectorCpuPerFactUs: number;
-  /** CPU per fact fanned out to the task's watchers (the watchers per task of the measurement). */
+  /**
+   * CPU per fact fanned out to the task's watchers (the watchers per task of the measurement),
+   * each update read once.
+   */
   gatewayCpuPerFactUs: number;
+  /**
+   * Gateway CPU per update it reads from a shard's stream for none of its own watchers: what each
+   * further gateway that tails the shard pays again (the gateway suite, scale-out).
+   */
+  gatewayCpuPerUpdateReadUs: number;
+  /** Updates published per fact appended (the e2e suite). */
+  updatesPerFact: number;
   /** Redis CPU per fact: the append, the projector's reads and writes, the gateway's tail. */
   redisCpuPerFactUs: number;
   /** Worker CPU per fact (ACP frames in, facts appended), the agent excluded. */
@@ -23,7 +33,10 @@ export interface Units {
   gatewayBytesPerConnection: number;
   /** Worker memory per execution it hosts, the agent process excluded. */
   workerBytesPerExecution: number;
-  /** Redis memory per session: its stream with the retention kept, view, snapshot, updates. */
+  /**
+   * Redis memory per active session-day: what it keeps of a day (its task stream for the hot
+   * window, history spans and checkpoints, transcript, raw frames) and its view and updates.
+   */
   redisBytesPerSession: number;
 }
 
@@ -34,6 +47,14 @@ export interface Load {
   factsPerSessionPerSecond: number;
   /** The watchers per task the gateway's CPU per fact was measured with; it scales with watchers. */
   measuredWatchers: number;
+  /** BATON_SHARDS: a gateway tails a shard's update stream, all of it, if it serves any of it. */
+  shards: number;
+  /**
+   * How watchers reach gateways. `by-shard`: a task's watchers go to the gateways that serve its
+   * shard (gateways ≤ shards: each shard read by one). `any`: wherever the balancer sends them, so
+   * each gateway tails every shard one of its connections' tasks is on.
+   */
+  routing: 'by-shard' | 'any';
 }
 
 export interface Machine {
@@ -63,6 +84,8 @@ export interface RolePlan {
   processes: number;
   machines: number;
   boundBy: 'cpu' | 'memory';
+  /** Gateways only: how many gateways read each update (1 when each shard is read once). */
+  readersPerUpdate?: number;
 }
 
 export interface RedisPlan {
@@ -80,6 +103,12 @@ export interface Plan {
   connections: number;
   roles: RolePlan[];
   redis: RedisPlan;
+  /**
+   * The least BATON_SHARDS the plan works with: a shard is owned by one projector at a time, so
+   * projectors past the shard count own nothing; routed by shard, gateways past it read a shard
+   * twice.
+   */
+  shardsNeeded: number;
 }
 
 function role(
@@ -119,10 +148,48 @@ export function redisBytesPerSession(
   return fixedBytes + bytesPerFact * factsPerSecond * retainedSeconds;
 }
 
+/**
+ * How many gateways read each update when `gateways` serve the load. By shard: one per shard while
+ * there are no more gateways than shards, then gateways ÷ shards. Any: a gateway whose C
+ * connections each watch a task drawn over S shards tails 1 − (1 − 1/S)^C of them.
+ */
+export function readersPerUpdate(gateways: number, load: Load): number {
+  if (load.routing === 'by-shard') return Math.max(1, gateways / load.shards);
+  const connectionsPerGateway = (load.activeSessions * load.watchersPerSession) / gateways;
+  const tailed = 1 - (1 - 1 / load.shards) ** connectionsPerGateway;
+  return Math.max(1, gateways * tailed);
+}
+
+/**
+ * The gateways: fan-out and one read of each update (the measured CPU per fact), plus the reads
+ * of the same updates by every further gateway that tails their shard. More gateways can mean
+ * more reads, so the count is a fixed point.
+ */
+function gatewayRole(units: Units, load: Load, m: Machine): RolePlan {
+  const factsPerSecond = load.activeSessions * load.factsPerSessionPerSecond;
+  const updatesPerSecond = factsPerSecond * units.updatesPerFact;
+  const fanout = load.watchersPerSession / load.measuredWatchers;
+  const deliveries = factsPerSecond * units.gatewayCpuPerFactUs * fanout;
+  const memory = load.activeSessions * load.watchersPerSession * units.gatewayBytesPerConnection;
+  const at = (g: number) => {
+    const readers = readersPerUpdate(g, load);
+    const reads = updatesPerSecond * (readers - 1) * units.gatewayCpuPerUpdateReadUs;
+    return { ...role('gateway', deliveries + reads, memory, m), readersPerUpdate: readers };
+  };
+  // p(g), the processes g gateways need, grows with g and is bounded (a gateway tails at most
+  // every shard), so iterating from one process reaches the least fixed point.
+  let g = 1;
+  for (let i = 0; i < 10_000; i++) {
+    const r = at(g);
+    if (r.processes <= g) return r;
+    g = r.processes;
+  }
+  throw new Error(`capacity: the gateway count did not settle (${g} after 10,000 steps)`);
+}
+
 export function plan(units: Units, load: Load, machine: Machine, redis: RedisNode): Plan {
   const factsPerSecond = load.activeSessions * load.factsPerSessionPerSecond;
   const connections = load.activeSessions * load.watchersPerSession;
-  const fanout = load.watchersPerSession / load.measuredWatchers;
   const roles = [
     role(
       'projector',
@@ -130,12 +197,7 @@ export function plan(units: Units, load: Load, machine: Machine, redis: RedisNod
       load.activeSessions * units.projectorBytesPerSession,
       machine,
     ),
-    role(
-      'gateway',
-      factsPerSecond * units.gatewayCpuPerFactUs * fanout,
-      connections * units.gatewayBytesPerConnection,
-      machine,
-    ),
+    gatewayRole(units, load, machine),
     role(
       'worker',
       factsPerSecond * units.workerCpuPerFactUs,
@@ -148,11 +210,16 @@ export function plan(units: Units, load: Load, machine: Machine, redis: RedisNod
   const byCpu = Math.ceil(redisCores / redis.cpuTarget);
   const byMemory = Math.ceil(redisMemory / redis.memoryBytes);
   const masters = Math.max(1, byCpu, byMemory);
+  const processes = (r: RolePlan['role']) => roles.find((x) => x.role === r)!.processes;
   return {
     load,
     factsPerSecond,
     connections,
     roles,
+    shardsNeeded: Math.max(
+      processes('projector'),
+      load.routing === 'by-shard' ? processes('gateway') : 1,
+    ),
     redis: {
       cores: redisCores,
       memoryBytes: redisMemory,
@@ -174,7 +241,11 @@ export function formatPlans(plans: readonly Plan[], machine: Machine): string {
   const rows = (['projector', 'gateway', 'worker'] as const).map((r) => {
     const cells = plans.map((p) => {
       const x = p.roles.find((y) => y.role === r)!;
-      return `${x.machines} × ${machine.name} (${x.processes} process${x.processes === 1 ? '' : 'es'}; ${cores(x.cores)} cores, ${gb(x.memoryBytes)}; bound by ${x.boundBy})`;
+      const reads =
+        x.readersPerUpdate === undefined
+          ? ''
+          : `; each update read by ${x.readersPerUpdate.toFixed(x.readersPerUpdate < 10 ? 2 : 0)} gateway${x.readersPerUpdate === 1 ? '' : 's'}`;
+      return `${x.machines} × ${machine.name} (${x.processes} process${x.processes === 1 ? '' : 'es'}; ${cores(x.cores)} cores, ${gb(x.memoryBytes)}; bound by ${x.boundBy}${reads})`;
     });
     return `| ${r} | ${cells.join(' | ')} |`;
   });
@@ -182,5 +253,15 @@ export function formatPlans(plans: readonly Plan[], machine: Machine): string {
     (p) =>
       `${p.redis.kind} (${cores(p.redis.cores)} cores of Redis main thread, ${gb(p.redis.memoryBytes)}; bound by ${p.redis.boundBy})`,
   );
-  return [head, sep, ...rows, `| Redis | ${redis.join(' | ')} |`].join('\n');
+  const shards = plans.map(
+    (p) =>
+      `BATON_SHARDS ≥ ${int(p.shardsNeeded)}${p.shardsNeeded > p.load.shards ? ` (NOT the planned ${int(p.load.shards)}: chosen once, at the first deployment)` : ` (planned: ${int(p.load.shards)})`}`,
+  );
+  return [
+    head,
+    sep,
+    ...rows,
+    `| Redis | ${redis.join(' | ')} |`,
+    `| shards | ${shards.join(' | ')} |`,
+  ].join('\n');
 }

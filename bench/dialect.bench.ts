@@ -3,7 +3,7 @@
 // same frames in the same run (the cost the host pays anyway to read them off the wire).
 // Run alone: `npx tsx --expose-gc bench/dialect.bench.ts`.
 import { initialAcpState, reduceFrame, type Frame } from '@baton/acp';
-import type { BenchResult } from './lib';
+import { againstParse, runAsScript, type BenchResult } from './lib';
 
 const AT = '2026-12-02T09:00:00.000Z';
 const TOOLS = 5_000;
@@ -118,33 +118,19 @@ export async function runDialectBench(tools = TOOLS): Promise<BenchResult[]> {
     const lines = frames.map((f) => JSON.stringify(f.message));
     if (fold(frames) < tools) throw new Error(`${dialect}: the recording produced too few facts`);
     // Interleaved, best of 3 each: the baseline and the dialect see the same machine state.
-    let parseRate = 0;
-    let dialectRate = 0;
-    for (let round = 0; round < 3; round++) {
-      parseRate = Math.max(
-        parseRate,
-        frames.length *
-          best(1, () => {
-            let n = 0;
-            for (const l of lines) n += JSON.parse(l) ? 1 : 0;
-            return n;
-          }),
-      );
-      dialectRate = Math.max(dialectRate, frames.length * best(1, () => fold(frames)));
-    }
-    out.push({
-      name: `${dialect} dialect: ${tools.toLocaleString('en-US')} distinct tool calls (${frames.length.toLocaleString('en-US')} frames)`,
-      value: dialectRate,
-      unit: 'frames/s',
-      baseline: parseRate,
-      ratio: dialectRate / parseRate,
-      goal: 0.5,
-    });
+    out.push(
+      againstParse(
+        `${dialect} dialect: ${tools.toLocaleString('en-US')} distinct tool calls (${frames.length.toLocaleString('en-US')} frames)`,
+        lines,
+        3,
+        (fn) => best(1, fn),
+        () => fold(frames),
+        { goal: 0.5 },
+      ),
+    );
   }
   await Promise.resolve();
   return out;
 }
 
-if (require.main === module) {
-  void runDialectBench().then((r) => console.table(r));
-}
+if (require.main === module) runAsScript(() => runDialectBench());

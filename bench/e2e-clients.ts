@@ -16,6 +16,7 @@ import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { io, type Socket } from 'socket.io-client';
 import WebSocket from 'ws';
+import { Stamps } from './stamps';
 
 const UPDATE = '{"v":1,"type":"update"';
 const SNAPSHOT = '{"v":1,"type":"snapshot"';
@@ -28,21 +29,13 @@ function now(): number {
   return Number(process.hrtime.bigint()) / 1e6;
 }
 
-class Receipts {
-  buf = new Float64Array(3 * 65_536);
-  n = 0;
+/** What one group of clients received, and how often the gateway resynced them. */
+class Receipts extends Stamps {
+  /** Every update received, dumps or not (a dump empties the stamps). */
   total = 0;
   resyncs = 0;
-  add(task: number, seq: number, at: number) {
-    if (3 * (this.n + 1) > this.buf.length) {
-      const bigger = new Float64Array(this.buf.length * 2);
-      bigger.set(this.buf);
-      this.buf = bigger;
-    }
-    const i = 3 * this.n++;
-    this.buf[i] = task;
-    this.buf[i + 1] = seq;
-    this.buf[i + 2] = at;
+  override add(task: number, seq: number, at: number) {
+    super.add(task, seq, at);
     this.total += 1;
   }
 }

@@ -27,6 +27,7 @@ import { createAdapter } from '@socket.io/redis-streams-adapter';
 import { Redis } from 'ioredis';
 import { Server } from 'socket.io';
 import { TaskPlayer, UpdatePredictor, type PlayedFact } from './replay-facts';
+import { Stamps } from './stamps';
 
 interface Config {
   redisUrl: string;
@@ -74,22 +75,6 @@ const producer = cfg.peer ? new Server({ adapter: createAdapter(new Redis(cfg.re
 
 function now(): number {
   return Number(process.hrtime.bigint()) / 1e6;
-}
-
-class Stamps {
-  buf = new Float64Array(3 * 65_536);
-  n = 0;
-  add(task: number, seq: number, at: number) {
-    if (3 * (this.n + 1) > this.buf.length) {
-      const bigger = new Float64Array(this.buf.length * 2);
-      bigger.set(this.buf);
-      this.buf = bigger;
-    }
-    const i = 3 * this.n++;
-    this.buf[i] = task;
-    this.buf[i + 1] = seq;
-    this.buf[i + 2] = at;
-  }
 }
 
 const LEASE_MS = 600_000;

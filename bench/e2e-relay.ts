@@ -18,7 +18,7 @@ import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { AddressInfo } from 'node:net';
-import { connectRedis } from '@baton/store';
+import { connectRedis, type RedisClient } from '@baton/store';
 import type WebSocket from 'ws';
 import { WebSocketServer } from 'ws';
 
@@ -31,7 +31,8 @@ interface Config {
 
 const cfg = JSON.parse(process.argv[2]!) as Config;
 const REQUESTS = 'rawadm:req';
-type XRead = [string, [string, string[]][]][] | null;
+/** One XREAD's answer: per stream read, its entries (id, flat field list). */
+type Batch = [string, [string, string[]][]][];
 
 function say(msg: object) {
   process.stdout.write(`${JSON.stringify(msg)}\n`);
@@ -41,6 +42,33 @@ async function listen(): Promise<WebSocketServer> {
   const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
   await once(wss, 'listening');
   return wss;
+}
+
+/**
+ * Reads `keys` for ever, each from `from` on, with blocked XREADs of up to 1,000 entries; each
+ * batch is handled (and awaited) before the next XREAD, which goes on after its last entries.
+ */
+async function tail(
+  reader: RedisClient,
+  keys: string[],
+  from: string,
+  handle: (batch: Batch) => void | Promise<void>,
+): Promise<never> {
+  const ids = keys.map(() => from);
+  for (;;) {
+    const batch = (await reader.xread(
+      'COUNT',
+      1_000,
+      'BLOCK',
+      1_000,
+      'STREAMS',
+      ...keys,
+      ...ids,
+    )) as Batch | null;
+    if (!batch) continue;
+    await handle(batch);
+    for (const [key, entries] of batch) ids[keys.indexOf(key)] = entries[entries.length - 1]![0];
+  }
 }
 
 function cork(ws: WebSocket) {
@@ -67,21 +95,9 @@ async function fanout() {
   });
   say({ url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}` });
   // The streams are new: read from their start, so nothing written before the first XREAD is missed.
-  const ids = keys.map(() => '0-0');
-  for (;;) {
-    const res = (await redis.xread(
-      'COUNT',
-      1_000,
-      'BLOCK',
-      1_000,
-      'STREAMS',
-      ...keys,
-      ...ids,
-    )) as XRead;
-    if (!res) continue;
+  await tail(redis, keys, '0-0', (batch) => {
     const corked = new Set<WebSocket>();
-    for (const [key, entries] of res) {
-      ids[keys.indexOf(key)] = entries[entries.length - 1]![0];
+    for (const [key, entries] of batch) {
       const taskId = taskOf.get(key)!;
       const subs = subscribers.get(taskId);
       for (const [, fields] of entries) {
@@ -100,7 +116,7 @@ async function fanout() {
       }
     }
     for (const ws of corked) uncork(ws);
-  }
+  });
 }
 
 async function front() {
@@ -120,20 +136,8 @@ async function front() {
     });
   });
   say({ url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}` });
-  let last = '0-0';
-  for (;;) {
-    const res = (await reader.xread(
-      'COUNT',
-      1_000,
-      'BLOCK',
-      1_000,
-      'STREAMS',
-      replies,
-      last,
-    )) as XRead;
-    if (!res) continue;
-    for (const [, entries] of res) {
-      last = entries[entries.length - 1]![0];
+  await tail(reader, [replies], '0-0', (batch) => {
+    for (const [, entries] of batch) {
       for (const [, fields] of entries) {
         const r = JSON.parse(fields[1]!) as { key: string; id: string; outcome: string };
         const ws = waiting.get(r.key);
@@ -149,28 +153,16 @@ async function front() {
         );
       }
     }
-  }
+  });
 }
 
 async function decide() {
   const redis = connectRedis({ url: cfg.redisUrl });
   const reader = connectRedis({ url: cfg.redisUrl });
   say({ ready: true });
-  let last = '0-0';
-  for (;;) {
-    const res = (await reader.xread(
-      'COUNT',
-      1_000,
-      'BLOCK',
-      1_000,
-      'STREAMS',
-      REQUESTS,
-      last,
-    )) as XRead;
-    if (!res) continue;
+  await tail(reader, [REQUESTS], '0-0', async (batch) => {
     const p = redis.pipeline();
-    for (const [, entries] of res) {
-      last = entries[entries.length - 1]![0];
+    for (const [, entries] of batch) {
       for (const [, fields] of entries) {
         const m = JSON.parse(fields[1]!) as { key: string; id: string; front: string };
         p.xadd(
@@ -182,7 +174,7 @@ async function decide() {
       }
     }
     await p.exec();
-  }
+  });
 }
 
 async function observe() {
@@ -198,21 +190,9 @@ async function observe() {
     n = 0;
   });
   say({ ready: true });
-  const ids = keys.map(() => '$');
-  for (;;) {
-    const res = (await reader.xread(
-      'COUNT',
-      1_000,
-      'BLOCK',
-      1_000,
-      'STREAMS',
-      ...keys,
-      ...ids,
-    )) as XRead;
-    if (!res) continue;
+  await tail(reader, keys, '$', (batch) => {
     const at = Number(process.hrtime.bigint()) / 1e6;
-    for (const [key, entries] of res) {
-      ids[keys.indexOf(key)] = entries[entries.length - 1]![0];
+    for (const [, entries] of batch) {
       for (const [, fields] of entries) {
         let task = '';
         let seq = 0;
@@ -231,7 +211,7 @@ async function observe() {
         n += 1;
       }
     }
-  }
+  });
 }
 
 const modes = { fanout, front, decide, observe };

@@ -31,7 +31,7 @@ import {
   type Lease,
   type RedisClient,
 } from '@baton/store';
-import { formatResults, type BenchResult } from './lib';
+import { runAsScript, versus, type BenchResult } from './lib';
 import { recordUnits } from './units';
 import {
   nowMs,
@@ -401,6 +401,7 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
   const stopAll = async () => {
     await Promise.all(running.splice(0).map((p) => p.stop()));
   };
+  const section: SectionRun = { redisUrl: server.url, redis, track, stopAll, details };
   try {
     // ---- 1 + 2: one projector, one gateway; raw pipeline and the peer beside it -----------
     let raw: Window = { p50: NaN, p99: NaN, n: 0 };
@@ -561,64 +562,35 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           unit: 'ms',
         },
         { name: 'raw pipeline: p99', value: raw.p99, unit: 'ms' },
-        {
-          name: `Baton, 1 projector + 1 gateway, ${label}: append → receive p50 (${bat.n.toLocaleString('en-US')} deliveries)`,
-          value: bat.p50,
-          unit: 'ms',
-          baseline: raw.p50,
-          ratio: bat.p50 / raw.p50,
-          atMost: 2,
-        },
-        {
-          name: 'Baton, 1 projector + 1 gateway: p99',
-          value: bat.p99,
-          unit: 'ms',
-          baseline: raw.p99,
-          ratio: bat.p99 / raw.p99,
-          atMost: 15,
-        },
-        {
-          name: `peer: socket.io 4.8 + @socket.io/redis-streams-adapter 0.3, ${PEER_NODES} nodes, a producer emitting each fact to its task's room, ${label}: append → receive p50 (${peer.n.toLocaleString('en-US')} deliveries)`,
-          value: peer.p50,
-          unit: 'ms',
-          baseline: raw.p50,
-          ratio: peer.p50 / raw.p50,
-        },
-        {
-          name: 'peer: p99',
-          value: peer.p99,
-          unit: 'ms',
-          baseline: raw.p99,
-          ratio: peer.p99 / raw.p99,
-        },
-        {
-          name: 'Baton, 1 projector + 1 gateway, vs the peer: p50',
-          value: bat.p50,
-          unit: 'ms',
-          baseline: peer.p50,
-          ratio: bat.p50 / peer.p50,
-        },
-        {
-          name: 'Baton vs the peer: p99',
-          value: bat.p99,
-          unit: 'ms',
-          baseline: peer.p99,
-          ratio: bat.p99 / peer.p99,
-        },
-        {
-          name: `in one more window with an observer process (blocked XREAD of the update streams): append → update in Redis (load → projector → Redis) p50, of ${fmtMs(split.p50)} append → receive in that window`,
-          value: pub.p50,
-          unit: 'ms',
-          baseline: raw.p50,
-          ratio: pub.p50 / raw.p50,
-        },
-        {
-          name: `append → update in Redis p99, of ${fmtMs(split.p99)} append → receive in that window`,
-          value: pub.p99,
-          unit: 'ms',
-          baseline: raw.p99,
-          ratio: pub.p99 / raw.p99,
-        },
+        versus(
+          `Baton, 1 projector + 1 gateway, ${label}: append → receive p50 (${bat.n.toLocaleString('en-US')} deliveries)`,
+          bat.p50,
+          'ms',
+          raw.p50,
+          { atMost: 2 },
+        ),
+        versus('Baton, 1 projector + 1 gateway: p99', bat.p99, 'ms', raw.p99, { atMost: 15 }),
+        versus(
+          `peer: socket.io 4.8 + @socket.io/redis-streams-adapter 0.3, ${PEER_NODES} nodes, a producer emitting each fact to its task's room, ${label}: append → receive p50 (${peer.n.toLocaleString('en-US')} deliveries)`,
+          peer.p50,
+          'ms',
+          raw.p50,
+        ),
+        versus('peer: p99', peer.p99, 'ms', raw.p99),
+        versus('Baton, 1 projector + 1 gateway, vs the peer: p50', bat.p50, 'ms', peer.p50),
+        versus('Baton vs the peer: p99', bat.p99, 'ms', peer.p99),
+        versus(
+          `in one more window with an observer process (blocked XREAD of the update streams): append → update in Redis (load → projector → Redis) p50, of ${fmtMs(split.p50)} append → receive in that window`,
+          pub.p50,
+          'ms',
+          raw.p50,
+        ),
+        versus(
+          `append → update in Redis p99, of ${fmtMs(split.p99)} append → receive in that window`,
+          pub.p99,
+          'ms',
+          raw.p99,
+        ),
       );
       const facts = (WINDOWS * RATE * WINDOW_MS) / 1e3;
       const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
@@ -631,13 +603,14 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
       };
       const reqPerFact = (mode: 'baton' | 'raw') =>
         sum(requests[mode].calls) / requests[mode].facts;
-      results.push({
-        name: `Baton: client requests to Redis per fact (what MONITOR shows from clients, in a window of its own; scripts' commands apart), vs the raw pipeline`,
-        value: reqPerFact('baton'),
-        unit: 'requests',
-        baseline: reqPerFact('raw'),
-        ratio: reqPerFact('baton') / reqPerFact('raw'),
-      });
+      results.push(
+        versus(
+          `Baton: client requests to Redis per fact (what MONITOR shows from clients, in a window of its own; scripts' commands apart), vs the raw pipeline`,
+          reqPerFact('baton'),
+          'requests',
+          reqPerFact('raw'),
+        ),
+      );
       const share = (m: Map<string, number>, ms: number) =>
         [...m]
           .sort((a, b) => b[1] - a[1])
@@ -696,28 +669,20 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           value: best.raw,
           unit: 'facts/s',
         },
-        {
-          name: `Baton, 1 projector + 1 gateway: highest rate held, same steps`,
-          value: best.baton,
-          unit: 'facts/s',
-          baseline: best.raw,
-          ratio: best.baton / best.raw,
-          goal: 0.6,
-        },
-        {
-          name: `peer (socket.io, ${PEER_NODES} nodes): highest rate held, same steps${best.peer === LADDER[LADDER.length - 1] ? ' — the top step: its limit is higher' : ''}`,
-          value: best.peer,
-          unit: 'facts/s',
-          baseline: best.raw,
-          ratio: best.peer / best.raw,
-        },
-        {
-          name: 'Baton vs the peer: highest rate held',
-          value: best.baton,
-          unit: 'facts/s',
-          baseline: best.peer,
-          ratio: best.baton / best.peer,
-        },
+        versus(
+          `Baton, 1 projector + 1 gateway: highest rate held, same steps`,
+          best.baton,
+          'facts/s',
+          best.raw,
+          { goal: 0.6 },
+        ),
+        versus(
+          `peer (socket.io, ${PEER_NODES} nodes): highest rate held, same steps${best.peer === LADDER[LADDER.length - 1] ? ' — the top step: its limit is higher' : ''}`,
+          best.peer,
+          'facts/s',
+          best.raw,
+        ),
+        versus('Baton vs the peer: highest rate held', best.baton, 'facts/s', best.peer),
       );
       details.push(`Saturation steps (${STEP_MS / 1000} s each): ${steps.join('; ')}.`);
       await store1.close();
@@ -783,22 +748,10 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           .join(', ')}.`,
       );
       results.push(
-        {
-          name: `Baton, 3 projectors + 2 gateways, same load: p50`,
-          value: three.p50,
-          unit: 'ms',
-          baseline: raw.p50,
-          ratio: three.p50 / raw.p50,
+        versus(`Baton, 3 projectors + 2 gateways, same load: p50`, three.p50, 'ms', raw.p50, {
           atMost: 2,
-        },
-        {
-          name: 'Baton, 3 projectors + 2 gateways: p99',
-          value: three.p99,
-          unit: 'ms',
-          baseline: raw.p99,
-          ratio: three.p99 / raw.p99,
-          atMost: 15,
-        },
+        }),
+        versus('Baton, 3 projectors + 2 gateways: p99', three.p99, 'ms', raw.p99, { atMost: 15 }),
       );
 
       // Failover: kill -9 the projector holding the most shards while the load goes on.
@@ -849,13 +802,13 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
     // ---- 4: admission round trip ----------------------------------------------------------
     if (want('admission')) {
       progress('admission');
-      results.push(...(await admission(server.url, redis, track, stopAll, details)));
+      results.push(...(await admission(section)));
     }
 
     // ---- 5: scaling -------------------------------------------------------------------------
     if (want('scaling')) {
       progress('scaling');
-      results.push(...(await scaling(server.url, redis, track, stopAll, details)));
+      results.push(...(await scaling(section)));
     }
     return { results, details: details.join('\n\n') };
   } finally {
@@ -866,13 +819,20 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
   }
 }
 
-async function admission(
-  redisUrl: string,
-  redis: RedisClient,
-  track: (p: Proc) => Proc,
-  stopAll: () => Promise<void>,
-  details: string[],
-): Promise<BenchResult[]> {
+/** What a section of its own (admission, scaling) gets from the suite's run. */
+interface SectionRun {
+  redisUrl: string;
+  redis: RedisClient;
+  /** Registers a process, for stopAll to stop. */
+  track: (p: Proc) => Proc;
+  /** Stops every process tracked so far. */
+  stopAll: () => Promise<void>;
+  /** Text printed under the suite's table. */
+  details: string[];
+}
+
+async function admission(section: SectionRun): Promise<BenchResult[]> {
+  const { redisUrl, redis, track, stopAll, details } = section;
   const d: Deployment = { redisUrl, prefix: 'adm', shards: SHARDS };
   const store = EventStore.connect({ url: redisUrl }, { prefix: d.prefix, shards: SHARDS });
   const sessionsPerTask = 10;
@@ -991,21 +951,13 @@ async function admission(
       unit: 'ms',
     },
     { name: 'raw round trip: p99', value: r99, unit: 'ms' },
-    {
-      name: `admission round trip (prompt → reply with its decision; gateway and projector processes) at ${ADMIT_RATE} prompts/s over 1,000 sessions: p50`,
-      value: b50,
-      unit: 'ms',
-      baseline: r50,
-      ratio: b50 / r50,
-    },
-    {
-      name: 'admission round trip: p99',
-      value: b99,
-      unit: 'ms',
-      baseline: r99,
-      ratio: b99 / r99,
-      atMost: 15,
-    },
+    versus(
+      `admission round trip (prompt → reply with its decision; gateway and projector processes) at ${ADMIT_RATE} prompts/s over 1,000 sessions: p50`,
+      b50,
+      'ms',
+      r50,
+    ),
+    versus('admission round trip: p99', b99, 'ms', r99, { atMost: 15 }),
   ];
 }
 
@@ -1024,13 +976,8 @@ function evenTasks(store: EventStore, perShard: number): string[] {
   return out;
 }
 
-async function scaling(
-  redisUrl: string,
-  redis: RedisClient,
-  track: (p: Proc) => Proc,
-  stopAll: () => Promise<void>,
-  details: string[],
-): Promise<BenchResult[]> {
+async function scaling(section: SectionRun): Promise<BenchResult[]> {
+  const { redisUrl, redis, track, stopAll, details } = section;
   const probe = new EventStore(redis, { prefix: 'scale', shards: SCALE_SHARDS });
   const tasks = evenTasks(probe, SCALE_TASKS_PER_SHARD);
   // The backlog, once: each task played from the recordings; its final update seq predicted.
@@ -1135,16 +1082,4 @@ async function scaling(
   return out;
 }
 
-if (require.main === module) {
-  void runE2eBench().then(
-    (r) => {
-      console.log(formatResults(r.results));
-      console.log(r.details);
-      process.exit(0);
-    },
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runAsScript(runE2eBench);

@@ -1,7 +1,8 @@
 // Child process of bench/gateway.bench.ts: the clients, so that the server side is measured
 // without them sharing its event loop. stdin commands (one JSON per line):
-// - {"connect": url, "n": 1000, "subscribe": taskId|null, "token": "..."}: N clients that count
-//   the update frames they receive; {"expect": count} answers "done" once each has that many.
+// - {"connect": url, "n": 1000, "subscribe": taskId|null, "token": "...", "transcript"?: sessionId}:
+//   N clients that count the update frames (or, following a transcript, the transcript events)
+//   they receive; {"expect": count} answers "done" once each has that many.
 // - {"admit": {url, token, connections, rate, sessions: [[taskId, sessionId]...], count}}: sends
 //   `count` prompts at `rate` per second round-robin over the sessions and connections, and
 //   answers with the round trip (send → reply with the decision) of each, in ms.
@@ -13,12 +14,19 @@ const counts: number[] = [];
 let expected = Infinity;
 let remaining = 0;
 const UPDATE = '{"v":1,"type":"update"';
+const TRANSCRIPT = '{"v":1,"type":"transcript"';
 
 function say(msg: object) {
   process.stdout.write(`${JSON.stringify(msg)}\n`);
 }
 
-async function connect(url: string, n: number, subscribe: string | null, token: string) {
+async function connect(
+  url: string,
+  n: number,
+  subscribe: string | null,
+  token: string,
+  transcript: string | null,
+) {
   const opened: Promise<void>[] = [];
   for (let i = 0; i < n; i++) {
     const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
@@ -37,13 +45,30 @@ async function connect(url: string, n: number, subscribe: string | null, token: 
           }
           // A refused subscribe fails the run instead of leaving it waiting.
           if (text.includes('"type":"error"')) reject(new Error(`subscribe refused: ${text}`));
-          if (!text.startsWith(UPDATE)) return;
-          if (++counts[k]! === expected) {
+          // An update counts one; a transcript message, its events.
+          let n = 0;
+          if (text.startsWith(UPDATE)) n = 1;
+          else if (text.startsWith(TRANSCRIPT))
+            n = (JSON.parse(text) as { events?: unknown[] }).events?.length ?? 0;
+          if (n === 0) return;
+          const before = counts[k]!;
+          counts[k] = before + n;
+          if (before < expected && counts[k]! >= expected) {
             if (--remaining === 0) say({ done: true });
           }
         });
         ws.once('open', () => {
           if (subscribe === null) resolve();
+          else if (transcript !== null)
+            ws.send(
+              JSON.stringify({
+                v: 1,
+                id: 's',
+                op: 'transcript.subscribe',
+                taskId: subscribe,
+                sessionId: transcript,
+              }),
+            );
           else ws.send(JSON.stringify({ v: 1, id: 's', op: 'subscribe', taskId: subscribe }));
         });
       }),
@@ -132,6 +157,8 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     connect?: string;
     n?: number;
     subscribe?: string | null;
+    /** With `subscribe`: the session whose transcript to follow instead of the task's updates. */
+    transcript?: string;
     token?: string;
     expect?: number;
     close?: boolean;
@@ -140,9 +167,13 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   if (cmd.admit) {
     void admit(cmd.admit).catch((err: unknown) => say({ error: String(err) }));
   } else if (cmd.connect) {
-    void connect(cmd.connect, cmd.n ?? 1, cmd.subscribe ?? null, cmd.token ?? '').catch(
-      (err: unknown) => say({ error: String(err) }),
-    );
+    void connect(
+      cmd.connect,
+      cmd.n ?? 1,
+      cmd.subscribe ?? null,
+      cmd.token ?? '',
+      cmd.transcript ?? null,
+    ).catch((err: unknown) => say({ error: String(err) }));
   } else if (cmd.expect !== undefined) {
     expected = cmd.expect;
     counts.fill(0);

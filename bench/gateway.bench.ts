@@ -5,6 +5,8 @@
  *   come from Redis through the gateway's tail), against a raw `ws` broadcast of the very same
  *   frames to 1,000 clients, in the same run, rounds interleaved. The clients live in a child
  *   process (bench/gateway-clients.ts), so the server side is what is compared.
+ * - transcript fan-out: transcript events delivered per second to 10 watchers of one session,
+ *   against a raw `ws` broadcast of the same messages to 10 clients, rounds interleaved.
  * - heap per idle connection: 2,000 connections, each subscribed to an idle task, against a bare
  *   `ws` server holding the same clients (both in this process, measured after a full GC).
  *
@@ -20,19 +22,25 @@ import type { AddressInfo, Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { compiledPath } from '@baton/config';
 import { createInterface } from 'node:readline';
-import { SCHEMA_VERSION, taskKey, type Update } from '@baton/protocol';
+import { taskKey, type Update } from '@baton/protocol';
+import { activityUpdate } from './activity-update';
 import { startRedis } from '@baton/redis-server';
-import { EventStore, type Lease } from '@baton/store';
+import { EventStore, type Lease, type TranscriptWrite } from '@baton/store';
 import type WebSocket from 'ws';
 import { WebSocketServer } from 'ws';
 import { startGateway } from '@baton/gateway';
-import { heapAfterGc, median, type BenchResult } from './lib';
+import { heapAfterGc, median, runAsScript, type BenchResult } from './lib';
+import { recordUnits } from './units';
+import { spawnGateway as spawnGatewayProc, token as benchToken, type Proc } from './procs';
 
 const SECRET = 'bench-secret-0123456789abcdefghijklmnop';
 const IDLE_CONNECTIONS = 2_000;
 const SUBSCRIBERS = 1_000;
 const FANOUT_UPDATES = 200;
 const ROUNDS = 3;
+const WATCHERS = 10;
+const TRANSCRIPT_DELTAS = 5_000;
+const TRANSCRIPT_WINDOW = 50;
 
 function token(tenant: string, scope: string): string {
   const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
@@ -72,6 +80,59 @@ function clientsProcess() {
   };
 }
 
+type Clients = ReturnType<typeof clientsProcess>;
+
+/** A quiet gateway on a free port over `redisUrl` and `prefix`, trusting the bench's tokens. */
+const startBenchGateway = (
+  redisUrl: string,
+  prefix: string,
+  shards: number,
+  limits: Partial<Parameters<typeof startGateway>[0]> = {},
+) =>
+  startGateway({
+    redisUrl,
+    prefix,
+    shards,
+    port: 0,
+    jwtSecret: SECRET,
+    logLevel: 'error',
+    ...limits,
+  });
+
+/** `row` measured against `baseline`, in the same unit, with their ratio. */
+const against = (
+  row: { name: string; value: number; unit: string },
+  baseline: number,
+): BenchResult => ({ ...row, baseline, ratio: row.value / baseline });
+
+/** Connects `n` clients, subscribed to nothing, to a raw ws server: a baseline's receivers. */
+async function connectToRaw(clients: Clients, server: WebSocketServer, n: number): Promise<void> {
+  clients.send({
+    connect: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    n,
+    subscribe: null,
+  });
+  await clients.next();
+}
+
+/**
+ * Messages delivered per second: each of the `n` clients expects `count` messages, `send` sends
+ * them, and the clock runs until every client has them all.
+ */
+async function deliveryRate(
+  clients: Clients,
+  count: number,
+  n: number,
+  send: () => unknown,
+): Promise<number> {
+  clients.send({ expect: count });
+  await clients.next();
+  const t0 = process.hrtime.bigint();
+  await send();
+  await clients.next();
+  return (count * n * 1e9) / Number(process.hrtime.bigint() - t0);
+}
+
 async function fanout(redisUrl: string): Promise<BenchResult[]> {
   const prefix = 'fan';
   const taskId = 'fan-task';
@@ -82,13 +143,7 @@ async function fanout(redisUrl: string): Promise<BenchResult[]> {
   if (!r.acquired) throw new Error('bench: lease');
   const lease: Lease = r.lease;
   await store.tenants.add('bench', taskId);
-  const gateway = await startGateway({
-    redisUrl,
-    prefix,
-    shards: 1,
-    port: 0,
-    jwtSecret: SECRET,
-    logLevel: 'error',
+  const gateway = await startBenchGateway(redisUrl, prefix, 1, {
     maxSubscriptions: 10,
   });
   const raw = new WebSocketServer({ port: 0, host: '127.0.0.1' });
@@ -102,24 +157,14 @@ async function fanout(redisUrl: string): Promise<BenchResult[]> {
   corkedServer.on('connection', (ws, req) => sockets.set(ws, req.socket));
   let seq = 0;
   const makeUpdates = (): Update[] =>
-    Array.from({ length: FANOUT_UPDATES }, (_, i) => ({
-      v: SCHEMA_VERSION,
-      taskId: key,
-      seq: ++seq,
-      entry: `${seq}-0`,
-      last: true,
-      type: 'session.activity',
-      data: {
+    Array.from({ length: FANOUT_UPDATES }, (_, i) =>
+      activityUpdate(key, ++seq, {
         sessionId: `s${i % 10}`,
-        state: 'running',
         foregroundActivity: i % 2 === 0 ? 'generating' : 'background',
         activeSubagentCount: i % 3,
-        supportsSteering: false,
         runningGeneration: 1 + (i % 5),
-        admission: 'coarse',
-        attention: null,
-      },
-    }));
+      }),
+    );
   const wire = (u: Update) => `{"v":1,"type":"update","update":${JSON.stringify(u)}}`;
   try {
     gwClients.send({
@@ -129,53 +174,34 @@ async function fanout(redisUrl: string): Promise<BenchResult[]> {
       token: token('bench', 'read'),
     });
     await gwClients.next();
-    rawClients.send({
-      connect: `ws://127.0.0.1:${(raw.address() as AddressInfo).port}`,
-      n: SUBSCRIBERS,
-      subscribe: null,
-    });
-    await rawClients.next();
-    corkedClients.send({
-      connect: `ws://127.0.0.1:${(corkedServer.address() as AddressInfo).port}`,
-      n: SUBSCRIBERS,
-      subscribe: null,
-    });
-    await corkedClients.next();
+    await connectToRaw(rawClients, raw, SUBSCRIBERS);
+    await connectToRaw(corkedClients, corkedServer, SUBSCRIBERS);
     const gwRates: number[] = [];
     const rawRates: number[] = [];
     const corkedRates: number[] = [];
     for (let round = 0; round < ROUNDS + 1; round++) {
       // Gateway: the owner publishes, the gateway tails Redis and fans out.
       const updates = makeUpdates();
-      gwClients.send({ expect: FANOUT_UPDATES });
-      await gwClients.next();
-      let t0 = process.hrtime.bigint();
-      for (let i = 0; i < updates.length; i += 50) {
-        await store.publishUpdates(lease, key, updates.slice(i, i + 50));
-      }
-      await gwClients.next();
-      const gw = (FANOUT_UPDATES * SUBSCRIBERS * 1e9) / Number(process.hrtime.bigint() - t0);
+      const gw = await deliveryRate(gwClients, FANOUT_UPDATES, SUBSCRIBERS, async () => {
+        for (let i = 0; i < updates.length; i += 50) {
+          await store.publishUpdates(lease, key, updates.slice(i, i + 50));
+        }
+      });
       // Raw ws: the same frames, sent to each client as fast as ws takes them.
       const frames = updates.map(wire);
-      rawClients.send({ expect: FANOUT_UPDATES });
-      await rawClients.next();
-      t0 = process.hrtime.bigint();
-      for (const f of frames) for (const c of raw.clients) c.send(f);
-      await rawClients.next();
-      const rw = (FANOUT_UPDATES * SUBSCRIBERS * 1e9) / Number(process.hrtime.bigint() - t0);
+      const rw = await deliveryRate(rawClients, FANOUT_UPDATES, SUBSCRIBERS, () => {
+        for (const f of frames) for (const c of raw.clients) c.send(f);
+      });
       // Raw ws with the gateway's write batching: the same frames, 50 per corked write.
-      corkedClients.send({ expect: FANOUT_UPDATES });
-      await corkedClients.next();
-      t0 = process.hrtime.bigint();
-      for (let i = 0; i < frames.length; i += 50) {
-        for (const [c, socket] of sockets) {
-          socket.cork();
-          for (const f of frames.slice(i, i + 50)) c.send(f);
-          socket.uncork();
+      const ck = await deliveryRate(corkedClients, FANOUT_UPDATES, SUBSCRIBERS, () => {
+        for (let i = 0; i < frames.length; i += 50) {
+          for (const [c, socket] of sockets) {
+            socket.cork();
+            for (const f of frames.slice(i, i + 50)) c.send(f);
+            socket.uncork();
+          }
         }
-      }
-      await corkedClients.next();
-      const ck = (FANOUT_UPDATES * SUBSCRIBERS * 1e9) / Number(process.hrtime.bigint() - t0);
+      });
       if (round > 0) {
         gwRates.push(gw);
         rawRates.push(rw);
@@ -192,11 +218,14 @@ async function fanout(redisUrl: string): Promise<BenchResult[]> {
         unit: 'updates/s',
       },
       {
-        name: `gateway fan-out from Redis to ${SUBSCRIBERS.toLocaleString('en-US')} subscribers`,
-        value: g,
-        unit: 'updates/s',
-        baseline: w,
-        ratio: g / w,
+        ...against(
+          {
+            name: `gateway fan-out from Redis to ${SUBSCRIBERS.toLocaleString('en-US')} subscribers`,
+            value: g,
+            unit: 'updates/s',
+          },
+          w,
+        ),
         goal: 0.8,
       },
       {
@@ -204,13 +233,10 @@ async function fanout(redisUrl: string): Promise<BenchResult[]> {
         value: k,
         unit: 'updates/s',
       },
-      {
-        name: 'gateway fan-out vs that corked raw broadcast',
-        value: g,
-        unit: 'updates/s',
-        baseline: k,
-        ratio: g / k,
-      },
+      against(
+        { name: 'gateway fan-out vs that corked raw broadcast', value: g, unit: 'updates/s' },
+        k,
+      ),
     ];
   } finally {
     await gwClients.close();
@@ -223,15 +249,128 @@ async function fanout(redisUrl: string): Promise<BenchResult[]> {
   }
 }
 
+/**
+ * Transcript deltas: a worker appends a turn's streamed text to the task's transcript in windows
+ * (as it does every 75 ms), the gateway's hub reads the stream once and sends each of
+ * {@link WATCHERS} subscribers of the session its events. Baseline: a raw `ws` broadcast of the
+ * very messages the gateway sends (one per window, the same JSON), to as many clients.
+ */
+async function transcriptFanout(redisUrl: string): Promise<BenchResult[]> {
+  const prefix = 'tfan';
+  const taskId = 'tfan-task';
+  const key = taskKey('bench', taskId);
+  const store = EventStore.connect({ url: redisUrl }, { shards: 1, prefix });
+  await store.tenants.add('bench', taskId);
+  const streamKey = store.keys.transcript(key);
+  const gateway = await startBenchGateway(redisUrl, prefix, 1);
+  const raw = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  await once(raw, 'listening');
+  const gwClients = clientsProcess();
+  const rawClients = clientsProcess();
+  let n = 0;
+  const windows = (): TranscriptWrite[][] =>
+    Array.from({ length: TRANSCRIPT_DELTAS / TRANSCRIPT_WINDOW }, () =>
+      Array.from({ length: TRANSCRIPT_WINDOW }, () => ({
+        sessionId: 's1',
+        executionId: 'x1',
+        event: {
+          type: 'text' as const,
+          turn: 'p1',
+          phase: 'turn' as const,
+          item: 'm1',
+          role: 'agent' as const,
+          delta: ` token${n++ % 97} and`,
+        },
+      })),
+    );
+  // The gateway's message for one window, with ids as the stream gives them.
+  const message = (w: TranscriptWrite[], ms: number) => {
+    const events = w.map((e, i) => ({
+      id: `${ms}-${i}`,
+      executionId: e.executionId,
+      event: e.event,
+    }));
+    return JSON.stringify({
+      v: 1,
+      type: 'transcript',
+      taskId,
+      sessionId: 's1',
+      events,
+      cursor: events[events.length - 1]!.id,
+    });
+  };
+  try {
+    gwClients.send({
+      connect: `${gateway.url.replace('http', 'ws')}/ws`,
+      n: WATCHERS,
+      subscribe: taskId,
+      transcript: 's1',
+      token: token('bench', 'read'),
+    });
+    await gwClients.next();
+    await connectToRaw(rawClients, raw, WATCHERS);
+    const gwRates: number[] = [];
+    const rawRates: number[] = [];
+    for (let round = 0; round < ROUNDS + 1; round++) {
+      const ws = windows();
+      // The worker is another process: its append (validation, script) is not this one's cost.
+      // The stream gets the entries its script writes, one round trip per window.
+      const gw = await deliveryRate(gwClients, TRANSCRIPT_DELTAS, WATCHERS, async () => {
+        for (const w of ws) {
+          const p = store.redis.pipeline();
+          for (const e of w)
+            p.xadd(
+              streamKey,
+              '*',
+              's',
+              e.sessionId,
+              'x',
+              e.executionId,
+              'e',
+              JSON.stringify(e.event),
+            );
+          await p.exec();
+        }
+      });
+      const frames = ws.map((w, i) => message(w, 1_800_000_000_000 + round * 1_000 + i));
+      const rw = await deliveryRate(rawClients, TRANSCRIPT_DELTAS, WATCHERS, () => {
+        for (const f of frames) for (const c of raw.clients) c.send(f);
+      });
+      if (round > 0) {
+        gwRates.push(gw);
+        rawRates.push(rw);
+      }
+    }
+    const g = median(gwRates);
+    const w = median(rawRates);
+    const what = `${TRANSCRIPT_DELTAS.toLocaleString('en-US')} text deltas in windows of ${TRANSCRIPT_WINDOW}`;
+    return [
+      {
+        name: `raw ws broadcast of the same transcript messages to ${WATCHERS} clients (${what})`,
+        value: w,
+        unit: 'events/s',
+      },
+      against(
+        {
+          name: `gateway fan-out of transcript deltas from Redis to ${WATCHERS} watchers of a session`,
+          value: g,
+          unit: 'events/s',
+        },
+        w,
+      ),
+    ];
+  } finally {
+    await gwClients.close();
+    await rawClients.close();
+    raw.close();
+    await gateway.stop();
+    await store.close();
+  }
+}
+
 async function idleConnections(redisUrl: string): Promise<BenchResult[]> {
   const prefix = 'idle';
-  const gateway = await startGateway({
-    redisUrl,
-    prefix,
-    shards: 16,
-    port: 0,
-    jwtSecret: SECRET,
-    logLevel: 'error',
+  const gateway = await startBenchGateway(redisUrl, prefix, 16, {
     // One tenant holds every connection here.
     maxConnectionsPerTenant: IDLE_CONNECTIONS * 2,
     maxSubscriptionsPerTenant: IDLE_CONNECTIONS * 2,
@@ -289,11 +428,14 @@ async function idleConnections(redisUrl: string): Promise<BenchResult[]> {
         unit: 'B',
       },
       {
-        name: 'gateway: heap per idle connection subscribed to an idle task',
-        value: gwPer,
-        unit: 'B',
-        baseline: rawPer,
-        ratio: gwPer / rawPer,
+        ...against(
+          {
+            name: 'gateway: heap per idle connection subscribed to an idle task',
+            value: gwPer,
+            unit: 'B',
+          },
+          rawPer,
+        ),
         atMost: 4_096,
       },
     ];
@@ -303,24 +445,185 @@ async function idleConnections(redisUrl: string): Promise<BenchResult[]> {
   }
 }
 
+const SCALE_SHARDS = 8;
+const SCALE_TASKS_PER_SHARD = 4;
+const SCALE_WATCHERS_PER_TASK = 4;
+/** Updates per second the owner publishes, over every task. */
+const SCALE_RATE = 800;
+const SCALE_WINDOW_MS = 6_000;
+
+/** A counter of a gateway's /metrics. */
+async function gatewayMetric(url: string, name: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? NaN : Number(line.split(' ')[1]);
+}
+
+/**
+ * Scale-out: G gateway processes, each serving the watchers of a disjoint share of the shards
+ * (watchers routed by shard), while the owner publishes at a fixed rate over every task. A
+ * gateway that reads only what it serves costs 1/G of one gateway serving everyone (plus its
+ * fixed cost); one that read every shard would cost about as much as that one.
+ */
+async function scaleOut(redisUrl: string): Promise<BenchResult[]> {
+  const prefix = 'scale';
+  const d = { redisUrl, prefix, shards: SCALE_SHARDS };
+  const store = EventStore.connect({ url: redisUrl }, { shards: SCALE_SHARDS, prefix });
+  const leases: Lease[] = [];
+  for (let s = 0; s < SCALE_SHARDS; s++) {
+    const r = await store.leases.acquire(s, 'bench-owner', 600_000);
+    if (!r.acquired) throw new Error('bench: lease');
+    leases.push(r.lease);
+  }
+  const byShard: string[][] = Array.from({ length: SCALE_SHARDS }, () => []);
+  for (let i = 0; byShard.some((t) => t.length < SCALE_TASKS_PER_SHARD); i++) {
+    const id = `scale-${i}`;
+    const list = byShard[store.shardOf(taskKey('bench', id))]!;
+    if (list.length < SCALE_TASKS_PER_SHARD) list.push(id);
+  }
+  const tasks = byShard.flat();
+  for (const t of tasks) await store.tenants.add('bench', t);
+  // One task per shard that nothing is published to: a gateway watching only these reads every
+  // shard's updates and delivers none of them, which is what a gateway pays for an update it
+  // reads for no watcher of its own (the capacity model's charge when watchers are not routed).
+  const quiet: string[] = Array.from({ length: SCALE_SHARDS }, () => '');
+  for (let i = 0; quiet.some((t) => t === ''); i++) {
+    const id = `scale-quiet-${i}`;
+    const s = store.shardOf(taskKey('bench', id));
+    if (quiet[s] === '') quiet[s] = id;
+  }
+  for (const t of quiet) await store.tenants.add('bench', t);
+  const seqs = new Map<string, number>();
+  const publishOne = (taskId: string) => {
+    const key = taskKey('bench', taskId);
+    const seq = (seqs.get(key) ?? 0) + 1;
+    seqs.set(key, seq);
+    const u = activityUpdate(key, seq, {
+      sessionId: `s${seq % 4}`,
+      foregroundActivity: seq % 2 === 0 ? 'generating' : 'background',
+      activeSubagentCount: seq % 3,
+      runningGeneration: seq,
+    });
+    return store.publishUpdates(leases[store.shardOf(key)]!, key, [u]);
+  };
+  /** Publishes at SCALE_RATE for `ms`, round-robin over the tasks, in ticks of 10 ms. */
+  const load = async (ms: number) => {
+    const perTick = Math.round(SCALE_RATE / 100);
+    let next = 0;
+    const end = performance.now() + ms;
+    for (let tick = performance.now(); tick < end; tick += 10) {
+      await Promise.all(
+        Array.from({ length: perTick }, () => publishOne(tasks[next++ % tasks.length]!)),
+      );
+      const wait = tick + 10 - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    }
+    return next;
+  };
+  /**
+   * G gateways, the watchers of shard s on gateway s mod G; or (`readsOnly`) one gateway with one
+   * watcher of each shard's quiet task.
+   */
+  const run = async (g: number, readsOnly = false) => {
+    const gateways: { proc: Proc; url: string }[] = [];
+    for (let i = 0; i < g; i++) gateways.push(await spawnGatewayProc(d, `scale-gw-${g}-${i}`));
+    const clients = clientsProcess();
+    try {
+      const tok = benchToken('bench', 'read');
+      for (let s = 0; s < SCALE_SHARDS; s++) {
+        const gw = gateways[s % g]!;
+        for (const t of readsOnly ? [quiet[s]!] : byShard[s]!) {
+          clients.send({
+            connect: `${gw.url.replace('http', 'ws')}/ws`,
+            n: readsOnly ? 1 : SCALE_WATCHERS_PER_TASK,
+            subscribe: t,
+            token: tok,
+          });
+          await clients.next();
+        }
+      }
+      await load(1_000);
+      // The scrape before the CPU is read: a window holds the gateways' work on updates only.
+      const dec0 = await Promise.all(
+        gateways.map((x) => gatewayMetric(x.url, 'baton_gateway_updates_decoded_total')),
+      );
+      const cpu0 = gateways.map((x) => x.proc.cpu());
+      const t0 = performance.now();
+      const published = await load(SCALE_WINDOW_MS);
+      // What is published is fanned out before the window closes.
+      await new Promise((r) => setTimeout(r, 300));
+      const cpu1 = gateways.map((x) => x.proc.cpu());
+      const secs = (performance.now() - t0) / 1e3;
+      const cpu = gateways.map((x, i) => ((cpu1[i]! - cpu0[i]!) * 1e3) / secs);
+      const decoded = await Promise.all(
+        gateways.map(
+          async (x, i) =>
+            (await gatewayMetric(x.url, 'baton_gateway_updates_decoded_total')) - dec0[i]!,
+        ),
+      );
+      return { cpu, decoded, published, secs };
+    } finally {
+      await clients.close();
+      await Promise.all(gateways.map((x) => x.proc.stop()));
+    }
+  };
+  try {
+    const one = await run(1);
+    const rows: BenchResult[] = [
+      {
+        name: `scale-out: 1 gateway serving every watcher (${tasks.length} tasks on ${SCALE_SHARDS} shards × ${SCALE_WATCHERS_PER_TASK} watchers, ${SCALE_RATE} updates/s): its CPU`,
+        value: one.cpu[0]!,
+        unit: 'ms/s',
+      },
+    ];
+    for (const g of [2, 4]) {
+      const r = await run(g);
+      const ideal = one.cpu[0]! / g;
+      const busiest = Math.max(...r.cpu);
+      rows.push({
+        name: `scale-out: ${g} gateways, each serving a disjoint 1/${g} of the watchers (by shard): CPU of the busiest (${r.cpu.map((c) => c.toFixed(0)).join(', ')} ms/s) vs ideal (1 gateway's ÷ ${g})`,
+        value: busiest,
+        unit: 'ms/s',
+        baseline: ideal,
+        ratio: busiest / ideal,
+        atMost: ideal * 1.2,
+      });
+      const share = r.published / g;
+      rows.push({
+        name: `scale-out: ${g} gateways: updates decoded by the busiest (${r.decoded.join(', ')}) vs 1/${g} of those published (${r.published})`,
+        value: Math.max(...r.decoded),
+        unit: 'updates',
+        baseline: share,
+        ratio: Math.max(...r.decoded) / share,
+        atMost: share * 1.2,
+      });
+    }
+    const reads = await run(1, true);
+    const readUs = (reads.cpu[0]! * 1e3 * reads.secs) / reads.decoded[0]!;
+    rows.push({
+      name: `scale-out: 1 gateway reading every shard for one idle watcher each (${reads.decoded[0]} updates decoded, none delivered): CPU per update read for no watcher of its own`,
+      value: readUs,
+      unit: 'µs',
+    });
+    recordUnits('gateway', { gatewayCpuPerUpdateReadUs: readUs });
+    return rows;
+  } finally {
+    await store.close();
+  }
+}
+
 export async function runGatewayBench(): Promise<BenchResult[]> {
   const server = await startRedis();
   try {
-    return [...(await fanout(server.url)), ...(await idleConnections(server.url))];
+    return [
+      ...(await fanout(server.url)),
+      ...(await transcriptFanout(server.url)),
+      ...(await idleConnections(server.url)),
+      ...(await scaleOut(server.url)),
+    ];
   } finally {
     await server.stop();
   }
 }
 
-if (require.main === module) {
-  void runGatewayBench().then(
-    (r) => {
-      console.log(r);
-      process.exit(0);
-    },
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runAsScript(runGatewayBench);

@@ -89,3 +89,64 @@ export async function heapAfterGc(): Promise<number> {
   gc?.();
   return process.memoryUsage().heapUsed;
 }
+
+/** A figure against a baseline: its ratio is value / baseline. */
+export function versus(
+  name: string,
+  value: number,
+  unit: string,
+  baseline: number,
+  goals: Pick<BenchResult, 'goal' | 'atMost' | 'atLeast'> = {},
+): BenchResult {
+  return { name, value, unit, baseline, ratio: value / baseline, ...goals };
+}
+
+/**
+ * Runs a suite as a script (`npx tsx bench/<suite>.bench.ts`): prints its table and details and
+ * exits 0, or prints the error and exits 1 (its child processes and sockets would keep it alive).
+ */
+export function runAsScript(suite: () => Promise<SuiteOutput>): void {
+  suite().then(
+    (out) => {
+      const { results, details } = resultsOf(out);
+      console.log(formatResults(results));
+      if (details) console.log(details);
+      process.exit(0);
+    },
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
+
+/**
+ * Frames per second of `reduce` over frames whose messages are `lines`, against `JSON.parse` of
+ * those lines (the baseline, what reading them off the wire costs anyway): interleaved `rounds`
+ * times, so both see the same machine state, the best round of each. `timed` gives the runs per
+ * second of one call.
+ */
+export function againstParse(
+  name: string,
+  lines: readonly string[],
+  rounds: number,
+  timed: (fn: () => number) => number,
+  reduce: () => number,
+  goals: Pick<BenchResult, 'goal' | 'atMost' | 'atLeast'> = {},
+): BenchResult {
+  let parseRate = 0;
+  let rate = 0;
+  for (let round = 0; round < rounds; round++) {
+    parseRate = Math.max(
+      parseRate,
+      lines.length *
+        timed(() => {
+          let n = 0;
+          for (const l of lines) n += JSON.parse(l) ? 1 : 0;
+          return n;
+        }),
+    );
+    rate = Math.max(rate, lines.length * timed(reduce));
+  }
+  return versus(name, rate, 'frames/s', parseRate, goals);
+}

@@ -17,7 +17,7 @@ import { startRedis } from '@baton/redis-server';
 import { EventStore, connectRedis, type RedisClient } from '@baton/store';
 import { startProjector } from '@baton/projector';
 import { recordStream } from './fold.bench';
-import { formatResults, median, type BenchResult } from './lib';
+import { median, runAsScript, versus, type BenchResult } from './lib';
 
 const ENTRIES = 100_000;
 const RUNS = 3;
@@ -76,6 +76,31 @@ async function takeover(
   return { p, elapsed };
 }
 
+/**
+ * RUNS takeovers of `prefix` by a fresh projector, each after a full collection: their ms. With
+ * `readRaw`, each is preceded by it (interleaved, so both see the same machine state): its ms.
+ */
+async function takeovers(
+  url: string,
+  prefix: string,
+  shards: number,
+  readRaw?: () => Promise<number>,
+): Promise<{ zero: number[]; raw: number[] }> {
+  const zero: number[] = [];
+  const raw: number[] = [];
+  for (let run = 0; run < RUNS; run++) {
+    if (readRaw) {
+      gc();
+      raw.push(await readRaw());
+    }
+    gc();
+    const z = await takeover(url, prefix, shards);
+    zero.push(z.elapsed);
+    await z.p.stop();
+  }
+  return { zero, raw };
+}
+
 async function rawRead(client: RedisClient, key: string): Promise<{ n: number; elapsed: number }> {
   const t0 = process.hrtime.bigint();
   let after = '0-0';
@@ -105,21 +130,14 @@ export async function runProjectorBench(): Promise<BenchResult[]> {
     const manyTotal = await load(manyStore, many);
     const manyFirst = await takeover(server.url, 'many', 8);
     await manyFirst.p.stop();
-    const manyZero: number[] = [];
-    const manyRaw: number[] = [];
-    for (let run = 0; run < RUNS; run++) {
-      gc();
+    const { zero: manyZero, raw: manyRaw } = await takeovers(server.url, 'many', 8, async () => {
       let n = 0;
       const t0 = process.hrtime.bigint();
       for (const st of many)
         n += (await rawRead(client, manyStore.keys.taskStream(st[0]!.taskId))).n;
-      manyRaw.push(ms(t0));
       if (n !== manyTotal) throw new Error(`bench: read ${n} of ${manyTotal}`);
-      gc();
-      const z = await takeover(server.url, 'many', 8);
-      manyZero.push(z.elapsed);
-      await z.p.stop();
-    }
+      return ms(t0);
+    });
 
     // One task of 100,000 entries, as a first owner left it: every update published.
     const stream = recordStream(1, SESSIONS, ENTRIES)[0]!;
@@ -128,18 +146,11 @@ export async function runProjectorBench(): Promise<BenchResult[]> {
     const first = await takeover(server.url, 'one', 1);
     await first.p.stop();
 
-    const zero: number[] = [];
-    const raw: number[] = [];
-    for (let run = 0; run < RUNS; run++) {
-      gc();
+    const { zero, raw } = await takeovers(server.url, 'one', 1, async () => {
       const r = await rawRead(client, store.keys.taskStream(stream[0]!.taskId));
       if (r.n !== total) throw new Error(`bench: read ${r.n} of ${total}`);
-      raw.push(r.elapsed);
-      gc();
-      const z = await takeover(server.url, 'one', 1);
-      zero.push(z.elapsed);
-      await z.p.stop();
-    }
+      return r.elapsed;
+    });
 
     // The owner snapshots a quiet task after snapshotDelay and trims the stream behind it.
     const s = await takeover(server.url, 'one', 1, { snapshotDelay: 100 });
@@ -149,13 +160,7 @@ export async function runProjectorBench(): Promise<BenchResult[]> {
       await new Promise((r) => setTimeout(r, 50));
     }
     await s.p.stop();
-    const fromSnapshot: number[] = [];
-    for (let run = 0; run < RUNS; run++) {
-      gc();
-      const z = await takeover(server.url, 'one', 1);
-      fromSnapshot.push(z.elapsed);
-      await z.p.stop();
-    }
+    const fromSnapshot = (await takeovers(server.url, 'one', 1)).zero;
 
     // Heap per idle session: a projector holding 5,000 idle sessions, against one holding none.
     const idleStreams = recordStream(IDLE_TASKS, SESSIONS, IDLE_TASKS * SESSIONS * 16);
@@ -182,21 +187,19 @@ export async function runProjectorBench(): Promise<BenchResult[]> {
     const manyRate = (manyTotal * 1_000) / median(manyZero);
     const manyRawRate = (manyTotal * 1_000) / median(manyRaw);
     return [
-      {
-        name: `projector takeover of 100 tasks x 1,000 entries (XRANGE pages + envelope check + fold + views), vs raw XREAD + JSON.parse of the same streams`,
-        value: manyRate,
-        unit: 'entries/s',
-        baseline: manyRawRate,
-        ratio: manyRate / manyRawRate,
-        goal: 0.7,
-      },
-      {
-        name: `projector catch-up of one ${total.toLocaleString('en-US')}-entry task (XRANGE pages + envelope check + fold, takeover included), vs raw XREAD + JSON.parse`,
-        value: rate,
-        unit: 'entries/s',
-        baseline: rawRate,
-        ratio: rate / rawRate,
-      },
+      versus(
+        `projector takeover of 100 tasks x 1,000 entries (XRANGE pages + envelope check + fold + views), vs raw XREAD + JSON.parse of the same streams`,
+        manyRate,
+        'entries/s',
+        manyRawRate,
+        { goal: 0.7 },
+      ),
+      versus(
+        `projector catch-up of one ${total.toLocaleString('en-US')}-entry task (XRANGE pages + envelope check + fold, takeover included), vs raw XREAD + JSON.parse`,
+        rate,
+        'entries/s',
+        rawRate,
+      ),
       {
         name: `takeover replay of a ${total.toLocaleString('en-US')}-entry task from zero (goal 1,500 ms; ratio = goal / value)`,
         value: zeroMs,
@@ -228,15 +231,4 @@ export async function runProjectorBench(): Promise<BenchResult[]> {
   }
 }
 
-if (require.main === module) {
-  runProjectorBench().then(
-    (results) => {
-      console.log(formatResults(results));
-      process.exit(0);
-    },
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runAsScript(runProjectorBench);

@@ -49,7 +49,7 @@ const SUITES: Suite[] = [
     title: 'Transcript reducer (libs/transcript)',
     note:
       'The transcript reducer (`reduceTranscript`: frames to transcript events, the session caps checked on each) over the dialect benchmark’s sessions of 5,000 distinct tool calls (Claude’s and Codex’s shapes) and one turn of 50,000 streamed text chunks, frames already parsed. ' +
-      'Baseline: `JSON.parse` of the same frames’ messages, the cost the worker pays anyway to read them off the wire; interleaved, best of 7.',
+      'Baseline: `JSON.parse` of the same frames’ messages, the cost the worker pays anyway to read them off the wire; interleaved, best of 15, each timed by the process’s CPU time (the wall clock of this shared machine counts other processes’ turns too). The Claude and Codex sessions are the same frames but for the agent’s name in the `initialize` answer.',
     run: runTranscriptBench,
   },
   {
@@ -63,7 +63,7 @@ const SUITES: Suite[] = [
     title: 'Worker (apps/worker)',
     note:
       'A real worker (startWorker, in-process) hosting real replay agent processes at speed 0 against its own redis-server; each recording is one turn of 20,000 tool frames over 100 tool calls (one fact per frame). ' +
-      'Rate measured on the stream (between the ids of `capabilities.negotiated` and `turn.ended`). Baseline: raw pipelined XADD of exactly those facts, same run. Agents, worker and Redis share the 2 cores.',
+      'Rate measured on the stream (between the ids of `capabilities.negotiated` and `turn.ended`). Baseline: raw pipelined XADD of exactly those facts, same run. The worker also reduces every frame into the transcript and writes its items to their own stream (the row says how many; the run fails if there are none). Agents, worker and Redis share the 2 cores.',
     run: runWorkerBench,
   },
   {
@@ -80,7 +80,9 @@ const SUITES: Suite[] = [
     note:
       'In-process gateway (startGateway) against its own redis-server; WebSocket clients in a child process. ' +
       'Fan-out: the test owns the shard and publishes 200 updates per round (batches of 50) that the gateway tails from Redis and sends to 1,000 subscribers of one task; baseline: a raw `ws` server broadcasting the very same frames to 1,000 clients (plain `send` per frame, and corked 50 frames per write like the gateway’s batches), rounds interleaved, median of 3. ' +
+      'Transcript fan-out: per round a worker’s turn of 5,000 text deltas appended to the task’s transcript in windows of 50 (one pipelined round trip of the entries the worker’s append script writes per window: the worker, another process, pays for its validation), read by the gateway’s hub and sent to 10 `transcript.subscribe` watchers of the session; baseline: a raw `ws` server broadcasting the very messages the gateway sends (one per window) to 10 clients; events/s summed over the watchers, rounds interleaved, median of 3. ' +
       'Heap per idle connection: `heapUsed` after a full GC with 2,000 connections each subscribed to an idle task, minus before they connected, per connection; baseline: a bare `ws` server holding the same clients. ' +
+      'Scale-out: gateway processes (`node dist/apps/gateway/src/main.js`) against the same redis-server, the test owning 8 shards and publishing 800 updates/s round-robin over 32 tasks (4 per shard), 4 watchers per task routed to the gateway that serves the task’s shard (shard mod G); CPU of each gateway process (/proc) over a 6 s window after 1 s of warm-up, and the updates each decoded (its `baton_gateway_updates_decoded_total`); ideal = the CPU of 1 gateway serving every watcher ÷ G, goal within 20% of it. ' +
       'The admission round trip is measured end to end (separate processes), in the e2e section.',
     run: runGatewayBench,
   },
@@ -120,7 +122,8 @@ const SUITES: Suite[] = [
     note:
       'Per-unit costs multiplied out (bench/capacity.ts, unit-tested) into machines per role and a Redis for 10,000 and 100,000 concurrently active sessions with 10 watchers each. ' +
       'CPU per fact: the e2e windows at 1,000 facts/s (CPU of the projector, gateway and redis-server processes / facts); the worker’s CPU per fact and heap per execution: the worker suite; it runs last so that a full run models from this run’s figures (a partial run uses the last ones recorded, dated below). ' +
-      'Backed by one larger run: one in-process gateway holding 20,000 WebSocket connections (2,000 tasks × 10, clients in 4 child processes, the fd limit raised) with rounds of one update per task, and one in-process projector taking over 10,000 sessions (1,000 tasks × 10, played from the bundled recordings); Redis memory from INFO used_memory deltas.',
+      'Backed by one larger run: one in-process gateway holding 20,000 WebSocket connections (2,000 tasks × 10, clients in 4 child processes, the fd limit raised) with rounds of one update per task, and one in-process projector taking over 10,000 sessions (1,000 tasks × 10, played from the bundled recordings); Redis memory from INFO used_memory deltas. ' +
+      'Redis per active session-day (bench/session-day.ts): one session played from the recordings into its own redis-server, checkpoints and history spans written as the owner writes them, the demo recordings’ frames through the worker’s transcript reducer and into the raw-frame log, MEMORY USAGE per key, a day at the demo recordings’ own pace; the same units give the day as kept before the hot window (baseline) and now.',
     run: runCapacityBench,
   },
 ];

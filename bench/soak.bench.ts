@@ -20,7 +20,7 @@ import { SCHEMA_VERSION, taskKey, type StreamEntry } from '@baton/protocol';
 import { startRedis } from '@baton/redis-server';
 import { EventStore, connectRedis } from '@baton/store';
 import { startProjector, type ProjectorHandle } from '@baton/projector';
-import { formatResults, heapAfterGc, type SuiteOutput } from './lib';
+import { heapAfterGc, runAsScript, type SuiteOutput } from './lib';
 
 const SHARDS = 8;
 const FIRST = 1_000;
@@ -261,17 +261,4 @@ export async function runSoakBench(): Promise<SuiteOutput> {
   }
 }
 
-if (require.main === module) {
-  runSoakBench().then(
-    (out) => {
-      const r = Array.isArray(out) ? { results: out, details: '' } : out;
-      console.log(formatResults(r.results));
-      if (r.details) console.log(r.details);
-      process.exit(0);
-    },
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runAsScript(runSoakBench);

@@ -206,6 +206,7 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
     return Object.assign(refs, { stop });
   };
   const cpuPerFact: number[] = [];
+  const itemsPerTurn: number[] = [];
   let bytesPerExecution = NaN;
 
   try {
@@ -216,6 +217,10 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
       const c1 = process.cpuUsage(c0);
       const t = await turnFacts(client, store.keys.taskStream(one!.taskId));
       single.push((t.json.length * 1000) / t.ms);
+      // The worker writes the transcript beside the facts: the row counts only with both.
+      const items = Number(await client.xlen(store.keys.transcript(one!.taskId)));
+      if (items === 0) throw new Error('bench: the worker wrote no transcript items');
+      itemsPerTurn.push(items);
       // This process is the worker (the agent is a child): its CPU per fact, polling included.
       cpuPerFact.push((c1.user + c1.system) / t.json.length);
 
@@ -299,7 +304,7 @@ export async function runWorkerBench(): Promise<BenchResult[]> {
   return [
     { name: 'raw pipelined XADD of the same facts', value: rawRate, unit: 'facts/s' },
     {
-      name: 'worker: 1 replay at speed 0 (agent → facts in the stream)',
+      name: `worker: 1 replay at speed 0 (agent → facts in the stream, and ${Math.round(median(itemsPerTurn)).toLocaleString('en-US')} transcript items beside them)`,
       value: median(single),
       unit: 'facts/s',
       baseline: rawRate,
