@@ -452,7 +452,10 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect(await store.snapshots.checkpoints(t)).toEqual([{ id: first[4], state: { folded: 5 } }]);
     // Nothing is older than a long retention: nothing goes.
     expect(await store.snapshots.trim(lease, t, 3_600_000)).toBe(0);
-    await new Promise((r) => setTimeout(r, 60));
+    // The retention below is long enough for the calls between the second checkpoint and the
+    // trim to fit in it on a loaded machine, and the first checkpoint older than it.
+    const retention = 1_000;
+    await new Promise((r) => setTimeout(r, 2 * retention));
     const later = (await store.append(
       t,
       Array.from({ length: 5 }, (_, i) => fact(t, 'w1', i + 6)),
@@ -472,9 +475,9 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect((await store.redis.hgetBuffer(spansKey, first[4]!))![0]).toBe(0x78);
     await store.redis.hset(spansKey, first[4]!, JSON.stringify(span));
     expect([...(await store.historySpans.read(t))]).toEqual([[first[4], span]]);
-    // A 30 ms retention: the first checkpoint is older than that, the second not. The stream is
-    // cut at the first (what follows it can still be folded), not at the snapshot.
-    expect(await store.snapshots.trim(lease, t, 30)).toBe(4);
+    // The first checkpoint is older than the retention, the second not. The stream is cut at the
+    // first (what follows it can still be folded), not at the snapshot.
+    expect(await store.snapshots.trim(lease, t, retention)).toBe(4);
     expect((await store.readTask(t)).items.map((i) => i.id)).toEqual([first[4], ...later]);
     expect((await store.historySpans.read(t)).size).toBe(1);
     // No retention: up to the snapshot, as always.
@@ -482,10 +485,10 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect((await store.readTask(t)).items.map((i) => i.id)).toEqual([later[4]]);
     // A third checkpoint, then a trim that cuts at the second: the span that started at the
     // first goes with it, and cannot be written back.
-    await new Promise((r) => setTimeout(r, 40));
+    await new Promise((r) => setTimeout(r, 2 * retention));
     const last = (await store.append(t, [fact(t, 'w1', 11)])) as string[];
     await store.snapshots.write(lease, t, last[0]!, { folded: 11 }, 1);
-    await store.snapshots.trim(lease, t, 30);
+    await store.snapshots.trim(lease, t, retention);
     expect((await store.snapshots.checkpoints(t)).map((c) => c.id)).toEqual([later[4], last[0]]);
     expect((await store.historySpans.read(t)).size).toBe(0);
     expect(await store.historySpans.write(t, span)).toBe(false);
