@@ -4,7 +4,15 @@
 import { BatonClient, type TranscriptEntry } from '@baton/client';
 import { taskKey } from '@baton/protocol';
 import { foldTranscript, type TranscriptEvent } from '@baton/transcript';
-import { FakeWorker, startStack, tokenFor, waitFor, type Stack } from '@baton/testing';
+import {
+  FakeWorker,
+  promptEvent as prompt,
+  startStack,
+  textEvent as text,
+  tokenFor,
+  waitFor,
+  type Stack,
+} from '@baton/testing';
 
 jest.setTimeout(120_000);
 
@@ -17,22 +25,6 @@ const S = `/v1/tasks/${TASK}/sessions/s1/transcript`;
 type Page = { events: TranscriptEntry[]; cursor: string; gap?: unknown };
 
 const base = { phase: 'turn' as const };
-const prompt = (turn: string): TranscriptEvent => ({
-  ...base,
-  type: 'prompt',
-  turn,
-  item: `p-${turn}`,
-  promptId: turn,
-  content: [{ type: 'text', text: { text: `do ${turn}` } }],
-});
-const text = (turn: string, item: string, delta: string): TranscriptEvent => ({
-  ...base,
-  type: 'text',
-  turn,
-  item,
-  role: 'agent',
-  delta,
-});
 const tool = (turn: string, status: string, out: string): TranscriptEvent => ({
   ...base,
   type: 'tool',

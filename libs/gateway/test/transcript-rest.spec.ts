@@ -2,7 +2,14 @@
 // sessions' entries in between), a turn whole with its items folded, and what is refused.
 import { taskKey } from '@baton/protocol';
 import { foldTranscript, type TranscriptEvent } from '@baton/transcript';
-import { FakeWorker, startStack, tokenFor, type Stack } from '@baton/testing';
+import {
+  FakeWorker,
+  promptEvent as prompt,
+  startStack,
+  textEvent as text,
+  tokenFor,
+  type Stack,
+} from '@baton/testing';
 import { withTranscriptBound } from './support/transcript-bound';
 
 jest.setTimeout(60_000);
@@ -15,23 +22,6 @@ const KEY = taskKey('tr', TASK);
 const S = `/v1/tasks/${TASK}/sessions/s1/transcript`;
 type Entry = { id: string; executionId: string; event: TranscriptEvent };
 type Page = { events: Entry[]; cursor: string };
-
-const text = (turn: string, item: string, delta: string): TranscriptEvent => ({
-  type: 'text',
-  turn,
-  phase: 'turn',
-  item,
-  role: 'agent',
-  delta,
-});
-const prompt = (turn: string): TranscriptEvent => ({
-  type: 'prompt',
-  turn,
-  phase: 'turn',
-  item: `p-${turn}`,
-  promptId: turn,
-  content: [{ type: 'text', text: { text: `do ${turn}` } }],
-});
 
 async function get(path: string) {
   const res = await fetch(`${http}${path}`, { headers: { authorization: `Bearer ${tok}` } });

@@ -1,5 +1,6 @@
 import { foldTranscript, type TranscriptEvent } from '@baton/transcript';
 import fc from 'fast-check';
+import { textEvent as text } from '@baton/testing';
 import {
   EventStore,
   InvalidEntryError,
@@ -10,14 +11,6 @@ import { freshPrefix, startBackend, type Backend } from './fixtures';
 
 jest.setTimeout(60_000);
 
-const text = (turn: string, item: string, delta: string): TranscriptEvent => ({
-  type: 'text',
-  turn,
-  phase: 'turn',
-  item,
-  role: 'agent',
-  delta,
-});
 const w = (sessionId: string, event: TranscriptEvent): TranscriptWrite => ({
   sessionId,
   executionId: 'exec-1',

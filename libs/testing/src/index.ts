@@ -19,3 +19,4 @@ export * from './services';
 export * from './ahp-client';
 export * from './projector-and-worker';
 export * from './raw-frames';
+export * from './transcript-events';
