@@ -20,3 +20,4 @@ export * from './ahp-client';
 export * from './projector-and-worker';
 export * from './raw-frames';
 export * from './transcript-events';
+export * from './ahp-fixtures';
