@@ -13,6 +13,7 @@ import {
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import WebSocket from 'ws';
+import { GENERIC_CAPS } from './owner';
 import { ROOT } from './processes';
 import { waitFor } from './wait';
 
@@ -206,15 +207,6 @@ export async function seedQueuedTask(
   await c.close();
 }
 
-export const CAPS: Capabilities = {
-  agent: { name: 'test-agent' },
-  dialect: 'generic',
-  promptQueueing: false,
-  handoff: false,
-  attestedKinds: [],
-  unambiguousCompletionKinds: [],
-};
-
 /**
  * The data of a `background.started` fact for work the agent did not attest: a shell running
  * `command` (also its label), or a subagent with a chat of its own.
@@ -262,7 +254,7 @@ export class FakeWorker {
   }
 
   /** The execution is up and can take prompts (its lease outlives the test, as if renewed). */
-  async start(caps: Capabilities = CAPS): Promise<void> {
+  async start(caps: Capabilities = GENERIC_CAPS): Promise<void> {
     // Whoever started the execution (REST, CLI exec) recorded the task among its tenant's.
     const k = splitTaskKey(this.taskId);
     if (k) await this.store.tenants.add(k.tenant, k.taskId);
@@ -283,7 +275,7 @@ export async function liveWorker(
   store: EventStore,
   taskId: string,
   sessionId = 's1',
-  caps: Capabilities = CAPS,
+  caps: Capabilities = GENERIC_CAPS,
 ): Promise<FakeWorker> {
   const w = new FakeWorker(store, taskId, sessionId);
   await w.start(caps);
