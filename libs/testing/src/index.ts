@@ -21,3 +21,4 @@ export * from './projector-and-worker';
 export * from './raw-frames';
 export * from './transcript-events';
 export * from './ahp-fixtures';
+export * from './one-process';
