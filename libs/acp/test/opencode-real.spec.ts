@@ -12,7 +12,6 @@ import {
   describeWhereInstalled,
   expectNegotiated,
   expectSettled,
-  waitForFile,
 } from './support/real-session';
 import {
   chatServer,
@@ -22,7 +21,12 @@ import {
   say,
 } from './support/chat-agent-scenarios';
 import { OfflineSession, type OfflineRun } from './support/offline-session';
-import type { ScriptedItem, ScriptedTurn } from './support/scripted-script';
+import {
+  CHILD_TASK,
+  childTurns,
+  type ScriptedItem,
+  type ScriptedTurn,
+} from './support/scripted-script';
 
 /**
  * The real OpenCode in its ACP mode (`opencode acp`), fully offline: the model is a scripted
@@ -67,16 +71,7 @@ const SCRIPTS = {
   ),
   subagent: [
     TITLE,
-    {
-      name: 'child: command',
-      when: { first: 'CHILD-TASK', last: 'CHILD-TASK' },
-      reply: [bash(`${waitForFile('release-agent')}; echo child`)],
-    },
-    {
-      name: 'child: report',
-      when: { first: 'CHILD-TASK', afterTool: 'bash' },
-      reply: say('Child work done.'),
-    },
+    ...childTurns(bash, 'bash'),
     {
       name: 'spawn child',
       when: { last: 'RUN-AGENT' },
@@ -86,7 +81,7 @@ const SCRIPTS = {
           name: 'task',
           arguments: {
             description: 'scripted child',
-            prompt: 'CHILD-TASK: run one command and report',
+            prompt: CHILD_TASK,
             subagent_type: 'general',
           },
         },
