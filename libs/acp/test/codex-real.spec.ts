@@ -20,7 +20,7 @@ import {
   type ResponsesItem,
   type ResponsesTurn,
 } from './support/scripted-responses-server';
-import { CHILD_TASK, childTurns, say } from './support/scripted-script';
+import { CHILD_TASK, say, subagentTurns } from './support/scripted-script';
 import {
   describeWhereInstalled,
   expectNegotiated,
@@ -92,19 +92,12 @@ const SCRIPTS = {
   ],
   subagent: [
     // The child's own conversation starts with the task spawn_agent gave it.
-    ...childTurns(exec, 'exec_command'),
-    {
-      name: 'spawn child',
-      when: { last: 'RUN-AGENT' },
-      reply: [
-        {
-          type: 'function_call',
-          name: 'spawn_agent',
-          namespace: MULTI_AGENT,
-          arguments: { message: CHILD_TASK },
-        },
-      ],
-    },
+    ...subagentTurns(exec, 'exec_command', {
+      type: 'function_call',
+      name: 'spawn_agent',
+      namespace: MULTI_AGENT,
+      arguments: { message: CHILD_TASK },
+    }),
     {
       name: 'wait for child',
       when: { afterTool: 'spawn_agent' },

@@ -23,7 +23,7 @@ import {
 import { OfflineSession, type OfflineRun } from './support/offline-session';
 import {
   CHILD_TASK,
-  childTurns,
+  subagentTurns,
   type ScriptedItem,
   type ScriptedTurn,
 } from './support/scripted-script';
@@ -71,22 +71,11 @@ const SCRIPTS = {
   ),
   subagent: [
     TITLE,
-    ...childTurns(bash, 'bash'),
-    {
-      name: 'spawn child',
-      when: { last: 'RUN-AGENT' },
-      reply: [
-        {
-          type: 'function_call',
-          name: 'task',
-          arguments: {
-            description: 'scripted child',
-            prompt: CHILD_TASK,
-            subagent_type: 'general',
-          },
-        },
-      ],
-    },
+    ...subagentTurns(bash, 'bash', {
+      type: 'function_call',
+      name: 'task',
+      arguments: { description: 'scripted child', prompt: CHILD_TASK, subagent_type: 'general' },
+    }),
     { name: 'child finished', when: { afterTool: 'task' }, reply: say('The child finished.') },
   ],
 } satisfies Record<string, ScriptedTurn[]>;

@@ -33,12 +33,15 @@ export const say = (text: string): ScriptedItem[] => [{ type: 'message', text }]
 export const CHILD_TASK = 'CHILD-TASK: run one command and report';
 
 /**
- * A subagent's own turns, the same whatever agent spawned it: one command, held until
- * `release-agent` exists, run with `shell` (the agent's `shellTool`), then its report.
+ * A subagent's turns, the same whatever agent spawns it: the parent's `spawn` call on RUN-AGENT
+ * (its task CHILD_TASK), and the child's own: one command, held until `release-agent` exists,
+ * run with `shell` (the agent's `shellTool`), then its report. The child's come first: its
+ * conversation holds the parent's words too.
  */
-export const childTurns = (
+export const subagentTurns = (
   shell: (command: string) => ScriptedItem,
   shellTool: string,
+  spawn: ScriptedItem,
 ): ScriptedTurn[] => [
   {
     name: 'child: command',
@@ -50,6 +53,7 @@ export const childTurns = (
     when: { first: 'CHILD-TASK', afterTool: shellTool },
     reply: say('Child work done.'),
   },
+  { name: 'spawn child', when: { last: 'RUN-AGENT' }, reply: [spawn] },
 ];
 
 export interface ScriptedMatch {
