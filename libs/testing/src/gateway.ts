@@ -107,6 +107,60 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
   return { ...p, url, wsUrl: url.replace(/^http/, 'ws') };
 }
 
+/** A redis-server with one gateway process on it, and a store of the test's on the same keys. */
+export interface LoneGateway {
+  redis: RedisServer;
+  store: EventStore;
+  gw: GatewayProc;
+  /** The environment that points a process at the same Redis keys (for another gateway). */
+  env: Record<string, string>;
+}
+
+/**
+ * A redis-server and one gateway on it, with no projector (the test plays the owner where it
+ * needs one), started before the file's tests and stopped after them: keys under `prefix` in
+ * `shards` shards, `env` on top of that for the gateway only. Read its parts inside tests.
+ */
+export function loneGatewayForFile(
+  prefix: string,
+  shards: number,
+  env: Record<string, string> = {},
+): LoneGateway {
+  let started: LoneGateway | undefined;
+  let redis: RedisServer | undefined;
+  let store: EventStore | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+    const base = { REDIS_URL: redis.url, BATON_PREFIX: prefix, BATON_SHARDS: String(shards) };
+    store = EventStore.connect({ url: redis.url }, { shards, prefix });
+    const gw = await spawnGateway({ ...base, ...env });
+    started = { redis, store, gw, env: base };
+  });
+  afterAll(async () => {
+    await started?.gw.stop();
+    await store?.close();
+    await redis?.stop();
+  });
+  const lone = (): LoneGateway => {
+    if (!started) throw new Error('the gateway starts in beforeAll: read it inside a test');
+    return started;
+  };
+  return {
+    get redis() {
+      return lone().redis;
+    },
+    get store() {
+      return lone().store;
+    },
+    get gw() {
+      return lone().gw;
+    },
+    get env() {
+      return lone().env;
+    },
+  };
+}
+
 export function spawnProjector(env: Record<string, string>): Promise<ServiceProc> {
   return run('dist/apps/projector/src/main.js', {
     PROJECTOR_LEASE_TTL_MS: '2000',
