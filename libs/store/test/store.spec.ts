@@ -900,37 +900,24 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       expect(await store.lastUpdateSeq(t)).toBe(1);
       expect((await store.views.read(t))?.seq).toBe(1);
     };
-    // Behind the stream: someone appended after what the owner folded.
-    await expect(
+    /** A's step: one decision, after `expectedLastId`, publishing update `seq` and its view. */
+    const stepOfA = (expectedLastId: string, seq: number) =>
       store.commit(a, t, {
-        expectedLastId: id1!,
+        expectedLastId,
         entries: [decision(t, 1)],
-        updates: [update(t, 2)],
-        view: view(t, 2),
-      }),
-    ).rejects.toEqual(new ConflictError(id2!));
+        updates: [update(t, seq)],
+        view: view(t, seq),
+      });
+    // Behind the stream: someone appended after what the owner folded.
+    await expect(stepOfA(id1!, 2)).rejects.toEqual(new ConflictError(id2!));
     await nothingWritten();
     // A gap: the decisions are not appended either.
-    await expect(
-      store.commit(a, t, {
-        expectedLastId: id2!,
-        entries: [decision(t, 1)],
-        updates: [update(t, 3)],
-        view: view(t, 3),
-      }),
-    ).rejects.toEqual(new GapError(1, 3));
+    await expect(stepOfA(id2!, 3)).rejects.toEqual(new GapError(1, 3));
     await nothingWritten();
     // Fenced: a new owner took the shard.
     expect(await store.leases.release(a)).toBe(true);
     const b = await mustAcquire(store, shard, 'projector-b');
-    await expect(
-      store.commit(a, t, {
-        expectedLastId: id2!,
-        entries: [decision(t, 1)],
-        updates: [update(t, 2)],
-        view: view(t, 2),
-      }),
-    ).rejects.toThrow(FencedError);
+    await expect(stepOfA(id2!, 2)).rejects.toThrow(FencedError);
     await nothingWritten();
     // The new owner re-publishes from the start: seqs already published are skipped, and the
     // view it writes is the one at the last published seq.
