@@ -28,7 +28,7 @@ import { startProjector } from '@baton/projector';
 import { startRedis } from '@baton/redis-server';
 import { EventStore, connectRedis, type Lease, type RedisClient } from '@baton/store';
 import { formatPlans, plan, type Load, type Machine, type RedisNode, type Units } from './capacity';
-import { heapAfterGc, runAsScript, type BenchResult } from './lib';
+import { heapAfterGc, percentile, runAsScript, type BenchResult } from './lib';
 import { JWT_SECRET, nowMs, spawnNode, token, type Proc } from './procs';
 import { recordings, TaskPlayer, type ExecutionRefLike } from './replay-facts';
 import { readUnits, recordUnits } from './units';
@@ -80,11 +80,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function usedMemory(client: RedisClient): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1] ?? NaN);
-}
-
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 /**

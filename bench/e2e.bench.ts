@@ -31,7 +31,7 @@ import {
   type Lease,
   type RedisClient,
 } from '@baton/store';
-import { runAsScript, versus, type BenchResult } from './lib';
+import { percentile, runAsScript, versus, type BenchResult } from './lib';
 import { recordUnits } from './units';
 import {
   nowMs,
@@ -77,11 +77,6 @@ const PEER_NODES = 2;
 const PARTS = process.env.BENCH_E2E?.split(',');
 const want = (part: string) => !PARTS || PARTS.includes(part);
 const progress = (what: string) => process.stderr.write(`  e2e: ${what}\n`);
-
-function percentile(sorted: Float64Array | number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 
 function readTriples(file: string): Float64Array {
   const b = readFileSync(file);

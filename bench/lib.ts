@@ -22,6 +22,12 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
+/** The nearest-rank `p`th percentile of `sorted` (ascending); NaN when it is empty. */
+export function percentile(sorted: Float64Array | readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
 /** Items per second of `fn`, which processes `items` items. */
 export async function rate(items: number, fn: () => Promise<void>): Promise<number> {
   const t0 = process.hrtime.bigint();

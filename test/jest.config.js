@@ -1,11 +1,5 @@
-const preset = require('../jest.preset.js');
-const esmPackages = require('../jest.esm.js');
-
-module.exports = {
-  ...preset,
-  displayName: 'e2e',
-  rootDir: __dirname,
-  testMatch: ['<rootDir>/**/*.spec.ts'],
+module.exports = require('../jest.project.js')(__dirname, 'e2e', {
+  specs: ['**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/security/', '<rootDir>/faults/'],
-  ...esmPackages(['@agentclientprotocol', 'jose']),
-};
+  esm: ['@agentclientprotocol', 'jose'],
+});

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { Proc, cli, getJson, waitFor } from '@baton/testing';
+import { OneProcessRun, Proc, SHORT_LEASES, cli, getJson, waitFor } from '@baton/testing';
 
 jest.setTimeout(300_000);
 
@@ -19,44 +19,26 @@ interface SessionView {
 
 describe('the one-process run (npm start) and the CLI', () => {
   let redis: RedisServer;
-  let dataDir: string;
+  let run: OneProcessRun;
   let env: Record<string, string>;
   let gateway: string;
   const procs: Proc[] = [];
 
-  const start = async () => {
-    const p = new Proc('baton', process.execPath, ['dist/apps/baton/src/main.js'], env);
-    procs.push(p);
-    await p.waitFor(/Baton is running/, 120_000);
-    return p;
-  };
-  const token = () => readFileSync(join(dataDir, 'token'), 'utf8').trim();
+  const start = () => run.start();
+  const token = () => run.token();
   const session = async (taskId: string, sessionId: string) =>
     getJson<SessionView>(`${gateway}/v1/tasks/${taskId}/sessions/${sessionId}`, token());
   const json = (stdout: string) => JSON.parse(stdout) as Record<string, unknown>;
 
   beforeAll(async () => {
     redis = await startRedis({ aof: true });
-    dataDir = mkdtempSync(join(tmpdir(), 'baton-run-'));
-    const port = await freePort();
-    gateway = `http://127.0.0.1:${port}`;
-    env = {
-      REDIS_URL: redis.url,
-      BATON_DATA_DIR: dataDir,
-      BATON_PREFIX: `run${process.pid}`,
-      BATON_SHARDS: '8',
-      GATEWAY_PORT: String(port),
-      BATON_GATEWAY_URL: gateway,
-      LOG_LEVEL: 'warn',
-      PROJECTOR_LEASE_TTL_MS: '1000',
-      PROJECTOR_RENEW_MS: '200',
-      WORKER_EXECUTION_LEASE_MS: '1000',
-    };
+    run = await OneProcessRun.create(redis.url, 'run', 8, SHORT_LEASES);
+    ({ env, url: gateway } = run);
   });
   afterAll(async () => {
     for (const p of procs) await p.stop('SIGKILL');
+    await run?.stop();
     await redis?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('keeps a queued prompt through Ctrl-C and a restart, then runs it', async () => {

@@ -1,10 +1,4 @@
-const preset = require('../../jest.preset.js');
-const esmPackages = require('../../jest.esm.js');
-
-module.exports = {
-  ...preset,
-  displayName: 'web',
-  rootDir: __dirname,
-  testMatch: ['<rootDir>/test/**/*.spec.ts'],
-  ...esmPackages(['jose']),
-};
+module.exports = require('../../jest.project.js')(__dirname, 'web', {
+  specs: ['test/**/*.spec.ts'],
+  esm: ['jose'],
+});

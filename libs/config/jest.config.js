@@ -1,6 +1,3 @@
-module.exports = {
-  ...require('../../jest.preset.js'),
-  displayName: 'config',
-  rootDir: __dirname,
-  testMatch: ['<rootDir>/src/**/*.spec.ts'],
-};
+module.exports = require('../../jest.project.js')(__dirname, 'config', {
+  specs: ['src/**/*.spec.ts'],
+});

@@ -1,6 +1,1 @@
-module.exports = {
-  ...require('../../jest.preset.js'),
-  displayName: 'health',
-  rootDir: __dirname,
-  testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
-};
+module.exports = require('../../jest.project.js')(__dirname, 'health');

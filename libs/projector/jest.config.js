@@ -1,10 +1,4 @@
-const esmPackages = require('../../jest.esm.js');
-
-module.exports = {
-  ...require('../../jest.preset.js'),
-  displayName: 'projector',
-  rootDir: __dirname,
-  testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
+module.exports = require('../../jest.project.js')(__dirname, 'projector', {
   // The commands-per-fact test plays the bench's recordings, read through @baton/acp.
-  ...esmPackages(['@agentclientprotocol']),
-};
+  esm: ['@agentclientprotocol'],
+});

@@ -1,10 +1,4 @@
-const preset = require('../../jest.preset.js');
-const esmPackages = require('../../jest.esm.js');
-
-module.exports = {
-  ...preset,
-  displayName: 'worker',
-  rootDir: __dirname,
-  testMatch: ['<rootDir>/test/**/*.spec.ts'],
-  ...esmPackages(['@agentclientprotocol']),
-};
+module.exports = require('../../jest.project.js')(__dirname, 'worker', {
+  specs: ['test/**/*.spec.ts'],
+  esm: ['@agentclientprotocol'],
+});

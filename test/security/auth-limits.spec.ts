@@ -1,46 +1,28 @@
 // Authentication at the upgrade and on REST, scopes, and the bounds of a connection: message size,
 // prompt length, subscriptions, rate, heartbeats, idle timeout, token expiry, clean shutdown.
 import { randomBytes } from 'node:crypto';
-import { startRedis, type RedisServer } from '@baton/redis-server';
 import WebSocket from 'ws';
-import { Client, SECRET, spawnGateway, token, waitFor, type GatewayProc } from '@baton/testing';
+import { Client, SECRET, spawnGateway, loneGatewayForFile, token, waitFor } from '@baton/testing';
 
 jest.setTimeout(60_000);
 
 const ISS = 'baton-test';
 const MAX = 200_000;
-let redis: RedisServer;
-let gw: GatewayProc;
-let env: Record<string, string>;
+const lone = loneGatewayForFile(`al${randomBytes(2).toString('hex')}`, 2, {
+  BATON_JWT_ISSUER: ISS,
+  GATEWAY_MAX_MESSAGE_BYTES: String(MAX),
+  GATEWAY_MAX_SUBSCRIPTIONS: '3',
+  GATEWAY_MAX_MESSAGES_PER_SECOND: '20',
+  GATEWAY_HEARTBEAT_MS: '300',
+  GATEWAY_IDLE_TIMEOUT_MS: '1500',
+  GATEWAY_ADMISSION_WAIT_MS: '100',
+});
 const tok = (scope: string, extra: Record<string, unknown> = {}) =>
   token({ tenant: 'acme', scope, iss: ISS, ...extra });
 
-beforeAll(async () => {
-  redis = await startRedis();
-  env = {
-    REDIS_URL: redis.url,
-    BATON_PREFIX: `al${randomBytes(2).toString('hex')}`,
-    BATON_SHARDS: '2',
-  };
-  gw = await spawnGateway({
-    ...env,
-    BATON_JWT_ISSUER: ISS,
-    GATEWAY_MAX_MESSAGE_BYTES: String(MAX),
-    GATEWAY_MAX_SUBSCRIPTIONS: '3',
-    GATEWAY_MAX_MESSAGES_PER_SECOND: '20',
-    GATEWAY_HEARTBEAT_MS: '300',
-    GATEWAY_IDLE_TIMEOUT_MS: '1500',
-    GATEWAY_ADMISSION_WAIT_MS: '100',
-  });
-});
-afterAll(async () => {
-  await gw?.stop();
-  await redis?.stop();
-});
-
 /** The status and body with which an upgrade is refused (or 101 when it is not). */
 const upgrade = (path: string, headers: Record<string, string> = {}, query = '') =>
-  Client.upgradeAnswer(`${gw.wsUrl}${path}${query}`, headers);
+  Client.upgradeAnswer(`${lone.gw.wsUrl}${path}${query}`, headers);
 
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 type Json = Record<string, unknown>;
@@ -51,7 +33,7 @@ const promptTo = (c: Client, text: string) =>
 
 /** A REST call with a token of `scope` and a body (JSON, or a string sent as it is). */
 async function restAs(scope: string, method: string, path: string, body: unknown) {
-  const res = await fetch(`${gw.url}${path}`, {
+  const res = await fetch(`${lone.gw.url}${path}`, {
     method,
     headers: { ...bearer(tok(scope)), 'content-type': 'application/json' },
     body: typeof body === 'string' ? body : JSON.stringify(body),
@@ -110,7 +92,7 @@ describe('authentication', () => {
 
   it('/ahp without any token: upgraded, but nothing but the handshake and authenticate until it authenticates', async () => {
     expect((await upgrade('/ahp', {})).status).toBe(101);
-    const c = await Client.connect(gw.wsUrl, undefined, '/ahp');
+    const c = await Client.connect(lone.gw.wsUrl, undefined, '/ahp');
     expect(
       (await c.rpc('initialize', { protocolVersions: ['1.0.0'], clientId: 'anon' })).result,
     ).toBeDefined();
@@ -135,7 +117,7 @@ describe('authentication', () => {
   });
 
   it('REST: 401 without a valid token, 403 without the route’s scope', async () => {
-    const get = (t?: string) => fetch(`${gw.url}/v1/tasks`, { headers: t ? bearer(t) : {} });
+    const get = (t?: string) => fetch(`${lone.gw.url}/v1/tasks`, { headers: t ? bearer(t) : {} });
     const r401 = await get();
     expect(r401.status).toBe(401);
     expect(await r401.json()).toEqual({
@@ -162,7 +144,7 @@ describe('authentication', () => {
   });
 
   it('/ws and /ahp: a message needs its scope', async () => {
-    const reader = await Client.connect(gw.wsUrl, tok('read'));
+    const reader = await Client.connect(lone.gw.wsUrl, tok('read'));
     const p = await promptTo(reader, 'x');
     expect(p.error).toEqual({
       code: 'forbidden',
@@ -176,7 +158,7 @@ describe('authentication', () => {
     });
     expect((c.error as Json).code).toBe('forbidden');
     expect((await reader.request({ op: 'subscribe', taskId: 't' })).ok).toBe(true);
-    const prompter = await Client.connect(gw.wsUrl, tok('prompt'));
+    const prompter = await Client.connect(lone.gw.wsUrl, tok('prompt'));
     expect((await prompter.request({ op: 'subscribe', taskId: 't' })).error).toMatchObject({
       code: 'forbidden',
     });
@@ -185,7 +167,7 @@ describe('authentication', () => {
     ).toMatchObject({
       code: 'forbidden',
     });
-    const ahp = await Client.connect(gw.wsUrl, tok('prompt'), '/ahp');
+    const ahp = await Client.connect(lone.gw.wsUrl, tok('prompt'), '/ahp');
     await ahp.rpc('initialize', { protocolVersions: ['1.0.0'], clientId: 'c' });
     expect((await ahp.rpc('subscribe', { channel: 'ahp-chat:/t/s' })).error).toMatchObject({
       code: -32009,
@@ -196,7 +178,7 @@ describe('authentication', () => {
 
 describe('bounds', () => {
   it('a message over the limit (below the hard cap) gets message_too_large; the connection stays', async () => {
-    const c = await Client.connect(gw.wsUrl, tok('read prompt'));
+    const c = await Client.connect(lone.gw.wsUrl, tok('read prompt'));
     const from = c.messages.length;
     const frame = JSON.stringify({ v: 1, id: 'big', op: 'ping', pad: 'x'.repeat(MAX) });
     c.send(frame);
@@ -210,7 +192,7 @@ describe('bounds', () => {
   });
 
   it('a prompt over MAX_PROMPT_CHARS gets prompt_too_long, naming the field', async () => {
-    const c = await Client.connect(gw.wsUrl, tok('read prompt'));
+    const c = await Client.connect(lone.gw.wsUrl, tok('read prompt'));
     const r = await promptTo(c, 'y'.repeat(100_001));
     expect(r.error).toEqual({
       code: 'prompt_too_long',
@@ -230,7 +212,7 @@ describe('bounds', () => {
   });
 
   it('invalid messages name the field and the rule', async () => {
-    const c = await Client.connect(gw.wsUrl, tok('read prompt'));
+    const c = await Client.connect(lone.gw.wsUrl, tok('read prompt'));
     const r = await c.request({ op: 'subscribe', taskId: 7 });
     expect(r.error).toEqual({
       code: 'invalid_message',
@@ -270,7 +252,7 @@ describe('bounds', () => {
   });
 
   it('subscriptions per connection are bounded', async () => {
-    const c = await Client.connect(gw.wsUrl, tok('read'));
+    const c = await Client.connect(lone.gw.wsUrl, tok('read'));
     for (const t of ['a', 'b', 'c'])
       expect((await c.request({ op: 'subscribe', taskId: t })).ok).toBe(true);
     const r = await c.request({ op: 'subscribe', taskId: 'd' });
@@ -282,7 +264,7 @@ describe('bounds', () => {
   });
 
   it('messages per second are bounded: the excess is answered rate_limited, each one', async () => {
-    const c = await Client.connect(gw.wsUrl, tok('read'));
+    const c = await Client.connect(lone.gw.wsUrl, tok('read'));
     const from = c.messages.length;
     const t0 = Date.now();
     for (let i = 0; i < 200; i++) c.send({ v: 1, id: `p${i}`, op: 'ping' });
@@ -310,7 +292,10 @@ describe('bounds', () => {
 
 describe('liveness', () => {
   it('a connection that does not answer pings is closed', async () => {
-    const ws = new WebSocket(`${gw.wsUrl}/ws`, { headers: bearer(tok('read')), autoPong: false });
+    const ws = new WebSocket(`${lone.gw.wsUrl}/ws`, {
+      headers: bearer(tok('read')),
+      autoPong: false,
+    });
     await new Promise((r) => ws.once('open', r));
     ws.send(JSON.stringify({ v: 1, id: 's', op: 'subscribe', taskId: 'hb' }));
     const code = await new Promise<number>((r) => ws.once('close', (c) => r(c)));
@@ -318,8 +303,8 @@ describe('liveness', () => {
   });
 
   it('an idle connection (no subscription, nothing sent) is closed; a subscribed one stays', async () => {
-    const idle = await Client.connect(gw.wsUrl, tok('read'));
-    const busy = await Client.connect(gw.wsUrl, tok('read'));
+    const idle = await Client.connect(lone.gw.wsUrl, tok('read'));
+    const busy = await Client.connect(lone.gw.wsUrl, tok('read'));
     await busy.request({ op: 'subscribe', taskId: 'idle-test' });
     await waitFor(() => idle.closed, 'the idle connection to close');
     expect(idle.closed).toEqual({ code: 1000, reason: 'idle timeout' });
@@ -330,7 +315,7 @@ describe('liveness', () => {
 
   it('a connection ends when its token expires', async () => {
     const c = await Client.connect(
-      gw.wsUrl,
+      lone.gw.wsUrl,
       tok('read', { exp: Math.floor(Date.now() / 1000) + 2 }),
     );
     await c.request({ op: 'subscribe', taskId: 'exp' });
@@ -339,7 +324,7 @@ describe('liveness', () => {
   });
 
   it('SIGTERM closes every connection with 1001 and the process exits 0', async () => {
-    const g = await spawnGateway({ ...env, BATON_JWT_ISSUER: ISS });
+    const g = await spawnGateway({ ...lone.env, BATON_JWT_ISSUER: ISS });
     const c = await Client.connect(g.wsUrl, tok('read'));
     const a = await Client.connect(g.wsUrl, tok('read'), '/ahp');
     await c.request({ op: 'subscribe', taskId: 'bye' });

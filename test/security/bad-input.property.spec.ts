@@ -4,33 +4,23 @@
 import fc from 'fast-check';
 import { AhpPingParams } from '@baton/ahp';
 import { ClientMessage } from '@baton/protocol';
-import { Client, spawnGateway, streamLengths, tokenFor, type GatewayProc } from '@baton/testing';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore } from '@baton/store';
+import { Client, loneGatewayForFile, streamLengths, tokenFor } from '@baton/testing';
 
 jest.setTimeout(180_000);
 
 const MAX = 2_048;
 const HARD = MAX * 4;
 const PREFIX = 'bad';
-let redis: RedisServer;
-let store: EventStore;
-let gw: GatewayProc;
+const lone = loneGatewayForFile(PREFIX, 4, {
+  GATEWAY_MAX_MESSAGE_BYTES: String(MAX),
+  GATEWAY_MAX_MESSAGES_PER_SECOND: '1000000',
+  GATEWAY_ADMISSION_WAIT_MS: '50',
+});
 const tok = tokenFor('fuzz');
 
 beforeAll(async () => {
-  redis = await startRedis();
-  store = EventStore.connect({ url: redis.url }, { shards: 4, prefix: PREFIX });
-  gw = await spawnGateway({
-    REDIS_URL: redis.url,
-    BATON_PREFIX: PREFIX,
-    BATON_SHARDS: '4',
-    GATEWAY_MAX_MESSAGE_BYTES: String(MAX),
-    GATEWAY_MAX_MESSAGES_PER_SECOND: '1000000',
-    GATEWAY_ADMISSION_WAIT_MS: '50',
-  });
   // Something in the streams, so "nothing changed" is not trivially about empty ones.
-  const ok = await Client.connect(gw.wsUrl, tok);
+  const ok = await Client.connect(lone.gw.wsUrl, tok);
   await ok.request({
     op: 'prompt',
     taskId: 'seed',
@@ -39,11 +29,6 @@ beforeAll(async () => {
     idempotencyKey: 'k',
   });
   await ok.close();
-});
-afterAll(async () => {
-  await gw?.stop();
-  await store?.close();
-  await redis?.stop();
 });
 
 type Frame = string | Buffer;
@@ -234,8 +219,8 @@ async function answersToBatches<F>(
 
 describe('bad input (property)', () => {
   it('/ws: every malformed frame gets an error, the connection stays usable, nothing is written', async () => {
-    const before = await streamLengths(store, PREFIX);
-    const c = await Client.connect(gw.wsUrl, tok);
+    const before = await streamLengths(lone.store, PREFIX);
+    const c = await Client.connect(lone.gw.wsUrl, tok);
     const sent = await answersToBatches(
       c,
       wsFrame,
@@ -255,13 +240,13 @@ describe('bad input (property)', () => {
     expect(sent).toBeGreaterThan(2_000);
     expect(c.closed).toBeUndefined();
     await c.close();
-    expect(await streamLengths(store, PREFIX)).toEqual(before);
-    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+    expect(await streamLengths(lone.store, PREFIX)).toEqual(before);
+    expect((await fetch(`${lone.gw.url}/healthz`)).status).toBe(200);
   });
 
   it('/ahp: every malformed frame gets a JSON-RPC error, the connection stays usable, nothing is written', async () => {
-    const before = await streamLengths(store, PREFIX);
-    const c = await Client.connect(gw.wsUrl, tok, '/ahp');
+    const before = await streamLengths(lone.store, PREFIX);
+    const c = await Client.connect(lone.gw.wsUrl, tok, '/ahp');
     const sent = await answersToBatches(
       c,
       ahpFrame,
@@ -278,7 +263,7 @@ describe('bad input (property)', () => {
     expect(sent).toBeGreaterThan(2_000);
     expect(c.closed).toBeUndefined();
     await c.close();
-    expect(await streamLengths(store, PREFIX)).toEqual(before);
+    expect(await streamLengths(lone.store, PREFIX)).toEqual(before);
   });
 
   it("Object.prototype's names are unknown names on every surface, never a crash", async () => {
@@ -293,8 +278,8 @@ describe('bad input (property)', () => {
       '__defineGetter__',
       '__lookupSetter__',
     ];
-    const from = gw.output().length;
-    const ws = await Client.connect(gw.wsUrl, tok);
+    const from = lone.gw.output().length;
+    const ws = await Client.connect(lone.gw.wsUrl, tok);
     for (const name of NAMES) {
       const id = `p-${name}`;
       ws.send(JSON.stringify({ v: 1, id, op: name, taskId: name, sessionId: name }));
@@ -324,7 +309,7 @@ describe('bad input (property)', () => {
     });
     await ws.close();
 
-    const ahp = await Client.connect(gw.wsUrl, tok, '/ahp');
+    const ahp = await Client.connect(lone.gw.wsUrl, tok, '/ahp');
     for (const name of NAMES) {
       const { error } = (await ahp.rpc(name, {})) as { error?: { code: number } };
       expect([name, error?.code]).toEqual([name, expect.any(Number)]);
@@ -339,23 +324,23 @@ describe('bad input (property)', () => {
         `/v1/tasks/${name}/history?since=1h`,
         `/v1/${name}`,
       ]) {
-        const res = await fetch(`${gw.url}${path}`, {
+        const res = await fetch(`${lone.gw.url}${path}`, {
           headers: { authorization: `Bearer ${tok}` },
         });
         expect([path, res.status]).toEqual([path, res.status < 500 ? res.status : 'a 4xx']);
       }
     }
     // Nothing logged an error or a stack trace, and the service goes on.
-    const logged = gw.output().slice(from);
+    const logged = lone.gw.output().slice(from);
     expect(logged).not.toMatch(/"level":(50|60)|"stack"|\n\s+at /);
-    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${lone.gw.url}/healthz`)).status).toBe(200);
   });
 
   it('above the hard cap the connection is closed with 1009; the service goes on', async () => {
-    const c = await Client.connect(gw.wsUrl, tok);
+    const c = await Client.connect(lone.gw.wsUrl, tok);
     c.send('x'.repeat(HARD + 1));
     await expect(c.next(() => false, 'close', 0, 5_000)).rejects.toThrow(/closed \(1009/);
-    const d = await Client.connect(gw.wsUrl, tok);
+    const d = await Client.connect(lone.gw.wsUrl, tok);
     expect((await d.request({ op: 'ping' })).ok).toBe(true);
     await d.close();
   });

@@ -1,17 +1,13 @@
 // Deeply nested frames: as deep as the default message limit allows (256 KiB of brackets is
 // ~130,000 levels). A parser, validator or logger that recurses would overflow its stack; each
 // must answer with an error, keep the connection usable and write nothing.
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore } from '@baton/store';
-import { Client, spawnGateway, streamLengths, tokenFor, type GatewayProc } from '@baton/testing';
+import { Client, loneGatewayForFile, streamLengths, tokenFor } from '@baton/testing';
 
 jest.setTimeout(60_000);
 
 const LIMIT = 262_144; // GATEWAY_MAX_MESSAGE_BYTES' default
 const PREFIX = 'nest';
-let redis: RedisServer;
-let gw: GatewayProc;
-let store: EventStore;
+const lone = loneGatewayForFile(PREFIX, 2);
 const tok = tokenFor('deep', 'read prompt');
 
 /** `value` wrapped in arrays and objects until the frame is just under the limit. */
@@ -27,23 +23,12 @@ const shapes = {
   objects: (s: string) => `{"a":${s}}`,
 };
 
-beforeAll(async () => {
-  redis = await startRedis();
-  store = EventStore.connect({ url: redis.url }, { shards: 2, prefix: PREFIX });
-  gw = await spawnGateway({ REDIS_URL: redis.url, BATON_PREFIX: PREFIX, BATON_SHARDS: '2' });
-});
-afterAll(async () => {
-  await gw?.stop();
-  await store?.close();
-  await redis?.stop();
-});
-
 describe('deeply nested frames', () => {
   it.each(Object.entries(shapes))(
     '/ws: %s nested to the size limit get an error',
     async (_, wrap) => {
-      const before = await streamLengths(store, PREFIX);
-      const c = await Client.connect(gw.wsUrl, tok);
+      const before = await streamLengths(lone.store, PREFIX);
+      const c = await Client.connect(lone.gw.wsUrl, tok);
       const frames = [
         deep(wrap, (v) => v),
         deep(wrap, (v) => `{"id":1,"op":"subscribe","taskId":${v}}`),
@@ -65,14 +50,14 @@ describe('deeply nested frames', () => {
       expect((await c.request({ op: 'ping' })).ok).toBe(true);
       expect(c.closed).toBeUndefined();
       await c.close();
-      expect(await streamLengths(store, PREFIX)).toEqual(before);
+      expect(await streamLengths(lone.store, PREFIX)).toEqual(before);
     },
   );
 
   it.each(Object.entries(shapes))(
     '/ahp: %s nested to the size limit get a JSON-RPC error',
     async (_, wrap) => {
-      const c = await Client.connect(gw.wsUrl, tok, '/ahp');
+      const c = await Client.connect(lone.gw.wsUrl, tok, '/ahp');
       const frames = [
         deep(wrap, (v) => v),
         deep(wrap, (v) => `{"jsonrpc":"2.0","id":1,"method":"initialize","params":${v}}`),
@@ -90,7 +75,7 @@ describe('deeply nested frames', () => {
       expect((await c.rpc('ping')).result).toEqual({});
       expect(c.closed).toBeUndefined();
       await c.close();
-      expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${lone.gw.url}/healthz`)).status).toBe(200);
     },
   );
 });

@@ -3,9 +3,8 @@
 // the shard lease and publishes big updates), so the volume is exactly what the test wants.
 import { randomBytes } from 'node:crypto';
 import { SCHEMA_VERSION, taskKey, type TaskView, type Update } from '@baton/protocol';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { EventStore, type Lease } from '@baton/store';
-import { Client, spawnGateway, tokenFor, waitFor, type GatewayProc } from '@baton/testing';
+import type { Lease } from '@baton/store';
+import { Client, loneGatewayForFile, tokenFor, waitFor } from '@baton/testing';
 
 jest.setTimeout(120_000);
 
@@ -14,32 +13,18 @@ const TASK = 'firehose';
 const KEY = taskKey('slow', TASK);
 const N = 600;
 const BLOB = 'b'.repeat(50_000);
-let redis: RedisServer;
-let store: EventStore;
-let gw: GatewayProc;
+const lone = loneGatewayForFile(`slow${randomBytes(2).toString('hex')}`, 1, {
+  // 160 of the test's updates: far less than the 30 MB a paused client is sent, more than a
+  // reading client usually lags on a loaded machine.
+  GATEWAY_MAX_BUFFERED_BYTES: String(8 * 1024 * 1024),
+  GATEWAY_MAX_MESSAGES_PER_SECOND: '100000',
+});
 let lease: Lease;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  const prefix = `slow${randomBytes(2).toString('hex')}`;
-  store = EventStore.connect({ url: redis.url }, { shards: 1, prefix });
-  gw = await spawnGateway({
-    REDIS_URL: redis.url,
-    BATON_PREFIX: prefix,
-    BATON_SHARDS: '1',
-    // 160 of the test's updates: far less than the 30 MB a paused client is sent, more than a
-    // reading client usually lags on a loaded machine.
-    GATEWAY_MAX_BUFFERED_BYTES: String(8 * 1024 * 1024),
-    GATEWAY_MAX_MESSAGES_PER_SECOND: '100000',
-  });
-  const r = await store.leases.acquire(0, 'test-owner', 600_000);
+  const r = await lone.store.leases.acquire(0, 'test-owner', 600_000);
   if (!r.acquired) throw new Error('lease');
   lease = r.lease;
-});
-afterAll(async () => {
-  await gw?.stop();
-  await store?.close();
-  await redis?.stop();
 });
 
 const update = (seq: number): Update => ({
@@ -85,20 +70,20 @@ function lastSeq(c: Client): number {
 it('a client that stops reading is told to resync with a snapshot, never left with a silent gap', async () => {
   const tok = tokenFor('slow');
   const [slow, watcher] = await Promise.all([
-    Client.connect(gw.wsUrl, tok),
-    Client.connect(gw.wsUrl, tok),
+    Client.connect(lone.gw.wsUrl, tok),
+    Client.connect(lone.gw.wsUrl, tok),
   ]);
   await slow.request({ op: 'subscribe', taskId: TASK });
   await watcher.request({ op: 'subscribe', taskId: TASK });
   slow.ws.pause();
   for (let seq = 1; seq <= N; seq += 20) {
-    await store.publishUpdates(
+    await lone.store.publishUpdates(
       lease,
       KEY,
       Array.from({ length: 20 }, (_, i) => update(seq + i)),
     );
   }
-  await store.views.write(lease, view(N));
+  await lone.store.views.write(lease, view(N));
   // The gateway has handed out everything once a client that reads has reached the last update
   // (by its updates; were it resynced too, by a snapshot, and the check below says so).
   await waitFor(() => lastSeq(watcher) === N, 'the watcher to reach the last update', 60_000);
@@ -141,7 +126,7 @@ it('a client that stops reading is told to resync with a snapshot, never left wi
   expect(watcher.messages.filter((m) => m.type === 'snapshot' && m.resync !== true)).toHaveLength(
     1,
   );
-  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  const metrics = await (await fetch(`${lone.gw.url}/metrics`)).text();
   expect(metrics).toMatch(/baton_gateway_resyncs_total\{reason="slow_consumer"\} [1-9]/);
   await Promise.all([slow.close(), watcher.close()]);
 });

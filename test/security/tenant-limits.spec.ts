@@ -2,43 +2,29 @@
 // connection, both endpoints). Over a limit: a clear refusal, and nothing else affected.
 import { randomBytes } from 'node:crypto';
 import { chatUri } from '@baton/ahp';
-import { startRedis, type RedisServer } from '@baton/redis-server';
-import { Client, spawnGateway, tokenFor, waitFor, type GatewayProc } from '@baton/testing';
+import { Client, spawnGateway, loneGatewayForFile, tokenFor, waitFor } from '@baton/testing';
 
 jest.setTimeout(60_000);
 
-let redis: RedisServer;
-let gw: GatewayProc;
-
-beforeAll(async () => {
-  redis = await startRedis();
-  gw = await spawnGateway({
-    REDIS_URL: redis.url,
-    BATON_PREFIX: `tl${randomBytes(2).toString('hex')}`,
-    BATON_SHARDS: '2',
-    GATEWAY_MAX_CONNECTIONS_PER_TENANT: '3',
-    GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT: '4',
-    GATEWAY_MAX_SUBSCRIPTIONS: '3',
-    GATEWAY_MAX_REQUESTS_PER_SECOND: '5',
-  });
-});
-afterAll(async () => {
-  await gw?.stop();
-  await redis?.stop();
+const lone = loneGatewayForFile(`tl${randomBytes(2).toString('hex')}`, 2, {
+  GATEWAY_MAX_CONNECTIONS_PER_TENANT: '3',
+  GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT: '4',
+  GATEWAY_MAX_SUBSCRIPTIONS: '3',
+  GATEWAY_MAX_REQUESTS_PER_SECOND: '5',
 });
 
 /** The answer to an upgrade with `tok`: open (then closed again), or the refusal's status and body. */
 const upgrade = (tok: string, path: string) =>
-  Client.upgradeAnswer(`${gw.wsUrl}${path}`, { authorization: `Bearer ${tok}` });
+  Client.upgradeAnswer(`${lone.gw.wsUrl}${path}`, { authorization: `Bearer ${tok}` });
 
 const ping = async (c: Client) => (await c.request({ op: 'ping' })).result;
 
 it('a tenant holding GATEWAY_MAX_CONNECTIONS_PER_TENANT connections is refused more (429), others are not', async () => {
   const a = tokenFor('conn-a');
   const held = [
-    await Client.connect(gw.wsUrl, a),
-    await Client.connect(gw.wsUrl, a),
-    await Client.connect(gw.wsUrl, a, '/ahp'),
+    await Client.connect(lone.gw.wsUrl, a),
+    await Client.connect(lone.gw.wsUrl, a),
+    await Client.connect(lone.gw.wsUrl, a, '/ahp'),
   ];
   for (const path of ['/ws', '/ahp']) {
     const r = await upgrade(a, path);
@@ -46,11 +32,11 @@ it('a tenant holding GATEWAY_MAX_CONNECTIONS_PER_TENANT connections is refused m
     expect(r.body).toMatch(/3 connections on this gateway \(GATEWAY_MAX_CONNECTIONS_PER_TENANT\)/);
   }
   // Another tenant connects; the tenant's open connections keep working.
-  const b = await Client.connect(gw.wsUrl, tokenFor('conn-b'));
+  const b = await Client.connect(lone.gw.wsUrl, tokenFor('conn-b'));
   expect(await ping(b)).toEqual({ pong: true });
   expect(await ping(held[0]!)).toEqual({ pong: true });
   expect(held.every((c) => c.closed === undefined)).toBe(true);
-  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  const metrics = await (await fetch(`${lone.gw.url}/metrics`)).text();
   expect(metrics).toMatch(/baton_gateway_errors_total\{code="too_many_connections"\} 2/);
   // A closed connection gives its place back.
   await held[0]!.close();
@@ -65,7 +51,7 @@ it('a tenant holding GATEWAY_MAX_CONNECTIONS_PER_TENANT connections is refused m
 it('an /ahp connection that authenticates in-protocol takes a place of its tenant, and gives it back at close', async () => {
   // Three places for tenant conn-c: two /ws connections and one /ahp authenticated in-protocol.
   const c = tokenFor('conn-c');
-  const ws = [await Client.connect(gw.wsUrl, c), await Client.connect(gw.wsUrl, c)];
+  const ws = [await Client.connect(lone.gw.wsUrl, c), await Client.connect(lone.gw.wsUrl, c)];
   const authenticate = async (x: Client) => {
     expect(
       (await x.rpc('initialize', { protocolVersions: ['1.0.0'], clientId: 'in-protocol' })).result,
@@ -76,10 +62,10 @@ it('an /ahp connection that authenticates in-protocol takes a place of its tenan
       token: c,
     });
   };
-  const first = await Client.connect(gw.wsUrl, undefined, '/ahp');
+  const first = await Client.connect(lone.gw.wsUrl, undefined, '/ahp');
   expect((await authenticate(first)).result).toEqual({});
   // A fourth, by the same route, is refused with a reason, and stays unauthenticated.
-  const second = await Client.connect(gw.wsUrl, undefined, '/ahp');
+  const second = await Client.connect(lone.gw.wsUrl, undefined, '/ahp');
   const refused = await authenticate(second);
   expect(refused.error).toMatchObject({
     message: expect.stringMatching(/3 connections on this gateway/),
@@ -104,9 +90,9 @@ it('an /ahp connection that authenticates in-protocol takes a place of its tenan
 it('a tenant holding GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT subscriptions is refused more, on either endpoint', async () => {
   const c = tokenFor('subs-c');
   const [one, two, ahp] = [
-    await Client.connect(gw.wsUrl, c),
-    await Client.connect(gw.wsUrl, c),
-    await Client.connect(gw.wsUrl, c, '/ahp'),
+    await Client.connect(lone.gw.wsUrl, c),
+    await Client.connect(lone.gw.wsUrl, c),
+    await Client.connect(lone.gw.wsUrl, c, '/ahp'),
   ];
   for (const t of ['t1', 't2', 't3']) {
     expect((await one.request({ op: 'subscribe', taskId: t })).ok).toBe(true);
@@ -131,7 +117,7 @@ it('a tenant holding GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT subscriptions is refus
   expect(rpc.error).toMatchObject({ code: -32092, data: { code: 'too_many_subscriptions' } });
   // Subscribing again to what it has is no new subscription; another tenant is not affected.
   expect((await two.request({ op: 'subscribe', taskId: 't4' })).ok).toBe(true);
-  const d = await Client.connect(gw.wsUrl, tokenFor('subs-d'));
+  const d = await Client.connect(lone.gw.wsUrl, tokenFor('subs-d'));
   expect((await d.request({ op: 'subscribe', taskId: 'd1' })).ok).toBe(true);
   // Nothing was closed; giving a subscription back makes room, and so does closing a connection.
   expect([one, two, ahp].every((x) => x.closed === undefined)).toBe(true);
@@ -149,7 +135,7 @@ it('a tenant holding GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT subscriptions is refus
 
 it('a tenant over GATEWAY_MAX_REQUESTS_PER_SECOND on REST is answered 429 before anything is done; others are not', async () => {
   const post = (tok: string, key: string) =>
-    fetch(`${gw.url}/v1/tasks/flood/sessions/s/prompts`, {
+    fetch(`${lone.gw.url}/v1/tasks/flood/sessions/s/prompts`, {
       method: 'POST',
       headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
       body: JSON.stringify({ text: key, idempotencyKey: key }),
@@ -168,7 +154,7 @@ it('a tenant over GATEWAY_MAX_REQUESTS_PER_SECOND on REST is answered 429 before
   await waitFor(
     async () =>
       (
-        await fetch(`${gw.url}/v1/tasks/flood`, {
+        await fetch(`${lone.gw.url}/v1/tasks/flood`, {
           headers: { authorization: `Bearer ${a}` },
         })
       ).status !== 429,
@@ -178,7 +164,7 @@ it('a tenant over GATEWAY_MAX_REQUESTS_PER_SECOND on REST is answered 429 before
 
 it('the settings are validated at start', async () => {
   const bad = spawnGateway({
-    REDIS_URL: redis.url,
+    REDIS_URL: lone.redis.url,
     GATEWAY_MAX_CONNECTIONS_PER_TENANT: '0',
     GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT: 'lots',
   });

@@ -4,14 +4,13 @@
 // agent output that tries to run script or load remote content, and a replayed Codex turn. Screenshots go to
 // apps/web/screenshots/.
 import { taskKey } from '@baton/protocol';
-import { freePort, startRedis, type RedisServer } from '@baton/redis-server';
+import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import type { TranscriptEvent } from '@baton/transcript';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { Proc, cli, getJson, waitFor } from '@baton/testing';
+import { OneProcessRun, cli, getJson, waitFor } from '@baton/testing';
 
 jest.setTimeout(240_000);
 
@@ -22,18 +21,16 @@ const WAIT = 90_000;
 describe('the conversation panel in a browser', () => {
   let redis: RedisServer;
   let store: EventStore;
-  let dataDir: string;
+  let run: OneProcessRun;
   let env: Record<string, string>;
   let base: string;
-  let baton: Proc;
   let browser: Browser;
   let page: Page;
   const pageErrors: string[] = [];
   const dialogs: string[] = [];
   const requests: string[] = [];
-  const prefix = `conv${process.pid}`;
 
-  const token = () => readFileSync(join(dataDir, 'token'), 'utf8').trim();
+  const token = () => run.token();
   const conversation = () => page.locator('#conversation');
   const shot = (name: string) => conversation().screenshot({ path: join(SHOTS, `${name}.png`) });
   const append = (sessionId: string, events: TranscriptEvent[]) =>
@@ -70,22 +67,11 @@ describe('the conversation panel in a browser', () => {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     redis = await startRedis();
-    dataDir = mkdtempSync(join(tmpdir(), 'baton-conv-'));
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    env = {
-      REDIS_URL: redis.url,
-      BATON_DATA_DIR: dataDir,
-      BATON_PREFIX: prefix,
-      BATON_SHARDS: '4',
-      GATEWAY_PORT: String(port),
-      BATON_GATEWAY_URL: base,
-      LOG_LEVEL: 'warn',
-    };
-    store = EventStore.connect({ url: redis.url }, { shards: 4, prefix });
-    baton = new Proc('baton', process.execPath, ['dist/apps/baton/src/main.js'], env);
+    run = await OneProcessRun.create(redis.url, 'conv', 4);
+    ({ env, url: base } = run);
+    store = EventStore.connect({ url: redis.url }, { shards: 4, prefix: run.prefix });
     [, browser] = await Promise.all([
-      baton.waitFor(/Baton is running/, 120_000),
+      run.start(),
       chromium.launch({
         executablePath: CHROMIUM,
         headless: true,
@@ -107,10 +93,9 @@ describe('the conversation panel in a browser', () => {
 
   afterAll(async () => {
     await browser?.close();
-    await baton?.stop('SIGKILL');
+    await run?.stop();
     await store?.close();
     await redis?.stop();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
   afterEach(() => {

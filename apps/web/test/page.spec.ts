@@ -2,12 +2,11 @@
 // everything: redis-server, Baton's one-process run (gateway, projector, worker) started as a
 // user starts it, replay executions started with the CLI. One browser and one page for the whole
 // story, as a person would watch it. Screenshots of each state go to apps/web/screenshots/.
-import { freePort, startRedis, type RedisServer } from '@baton/redis-server';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { startRedis, type RedisServer } from '@baton/redis-server';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
-import { Proc, cli, getJson, waitFor } from '@baton/testing';
+import { OneProcessRun, SHORT_LEASES, cli, getJson, waitFor, type Proc } from '@baton/testing';
 import { startDemo } from '../../baton/src/demo';
 
 jest.setTimeout(240_000);
@@ -24,7 +23,7 @@ interface SessionView {
 
 describe('the live activity page in a browser', () => {
   let redis: RedisServer;
-  let dataDir: string;
+  let run: OneProcessRun;
   let env: Record<string, string>;
   let base: string;
   let baton: Proc;
@@ -32,12 +31,7 @@ describe('the live activity page in a browser', () => {
   let page: Page;
   const pageErrors: string[] = [];
 
-  const startBaton = async () => {
-    const p = new Proc('baton', process.execPath, ['dist/apps/baton/src/main.js'], env);
-    await p.waitFor(/Baton is running/, 120_000);
-    return p;
-  };
-  const token = () => readFileSync(join(dataDir, 'token'), 'utf8').trim();
+  const token = () => run.token();
   const session = (taskId: string, sessionId: string) =>
     getJson<SessionView>(`${base}/v1/tasks/${taskId}/sessions/${sessionId}`, token());
   const exec = async (taskId: string, sessionId: string) => {
@@ -57,23 +51,10 @@ describe('the live activity page in a browser', () => {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     redis = await startRedis();
-    dataDir = mkdtempSync(join(tmpdir(), 'baton-web-'));
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    env = {
-      REDIS_URL: redis.url,
-      BATON_DATA_DIR: dataDir,
-      BATON_PREFIX: `web${process.pid}`,
-      BATON_SHARDS: '4',
-      GATEWAY_PORT: String(port),
-      BATON_GATEWAY_URL: base,
-      LOG_LEVEL: 'warn',
-      PROJECTOR_LEASE_TTL_MS: '1000',
-      PROJECTOR_RENEW_MS: '200',
-      WORKER_EXECUTION_LEASE_MS: '1000',
-    };
+    run = await OneProcessRun.create(redis.url, 'web', 4, SHORT_LEASES);
+    ({ env, url: base } = run);
     [baton, browser] = await Promise.all([
-      startBaton(),
+      run.start(),
       chromium.launch({
         executablePath: CHROMIUM,
         headless: true,
@@ -104,9 +85,8 @@ describe('the live activity page in a browser', () => {
 
   afterAll(async () => {
     await browser?.close();
-    await baton?.stop('SIGKILL');
+    await run?.stop();
     await redis?.stop();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
   /** A test whose failure report says what the page, the gateway and Baton showed then. */
@@ -382,7 +362,7 @@ describe('the live activity page in a browser', () => {
     await banner().filter({ hasText: 'reconnecting' }).waitFor();
     await shot('7-reconnecting');
 
-    baton = await startBaton();
+    baton = await run.start();
     await banner().waitFor({ state: 'hidden', timeout: WAIT });
     const log = (await page.evaluate('window.bannerLog')) as string[];
     expect(log.some((t) => /reconnecting/.test(t))).toBe(true);

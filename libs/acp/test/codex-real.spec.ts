@@ -20,6 +20,7 @@ import {
   type ResponsesItem,
   type ResponsesTurn,
 } from './support/scripted-responses-server';
+import { CHILD_TASK, say, subagentTurns } from './support/scripted-script';
 import {
   describeWhereInstalled,
   expectNegotiated,
@@ -49,7 +50,6 @@ const install = findCodexInstall();
 
 jest.setTimeout(120_000);
 
-const say = (text: string): ResponsesItem[] => [{ type: 'message', text }];
 /**
  * `yield_time_ms` at its maximum by default: the call returns when the command exits (well
  * before). With a short yield, a command still running is left to run as a unified-exec process
@@ -92,28 +92,12 @@ const SCRIPTS = {
   ],
   subagent: [
     // The child's own conversation starts with the task spawn_agent gave it.
-    {
-      name: 'child: command',
-      when: { first: 'CHILD-TASK', last: 'CHILD-TASK' },
-      reply: [exec(`${waitForFile('release-agent')}; echo child`)],
-    },
-    {
-      name: 'child: report',
-      when: { first: 'CHILD-TASK', afterTool: 'exec_command' },
-      reply: say('Child work done.'),
-    },
-    {
-      name: 'spawn child',
-      when: { last: 'RUN-AGENT' },
-      reply: [
-        {
-          type: 'function_call',
-          name: 'spawn_agent',
-          namespace: MULTI_AGENT,
-          arguments: { message: 'CHILD-TASK: run one command and report' },
-        },
-      ],
-    },
+    ...subagentTurns(exec, 'exec_command', {
+      type: 'function_call',
+      name: 'spawn_agent',
+      namespace: MULTI_AGENT,
+      arguments: { message: CHILD_TASK },
+    }),
     {
       name: 'wait for child',
       when: { afterTool: 'spawn_agent' },

@@ -12,7 +12,6 @@ import {
   describeWhereInstalled,
   expectNegotiated,
   expectSettled,
-  waitForFile,
 } from './support/real-session';
 import {
   chatServer,
@@ -22,7 +21,12 @@ import {
   say,
 } from './support/chat-agent-scenarios';
 import { OfflineSession, type OfflineRun } from './support/offline-session';
-import type { ScriptedItem, ScriptedTurn } from './support/scripted-script';
+import {
+  CHILD_TASK,
+  subagentTurns,
+  type ScriptedItem,
+  type ScriptedTurn,
+} from './support/scripted-script';
 
 /**
  * The real OpenCode in its ACP mode (`opencode acp`), fully offline: the model is a scripted
@@ -67,31 +71,11 @@ const SCRIPTS = {
   ),
   subagent: [
     TITLE,
-    {
-      name: 'child: command',
-      when: { first: 'CHILD-TASK', last: 'CHILD-TASK' },
-      reply: [bash(`${waitForFile('release-agent')}; echo child`)],
-    },
-    {
-      name: 'child: report',
-      when: { first: 'CHILD-TASK', afterTool: 'bash' },
-      reply: say('Child work done.'),
-    },
-    {
-      name: 'spawn child',
-      when: { last: 'RUN-AGENT' },
-      reply: [
-        {
-          type: 'function_call',
-          name: 'task',
-          arguments: {
-            description: 'scripted child',
-            prompt: 'CHILD-TASK: run one command and report',
-            subagent_type: 'general',
-          },
-        },
-      ],
-    },
+    ...subagentTurns(bash, 'bash', {
+      type: 'function_call',
+      name: 'task',
+      arguments: { description: 'scripted child', prompt: CHILD_TASK, subagent_type: 'general' },
+    }),
     { name: 'child finished', when: { afterTool: 'task' }, reply: say('The child finished.') },
   ],
 } satisfies Record<string, ScriptedTurn[]>;

@@ -1,27 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { BackgroundWork, SCHEMA_VERSION, type StreamEntry, type Update } from '@baton/protocol';
 import { fold, initialTaskState } from '@baton/activity';
-import {
-  reduceBackgroundWork,
-  type BackgroundWorkAction,
-  type ChatWithBackgroundWork,
-} from '../src';
+import { backgroundWorkFixtures } from '@baton/testing';
+import { reduceBackgroundWork, type ChatWithBackgroundWork } from '../src';
 
 /** AHP reducer fixtures, in AHP's own `{description, reducer, initial, actions, expected}` form. */
-const dir = join(__dirname, '..', 'fixtures', 'background-work');
-const fixtures = readdirSync(dir)
-  .filter((f) => f.endsWith('.json'))
-  .map(
-    (f) =>
-      ({ file: f, ...JSON.parse(readFileSync(join(dir, f), 'utf8')) }) as {
-        file: string;
-        description: string;
-        initial: ChatWithBackgroundWork;
-        actions: BackgroundWorkAction[];
-        expected: ChatWithBackgroundWork;
-      },
-  );
+const fixtures = backgroundWorkFixtures<ChatWithBackgroundWork>();
 
 describe('AHP chat reducer fixtures for backgroundWork', () => {
   it('has fixtures', () => expect(fixtures.length).toBeGreaterThanOrEqual(8));

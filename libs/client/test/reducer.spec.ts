@@ -1,27 +1,13 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import type { BackgroundWorkAction } from '@baton/ahp';
 import { SCHEMA_VERSION, Update, type BackgroundWork, type TaskView } from '@baton/protocol';
+import { backgroundWorkFixtures } from '@baton/testing';
 import { aggregateActivity, applyUpdate, mergeDefined, stepUpdate } from '../src';
 
 /** libs/ahp's backgroundWork fixtures, in AHP's own `{description, initial, actions, expected}` form. */
-const dir = join(__dirname, '..', '..', 'ahp', 'fixtures', 'background-work');
 interface Chat {
   backgroundWork?: BackgroundWork[];
   [key: string]: unknown;
 }
-const fixtures = readdirSync(dir)
-  .filter((f) => f.endsWith('.json'))
-  .map(
-    (f) =>
-      ({ file: f, ...JSON.parse(readFileSync(join(dir, f), 'utf8')) }) as {
-        file: string;
-        description: string;
-        initial: Chat;
-        actions: BackgroundWorkAction[];
-        expected: Chat;
-      },
-  );
+const fixtures = backgroundWorkFixtures<Chat>();
 
 const base = { v: SCHEMA_VERSION, taskId: 't' } as const;
 const emptyView: TaskView = {

@@ -3,7 +3,7 @@
 import { SCHEMA_VERSION, type StreamEntry } from '@baton/protocol';
 import {
   reduce,
-  CAPS,
+  GENERIC_CAPS,
   Client,
   FakeWorker,
   liveWorker,
@@ -35,7 +35,7 @@ async function readTypes(key: string): Promise<string[]> {
 }
 
 /** A worker double hosting session s1 of taskId, once the view has it, and its chat's resource. */
-async function liveSession(taskId: string, caps = CAPS) {
+async function liveSession(taskId: string, caps = GENERIC_CAPS) {
   const w = await liveWorker(ahp.stack.store, K(taskId), 's1', caps);
   return { w, chat: `ahp-chat:/${taskId}/s1` };
 }
@@ -417,7 +417,7 @@ describe('AHP host conformance', () => {
 
   it('a steering message is a steer of the running turn: echoed, the chat’s steeringMessage, and the next turn when that turn ends', async () => {
     const taskId = 'steer';
-    const { w, chat } = await liveSession(taskId, { ...CAPS, promptQueueing: true });
+    const { w, chat } = await liveSession(taskId, { ...GENERIC_CAPS, promptQueueing: true });
     await ahp.stack.store.append(K(taskId), [
       {
         v: SCHEMA_VERSION,

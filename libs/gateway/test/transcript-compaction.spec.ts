@@ -4,35 +4,27 @@
 import { BatonClient, type TranscriptEntry } from '@baton/client';
 import { taskKey } from '@baton/protocol';
 import { foldTranscript, type TranscriptEvent } from '@baton/transcript';
-import { FakeWorker, startStack, tokenFor, waitFor, type Stack } from '@baton/testing';
+import {
+  FakeWorker,
+  promptEvent as prompt,
+  startStack,
+  textEvent as text,
+  tokenFor,
+  waitFor,
+  type Stack,
+} from '@baton/testing';
+import { appendBetween, RestReader } from './support/transcript-rest';
 
 jest.setTimeout(120_000);
 
 let stack: Stack;
-let http: string;
+let rest: RestReader;
 const tok = tokenFor('tc');
 const TASK = 'tc-1';
 const KEY = taskKey('tc', TASK);
 const S = `/v1/tasks/${TASK}/sessions/s1/transcript`;
-type Page = { events: TranscriptEntry[]; cursor: string; gap?: unknown };
 
 const base = { phase: 'turn' as const };
-const prompt = (turn: string): TranscriptEvent => ({
-  ...base,
-  type: 'prompt',
-  turn,
-  item: `p-${turn}`,
-  promptId: turn,
-  content: [{ type: 'text', text: { text: `do ${turn}` } }],
-});
-const text = (turn: string, item: string, delta: string): TranscriptEvent => ({
-  ...base,
-  type: 'text',
-  turn,
-  item,
-  role: 'agent',
-  delta,
-});
 const tool = (turn: string, status: string, out: string): TranscriptEvent => ({
   ...base,
   type: 'tool',
@@ -57,23 +49,13 @@ const s1Events = [
 const later = [text('k2', 'm2', ' and'), text('k2', 'm2', ' more')];
 
 async function get(path: string) {
-  const res = await fetch(`${http}${path}`, { headers: { authorization: `Bearer ${tok}` } });
-  expect(res.status).toBe(200);
-  return (await res.json()) as Record<string, unknown>;
+  const r = await rest.get(path);
+  expect(r.status).toBe(200);
+  return r.body;
 }
 
 /** Every page from `after`, `limit` at a time, until an empty one. */
-async function pageAll(limit: number, after?: string) {
-  const pages: Page[] = [];
-  for (;;) {
-    const page = (await get(
-      `${S}?limit=${limit}${after ? `&after=${after}` : ''}`,
-    )) as unknown as Page;
-    pages.push(page);
-    if (page.events.length === 0) return { pages, events: pages.flatMap((p) => p.events) };
-    after = page.cursor;
-  }
-}
+const pageAll = (limit: number, after?: string) => rest.pageAll(S, limit, after);
 
 const items = (es: readonly TranscriptEntry[]) => foldTranscript(es.map((e) => e.event));
 
@@ -100,14 +82,9 @@ async function wsRead(n: number, after?: string) {
 
 beforeAll(async () => {
   stack = await startStack({ gateways: 1, projectors: 1 });
-  http = stack.gateways[0]!.url;
+  rest = new RestReader(stack.gateways[0]!.url, tok);
   await new FakeWorker(stack.store, KEY, 's1').start();
-  for (const [i, e] of s1Events.entries()) {
-    await stack.store.transcripts.append(KEY, [{ sessionId: 's1', executionId: 'x1', event: e }]);
-    await stack.store.transcripts.append(KEY, [
-      { sessionId: 's2', executionId: 'x2', event: text('o', `o${i}`, 'other') },
-    ]);
-  }
+  await appendBetween(stack.store, KEY, s1Events, (i) => [text('o', `o${i}`, 'other')]);
 });
 afterAll(() => stack?.stop());
 

@@ -1,56 +1,31 @@
 // The transcript over REST against a real gateway and Redis: paging with the cursor (other
 // sessions' entries in between), a turn whole with its items folded, and what is refused.
-import { taskKey } from '@baton/protocol';
-import { foldTranscript, type TranscriptEvent } from '@baton/transcript';
-import { FakeWorker, startStack, tokenFor, type Stack } from '@baton/testing';
+import { taskKey, type TranscriptEntry } from '@baton/protocol';
+import { foldTranscript } from '@baton/transcript';
+import {
+  FakeWorker,
+  promptEvent as prompt,
+  startStack,
+  textEvent as text,
+  tokenFor,
+  type Stack,
+} from '@baton/testing';
 import { withTranscriptBound } from './support/transcript-bound';
+import { appendBetween, RestReader, type TranscriptPage } from './support/transcript-rest';
 
 jest.setTimeout(60_000);
 
 let stack: Stack;
-let http: string;
+let rest: RestReader;
 const tok = tokenFor('tr');
 const TASK = 'tr-1';
 const KEY = taskKey('tr', TASK);
 const S = `/v1/tasks/${TASK}/sessions/s1/transcript`;
-type Entry = { id: string; executionId: string; event: TranscriptEvent };
-type Page = { events: Entry[]; cursor: string };
+type Page = TranscriptPage;
 
-const text = (turn: string, item: string, delta: string): TranscriptEvent => ({
-  type: 'text',
-  turn,
-  phase: 'turn',
-  item,
-  role: 'agent',
-  delta,
-});
-const prompt = (turn: string): TranscriptEvent => ({
-  type: 'prompt',
-  turn,
-  phase: 'turn',
-  item: `p-${turn}`,
-  promptId: turn,
-  content: [{ type: 'text', text: { text: `do ${turn}` } }],
-});
-
-async function get(path: string) {
-  const res = await fetch(`${http}${path}`, { headers: { authorization: `Bearer ${tok}` } });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
-
+const get = (path: string) => rest.get(path);
 /** Every page from the start, `limit` at a time, until an empty one. */
-async function pageAll(limit: number): Promise<{ pages: Page[]; events: Entry[] }> {
-  const pages: Page[] = [];
-  let after: string | undefined;
-  for (;;) {
-    const r = await get(`${S}?limit=${limit}${after ? `&after=${after}` : ''}`);
-    expect(r.status).toBe(200);
-    const page = r.body as unknown as Page;
-    pages.push(page);
-    if (page.events.length === 0) return { pages, events: pages.flatMap((p) => p.events) };
-    after = page.cursor;
-  }
-}
+const pageAll = (limit: number) => rest.pageAll(S, limit);
 
 const s1Events = [
   prompt('k1'),
@@ -62,21 +37,13 @@ const s1Events = [
 
 beforeAll(async () => {
   stack = await startStack({ gateways: 1, projectors: 1 });
-  http = stack.gateways[0]!.url;
+  rest = new RestReader(stack.gateways[0]!.url, tok);
   // The task exists for the tenant once its owner wrote to it.
   await new FakeWorker(stack.store, KEY, 's1').start();
   // Session s2's entries sit between s1's: a page of s1 reads on past them.
-  for (const [i, e] of s1Events.entries()) {
-    await stack.store.transcripts.append(KEY, [{ sessionId: 's1', executionId: 'x1', event: e }]);
-    await stack.store.transcripts.append(
-      KEY,
-      Array.from({ length: 3 }, () => ({
-        sessionId: 's2',
-        executionId: 'x2',
-        event: text('o', `o${i}`, 'other'),
-      })),
-    );
-  }
+  await appendBetween(stack.store, KEY, s1Events, (i) =>
+    Array.from({ length: 3 }, () => text('o', `o${i}`, 'other')),
+  );
 });
 afterAll(() => stack?.stop());
 
@@ -108,7 +75,7 @@ describe('the transcript over REST', () => {
   it('fetches a turn whole, its items folded; a turn without events is a 404', async () => {
     const r = await get(`${S}/turns/k1`);
     expect(r.status).toBe(200);
-    const events = (r.body.events as Entry[]).map((e) => e.event);
+    const events = (r.body.events as TranscriptEntry[]).map((e) => e.event);
     expect(events).toEqual(s1Events.slice(0, 3));
     expect(r.body).toMatchObject({ promptId: 'k1', items: foldTranscript(events) });
     expect((r.body.items as Array<{ text?: string }>)[1]!.text).toBe('Hello, world');

@@ -1,18 +1,18 @@
-import { loadConfig } from '@baton/config';
-import { expectEverySettingReachesItsOptions } from '@baton/testing';
+import {
+  expectEverySettingReachesItsOptions,
+  expectUnsetEnvironmentGivesDefaults,
+} from '@baton/testing';
 import { PROJECTOR_SETTINGS, projectorOptions, resolveOptions } from './options';
 
 const REDIS = 'redis://127.0.0.1:1';
 
 describe('projector options from the settings', () => {
   it('an unset environment gives the options their own defaults', () => {
-    const fromEnv = resolveOptions({
-      ...projectorOptions(loadConfig(PROJECTOR_SETTINGS, { REDIS_URL: REDIS })),
-      instanceId: 'p',
-    });
-    const fromCode = resolveOptions({ redisUrl: REDIS, instanceId: 'p' });
-    // In a process of its own it serves /metrics and logs at LOG_LEVEL's default; in-process not.
-    expect({ ...fromEnv, metricsPort: null, logLevel: 'warn' }).toEqual(fromCode);
+    const fromCode = expectUnsetEnvironmentGivesDefaults(
+      PROJECTOR_SETTINGS,
+      projectorOptions,
+      resolveOptions,
+    );
     expect(fromCode.periods.shardLease).toBe(2_000);
     expect(fromCode.periods.executionStart).toBe(600_000);
   });

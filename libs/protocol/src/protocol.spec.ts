@@ -16,29 +16,32 @@ import {
 const writer = { role: 'worker', instance: 'w1', seq: 1 } as const;
 
 describe('protocol', () => {
-  it('keeps every field of background work of an unknown kind', () => {
-    const work = {
-      kind: 'futureKind',
-      id: 'future-1',
-      label: 'Start review',
-      startedAt: '2026-09-25T00:01:00.000Z',
-      target: 'reviewer',
-      nested: { a: [1, 2] },
-    };
+  it.each([
+    [
+      'every field of background work of an unknown kind',
+      {
+        kind: 'futureKind',
+        id: 'future-1',
+        label: 'Start review',
+        startedAt: '2026-09-25T00:01:00.000Z',
+        target: 'reviewer',
+        nested: { a: [1, 2] },
+      },
+    ],
+    [
+      'unmodelled fields of known kinds too',
+      {
+        kind: 'shell',
+        id: 'shell-1',
+        label: 'Run tests',
+        command: 'npm test',
+        startedAt: '2026-09-25T00:00:00.000Z',
+        _meta: { 'vscode.copilot.shellAttachment': 'detached' },
+        extra: true,
+      },
+    ],
+  ])('keeps %s', (_what, work) => {
     expect(BackgroundWork.parse(work)).toEqual(work);
-  });
-
-  it('keeps unmodelled fields of known kinds too', () => {
-    const shell = {
-      kind: 'shell',
-      id: 'shell-1',
-      label: 'Run tests',
-      command: 'npm test',
-      startedAt: '2026-09-25T00:00:00.000Z',
-      _meta: { 'vscode.copilot.shellAttachment': 'detached' },
-      extra: true,
-    };
-    expect(BackgroundWork.parse(shell)).toEqual(shell);
   });
 
   it('does not let a malformed known kind pass as an unknown one', () => {

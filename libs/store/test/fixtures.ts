@@ -47,26 +47,14 @@ export interface Backend {
 
 /** A single redis-server or a 3-master Cluster, each with one shared client for the suite. */
 export async function startBackend(kind: 'single' | 'cluster'): Promise<Backend> {
-  if (kind === 'single') {
-    const server = await startRedis();
-    const client = connectRedis({ url: server.url });
-    return {
-      name: kind,
-      client: () => client,
-      stop: async () => {
-        client.disconnect();
-        await server.stop();
-      },
-    };
-  }
-  const cluster = await startRedisCluster(3);
-  const client = connectRedis({ cluster: cluster.nodes });
+  const server = kind === 'single' ? await startRedis() : await startRedisCluster(3);
+  const client = connectRedis('nodes' in server ? { cluster: server.nodes } : { url: server.url });
   return {
     name: kind,
     client: () => client,
     stop: async () => {
       client.disconnect();
-      await cluster.stop();
+      await server.stop();
     },
   };
 }

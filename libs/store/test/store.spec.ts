@@ -31,6 +31,12 @@ async function mustAcquire(store: EventStore, shard: number, owner: string, ttlM
 describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) => {
   let backend: Backend;
   let store: EventStore;
+  /** `n` facts of writer w1 appended to task `t`, seq `from` on; their entry ids. */
+  const appendFacts = async (t: string, n: number, from = 1) =>
+    (await store.append(
+      t,
+      Array.from({ length: n }, (_, i) => fact(t, 'w1', from + i)),
+    )) as string[];
 
   beforeAll(async () => {
     backend = await startBackend(kind);
@@ -320,10 +326,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
   it('snapshots never move back and trimming keeps the snapshot entry and what follows', async () => {
     const t = 't6';
     const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');
-    const ids = (await store.append(
-      t,
-      Array.from({ length: 10 }, (_, i) => fact(t, 'w1', i + 1)),
-    )) as string[];
+    const ids = await appendFacts(t, 10);
     expect(await store.snapshots.trim(lease, t)).toBe(0);
     expect(await store.wasTrimmed(t)).toBe(false);
     expect(await store.wasTrimmed('never-written')).toBe(false);
@@ -359,14 +362,9 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       string,
       string,
     ];
-    const ids = async (t: string, n: number, from = 1) =>
-      (await store.append(
-        t,
-        Array.from({ length: n }, (_, i) => fact(t, 'w1', from + i)),
-      )) as string[];
-    const ia = await ids(a, 4);
-    const ib = await ids(b, 2);
-    const ic = await ids(c, 3);
+    const ia = await appendFacts(a, 4);
+    const ib = await appendFacts(b, 2);
+    const ic = await appendFacts(c, 3);
     // The same millisecond and the millisecond's first entry alike: a read starts at the known
     // entry whatever its sequence part.
     const gone = `${Number(ic[2]!.split('-')[0]) + 1}-0`;
@@ -410,10 +408,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
   it('after Redis lost writes: a reader whose last folded entry is gone is told, and a snapshot at an entry the stream does not hold is replaced, never cut at', async () => {
     const t = 't6lost';
     const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');
-    const ids = (await store.append(
-      t,
-      Array.from({ length: 5 }, (_, i) => fact(t, 'w1', i + 1)),
-    )) as string[];
+    const ids = await appendFacts(t, 5);
     const after = await store.readTaskAfterFolded(t, ids[2]!);
     expect(after.items.map((i) => i.id)).toEqual(ids.slice(3));
     expect(after.lastId).toBe(ids[4]);
@@ -439,10 +434,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
   it('with a retention, keeps what is younger behind the snapshot, cut at a checkpoint', async () => {
     const t = 't6r';
     const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');
-    const first = (await store.append(
-      t,
-      Array.from({ length: 5 }, (_, i) => fact(t, 'w1', i + 1)),
-    )) as string[];
+    const first = await appendFacts(t, 5);
     // A checkpoint is kept at the first snapshot, none again until the interval has passed. The
     // stream still holds its start: the span from there ('0-0') can be built.
     expect(await store.snapshots.write(lease, t, first[4]!, { folded: 5 }, 60_000)).toEqual({
@@ -456,10 +448,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     // trim to fit in it on a loaded machine, and the first checkpoint older than it.
     const retention = 1_000;
     await new Promise((r) => setTimeout(r, 2 * retention));
-    const later = (await store.append(
-      t,
-      Array.from({ length: 5 }, (_, i) => fact(t, 'w1', i + 6)),
-    )) as string[];
+    const later = await appendFacts(t, 5, 6);
     // A second checkpoint names the one before it: the history span between them can be built.
     expect(await store.snapshots.write(lease, t, later[4]!, { folded: 10 }, 1)).toEqual({
       previousCheckpoint: first[4],
@@ -498,10 +487,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     const t = 't6h';
     const lease = await mustAcquire(store, store.shardOf(t), 'projector-a');
     const day = 86_400_000;
-    const a = (await store.append(
-      t,
-      Array.from({ length: 3 }, (_, i) => fact(t, 'w1', i + 1)),
-    )) as string[];
+    const a = await appendFacts(t, 3);
     expect(await store.snapshots.write(lease, t, a[2]!, { folded: 3 }, 1)).toEqual({
       previousCheckpoint: '0-0',
     });
@@ -514,10 +500,7 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect((await store.readTask(t)).items.map((i) => i.id)).toEqual([a[2]]);
     // The span from the start is built only from a stream that still holds its start.
     expect(await store.historySpans.build(t, '0-0', a[2]!)).toBeNull();
-    const b = (await store.append(
-      t,
-      Array.from({ length: 3 }, (_, i) => fact(t, 'w1', i + 4)),
-    )) as string[];
+    const b = await appendFacts(t, 3, 4);
     expect(await store.snapshots.write(lease, t, b[2]!, { folded: 6 }, 1)).toEqual({
       previousCheckpoint: a[2],
     });
@@ -920,37 +903,24 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       expect(await store.lastUpdateSeq(t)).toBe(1);
       expect((await store.views.read(t))?.seq).toBe(1);
     };
-    // Behind the stream: someone appended after what the owner folded.
-    await expect(
+    /** A's step: one decision, after `expectedLastId`, publishing update `seq` and its view. */
+    const stepOfA = (expectedLastId: string, seq: number) =>
       store.commit(a, t, {
-        expectedLastId: id1!,
+        expectedLastId,
         entries: [decision(t, 1)],
-        updates: [update(t, 2)],
-        view: view(t, 2),
-      }),
-    ).rejects.toEqual(new ConflictError(id2!));
+        updates: [update(t, seq)],
+        view: view(t, seq),
+      });
+    // Behind the stream: someone appended after what the owner folded.
+    await expect(stepOfA(id1!, 2)).rejects.toEqual(new ConflictError(id2!));
     await nothingWritten();
     // A gap: the decisions are not appended either.
-    await expect(
-      store.commit(a, t, {
-        expectedLastId: id2!,
-        entries: [decision(t, 1)],
-        updates: [update(t, 3)],
-        view: view(t, 3),
-      }),
-    ).rejects.toEqual(new GapError(1, 3));
+    await expect(stepOfA(id2!, 3)).rejects.toEqual(new GapError(1, 3));
     await nothingWritten();
     // Fenced: a new owner took the shard.
     expect(await store.leases.release(a)).toBe(true);
     const b = await mustAcquire(store, shard, 'projector-b');
-    await expect(
-      store.commit(a, t, {
-        expectedLastId: id2!,
-        entries: [decision(t, 1)],
-        updates: [update(t, 2)],
-        view: view(t, 2),
-      }),
-    ).rejects.toThrow(FencedError);
+    await expect(stepOfA(id2!, 2)).rejects.toThrow(FencedError);
     await nothingWritten();
     // The new owner re-publishes from the start: seqs already published are skipped, and the
     // view it writes is the one at the last published seq.

@@ -1,5 +1,6 @@
 import { foldTranscript, type TranscriptEvent } from '@baton/transcript';
 import fc from 'fast-check';
+import { textEvent as text } from '@baton/testing';
 import {
   EventStore,
   InvalidEntryError,
@@ -10,14 +11,6 @@ import { freshPrefix, startBackend, type Backend } from './fixtures';
 
 jest.setTimeout(60_000);
 
-const text = (turn: string, item: string, delta: string): TranscriptEvent => ({
-  type: 'text',
-  turn,
-  phase: 'turn',
-  item,
-  role: 'agent',
-  delta,
-});
 const w = (sessionId: string, event: TranscriptEvent): TranscriptWrite => ({
   sessionId,
   executionId: 'exec-1',
@@ -354,12 +347,21 @@ describe.each(['single', 'cluster'] as const)('transcripts on %s Redis', (kind) 
     expect(await reads(store, t, 7)).toEqual(written(writes));
   });
 
-  it('says what the retention removed of the compacted front', async () => {
-    const short = new EventStore(backend.client(), {
+  /** `fn` on a store of its own (a fresh prefix) that keeps transcripts `retentionMs`. */
+  const withRetention = async (retentionMs: number, fn: (s: EventStore) => Promise<void>) => {
+    const s = new EventStore(backend.client(), {
       prefix: freshPrefix(),
-      transcriptRetentionMs: 1_000,
+      transcriptRetentionMs: retentionMs,
     });
     try {
+      await fn(s);
+    } finally {
+      await s.close();
+    }
+  };
+
+  it('says what the retention removed of the compacted front', async () => {
+    await withRetention(1_000, async (short) => {
       await short.transcripts.append(t, [w('s1', text('p1', 'm1', 'old'))]);
       const old = (await short.transcripts.read(t)).items[0]!.id;
       await pause(300);
@@ -378,17 +380,11 @@ describe.each(['single', 'cluster'] as const)('transcripts on %s Redis', (kind) 
       const ttl = Number(await short.redis.pttl(short.keys.transcriptCompacted(t)));
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(1_000);
-    } finally {
-      await short.close();
-    }
+    });
   });
 
   it('keeps the compacted front as long as the stream it is the front of', async () => {
-    const kept = new EventStore(backend.client(), {
-      prefix: freshPrefix(),
-      transcriptRetentionMs: 10_000,
-    });
-    try {
+    await withRetention(10_000, async (kept) => {
       await kept.transcripts.append(t, [w('s1', text('p1', 'm1', 'old'))]);
       await pause(5);
       expect(await kept.transcripts.compact(t, Date.now() + 1_000)).toBe(1);
@@ -400,8 +396,6 @@ describe.each(['single', 'cluster'] as const)('transcripts on %s Redis', (kind) 
       const front = await ttl(kept.keys.transcriptCompacted(t));
       const stream = await ttl(kept.keys.transcript(t));
       expect(front).toBeGreaterThanOrEqual(stream - 100);
-    } finally {
-      await kept.close();
-    }
+    });
   });
 });

@@ -13,6 +13,7 @@ import {
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore } from '@baton/store';
 import WebSocket from 'ws';
+import { GENERIC_CAPS } from './owner';
 import { ROOT } from './processes';
 import { waitFor } from './wait';
 
@@ -104,6 +105,60 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
   );
   const url = p.match![1]!;
   return { ...p, url, wsUrl: url.replace(/^http/, 'ws') };
+}
+
+/** A redis-server with one gateway process on it, and a store of the test's on the same keys. */
+export interface LoneGateway {
+  redis: RedisServer;
+  store: EventStore;
+  gw: GatewayProc;
+  /** The environment that points a process at the same Redis keys (for another gateway). */
+  env: Record<string, string>;
+}
+
+/**
+ * A redis-server and one gateway on it, with no projector (the test plays the owner where it
+ * needs one), started before the file's tests and stopped after them: keys under `prefix` in
+ * `shards` shards, `env` on top of that for the gateway only. Read its parts inside tests.
+ */
+export function loneGatewayForFile(
+  prefix: string,
+  shards: number,
+  env: Record<string, string> = {},
+): LoneGateway {
+  let started: LoneGateway | undefined;
+  let redis: RedisServer | undefined;
+  let store: EventStore | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+    const base = { REDIS_URL: redis.url, BATON_PREFIX: prefix, BATON_SHARDS: String(shards) };
+    store = EventStore.connect({ url: redis.url }, { shards, prefix });
+    const gw = await spawnGateway({ ...base, ...env });
+    started = { redis, store, gw, env: base };
+  });
+  afterAll(async () => {
+    await started?.gw.stop();
+    await store?.close();
+    await redis?.stop();
+  });
+  const lone = (): LoneGateway => {
+    if (!started) throw new Error('the gateway starts in beforeAll: read it inside a test');
+    return started;
+  };
+  return {
+    get redis() {
+      return lone().redis;
+    },
+    get store() {
+      return lone().store;
+    },
+    get gw() {
+      return lone().gw;
+    },
+    get env() {
+      return lone().env;
+    },
+  };
 }
 
 export function spawnProjector(env: Record<string, string>): Promise<ServiceProc> {
@@ -206,15 +261,6 @@ export async function seedQueuedTask(
   await c.close();
 }
 
-export const CAPS: Capabilities = {
-  agent: { name: 'test-agent' },
-  dialect: 'generic',
-  promptQueueing: false,
-  handoff: false,
-  attestedKinds: [],
-  unambiguousCompletionKinds: [],
-};
-
 /**
  * The data of a `background.started` fact for work the agent did not attest: a shell running
  * `command` (also its label), or a subagent with a chat of its own.
@@ -262,7 +308,7 @@ export class FakeWorker {
   }
 
   /** The execution is up and can take prompts (its lease outlives the test, as if renewed). */
-  async start(caps: Capabilities = CAPS): Promise<void> {
+  async start(caps: Capabilities = GENERIC_CAPS): Promise<void> {
     // Whoever started the execution (REST, CLI exec) recorded the task among its tenant's.
     const k = splitTaskKey(this.taskId);
     if (k) await this.store.tenants.add(k.tenant, k.taskId);
@@ -283,7 +329,7 @@ export async function liveWorker(
   store: EventStore,
   taskId: string,
   sessionId = 's1',
-  caps: Capabilities = CAPS,
+  caps: Capabilities = GENERIC_CAPS,
 ): Promise<FakeWorker> {
   const w = new FakeWorker(store, taskId, sessionId);
   await w.start(caps);

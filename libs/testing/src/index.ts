@@ -19,3 +19,6 @@ export * from './services';
 export * from './ahp-client';
 export * from './projector-and-worker';
 export * from './raw-frames';
+export * from './transcript-events';
+export * from './ahp-fixtures';
+export * from './one-process';

@@ -27,3 +27,23 @@ export function expectEverySettingReachesItsOptions<G extends Record<string, Set
     expect({ name, changed }).not.toEqual({ name, changed: base });
   }
 }
+
+/**
+ * An unset environment (REDIS_URL only) gives the options `resolve` gives a URL alone from code,
+ * but for what only a process of its own has: it serves /metrics and logs at LOG_LEVEL's
+ * default; in-process not. Returns those defaults, for the spec's checks of its own values.
+ */
+export function expectUnsetEnvironmentGivesDefaults<G extends Record<string, Setting>, Out>(
+  settings: G,
+  toOptions: (config: ReturnType<typeof loadConfig<G>>) => object,
+  resolve: (input: unknown) => Out,
+): Out {
+  const redisUrl = COMMON_OTHERS.REDIS_URL!;
+  const fromEnv = resolve({
+    ...toOptions(loadConfig(settings, { REDIS_URL: redisUrl })),
+    instanceId: 'i',
+  });
+  const fromCode = resolve({ redisUrl, instanceId: 'i' });
+  expect({ ...fromEnv, metricsPort: null, logLevel: 'warn' }).toEqual(fromCode);
+  return fromCode;
+}

@@ -1,18 +1,18 @@
-import { loadConfig } from '@baton/config';
-import { expectEverySettingReachesItsOptions } from '@baton/testing';
+import {
+  expectEverySettingReachesItsOptions,
+  expectUnsetEnvironmentGivesDefaults,
+} from '@baton/testing';
 import { WORKER_SETTINGS, resolveOptions, workerOptions } from '../src/options';
 
 const REDIS = 'redis://127.0.0.1:1';
 
 describe('worker options from the settings', () => {
   it('an unset environment gives the options their own defaults', () => {
-    const fromEnv = resolveOptions({
-      ...workerOptions(loadConfig(WORKER_SETTINGS, { REDIS_URL: REDIS })),
-      instanceId: 'w',
-    });
-    const fromCode = resolveOptions({ redisUrl: REDIS, instanceId: 'w' });
-    // In a process of its own it serves /metrics and logs at LOG_LEVEL's default; in-process not.
-    expect({ ...fromEnv, metricsPort: null, logLevel: 'warn' }).toEqual(fromCode);
+    const fromCode = expectUnsetEnvironmentGivesDefaults(
+      WORKER_SETTINGS,
+      workerOptions,
+      resolveOptions,
+    );
     expect(fromCode.periods).toEqual({
       executionLease: 3_000,
       executionStart: 600_000,

@@ -1,7 +1,7 @@
 import type { OfflineRun, OfflineSession } from './offline-session';
 import { cancelRunningCommand, runHeldCommand, turnEnded, waitForFile } from './real-session';
 import { startScriptedChatServer } from './scripted-chat-server';
-import { scriptInWorkFolder, type ScriptedItem, type ScriptedTurn } from './scripted-script';
+import { say, scriptInWorkFolder, type ScriptedItem, type ScriptedTurn } from './scripted-script';
 
 /**
  * The scenarios every agent on the scripted Chat Completions API (OpenCode, Qwen Code) plays the
@@ -15,7 +15,7 @@ export const chatServer =
   (options, work) =>
     startScriptedChatServer({ script: scriptInWorkFolder(script, work), ...options });
 
-export const say = (text: string): ScriptedItem[] => [{ type: 'message', text }];
+export { say } from './scripted-script';
 
 /** How the agent's model calls its shell and file-writing tools. */
 export interface ChatAgentTools {

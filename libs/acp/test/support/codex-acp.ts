@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { usableBinary } from './real-session';
+import { findPlatformBinary } from './real-session';
 
 /**
  * Where the real codex-acp adapter is, and the private HOME and config that run it offline against
@@ -16,24 +16,14 @@ export interface CodexInstall {
   binary: string;
 }
 
-const platformPackage = `@zed-industries/codex-acp-${process.platform}-${process.arch}`;
-const binaryName = process.platform === 'win32' ? 'codex-acp.exe' : 'codex-acp';
-
 /** The install, or why this machine has none (only a platform the adapter ships no binary for). */
-export const findCodexInstall = (): CodexInstall | { missing: string } => {
-  const explicit = process.env.CODEX_ACP_EXECUTABLE;
-  if (explicit !== undefined && explicit !== '')
-    return usableBinary(explicit, 'CODEX_ACP_EXECUTABLE');
-  let pkg: string;
-  try {
-    pkg = require.resolve(`${platformPackage}/package.json`);
-  } catch {
-    return {
-      missing: `codex-acp ${CODEX_ACP_VERSION} ships no binary for ${process.platform}-${process.arch} (no ${platformPackage} installed by npm ci); set CODEX_ACP_EXECUTABLE to run it`,
-    };
-  }
-  return usableBinary(join(pkg, '..', 'bin', binaryName), platformPackage);
-};
+export const findCodexInstall = (): CodexInstall | { missing: string } =>
+  findPlatformBinary({
+    name: 'codex-acp',
+    version: CODEX_ACP_VERSION,
+    platformPackage: `@zed-industries/codex-acp-${process.platform}-${process.arch}`,
+    envVar: 'CODEX_ACP_EXECUTABLE',
+  });
 
 /**
  * A bundled model slug, so Codex finds its metadata (an unknown one makes the adapter say

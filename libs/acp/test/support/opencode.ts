@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { usableBinary } from './real-session';
+import { findPlatformBinary } from './real-session';
 
 /**
  * The real OpenCode (`opencode-ai`, a pinned devDependency whose native binary comes in the
@@ -11,24 +11,14 @@ import { usableBinary } from './real-session';
 
 export const OPENCODE_VERSION = '1.18.33';
 
-const platformPackage = `opencode-${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
-const binaryName = process.platform === 'win32' ? 'opencode.exe' : 'opencode';
-
 /** The install, or why this machine has none (only a platform OpenCode ships no binary for). */
-export const findOpencodeInstall = (): { binary: string } | { missing: string } => {
-  const explicit = process.env.OPENCODE_EXECUTABLE;
-  if (explicit !== undefined && explicit !== '')
-    return usableBinary(explicit, 'OPENCODE_EXECUTABLE');
-  let pkg: string;
-  try {
-    pkg = require.resolve(`${platformPackage}/package.json`);
-  } catch {
-    return {
-      missing: `opencode ${OPENCODE_VERSION} ships no binary for ${process.platform}-${process.arch} (no ${platformPackage} installed by npm ci); set OPENCODE_EXECUTABLE to run it`,
-    };
-  }
-  return usableBinary(join(pkg, '..', 'bin', binaryName), platformPackage);
-};
+export const findOpencodeInstall = (): { binary: string } | { missing: string } =>
+  findPlatformBinary({
+    name: 'opencode',
+    version: OPENCODE_VERSION,
+    platformPackage: `opencode-${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`,
+    envVar: 'OPENCODE_EXECUTABLE',
+  });
 
 export const OPENCODE_MODEL = 'scripted/scripted-model';
 

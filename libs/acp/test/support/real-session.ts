@@ -57,6 +57,32 @@ export const usableBinary = (
   return { binary };
 };
 
+/**
+ * An agent's native binary `bin/<name>` from its platform package (an optional dependency, so
+ * `npm ci` installs the one for this machine), or `envVar`'s when set; or why there is none (only
+ * a platform the agent ships no binary for).
+ */
+export const findPlatformBinary = (agent: {
+  name: string;
+  version: string;
+  platformPackage: string;
+  envVar: string;
+}): { binary: string } | { missing: string } => {
+  const { name, version, platformPackage, envVar } = agent;
+  const explicit = process.env[envVar];
+  if (explicit !== undefined && explicit !== '') return usableBinary(explicit, envVar);
+  let pkg: string;
+  try {
+    pkg = require.resolve(`${platformPackage}/package.json`);
+  } catch {
+    return {
+      missing: `${name} ${version} ships no binary for ${process.platform}-${process.arch} (no ${platformPackage} installed by npm ci); set ${envVar} to run it`,
+    };
+  }
+  const binaryName = process.platform === 'win32' ? `${name}.exe` : name;
+  return usableBinary(join(pkg, '..', 'bin', binaryName), platformPackage);
+};
+
 /** Whether the agent sent a message (notification or request) of `method`. */
 export const agentSent = (s: { frames: Frame[] }, method: string): boolean =>
   s.frames.some(

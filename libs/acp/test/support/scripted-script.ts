@@ -1,5 +1,6 @@
 import { appendFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { waitForFile } from './real-session';
 import {
   readBody,
   serveLoopback,
@@ -24,6 +25,36 @@ export type ScriptedItem =
       namespace?: string;
       arguments: Record<string, unknown>;
     };
+
+/** A reply of assistant text only. */
+export const say = (text: string): ScriptedItem[] => [{ type: 'message', text }];
+
+/** The task a parent gives its subagent; the child's conversation starts with it. */
+export const CHILD_TASK = 'CHILD-TASK: run one command and report';
+
+/**
+ * A subagent's turns, the same whatever agent spawns it: the parent's `spawn` call on RUN-AGENT
+ * (its task CHILD_TASK), and the child's own: one command, held until `release-agent` exists,
+ * run with `shell` (the agent's `shellTool`), then its report. The child's come first: its
+ * conversation holds the parent's words too.
+ */
+export const subagentTurns = (
+  shell: (command: string) => ScriptedItem,
+  shellTool: string,
+  spawn: ScriptedItem,
+): ScriptedTurn[] => [
+  {
+    name: 'child: command',
+    when: { first: 'CHILD-TASK', last: 'CHILD-TASK' },
+    reply: [shell(`${waitForFile('release-agent')}; echo child`)],
+  },
+  {
+    name: 'child: report',
+    when: { first: 'CHILD-TASK', afterTool: shellTool },
+    reply: say('Child work done.'),
+  },
+  { name: 'spawn child', when: { last: 'RUN-AGENT' }, reply: [spawn] },
+];
 
 export interface ScriptedMatch {
   /** In the conversation's first own user message: a child's conversation starts with its task. */
