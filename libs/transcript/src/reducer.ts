@@ -697,17 +697,24 @@ function onText(step: Step, role: OpenText['role'], u: Rec, child?: string): voi
   const b = json === text.length + 2 ? text.length : byteLength(text);
   const delta = b <= room ? { text } : capText(text, Math.max(0, room));
   open.bytes += b - (delta.more ?? 0);
-  if (delta.text.length > 0 || open.bytes === 0)
+  if (delta.text.length > 0 || open.bytes === 0) {
+    // One literal per shape, in the order the fields are stored: no spread copies on the
+    // session's most frequent event.
+    const e: EventOf<'text'> =
+      messageId !== undefined
+        ? {
+            turn: s.turn,
+            phase: s.phase,
+            type: 'text',
+            item: open.item,
+            role,
+            messageId,
+            delta: delta.text,
+          }
+        : { turn: s.turn, phase: s.phase, type: 'text', item: open.item, role, delta: delta.text };
+    if (child !== undefined) e.subagent = child;
     step.emit(
-      {
-        ...step.base(),
-        type: 'text',
-        item: open.item,
-        role,
-        ...(messageId !== undefined ? { messageId } : {}),
-        delta: delta.text,
-        ...(child !== undefined ? { subagent: child } : {}),
-      },
+      e,
       baseBytes(s, 'text') +
         field('item', open.itemBytes) +
         field('role', role.length + 2) +
@@ -715,6 +722,7 @@ function onText(step: Step, role: OpenText['role'], u: Rec, child?: string): voi
         field('delta', delta.more === undefined ? json : jsonStringBytes(delta.text)) +
         (child !== undefined ? field('subagent', jsonStringBytes(child)) : 0),
     );
+  }
   if (delta.more !== undefined)
     step.emit({ ...step.base(), type: 'truncated', item: open.item, more: delta.more });
   // After emit: an event of another kind closes the open text, text keeps it.
@@ -937,9 +945,15 @@ const diffOf = (path: string, oldText: string | null, newText: string, max: numb
   newText: capText(newText, max),
 });
 
+/** `Object.keys(r).length === 0` without making the array: most tool frames carry an input. */
+function isEmpty(r: Rec): boolean {
+  for (const k in r) if (Object.hasOwn(r, k)) return false;
+  return true;
+}
+
 function toolInput(raw: unknown, max: number): ToolInput | undefined {
   if (raw === undefined || raw === null) return undefined;
-  if (isRec(raw) && Object.keys(raw).length === 0) return undefined;
+  if (isRec(raw) && isEmpty(raw)) return undefined;
   const input: ToolInput = { raw: capText(JSON.stringify(raw), max) };
   if (!isRec(raw)) return input;
   const cmd = raw.command;
