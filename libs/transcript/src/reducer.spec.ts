@@ -487,6 +487,100 @@ describe('jsonBytes', () => {
   });
 });
 
+describe('session byte count', () => {
+  // Text and tool events are counted from the values they are built of: any field, any string.
+  const text = fc.string({ unit: 'binary', maxLength: 40 });
+  const opt = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
+  const capped = fc.oneof(text, fc.string({ unit: 'binary', minLength: 20, maxLength: 80 }));
+  const rawInput = fc.oneof(
+    fc.constant({}),
+    fc.record({ file_path: text, old_string: capped, new_string: capped }),
+    fc.record({ path: text, content: capped }),
+    fc.record({ command: fc.oneof(capped, fc.array(text, { maxLength: 3 })) }),
+    fc.jsonValue({ maxDepth: 2 }),
+  );
+  const content = fc.array(
+    fc.oneof(
+      fc.record({ type: fc.constant('diff'), path: text, oldText: opt(capped), newText: capped }),
+      fc.record({ type: fc.constant('terminal'), terminalId: text }),
+      fc.record({ type: fc.constant('content'), content: fc.record({ text: capped }) }),
+      fc.record({ type: text }),
+    ),
+    { maxLength: 3 },
+  );
+  const tool = fc.record(
+    {
+      sessionUpdate: fc.constantFrom('tool_call', 'tool_call_update'),
+      toolCallId: fc.constantFrom('a', 't\u00e9', '"q"'),
+      title: text,
+      kind: text,
+      status: text,
+      locations: fc.array(fc.record({ path: text, line: opt(fc.integer()) }), { maxLength: 2 }),
+      rawInput,
+      rawOutput: fc.oneof(capped, fc.record({ stdout: capped, stderr: text }), fc.jsonValue()),
+      content,
+      _meta: fc.record(
+        {
+          claudeCode: fc.record(
+            { toolResponse: fc.oneof(capped, fc.jsonValue()), parentToolUseId: text },
+            { requiredKeys: [] },
+          ),
+          terminal_output: fc.record({ data: capped }),
+          terminal_exit: fc.record({ exit_code: opt(fc.integer()), signal: opt(text) }),
+        },
+        { requiredKeys: [] },
+      ),
+    },
+    { requiredKeys: ['sessionUpdate', 'toolCallId'] },
+  );
+  const chunk = fc.record(
+    {
+      sessionUpdate: fc.constantFrom('agent_message_chunk', 'agent_thought_chunk'),
+      messageId: fc.constantFrom('m1', 'm\n2'),
+      content: fc.record({ type: fc.constant('text'), text: capped }),
+    },
+    { requiredKeys: ['sessionUpdate', 'content'] },
+  );
+  const frame = (sessionId: string, update: unknown): RecordedFrame => ({
+    direction: 'agent->client',
+    at: '2026-01-01T00:00:00Z',
+    message: { jsonrpc: '2.0', method: 'session/update', params: { sessionId, update } },
+  });
+
+  it('is the UTF-8 bytes of every event as JSON.stringify writes it', () => {
+    fc.assert(
+      fc.property(
+        opt(text),
+        fc.array(fc.tuple(fc.boolean(), fc.oneof(tool, chunk)), { maxLength: 12 }),
+        fc.integer({ min: 0, max: 60 }),
+        (promptId, updates, cap) => {
+          const prompt: RecordedFrame = {
+            direction: 'client->agent',
+            at: '2026-01-01T00:00:00Z',
+            message: {
+              jsonrpc: '2.0',
+              id: 1,
+              method: 'session/prompt',
+              params: {
+                sessionId: 's',
+                prompt: [],
+                ...(promptId !== undefined ? { _meta: { baton: { promptId } } } : {}),
+              },
+            },
+          };
+          // Some updates from a subagent's session; small item and text caps cut some values.
+          const fs = [prompt, ...updates.map(([child, u]) => frame(child ? 'c\u00e9' : 's', u))];
+          const limits = { ...DEFAULT_LIMITS, itemBytes: cap, textBytes: cap };
+          const { events, state } = transcriptOf(fs, limits, 'g1.\u00e9');
+          expect(events.length).toBeGreaterThan(0);
+          expect(state.bytes).toBe(events.reduce((n, e) => n + bytes(JSON.stringify(e)), 0));
+        },
+      ),
+      { numRuns: 1_000 },
+    );
+  });
+});
+
 describe('transcript details', () => {
   const run = (msgs: [RecordedFrame['direction'], unknown][], limits = DEFAULT_LIMITS) =>
     foldTranscript(
@@ -579,6 +673,20 @@ describe('transcript details', () => {
       state = r.state;
       events.push(...r.out);
     }
+    // Events are stored as their JSON: the fields in the order they are read, the diff after
+    // the input it came from.
+    expect(Object.keys(events.find((e) => e.type === 'permission')!)).toEqual([
+      'turn',
+      'phase',
+      'type',
+      'item',
+      'toolCallId',
+      'title',
+      'kind',
+      'input',
+      'diff',
+      'options',
+    ]);
     const xs = foldTranscript(events);
     // The prompt id told before the frame names the turn when the frame carries none.
     expect(xs[0]).toMatchObject({ type: 'prompt', promptId: 'p9', turn: 'p9' });

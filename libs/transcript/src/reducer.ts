@@ -53,11 +53,17 @@ interface OpenText {
   role: 'agent' | 'thought' | 'user';
   messageId: string | undefined;
   bytes: number;
+  /** JSON bytes of `item` and of `messageId` (0 without one): counted once a message. */
+  itemBytes: number;
+  idBytes: number;
 }
 
 interface ToolState {
   item: string;
   outputBytes: number;
+  /** JSON bytes of `item` and of the tool call's id: counted once a tool. */
+  itemBytes: number;
+  idBytes: number;
 }
 
 export interface TranscriptState {
@@ -85,6 +91,8 @@ export interface TranscriptState {
   /** v2 terminal ids -> their tool call. */
   terminals: Map<string, string>;
   seq: number;
+  /** JSON bytes of `turn`, counted when it changes rather than on each event. */
+  turnBytes: number;
   mode: string | undefined;
   model: string | undefined;
   commandsKey: string | undefined;
@@ -121,6 +129,7 @@ export const initialTranscriptState = (
   tools: new Map(),
   terminals: new Map(),
   seq: 0,
+  turnBytes: 4,
   mode: undefined,
   model: undefined,
   commandsKey: undefined,
@@ -136,15 +145,25 @@ const num = (v: unknown): number | undefined =>
   typeof v === 'number' && Number.isFinite(v) ? v : undefined;
 
 const utf8 = new TextEncoder();
+
+/**
+ * `String.prototype.charCodeAt`, held here and called as `charCodeAt.call(s, i)`. A subclass of
+ * String anywhere in the process (ioredis has one, so every worker loads it) puts
+ * String.prototype in dictionary mode; V8's optimized code then calls `s.charCodeAt(i)` through a
+ * lookup on every character, 6 to 8 times slower. The function held in a constant is inlined
+ * whatever the prototype's mode.
+ */
+const charCodeAt = String.prototype.charCodeAt;
+
 /** UTF-8 bytes of `s`, counted without encoding it (a lone surrogate counts as U+FFFD does). */
 const byteLength = (s: string): number => {
   let n = s.length;
   for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
+    const c = charCodeAt.call(s, i);
     if (c < 0x80) continue;
     if (c < 0x800) n += 1;
     else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
+      const d = charCodeAt.call(s, i + 1);
       if (d >= 0xdc00 && d <= 0xdfff) {
         // A pair: two units, four bytes.
         n += 2;
@@ -168,7 +187,7 @@ const jsonStringBytes = (s: string): number => {
   // Most strings are short keys and ids: a plain loop, bailing out at the first character that
   // is not one byte as written.
   for (let i = 0; i < len; i++) {
-    const c = s.charCodeAt(i);
+    const c = charCodeAt.call(s, i);
     if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return escapedBytes(s, i);
   }
   return len + 2;
@@ -178,13 +197,13 @@ const jsonStringBytes = (s: string): number => {
 function escapedBytes(s: string, from: number): number {
   let n = s.length + 2;
   for (let i = from; i < s.length; i++) {
-    const c = s.charCodeAt(i);
+    const c = charCodeAt.call(s, i);
     if (c >= 0x20 && c < 0x80) {
       if (c === 0x22 || c === 0x5c) n += 1;
     } else if (c < 0x20) n += c === 8 || c === 9 || c === 10 || c === 12 || c === 13 ? 1 : 5;
     else if (c < 0x800) n += 1;
     else if (c >= 0xd800 && c <= 0xdfff) {
-      const d = i + 1 < s.length ? s.charCodeAt(i + 1) : 0;
+      const d = i + 1 < s.length ? charCodeAt.call(s, i + 1) : 0;
       if (c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff) {
         n += 2;
         i++;
@@ -228,6 +247,33 @@ export function jsonBytes(v: unknown): number {
   }
 }
 
+/*
+ * The hot events (text, tool) are counted from the values they are built of, without walking
+ * them: the same bytes as `jsonBytes`, property-tested against `JSON.stringify`. An object's
+ * JSON is `{`, then `"key":value,` per field with its last comma turned into `}`.
+ */
+
+/** Bytes a field adds to its object's JSON: `"key":value,`. */
+const field = (key: string, valueBytes: number): number => key.length + 4 + valueBytes;
+
+const cappedBytes = (c: Capped): number =>
+  1 +
+  field('text', jsonStringBytes(c.text)) +
+  (c.more !== undefined ? field('more', jsonBytes(c.more)) : 0);
+
+const diffBytes = (d: Diff): number =>
+  1 +
+  field('path', jsonStringBytes(d.path)) +
+  field('oldText', d.oldText === null ? 4 : cappedBytes(d.oldText)) +
+  field('newText', cappedBytes(d.newText));
+
+/** `turn`, `phase` and `type` of an event: `phase` and `type` are plain ASCII names. */
+const baseBytes = (s: TranscriptState, type: string): number =>
+  1 +
+  field('turn', s.turnBytes) +
+  field('phase', s.phase.length + 2) +
+  field('type', type.length + 2);
+
 /** `s` cut to at most `max` UTF-8 bytes on a character boundary; `more` counts what was cut. */
 export function capText(s: string, max: number): Capped {
   if (s.length * 3 <= max) return { text: s };
@@ -252,8 +298,11 @@ class Step {
   readonly out: TranscriptEvent[] = [];
   constructor(readonly s: TranscriptState) {}
 
-  /** Adds an event within the session's caps; past them, one `capped` marker and then nothing. */
-  emit(e: TranscriptEvent): void {
+  /**
+   * Adds an event within the session's caps; past them, one `capped` marker and then nothing.
+   * `b` is the event's JSON bytes when the caller counted them.
+   */
+  emit(e: TranscriptEvent, b = -1): void {
     const s = this.s;
     if (s.capped) return;
     // Chunks with a messageId belong to their message whatever comes between; chunks without one
@@ -265,7 +314,7 @@ class Step {
       s.text?.messageId === undefined
     )
       s.text = undefined;
-    const b = jsonBytes(e);
+    if (b < 0) b = jsonBytes(e);
     const l = s.limits;
     if (s.items + 2 > l.sessionItems || s.bytes + b + MARKER_BYTES > l.sessionBytes) {
       s.capped = true;
@@ -365,6 +414,7 @@ function onPrompt(step: Step, m: Rec): void {
   } else promptId = s.pendingPrompts.shift() ?? null;
   s.prompts.set(idKey(m), promptId);
   s.turn = promptId;
+  s.turnBytes = promptId === null ? 4 : jsonStringBytes(promptId);
   s.text = undefined;
   s.childText.clear();
   s.phase = 'turn';
@@ -630,23 +680,49 @@ function onText(step: Step, role: OpenText['role'], u: Rec, child?: string): voi
   const messageId = str(u.messageId);
   let open = child === undefined ? s.text : s.childText.get(child);
   if (open === undefined || open.role !== role || open.messageId !== messageId) {
-    open = { item: step.nextItem('m'), role, messageId, bytes: 0 };
+    const item = step.nextItem('m');
+    open = {
+      item,
+      role,
+      messageId,
+      bytes: 0,
+      itemBytes: jsonStringBytes(item),
+      idBytes: messageId === undefined ? 0 : jsonStringBytes(messageId),
+    };
   }
   const text: string = c.text;
   const room = s.limits.textBytes - open.bytes;
-  const b = byteLength(text);
+  // As JSON, plain ASCII is its length and quotes: then its UTF-8 bytes need no second scan.
+  const json = jsonStringBytes(text);
+  const b = json === text.length + 2 ? text.length : byteLength(text);
   const delta = b <= room ? { text } : capText(text, Math.max(0, room));
   open.bytes += b - (delta.more ?? 0);
-  if (delta.text.length > 0 || open.bytes === 0)
-    step.emit({
-      ...step.base(),
-      type: 'text',
-      item: open.item,
-      role,
-      ...(messageId !== undefined ? { messageId } : {}),
-      delta: delta.text,
-      ...(child !== undefined ? { subagent: child } : {}),
-    });
+  if (delta.text.length > 0 || open.bytes === 0) {
+    // One literal per shape, in the order the fields are stored: no spread copies on the
+    // session's most frequent event.
+    const e: EventOf<'text'> =
+      messageId !== undefined
+        ? {
+            turn: s.turn,
+            phase: s.phase,
+            type: 'text',
+            item: open.item,
+            role,
+            messageId,
+            delta: delta.text,
+          }
+        : { turn: s.turn, phase: s.phase, type: 'text', item: open.item, role, delta: delta.text };
+    if (child !== undefined) e.subagent = child;
+    step.emit(
+      e,
+      baseBytes(s, 'text') +
+        field('item', open.itemBytes) +
+        field('role', role.length + 2) +
+        (messageId !== undefined ? field('messageId', open.idBytes) : 0) +
+        field('delta', delta.more === undefined ? json : jsonStringBytes(delta.text)) +
+        (child !== undefined ? field('subagent', jsonStringBytes(child)) : 0),
+    );
+  }
   if (delta.more !== undefined)
     step.emit({ ...step.base(), type: 'truncated', item: open.item, more: delta.more });
   // After emit: an event of another kind closes the open text, text keeps it.
@@ -661,7 +737,13 @@ function onTool(step: Step, u: Rec, child?: string): void {
   let tool = s.tools.get(toolCallId);
   if (tool === undefined) {
     // Draft v2 sends no tool_call: the first update of an unknown id creates the tool.
-    tool = { item: `${s.scope}t:${toolCallId}`, outputBytes: 0 };
+    const item = `${s.scope}t:${toolCallId}`;
+    tool = {
+      item,
+      outputBytes: 0,
+      itemBytes: jsonStringBytes(item),
+      idBytes: jsonStringBytes(toolCallId),
+    };
     s.tools.set(toolCallId, tool);
   }
   const max = s.limits.itemBytes;
@@ -672,11 +754,18 @@ function onTool(step: Step, u: Rec, child?: string): void {
     item: tool.item,
     toolCallId,
   };
-  if (child !== undefined) e.subagent = child;
-  let said = setToolFields(e, u, max);
+  let n = baseBytes(s, 'tool') + field('item', tool.itemBytes) + field('toolCallId', tool.idBytes);
+  if (child !== undefined) {
+    e.subagent = child;
+    n += field('subagent', jsonStringBytes(child));
+  }
+  const fields = setToolFields(e, u, max);
+  let said = fields > 0;
+  n += fields;
   const status = str(u.status);
   if (status !== undefined) {
     e.status = status;
+    n += field('status', jsonStringBytes(status));
     said = true;
   }
   if (Array.isArray(u.content))
@@ -702,6 +791,7 @@ function onTool(step: Step, u: Rec, child?: string): void {
       const parent = str(cc.parentToolUseId);
       if (parent !== undefined) {
         e.parentToolCallId = parent;
+        n += field('parentToolCallId', jsonStringBytes(parent));
         said = true;
       }
     }
@@ -710,17 +800,20 @@ function onTool(step: Step, u: Rec, child?: string): void {
       const kept = capText(to.data, Math.max(0, max - tool.outputBytes));
       tool.outputBytes += byteLength(to.data) - (kept.more ?? 0);
       e.output = { mode: 'append', text: kept.text, ...(kept.more ? { more: kept.more } : {}) };
+      n += field('output', jsonBytes(e.output));
       said = true;
     }
     const te = isRec(meta.terminal_exit) ? meta.terminal_exit : undefined;
     if (te !== undefined) {
       e.exit = { code: num(te.exit_code) ?? null, signal: str(te.signal) ?? null };
+      n += field('exit', jsonBytes(e.exit));
       said = true;
     }
   }
   // An update that says nothing this transcript keeps (only _meta the adapter adds) is no event.
   if (!said && u.sessionUpdate === 'tool_call_update') return;
-  step.emit(e);
+  if (e.result !== undefined) n += field('result', cappedBytes(e.result));
+  step.emit(e, n);
 }
 
 function onTerminal(step: Step, u: Rec): void {
@@ -783,21 +876,23 @@ function toolFields(u: Rec, max: number): ToolFields {
   return f;
 }
 
-/** Sets on `f` the fields `u` gives; whether it gave any. */
-function setToolFields(f: ToolFields, u: Rec, max: number): boolean {
-  let said = false;
+/**
+ * Sets on `f` the fields `u` gives; the JSON bytes they add (`"key":value,` each), 0 when it gave
+ * none.
+ */
+function setToolFields(f: ToolFields, u: Rec, max: number): number {
+  let n = 0;
   const title = str(u.title);
   if (title !== undefined) {
     f.title = title;
-    said = true;
+    n += field('title', jsonStringBytes(title));
   }
   const kind = str(u.kind);
   if (kind !== undefined) {
     f.kind = kind;
-    said = true;
+    n += field('kind', jsonStringBytes(kind));
   }
   if (Array.isArray(u.locations)) {
-    said = true;
     f.locations = [];
     for (const l of u.locations)
       if (isRec(l) && typeof l.path === 'string')
@@ -805,22 +900,32 @@ function setToolFields(f: ToolFields, u: Rec, max: number): boolean {
           path: l.path,
           ...(num(l.line) !== undefined ? { line: num(l.line)! } : {}),
         });
+    n += field('locations', jsonBytes(f.locations));
   }
+  // `diff` is the input's, or the last diff of the content: counted once it is settled.
+  let diff = 0;
   const input = toolInput(u.rawInput, max);
   if (input !== undefined) {
-    said = true;
+    let i = 1 + (input.raw !== undefined ? field('raw', cappedBytes(input.raw)) : 0);
+    if (input.command !== undefined) i += field('command', cappedBytes(input.command));
+    if (input.path !== undefined) i += field('path', jsonStringBytes(input.path));
     f.input = input;
-    if (input.diff !== undefined) f.diff = input.diff;
+    if (input.diff !== undefined) {
+      diff = diffBytes(input.diff);
+      i += field('diff', diff);
+      f.diff = input.diff;
+    }
+    n += field('input', i);
   }
   if (Array.isArray(u.content)) {
-    said = true;
     const content: ToolContent[] = [];
     for (const c of u.content) {
       if (!isRec(c)) continue;
       if (c.type === 'diff' && typeof c.path === 'string') {
-        const diff = diffOf(c.path, str(c.oldText) ?? null, str(c.newText) ?? '', max);
-        content.push({ type: 'diff', diff });
-        f.diff = diff;
+        const d = diffOf(c.path, str(c.oldText) ?? null, str(c.newText) ?? '', max);
+        content.push({ type: 'diff', diff: d });
+        f.diff = d;
+        diff = -1;
       } else if (c.type === 'terminal' && typeof c.terminalId === 'string')
         content.push({ type: 'terminal', terminalId: c.terminalId });
       else if (c.type === 'content' && isRec(c.content) && typeof c.content.text === 'string')
@@ -828,8 +933,10 @@ function setToolFields(f: ToolFields, u: Rec, max: number): boolean {
       else content.push({ type: 'other', kind: str(c.type) ?? 'unknown' });
     }
     f.content = content;
+    n += field('content', jsonBytes(content));
   }
-  return said;
+  if (f.diff !== undefined) n += field('diff', diff < 0 ? diffBytes(f.diff) : diff);
+  return n;
 }
 
 const diffOf = (path: string, oldText: string | null, newText: string, max: number): Diff => ({
@@ -838,9 +945,15 @@ const diffOf = (path: string, oldText: string | null, newText: string, max: numb
   newText: capText(newText, max),
 });
 
+/** `Object.keys(r).length === 0` without making the array: most tool frames carry an input. */
+function isEmpty(r: Rec): boolean {
+  for (const k in r) if (Object.hasOwn(r, k)) return false;
+  return true;
+}
+
 function toolInput(raw: unknown, max: number): ToolInput | undefined {
   if (raw === undefined || raw === null) return undefined;
-  if (isRec(raw) && Object.keys(raw).length === 0) return undefined;
+  if (isRec(raw) && isEmpty(raw)) return undefined;
   const input: ToolInput = { raw: capText(JSON.stringify(raw), max) };
   if (!isRec(raw)) return input;
   const cmd = raw.command;
