@@ -1,5 +1,9 @@
 import { backoffDelay } from '@baton/backoff';
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
+import { restoreFastStringPrototype } from './fast-strings';
+
+// Right after ioredis is loaded: it leaves String.prototype slow (fast-strings.ts).
+restoreFastStringPrototype();
 
 export type RedisClient = Redis | Cluster;
 
