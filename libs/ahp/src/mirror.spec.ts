@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import type { QueueView, SessionActivityView, SessionView, Update } from '@baton/protocol';
 import { transcriptOf, type RecordedFrame } from '@baton/transcript';
-import { reduce as clientReduce } from '@baton/testing';
+import { activityView as activity, reduce as clientReduce } from '@baton/testing';
 import {
   ChatMirror,
   SessionMirror,
@@ -78,16 +78,6 @@ describe('AHP chat reducer (from the spec) against the upstream fixtures', () =>
   });
 });
 
-const activity = (over: Partial<SessionActivityView> = {}): SessionActivityView => ({
-  state: 'idle',
-  foregroundActivity: null,
-  activeSubagentCount: 0,
-  supportsSteering: false,
-  runningGeneration: null,
-  admission: 'coarse',
-  attention: null,
-  ...over,
-});
 const queue = (keys: string[]): QueueView => ({
   autoRun: true,
   capacity: 0,
