@@ -1,6 +1,6 @@
-import { loadConfig } from '@baton/config';
+import { PROJECTOR_SETTINGS, loadConfig } from '@baton/config';
 import { expectEverySettingReachesItsOptions } from '@baton/testing';
-import { PROJECTOR_SETTINGS, projectorOptions, resolveOptions } from './options';
+import { projectorOptions, resolveOptions } from './options';
 
 const REDIS = 'redis://127.0.0.1:1';
 

@@ -23,13 +23,7 @@ import { Execution } from './execution';
 import { WorkerMetrics } from './metrics';
 import { resolveOptions, type WorkerOptionsInput } from './options';
 
-export {
-  WORKER_SETTINGS,
-  WorkerOptionsError,
-  workerOptions,
-  type WorkerConfig,
-  type WorkerOptionsInput,
-} from './options';
+export { WorkerOptionsError, workerOptions, type WorkerOptionsInput } from './options';
 
 export interface WorkerHandle {
   readonly instanceId: string;

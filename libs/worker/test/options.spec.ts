@@ -1,6 +1,6 @@
-import { loadConfig } from '@baton/config';
+import { WORKER_SETTINGS, loadConfig } from '@baton/config';
 import { expectEverySettingReachesItsOptions } from '@baton/testing';
-import { WORKER_SETTINGS, resolveOptions, workerOptions } from '../src/options';
+import { resolveOptions, workerOptions } from '../src/options';
 
 const REDIS = 'redis://127.0.0.1:1';
 
