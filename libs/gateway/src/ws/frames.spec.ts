@@ -57,29 +57,16 @@ describe('frames', () => {
       text: 'x'.repeat(100_001),
     });
     expect(long).toMatchObject({ ok: false, error: { code: 'prompt_too_long', path: 'text' } });
-    expect(
-      parseMessage({
-        v: 1,
-        id: 'e',
-        op: 'prompt',
-        taskId: 't',
-        sessionId: 's',
-        idempotencyKey: 'k',
-        text: 'hi',
-      }),
-    ).toEqual({
-      ok: true,
-      message: {
-        v: 1,
-        id: 'e',
-        op: 'prompt',
-        taskId: 't',
-        sessionId: 's',
-        idempotencyKey: 'k',
-        text: 'hi',
-        origin: 'human',
-      },
-    });
+    const prompt = {
+      v: 1,
+      id: 'e',
+      op: 'prompt',
+      taskId: 't',
+      sessionId: 's',
+      idempotencyKey: 'k',
+      text: 'hi',
+    };
+    expect(parseMessage(prompt)).toEqual({ ok: true, message: { ...prompt, origin: 'human' } });
   });
 
   it('rate limiter: a burst of `rate`, then `rate` per second', () => {
