@@ -1,3 +1,4 @@
+import { duration } from '@baton/client';
 import type { SessionHistory, TaskHistory } from '@baton/protocol';
 
 /**
@@ -92,14 +93,6 @@ function time(ms: number): string {
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();
-}
-
-export function duration(ms: number): string {
-  if (ms < 1_000) return `${ms} ms`;
-  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)} s`;
-  if (ms < 3_600_000)
-    return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1_000)} s`;
-  return `${Math.floor(ms / 3_600_000)} h ${Math.round((ms % 3_600_000) / 60_000)} min`;
 }
 
 /**

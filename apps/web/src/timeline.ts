@@ -1,3 +1,4 @@
+import { duration } from '@baton/client';
 import type { ActivityLane, SessionHistory } from '@baton/protocol';
 
 /**
@@ -57,18 +58,10 @@ export function clock(ms: number): string {
   return new Date(ms).toISOString().slice(11, 19);
 }
 
-export function span(ms: number): string {
-  if (ms < 1_000) return `${ms} ms`;
-  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)} s`;
-  if (ms < 3_600_000)
-    return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1_000)} s`;
-  return `${Math.floor(ms / 3_600_000)} h ${Math.round((ms % 3_600_000) / 60_000)} min`;
-}
-
 function when(from: number, to: number | null, now: number): string {
   return to === null
-    ? `since ${clock(from)} (${span(now - from)} so far)`
-    : `${clock(from)}–${clock(to)} (${span(to - from)})`;
+    ? `since ${clock(from)} (${duration(now - from)} so far)`
+    : `${clock(from)}–${clock(to)} (${duration(to - from)})`;
 }
 
 /**
@@ -165,8 +158,8 @@ export function timelineOf(h: SessionHistory, now: number, from?: number): Timel
         ? 'not decided yet'
         : waited
           ? p.queueWaitMs === null
-            ? `queued, waiting ${span(now - (p.decidedAt ?? p.submittedAt))} so far`
-            : `queued ${span(p.queueWaitMs)}, admitted ${clock(p.admittedAt!)}`
+            ? `queued, waiting ${duration(now - (p.decidedAt ?? p.submittedAt))} so far`
+            : `queued ${duration(p.queueWaitMs)}, admitted ${clock(p.admittedAt!)}`
           : p.decision,
       ...(p.dispatchedAt !== null ? [`dispatched ${clock(p.dispatchedAt)}`] : []),
       ...(p.reason ? [p.reason.replace(/_/g, ' ')] : []),
@@ -179,7 +172,7 @@ export function timelineOf(h: SessionHistory, now: number, from?: number): Timel
       waited
         ? p.queueWaitMs === null
           ? 'queued, waiting'
-          : `queued ${span(p.queueWaitMs)}`
+          : `queued ${duration(p.queueWaitMs)}`
         : (p.decision ?? 'submitted'),
       detail,
     );

@@ -20,6 +20,7 @@ import type { PromptRecord, SessionState, SettledPrompt, TaskState } from './sta
 import {
   activeSubagentCount,
   activityInputsMoved,
+  differIn,
   foregroundActivity,
   liveRegistrations,
   moreActive,
@@ -126,12 +127,7 @@ function foldTask(state: TaskState, entry: TaskEntry): Folded {
   }
   const t0 = taskActivity(state);
   const t1 = taskActivity(next);
-  if (
-    t0.foregroundActivity !== t1.foregroundActivity ||
-    t0.activeSubagentCount !== t1.activeSubagentCount ||
-    t0.sessionsNeedingPerson !== t1.sessionsNeedingPerson
-  )
-    drafts.push({ type: 'task.activity', data: t1 });
+  if (differIn(t0, t1, TASK_ACTIVITY_FIELDS)) drafts.push({ type: 'task.activity', data: t1 });
   const updates = sequenced(state, drafts);
   return {
     state: { ...next, seq: state.seq + updates.length },
@@ -207,6 +203,25 @@ function repeatedSubmit(state: TaskState, entry: StreamEntry): Folded {
   return { state: withSessions(state, seq, state.sessions), updates: [update] };
 }
 
+/** What a client's `task.activity` tells: when one of them changed, it is published. */
+const TASK_ACTIVITY_FIELDS = [
+  'foregroundActivity',
+  'activeSubagentCount',
+  'sessionsNeedingPerson',
+] as const satisfies readonly (keyof TaskActivityView)[];
+
+/** What a client's `session.activity` tells besides the attention (compared by sameAttention). */
+const ACTIVITY_FIELDS = [
+  'state',
+  'foregroundActivity',
+  'activeSubagentCount',
+  'supportsSteering',
+  'runningGeneration',
+  'admission',
+  'waitingForPerson',
+  'usage',
+] as const satisfies readonly (keyof SessionActivityView)[];
+
 function sessionChanges(
   before: SessionState | undefined,
   after: SessionState,
@@ -225,16 +240,7 @@ function sessionChanges(
   }
   if (
     a1 !== undefined &&
-    (!a0 ||
-      a0.state !== a1.state ||
-      a0.foregroundActivity !== a1.foregroundActivity ||
-      a0.activeSubagentCount !== a1.activeSubagentCount ||
-      a0.supportsSteering !== a1.supportsSteering ||
-      a0.runningGeneration !== a1.runningGeneration ||
-      a0.admission !== a1.admission ||
-      !sameAttention(a0.attention, a1.attention) ||
-      a0.waitingForPerson !== a1.waitingForPerson ||
-      a0.usage !== a1.usage)
+    (!a0 || differIn(a0, a1, ACTIVITY_FIELDS) || !sameAttention(a0.attention, a1.attention))
   ) {
     const data: Extract<UnsequencedUpdate, { type: 'session.activity' }>['data'] = {
       sessionId,

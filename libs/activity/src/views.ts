@@ -231,38 +231,48 @@ const FAILURE_MESSAGES: Record<NonNullable<SessionState['failure']>['reason'], s
   no_worker: 'no worker started the requested execution in time',
 };
 
+/** Whether `a` and `b` hold different values (by identity) in any of the fields `keys`. */
+export function differIn<T>(a: T, b: T, keys: readonly (keyof T)[]): boolean {
+  for (const k of keys) if (a[k] !== b[k]) return true;
+  return false;
+}
+
+const ATTENTION_FIELDS = [
+  'kind',
+  'reason',
+  'message',
+  'promptId',
+  'executionId',
+] as const satisfies readonly (keyof Attention)[];
+
 export function sameAttention(a: Attention | null, b: Attention | null): boolean {
   if (a === b) return true;
   if (!a || !b) return false;
-  return (
-    a.kind === b.kind &&
-    a.reason === b.reason &&
-    a.message === b.message &&
-    a.promptId === b.promptId &&
-    a.executionId === b.executionId
-  );
+  return !differIn(a, b, ATTENTION_FIELDS);
 }
 
 /**
- * False when `after` holds the same objects as `before` for every field a session's activity
- * (sessionActivity, activityLane) is a function of: evolve shares what it did not change, so the
+ * Every field a session's activity (sessionActivity, activityLane) is a function of. Evolve shares
+ * what it did not change, so while `after` holds the same objects as `before` in all of them, the
  * activity is the same and need not be derived again.
  */
+const ACTIVITY_INPUTS = [
+  'deleted',
+  'requested',
+  'failure',
+  'generating',
+  'turn',
+  'steer',
+  'execution',
+  'background',
+  'config',
+  'queue',
+  'permissions',
+  'usage',
+] as const satisfies readonly (keyof SessionState)[];
+
 export function activityInputsMoved(before: SessionState, after: SessionState): boolean {
-  return (
-    before.deleted !== after.deleted ||
-    before.requested !== after.requested ||
-    before.failure !== after.failure ||
-    before.generating !== after.generating ||
-    before.turn !== after.turn ||
-    before.steer !== after.steer ||
-    before.execution !== after.execution ||
-    before.background !== after.background ||
-    before.config !== after.config ||
-    before.queue !== after.queue ||
-    before.permissions !== after.permissions ||
-    before.usage !== after.usage
-  );
+  return differIn(before, after, ACTIVITY_INPUTS);
 }
 
 export function sessionActivity(s: SessionState): SessionActivityView {

@@ -203,7 +203,8 @@ export function mergeDefined<T extends object>(previous: T, patch: Partial<T>): 
   return out ?? previous;
 }
 
-const NEW_ACTIVITY: SessionActivityView = {
+/** A session's activity before anything happened in it: created, nothing running or asked. */
+export const NEW_SESSION_ACTIVITY: SessionActivityView = {
   state: 'created',
   foregroundActivity: null,
   activeSubagentCount: 0,
@@ -217,7 +218,7 @@ const NEW_QUEUE: QueueView = { autoRun: true, capacity: 0, entries: [], blockedB
 function newSession(sessionId: string, activity: Partial<SessionActivityView>): SessionView {
   return {
     sessionId,
-    activity: mergeDefined(NEW_ACTIVITY, activity),
+    activity: mergeDefined(NEW_SESSION_ACTIVITY, activity),
     queue: NEW_QUEUE,
     backgroundWork: [],
     permissions: [],

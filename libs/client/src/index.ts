@@ -3,6 +3,7 @@ export * from './client';
 export * from './errors';
 export { backoffDelay, type BackoffOptions } from '@baton/backoff';
 export { Emitter } from './emitter';
+export { duration } from './format';
 export type { WebSocketConstructor, WebSocketLike } from './socket';
 export {
   foldTranscript,

@@ -511,6 +511,36 @@ export function processOptionValues(config: ConfigOf<typeof COMMON>) {
   };
 }
 
+/** The settings a projector process reads. */
+export const PROJECTOR_SETTINGS = { ...COMMON, ...PROJECTOR };
+export type ProjectorConfig = ConfigOf<typeof PROJECTOR_SETTINGS>;
+/** The settings a worker process reads (the agent profiles are read apart: loadProfiles). */
+export const WORKER_SETTINGS = { ...COMMON, ...WORKER };
+export type WorkerConfig = ConfigOf<typeof WORKER_SETTINGS>;
+
+/**
+ * The options of a service process (projector, worker) that are its settings (`settings`, those
+ * every process reads among them), by the setting each one is: the one place an option meets its
+ * environment variable. Those every process has, the service's own (`settingOf`: option →
+ * setting) and its periods in ms (`periodSettingOf`: the options under `periods`): their schemas,
+ * with each setting's rules, default and meaning, and their values from the loaded settings.
+ */
+export function serviceOptions<
+  G extends typeof COMMON,
+  M extends Record<string, keyof G & string>,
+  P extends Record<string, keyof G & string>,
+>(settings: G, settingOf: M, periodSettingOf: P) {
+  return {
+    schemas: { ...processOptionSchemas, ...optionSchemas(settings, settingOf) },
+    periods: optionSchemas(settings, periodSettingOf),
+    values: (config: ConfigOf<G>) => ({
+      ...processOptionValues(config),
+      ...optionValues(config, settingOf),
+      periods: optionValues(config, periodSettingOf),
+    }),
+  };
+}
+
 /** A /metrics port option from its setting: in-process (the default) no port is served. */
 export function metricsPortOption(s: Setting<z.ZodCoercedNumber>) {
   return s.value.nullable().default(null);

@@ -1,4 +1,5 @@
 import { builtinProfiles } from '@baton/config';
+import { serviceLogger } from '@baton/health';
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
@@ -7,7 +8,7 @@ import { hostname } from 'node:os';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
-import { NestPinoLogger, createLogger } from './logger';
+import { NestPinoLogger } from './logger';
 import { GatewayMetrics } from './metrics/metrics';
 import {
   DEFAULTS,
@@ -90,7 +91,7 @@ export function resolveOptions(o: GatewayOptions): ResolvedOptions {
  */
 export async function startGateway(options: GatewayOptions): Promise<GatewayHandle> {
   const opts = resolveOptions(options);
-  const log = createLogger(opts.logLevel, opts.instanceId);
+  const log = serviceLogger('gateway', opts.instanceId, opts.logLevel);
   const metrics = new GatewayMetrics();
   const nestLogger = new NestPinoLogger(log);
   const app = await NestFactory.create<NestExpressApplication>(

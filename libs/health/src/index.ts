@@ -112,8 +112,10 @@ export async function serveHealth(o: HealthServerOptions): Promise<HealthServer>
   };
 }
 
+export { serviceLogger, type Logger } from './logger';
 export { runMain, stopOnSignals } from './process';
 export { redisMetrics, type NodeAvailability, type RedisMetrics } from './redis-metrics';
+export { ServiceMetrics } from './service-metrics';
 export {
   contextOf,
   inSpan,

@@ -1,3 +1,3 @@
 export { startProjector, type ProjectorHandle, type ProjectorOptions } from './projector';
-export { ProjectorOptionsError } from './options';
-export { PROJECTOR_SETTINGS, projectorOptions, type ProjectorConfig } from './options';
+export { ProjectorOptionsError, projectorOptions } from './options';
+export { PROJECTOR_SETTINGS, type ProjectorConfig } from '@baton/config';

@@ -1,5 +1,5 @@
-import { redisMetrics, type RedisMetrics } from '@baton/health';
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { ServiceMetrics } from '@baton/health';
+import { Counter, Gauge } from 'prom-client';
 
 /** Per-shard figures read at scrape time. */
 export interface ShardStats {
@@ -20,8 +20,7 @@ const SEP = '\u0000';
 export const headlineKey = (state: string, attention: string): string =>
   `${state}${SEP}${attention}`;
 
-export class Metrics {
-  readonly registry = new Registry();
+export class Metrics extends ServiceMetrics {
   readonly entriesFolded: Counter<'shard'>;
   readonly decisions: Counter<'type' | 'outcome'>;
   readonly leaseChanges: Counter<'change'>;
@@ -34,13 +33,9 @@ export class Metrics {
   readonly tasksLoaded: Counter<'shard'>;
   readonly tasksEvicted: Counter<'shard'>;
   readonly tasksTrimmed: Counter<'shard'>;
-  /** Redis reachability and dead letters (the store's hooks). */
-  readonly redis: RedisMetrics;
-
   constructor(stats: () => ShardStats[]) {
+    super('baton_projector_');
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry, prefix: 'baton_projector_' });
-    this.redis = redisMetrics(this.registry, 'baton_projector_');
     this.entriesFolded = new Counter({
       name: 'baton_projector_entries_folded_total',
       help: 'Task stream entries folded (replays after a takeover included)',

@@ -1,8 +1,9 @@
+import { PROJECTOR_SETTINGS } from '@baton/config';
 import {
   expectEverySettingReachesItsOptions,
   expectUnsetEnvironmentGivesDefaults,
 } from '@baton/testing';
-import { PROJECTOR_SETTINGS, projectorOptions, resolveOptions } from './options';
+import { projectorOptions, resolveOptions } from './options';
 
 const REDIS = 'redis://127.0.0.1:1';
 

@@ -1,25 +1,18 @@
 import {
-  COMMON,
   PROJECTOR,
+  PROJECTOR_SETTINGS,
   metricsPortOption,
   optionSchemas,
   optionValues,
   parseOptions,
-  processOptionSchemas,
-  processOptionValues,
-  type ConfigOf,
+  serviceOptions,
+  type ProjectorConfig,
 } from '@baton/config';
 import { z } from 'zod';
 
-/** The settings a projector process reads. */
-export const PROJECTOR_SETTINGS = { ...COMMON, ...PROJECTOR };
 type Settings = typeof PROJECTOR_SETTINGS;
-export type ProjectorConfig = ConfigOf<Settings>;
 
-/**
- * Every period of the projector (ms), named by what it bounds, by the setting it is: the one
- * place an option meets its environment variable. Range, default and meaning are the setting's.
- */
+/** Every period of the projector (ms), named by what it bounds, by the setting it is. */
 const PERIOD_SETTING_OF = {
   /** A dead projector's shards are taken over after at most this long. */
   shardLease: 'PROJECTOR_LEASE_TTL_MS',
@@ -66,7 +59,8 @@ const SETTING_OF = {
   snapshotEntries: 'PROJECTOR_SNAPSHOT_ENTRIES',
 } as const satisfies Record<string, keyof Settings>;
 
-const Periods = z.object(optionSchemas(PROJECTOR_SETTINGS, PERIOD_SETTING_OF));
+const OPTIONS = serviceOptions(PROJECTOR_SETTINGS, SETTING_OF, PERIOD_SETTING_OF);
+const Periods = z.object(OPTIONS.periods);
 const Limits = z.object(optionSchemas(PROJECTOR_SETTINGS, LIMIT_SETTING_OF));
 export type Limits = z.output<typeof Limits>;
 export type Periods = z.output<typeof Periods>;
@@ -74,8 +68,7 @@ export type Periods = z.output<typeof Periods>;
 /** What `startProjector` accepts; each option that is a setting has that setting's rules. */
 export const ProjectorOptions = z
   .object({
-    ...processOptionSchemas,
-    ...optionSchemas(PROJECTOR_SETTINGS, SETTING_OF),
+    ...OPTIONS.schemas,
     periods: Periods.prefault({}),
     limits: Limits.prefault({}),
     /** Port of /metrics; 0 picks a free one; null (the default in-process) serves none. */
@@ -93,9 +86,7 @@ export type ResolvedOptions = z.output<typeof ProjectorOptions> & { instanceId: 
 /** The options of a projector process from its loaded settings. */
 export function projectorOptions(config: ProjectorConfig) {
   return {
-    ...processOptionValues(config),
-    ...optionValues(config, SETTING_OF),
-    periods: optionValues(config, PERIOD_SETTING_OF),
+    ...OPTIONS.values(config),
     limits: optionValues(config, LIMIT_SETTING_OF),
     metricsPort: config.PROJECTOR_METRICS_PORT as number | null,
   } satisfies ProjectorOptionsInput;

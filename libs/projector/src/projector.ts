@@ -1,4 +1,4 @@
-import { serveHealth, within, type HealthServer } from '@baton/health';
+import { serveHealth, serviceLogger, within, type HealthServer, type Logger } from '@baton/health';
 import {
   maxId,
   EventStore,
@@ -10,7 +10,6 @@ import {
   type FeedNote,
 } from '@baton/store';
 import type { Registry } from 'prom-client';
-import { createLogger, type Logger } from './logger';
 import { Metrics } from './metrics';
 import {
   resolveOptions,
@@ -82,7 +81,8 @@ class Projector implements ShardHost {
     this.snapshotEntries = opts.snapshotEntries;
     this.periods = opts.periods;
     this.limits = opts.limits;
-    this.log = createLogger(opts.instanceId, opts.logLevel);
+    // Synchronous: a lease change is on record before anything is written under it.
+    this.log = serviceLogger('projector', opts.instanceId, opts.logLevel, { sync: true });
     this.metrics = new Metrics(() => [...this.runners.values()].map((r) => r.stats()));
     const logged = logAvailability(this.log);
     this.store = EventStore.connect(

@@ -1,6 +1,6 @@
 import { FencedError, type EventStore, type Lease } from '@baton/store';
 import { plan } from './balance';
-import type { Logger } from './logger';
+import type { Logger } from '@baton/health';
 import type { Metrics } from './metrics';
 
 export interface OwnershipHooks {

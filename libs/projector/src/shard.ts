@@ -14,7 +14,7 @@ import {
 } from '@baton/store';
 import { tasksToEvict } from './eviction';
 import { FeedCount } from './feed-count';
-import type { Logger } from './logger';
+import type { Logger } from '@baton/health';
 import { headlineKey, type Metrics, type ShardStats } from './metrics';
 import type { Limits, Periods } from './options';
 import { JoinedCalls } from './joined-calls';

@@ -39,7 +39,7 @@ import {
   type StoredEntry,
   type Step,
 } from '@baton/store';
-import type { Logger } from './logger';
+import type { Logger } from '@baton/health';
 import type { Metrics } from './metrics';
 import type { Periods } from './options';
 

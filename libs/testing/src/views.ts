@@ -1,15 +1,11 @@
 // Views as a client receives them, for tests of what clients make of them.
+import { NEW_SESSION_ACTIVITY } from '@baton/ahp';
 import type { QueueView, SessionActivityView } from '@baton/protocol';
 
 /** A session's activity: idle, with nothing running and nothing asked, but for `over`. */
 export const activityView = (over: Partial<SessionActivityView> = {}): SessionActivityView => ({
+  ...NEW_SESSION_ACTIVITY,
   state: 'idle',
-  foregroundActivity: null,
-  activeSubagentCount: 0,
-  supportsSteering: false,
-  runningGeneration: null,
-  admission: 'coarse',
-  attention: null,
   ...over,
 });
 

@@ -88,6 +88,10 @@ export type Tokens = z.infer<typeof Tokens>;
 /** Fields every event has: the turn (Baton prompt id) it belongs to, and its phase. */
 const base = { turn: z.string().nullable(), phase: Phase };
 
+/** An event of `type` with the fields every event has and its own (`shape`). */
+const event = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({ ...base, type: z.literal(type), ...shape });
+
 /**
  * One entry of a session's transcript: an item's creation or a change to it. Text arrives as
  * deltas whose concatenation (per `item`) is the message; a tool event is a patch (a field it
@@ -95,16 +99,12 @@ const base = { turn: z.string().nullable(), phase: Phase };
  * it). {@link foldTranscript} turns events into whole items.
  */
 export const TranscriptEvent = z.discriminatedUnion('type', [
-  z.object({
-    ...base,
-    type: z.literal('prompt'),
+  event('prompt', {
     item: z.string(),
     promptId: z.string().nullable(),
     content: z.array(PromptBlock),
   }),
-  z.object({
-    ...base,
-    type: z.literal('text'),
+  event('text', {
     item: z.string(),
     role: z.enum(['agent', 'thought', 'user']),
     messageId: z.string().optional(),
@@ -112,23 +112,17 @@ export const TranscriptEvent = z.discriminatedUnion('type', [
     /** Said in a subagent's own session (its id): not the parent's text. */
     subagent: z.string().optional(),
   }),
-  z.object({
-    ...base,
-    type: z.literal('plan'),
+  event('plan', {
     entries: z.array(
       z.object({ content: z.string(), status: z.string(), priority: z.string().optional() }),
     ),
   }),
-  z.object({ ...base, type: z.literal('mode'), modeId: z.string() }),
-  z.object({ ...base, type: z.literal('model'), modelId: z.string() }),
-  z.object({
-    ...base,
-    type: z.literal('commands'),
+  event('mode', { modeId: z.string() }),
+  event('model', { modelId: z.string() }),
+  event('commands', {
     commands: z.array(z.object({ name: z.string(), description: z.string().optional() })),
   }),
-  z.object({
-    ...base,
-    type: z.literal('tool'),
+  event('tool', {
     item: z.string(),
     toolCallId: z.string(),
     ...ToolFields,
@@ -150,9 +144,7 @@ export const TranscriptEvent = z.discriminatedUnion('type', [
     subagent: z.string().optional(),
   }),
   /** A subagent the agent started in a session of its own: a patch, as tool events are. */
-  z.object({
-    ...base,
-    type: z.literal('subagent'),
+  event('subagent', {
     item: z.string(),
     sessionId: z.string(),
     title: z.string().optional(),
@@ -160,17 +152,13 @@ export const TranscriptEvent = z.discriminatedUnion('type', [
     state: z.string().optional(),
     stopReason: z.string().optional(),
   }),
-  z.object({
-    ...base,
-    type: z.literal('permission'),
+  event('permission', {
     item: z.string(),
     toolCallId: z.string().optional(),
     ...ToolFields,
     options: z.array(z.object({ optionId: z.string(), name: z.string(), kind: z.string() })),
   }),
-  z.object({
-    ...base,
-    type: z.literal('settled'),
+  event('settled', {
     item: z.string(),
     outcome: z.enum(['selected', 'cancelled']),
     optionId: z.string().optional(),
@@ -179,9 +167,7 @@ export const TranscriptEvent = z.discriminatedUnion('type', [
     by: z.string(),
     at: z.string(),
   }),
-  z.object({
-    ...base,
-    type: z.literal('usage'),
+  event('usage', {
     used: z.number().optional(),
     size: z.number().optional(),
     cost: z.object({ amount: z.number(), currency: z.string() }).optional(),
@@ -189,18 +175,14 @@ export const TranscriptEvent = z.discriminatedUnion('type', [
     /** What started the model run this usage closes (`human`, `task-notification`, …). */
     origin: z.string().optional(),
   }),
-  z.object({
-    ...base,
-    type: z.literal('turn_end'),
+  event('turn_end', {
     stopReason: z.string().optional(),
     tokens: Tokens.optional(),
   }),
   /** Bytes left out of an item's appended output past its cap. */
-  z.object({ ...base, type: z.literal('truncated'), item: z.string(), more: z.number() }),
+  event('truncated', { item: z.string(), more: z.number() }),
   /** The session's transcript reached its cap: nothing after this is recorded. */
-  z.object({
-    ...base,
-    type: z.literal('capped'),
+  event('capped', {
     limit: z.enum(['items', 'bytes']),
     max: z.number(),
   }),

@@ -39,7 +39,7 @@ import {
 } from '@baton/transcript';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
-import type { Logger } from './logger';
+import type { Logger } from '@baton/health';
 import type { Periods } from './options';
 import { Pump, sendDroppingRefused } from './pump';
 import { resolveRecording } from './recordings';

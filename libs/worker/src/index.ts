@@ -1,9 +1,8 @@
 export {
   startWorker,
   workerOptions,
-  WORKER_SETTINGS,
-  type WorkerConfig,
   WorkerOptionsError,
   type WorkerHandle,
   type WorkerOptionsInput,
 } from './worker';
+export { WORKER_SETTINGS, type WorkerConfig } from '@baton/config';

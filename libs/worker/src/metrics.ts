@@ -1,12 +1,11 @@
-import { redisMetrics, within } from '@baton/health';
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { ServiceMetrics, within } from '@baton/health';
+import { Counter, Gauge } from 'prom-client';
 
 /** How long a scrape waits for the queue's depth before it answers with the last one. */
 const QUEUE_COUNT_WAIT_MS = 1_000;
 
 /** What a worker exposes to Prometheus. */
-export class WorkerMetrics {
-  readonly registry = new Registry();
+export class WorkerMetrics extends ServiceMetrics {
   readonly running = new Gauge({
     name: 'baton_worker_executions_running',
     help: 'Agent executions this worker hosts now',
@@ -54,11 +53,8 @@ export class WorkerMetrics {
     this.countWaiting = count;
   }
 
-  /** Redis reachability and dead letters (the store's hooks). */
-  readonly redis = redisMetrics(this.registry, 'baton_worker_');
-
   constructor(instance: string) {
+    super('baton_worker_');
     this.registry.setDefaultLabels({ instance });
-    collectDefaultMetrics({ register: this.registry, prefix: 'baton_worker_' });
   }
 }

@@ -1,29 +1,20 @@
 import {
   AgentProfile,
-  COMMON,
   WORKER,
+  WORKER_SETTINGS,
   builtinProfiles,
   metricsPortOption,
-  optionSchemas,
-  optionValues,
   parseOptions,
-  processOptionSchemas,
-  processOptionValues,
-  type ConfigOf,
+  serviceOptions,
+  type WorkerConfig,
 } from '@baton/config';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 
-/** The settings a worker process reads (the agent profiles are read apart: loadProfiles). */
-export const WORKER_SETTINGS = { ...COMMON, ...WORKER };
 type Settings = typeof WORKER_SETTINGS;
-export type WorkerConfig = ConfigOf<Settings>;
 
-/**
- * The options that are settings, by the setting each one is: the one place an option meets its
- * environment variable. Range, default and meaning are the setting's (libs/config).
- */
+/** The options that are settings, by the setting each one is. */
 const SETTING_OF = {
   concurrency: 'WORKER_CONCURRENCY',
   factBuffer: 'WORKER_FACT_BUFFER',
@@ -46,8 +37,9 @@ const PERIOD_SETTING_OF = {
   shutdown: 'WORKER_SHUTDOWN_TIMEOUT_MS',
 } as const satisfies Record<string, keyof Settings>;
 
+const OPTIONS = serviceOptions(WORKER_SETTINGS, SETTING_OF, PERIOD_SETTING_OF);
 const Periods = z.object({
-  ...optionSchemas(WORKER_SETTINGS, PERIOD_SETTING_OF),
+  ...OPTIONS.periods,
   /** Between SIGTERM and SIGKILL of an agent's process group when its execution ends. */
   killGrace: z.number().int().min(0).max(60_000).default(2_000),
 });
@@ -55,8 +47,7 @@ export type Periods = z.output<typeof Periods>;
 
 /** What `startWorker` accepts; each option that is a setting has that setting's rules. */
 export const WorkerOptions = z.object({
-  ...processOptionSchemas,
-  ...optionSchemas(WORKER_SETTINGS, SETTING_OF),
+  ...OPTIONS.schemas,
   periods: Periods.prefault({}),
   /** Folder of the recordings a `recording` agent may name (default: the bundled ones). */
   recordingsDir: WORKER.WORKER_RECORDINGS_DIR.value,
@@ -77,9 +68,7 @@ export type ResolvedOptions = z.output<typeof WorkerOptions> & {
 /** The options of a worker process from its loaded settings. */
 export function workerOptions(config: WorkerConfig) {
   return {
-    ...processOptionValues(config),
-    ...optionValues(config, SETTING_OF),
-    periods: optionValues(config, PERIOD_SETTING_OF),
+    ...OPTIONS.values(config),
     ...(config.WORKER_RECORDINGS_DIR !== undefined
       ? { recordingsDir: config.WORKER_RECORDINGS_DIR }
       : {}),

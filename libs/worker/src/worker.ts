@@ -1,6 +1,6 @@
 import { BUNDLED_RECORDINGS_DIR } from '@baton/acp';
 import { checkProfileRequest } from '@baton/config';
-import { serveHealth, within } from '@baton/health';
+import { serveHealth, serviceLogger, within, type Logger } from '@baton/health';
 import {
   EXECUTIONS_QUEUE,
   InvalidExecutionJobError,
@@ -21,16 +21,9 @@ import {
 import { UnrecoverableError, WaitingError, Worker, type ConnectionOptions } from 'bullmq';
 import { Execution } from './execution';
 import { WorkerMetrics } from './metrics';
-import { createLogger, type Logger } from './logger';
 import { resolveOptions, type WorkerOptionsInput } from './options';
 
-export {
-  WORKER_SETTINGS,
-  WorkerOptionsError,
-  workerOptions,
-  type WorkerConfig,
-  type WorkerOptionsInput,
-} from './options';
+export { WorkerOptionsError, workerOptions, type WorkerOptionsInput } from './options';
 
 export interface WorkerHandle {
   readonly instanceId: string;
@@ -57,7 +50,7 @@ export async function startWorker(
 ): Promise<WorkerHandle> {
   const { logger, ...rest } = input;
   const opts = resolveOptions(rest);
-  const log = logger ?? createLogger(opts.instanceId, opts.logLevel);
+  const log = logger ?? serviceLogger('worker', opts.instanceId, opts.logLevel);
   const target = redisTargetFromUrl(opts.redisUrl);
   const metrics = new WorkerMetrics(opts.instanceId);
   const logged = logAvailability(log);

@@ -1,8 +1,9 @@
+import { WORKER_SETTINGS } from '@baton/config';
 import {
   expectEverySettingReachesItsOptions,
   expectUnsetEnvironmentGivesDefaults,
 } from '@baton/testing';
-import { WORKER_SETTINGS, resolveOptions, workerOptions } from '../src/options';
+import { resolveOptions, workerOptions } from '../src/options';
 
 const REDIS = 'redis://127.0.0.1:1';
 

@@ -3,11 +3,13 @@ import type { FactBody, FactBodyOf } from '../facts';
 import { asId, isRecord, path, rec, str, text, type JsonRecord } from '../json';
 import {
   backgroundStarted,
+  endStatusOf,
   outputFact,
   sessionUpdate,
   toolFact,
   toolFrame,
   usageFact,
+  type EndStatus,
   type Ownership,
   type ToolFrame,
 } from './common';
@@ -70,8 +72,6 @@ interface WorkState {
   /** The only candidate of an unidentified completion: retired for display, not for admission. */
   presumed?: boolean;
 }
-
-type EndStatus = FactBodyOf<'background.ended'>['data']['status'];
 
 export interface ClaudeState {
   /** Top-level tool calls can be called foreground only when the adapter stamps lineage. */
@@ -407,19 +407,12 @@ const onTool = (
   }
 };
 
-const endStatus = (v: unknown): EndStatus | undefined => {
-  switch (v) {
-    case 'completed':
-      return 'completed';
-    case 'failed':
-      return 'failed';
-    case 'stopped':
-    case 'killed':
-      return 'stopped';
-    default:
-      return undefined;
-  }
-};
+const endStatus = endStatusOf({
+  completed: 'completed',
+  failed: 'failed',
+  stopped: 'stopped',
+  killed: 'stopped',
+});
 
 /** `_claude/sdkMessage` task messages: the only identified completion on a plain client. */
 const onSdkMessage = (acc: Acc, message: JsonRecord, at: string): void => {

@@ -1,6 +1,6 @@
-import type { FactBody, FactBodyOf } from '../facts';
+import type { FactBody } from '../facts';
 import { asId, isRecord, path, rec, text, type JsonRecord } from '../json';
-import { backgroundStarted, readUpdate, toolFact } from './common';
+import { backgroundStarted, endStatusOf, readUpdate, toolFact } from './common';
 import { baseCapabilities } from './generic';
 import type { AgentIdentity, Dialect, Step } from './types';
 
@@ -21,23 +21,13 @@ const COLLAB_TOOLS = new Set([
   'followupTask',
 ]);
 
-type EndStatus = FactBodyOf<'background.ended'>['data']['status'];
-
-const childEnd = (status: unknown): EndStatus | undefined => {
-  switch (status) {
-    case 'completed':
-      return 'completed';
-    case 'errored':
-      return 'failed';
-    case 'shutdown':
-    case 'interrupted':
-      return 'stopped';
-    case 'notFound':
-      return 'unknown';
-    default:
-      return undefined;
-  }
-};
+const childEnd = endStatusOf({
+  completed: 'completed',
+  errored: 'failed',
+  shutdown: 'stopped',
+  interrupted: 'stopped',
+  notFound: 'unknown',
+});
 
 /** An exec card (`kind: execute`) not yet completed: a command Codex is running. */
 interface OpenCommand {

@@ -130,6 +130,16 @@ export const usageFact = (update: JsonRecord): FactBodyOf<'usage.reported'> | un
 };
 
 type BackgroundStarted = FactBodyOf<'background.started'>;
+export type EndStatus = FactBodyOf<'background.ended'>['data']['status'];
+
+/**
+ * How a dialect reads the status its agent gives ended background work: `statuses` maps each of
+ * the agent's words to the end it is; any other value is no end.
+ */
+export const endStatusOf =
+  (statuses: Readonly<Record<string, EndStatus>>) =>
+  (v: unknown): EndStatus | undefined =>
+    typeof v === 'string' && Object.hasOwn(statuses, v) ? statuses[v] : undefined;
 
 /**
  * Work the agent runs in the background, from its start: `attested` when the agent vouches that

@@ -1,7 +1,7 @@
 import type { FactBody } from '../facts';
 import { asId, path, rec, str, text } from '../json';
 import { genericDialect, baseCapabilities, type GenericState } from './generic';
-import { backgroundStarted, sessionUpdate } from './common';
+import { backgroundStarted, endStatusOf, sessionUpdate } from './common';
 import type { AgentIdentity, Dialect, Step } from './types';
 
 /**
@@ -31,14 +31,7 @@ export const isQwenAgent = (agent: AgentIdentity): boolean => agent.name === 'qw
 
 const STARTED = /^Background shell (\S+) started/;
 
-const endStatus = (s: unknown): 'completed' | 'failed' | 'stopped' | undefined =>
-  s === 'completed'
-    ? 'completed'
-    : s === 'failed'
-      ? 'failed'
-      : s === 'cancelled'
-        ? 'stopped'
-        : undefined;
+const endStatus = endStatusOf({ completed: 'completed', failed: 'failed', cancelled: 'stopped' });
 
 export const qwenDialect: Dialect<QwenState> = {
   name: 'qwen',

@@ -1,11 +1,10 @@
-import { redisMetrics } from '@baton/health';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ServiceMetrics } from '@baton/health';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 export type Endpoint = 'ws' | 'ahp';
 
 /** The gateway's Prometheus metrics, in a registry of its own (several gateways may share a process). */
-export class GatewayMetrics {
-  readonly registry = new Registry();
+export class GatewayMetrics extends ServiceMetrics {
   readonly connections = new Gauge({
     name: 'baton_gateway_connections',
     help: 'Open WebSocket connections',
@@ -82,11 +81,8 @@ export class GatewayMetrics {
     this.tails = read;
   }
 
-  /** Redis reachability and dead letters (the store's hooks). */
-  readonly redis = redisMetrics(this.registry, 'baton_gateway_');
-
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'baton_gateway_' });
+    super('baton_gateway_');
   }
 }
 

@@ -99,17 +99,19 @@ const range = [
     schema: { type: 'string' },
   },
 ];
-const historyResponses = {
-  '200': {
-    description:
-      'what happened in the range, per session, from the task stream by the same fold as the ' +
-      'live view (`truncated`: a bound was reached; `trimmed`: the stream was trimmed behind ' +
-      'the range, what happened before its snapshot is gone). Each session’s `transcript`, ' +
-      'when present, is the cursor range of its transcript events in the range',
-    ...json('TaskHistory'),
-  },
+/** What a read of a task's resource answers: the resource (`name`), or why not. */
+const readResponses = (description: string, name: string) => ({
+  '200': { description, ...json(name) },
   ...errors(400, 401, 403, 404, 503),
-};
+});
+
+const historyResponses = readResponses(
+  'what happened in the range, per session, from the task stream by the same fold as the ' +
+    'live view (`truncated`: a bound was reached; `trimmed`: the stream was trimmed behind ' +
+    'the range, what happened before its snapshot is gone). Each session’s `transcript`, ' +
+    'when present, is the cursor range of its transcript events in the range',
+  'TaskHistory',
+);
 const secured = { security: [{ bearer: [] }] };
 
 function body(name: string, required = true) {
@@ -302,13 +304,7 @@ export function openApiDocument(): Record<string, unknown> {
               schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 },
             },
           ],
-          responses: {
-            '200': {
-              description: 'a page of events and the next cursor',
-              ...json('TranscriptPage'),
-            },
-            ...errors(400, 401, 403, 404, 503),
-          },
+          responses: readResponses('a page of events and the next cursor', 'TranscriptPage'),
         },
       },
       '/v1/tasks/{taskId}/sessions/{sessionId}/transcript/turns/{promptId}': {
@@ -318,10 +314,7 @@ export function openApiDocument(): Record<string, unknown> {
             'events and the items they fold to; 404 when the turn has no events',
           ...secured,
           parameters: [...session, promptId],
-          responses: {
-            '200': { description: 'the turn', ...json('TranscriptTurn') },
-            ...errors(400, 401, 403, 404, 503),
-          },
+          responses: readResponses('the turn', 'TranscriptTurn'),
         },
       },
       '/v1/tasks/{taskId}/sessions/{sessionId}/reset': {
@@ -479,10 +472,7 @@ export function openApiDocument(): Record<string, unknown> {
             '`no_worker`, and the execution ends `failed` when a worker picks it up',
           ...secured,
           parameters: [...session, executionId],
-          responses: {
-            '200': { description: 'its state', ...json('ExecutionStatus') },
-            ...errors(400, 401, 403, 404, 503),
-          },
+          responses: readResponses('its state', 'ExecutionStatus'),
         },
       },
       '/healthz': {
