@@ -27,14 +27,9 @@
   Output:
     a list with one element per entry: the new stream id, or 0 when it was a duplicate
 ]]
-local streamKey = KEYS[1]
-local dedupeKey = KEYS[2]
-local feedKey = KEYS[3]
-local liveKey = KEYS[4]
+local streamKey, dedupeKey, feedKey, liveKey = unpack(KEYS, 1, 4)
 
-local taskId = ARGV[1]
-local feedMaxLen = ARGV[2]
-local dedupeTtlMs = ARGV[3]
+local taskId, feedMaxLen, dedupeTtlMs = unpack(ARGV, 1, 3)
 local n = tonumber(ARGV[4])
 local FIRST_TRIPLE = 5
 

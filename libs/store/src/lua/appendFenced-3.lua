@@ -17,14 +17,9 @@
     the new stream ids, in order
     errors: "FENCED ..." (lease lost or epoch moved on), "CONFLICT <actual last id>"
 ]]
-local leaseKey = KEYS[1]
-local streamKey = KEYS[2]
-local feedKey = KEYS[3]
+local leaseKey, streamKey, feedKey = unpack(KEYS, 1, 3)
 
-local token = ARGV[1]
-local expectedLastId = ARGV[2]
-local taskId = ARGV[3]
-local feedMaxLen = ARGV[4]
+local token, expectedLastId, taskId, feedMaxLen = unpack(ARGV, 1, 4)
 local FIRST_ENTRY = 5
 
 --- @include "includes/fence"

@@ -38,18 +38,9 @@
     {published, last published seq, 1 if the view was stored else 0, new entry id ...}
     errors: "FENCED ...", "CONFLICT <actual last id>", "GAP <last> <seq>"
 ]]
-local leaseKey = KEYS[1]
-local streamKey = KEYS[2]
-local feedKey = KEYS[3]
-local updatesKey = KEYS[4]
-local seqsKey = KEYS[5]
-local viewsKey = KEYS[6]
+local leaseKey, streamKey, feedKey, updatesKey, seqsKey, viewsKey = unpack(KEYS, 1, 6)
 
-local token = ARGV[1]
-local taskId = ARGV[2]
-local expectedLastId = ARGV[3]
-local feedMaxLen = ARGV[4]
-local updatesMaxLen = ARGV[5]
+local token, taskId, expectedLastId, feedMaxLen, updatesMaxLen = unpack(ARGV, 1, 5)
 local n = tonumber(ARGV[6])
 local viewSeq = ARGV[7]
 local view = ARGV[8]

@@ -18,14 +18,9 @@
   Output:
     the dead-letter id, or 0 when the source entry was already recorded
 ]]
-local deadKey = KEYS[1]
-local indexKey = KEYS[2]
+local deadKey, indexKey = unpack(KEYS, 1, 2)
 
-local source = ARGV[1]
-local sourceId = ARGV[2]
-local reason = ARGV[3]
-local raw = ARGV[4]
-local maxLen = ARGV[5]
+local source, sourceId, reason, raw, maxLen = unpack(ARGV, 1, 5)
 
 local src = source .. '|' .. sourceId
 if redis.call('HSETNX', indexKey, src, 1) == 0 then return 0 end

@@ -16,12 +16,9 @@
   Output:
     the new expiry (server ms), or -1 when ARGV[3] is '1' and the lease is not held
 ]]
-local leasesKey = KEYS[1]
-local ttlsKey = KEYS[2]
+local leasesKey, ttlsKey = unpack(KEYS, 1, 2)
 
-local member = ARGV[1]
-local ttlMs = ARGV[2]
-local extendOnly = ARGV[3]
+local member, ttlMs, extendOnly = unpack(ARGV, 1, 3)
 
 if extendOnly == '1' and not redis.call('ZSCORE', leasesKey, member) then
   return -1

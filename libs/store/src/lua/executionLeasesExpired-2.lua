@@ -11,8 +11,7 @@
   Output:
     a flat list: member, expiry, ttl ('' when not recorded), member, expiry, ttl, ...
 ]]
-local leasesKey = KEYS[1]
-local ttlsKey = KEYS[2]
+local leasesKey, ttlsKey = unpack(KEYS, 1, 2)
 
 local limit = tonumber(ARGV[1])
 

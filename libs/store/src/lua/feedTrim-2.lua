@@ -18,11 +18,9 @@
     the number of notes removed
     errors: "FENCED ..."
 ]]
-local leaseKey = KEYS[1]
-local feedKey = KEYS[2]
+local leaseKey, feedKey = unpack(KEYS, 1, 2)
 
-local token = ARGV[1]
-local keepFrom = ARGV[2]
+local token, keepFrom = unpack(ARGV, 1, 2)
 
 --- @include "includes/fence"
 

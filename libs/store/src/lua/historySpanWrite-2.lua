@@ -16,12 +16,9 @@
   Output:
     1 when kept, 0 when a checkpoint of it is gone
 ]]
-local checkpointsKey = KEYS[1]
-local spansKey = KEYS[2]
+local checkpointsKey, spansKey = unpack(KEYS, 1, 2)
 
-local from = ARGV[1]
-local to = ARGV[2]
-local span = ARGV[3]
+local from, to, span = unpack(ARGV, 1, 3)
 
 -- '0-0' is the stream's start, the state every task begins in: not stored as a checkpoint.
 if (from ~= '0-0' and redis.call('HEXISTS', checkpointsKey, from) == 0)

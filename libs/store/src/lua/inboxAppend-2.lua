@@ -13,11 +13,9 @@
     the new stream ids
     errors: "FENCED ..."
 ]]
-local leaseKey = KEYS[1]
-local inboxKey = KEYS[2]
+local leaseKey, inboxKey = unpack(KEYS, 1, 2)
 
-local token = ARGV[1]
-local maxLen = ARGV[2]
+local token, maxLen = unpack(ARGV, 1, 2)
 local FIRST_MESSAGE = 3
 
 --- @include "includes/fence"

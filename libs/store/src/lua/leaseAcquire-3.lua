@@ -20,12 +20,9 @@
   Output:
     {1, epoch, expiresAt} when acquired, {0, current owner, expiresAt} when held by another
 ]]
-local leaseKey = KEYS[1]
-local epochKey = KEYS[2]
-local historyKey = KEYS[3]
+local leaseKey, epochKey, historyKey = unpack(KEYS, 1, 3)
 
-local owner = ARGV[1]
-local ttlMs = ARGV[2]
+local owner, ttlMs = unpack(ARGV, 1, 2)
 
 --- @include "includes/fence"
 

@@ -13,8 +13,7 @@
 ]]
 local leaseKey = KEYS[1]
 
-local owner = ARGV[1]
-local epoch = ARGV[2]
+local owner, epoch = unpack(ARGV, 1, 2)
 
 local cur = redis.call('HMGET', leaseKey, 'owner', 'epoch')
 if cur[1] == owner and cur[2] == epoch then

@@ -15,9 +15,7 @@
 ]]
 local leaseKey = KEYS[1]
 
-local owner = ARGV[1]
-local epoch = ARGV[2]
-local ttlMs = ARGV[3]
+local owner, epoch, ttlMs = unpack(ARGV, 1, 3)
 
 --- @include "includes/fence"
 

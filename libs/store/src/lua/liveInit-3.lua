@@ -10,9 +10,7 @@
   Output:
     1 when it was started now, 0 when it had been
 ]]
-local liveKey = KEYS[1]
-local tasksKey = KEYS[2]
-local markerKey = KEYS[3]
+local liveKey, tasksKey, markerKey = unpack(KEYS, 1, 3)
 
 if redis.call('EXISTS', markerKey) == 1 then return 0 end
 redis.call('SUNIONSTORE', liveKey, liveKey, tasksKey)

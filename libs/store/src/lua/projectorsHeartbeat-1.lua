@@ -14,8 +14,7 @@
 ]]
 local instancesKey = KEYS[1]
 
-local instance = ARGV[1]
-local ttlMs = ARGV[2]
+local instance, ttlMs = unpack(ARGV, 1, 2)
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -28,13 +28,9 @@
     else 0}, or {0, last published seq, seq} when its updates would leave a gap after that seq
     errors: "FENCED ..."
 ]]
-local leaseKey = KEYS[1]
-local updatesKey = KEYS[2]
-local seqsKey = KEYS[3]
-local viewsKey = KEYS[4]
+local leaseKey, updatesKey, seqsKey, viewsKey = unpack(KEYS, 1, 4)
 
-local token = ARGV[1]
-local updatesMaxLen = ARGV[2]
+local token, updatesMaxLen = unpack(ARGV, 1, 2)
 local m = tonumber(ARGV[3])
 local FIRST_STEP = 4
 

@@ -29,15 +29,9 @@
             at an entry the stream does not hold is replaced),
             "BEHIND <last id>" when the stream's last entry is before the id
 ]]
-local leaseKey = KEYS[1]
-local snapshotKey = KEYS[2]
-local checkpointsKey = KEYS[3]
-local streamKey = KEYS[4]
+local leaseKey, snapshotKey, checkpointsKey, streamKey = unpack(KEYS, 1, 4)
 
-local token = ARGV[1]
-local id = ARGV[2]
-local state = ARGV[3]
-local checkpointEveryMs = ARGV[4]
+local token, id, state, checkpointEveryMs = unpack(ARGV, 1, 4)
 
 --- @include "includes/fence"
 

@@ -27,16 +27,9 @@
     1 when put away, 0 when Redis does not hold the task as folded (it stays listed)
     errors: "FENCED ..."
 ]]
-local leaseKey = KEYS[1]
-local liveKey = KEYS[2]
-local trimsKey = KEYS[3]
-local streamKey = KEYS[4]
-local snapshotKey = KEYS[5]
+local leaseKey, liveKey, trimsKey, streamKey, snapshotKey = unpack(KEYS, 1, 5)
 
-local token = ARGV[1]
-local taskId = ARGV[2]
-local foldedId = ARGV[3]
-local trimDue = ARGV[4]
+local token, taskId, foldedId, trimDue = unpack(ARGV, 1, 4)
 
 --- @include "includes/fence"
 

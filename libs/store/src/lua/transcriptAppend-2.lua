@@ -21,8 +21,7 @@
 ]]
 --- @include "includes/retention"
 
-local streamKey = KEYS[1]
-local compactedKey = KEYS[2]
+local streamKey, compactedKey = unpack(KEYS, 1, 2)
 
 local maxLen = tonumber(ARGV[1])
 local retainMs = tonumber(ARGV[2])

@@ -30,11 +30,9 @@
 ]]
 --- @include "includes/retention"
 
-local streamKey = KEYS[1]
-local compactedKey = KEYS[2]
+local streamKey, compactedKey = unpack(KEYS, 1, 2)
 
-local first = ARGV[1]
-local last = ARGV[2]
+local first, last = unpack(ARGV, 1, 2)
 local retainMs = tonumber(ARGV[3])
 local chunk = ARGV[4]
 

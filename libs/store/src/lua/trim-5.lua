@@ -23,15 +23,9 @@
     the number of entries removed
     errors: "FENCED ..."
 ]]
-local leaseKey = KEYS[1]
-local snapshotKey = KEYS[2]
-local streamKey = KEYS[3]
-local checkpointsKey = KEYS[4]
-local spansKey = KEYS[5]
+local leaseKey, snapshotKey, streamKey, checkpointsKey, spansKey = unpack(KEYS, 1, 5)
 
-local token = ARGV[1]
-local retainMs = ARGV[2]
-local hotMs = ARGV[3]
+local token, retainMs, hotMs = unpack(ARGV, 1, 3)
 
 --- @include "includes/fence"
 --- @include "includes/trim"

@@ -20,16 +20,9 @@
     the number of entries removed, or -1 when the task's trim is not due (or not scheduled)
     errors: "FENCED ..."
 ]]
-local leaseKey = KEYS[1]
-local trimsKey = KEYS[2]
-local snapshotKey = KEYS[3]
-local streamKey = KEYS[4]
-local checkpointsKey = KEYS[5]
-local spansKey = KEYS[6]
+local leaseKey, trimsKey, snapshotKey, streamKey, checkpointsKey, spansKey = unpack(KEYS, 1, 6)
 
-local token = ARGV[1]
-local taskId = ARGV[2]
-local retainMs = ARGV[3]
+local token, taskId, retainMs = unpack(ARGV, 1, 3)
 
 --- @include "includes/fence"
 --- @include "includes/trim"
