@@ -1,4 +1,4 @@
-// Issue 18, agents in the image: deploy/Dockerfile's `worker` target carries the agents a worker
+// Agents in the image: deploy/Dockerfile's `worker` target carries the agents a worker
 // hosts, at the versions Baton is tested against, with an init process; the compose worker uses
 // it; the profiles every role reads name them and pass each its credentials only. (No Docker
 // daemon in CI: the image is not built here. test/compose.spec.ts runs the runtime stage's files.)

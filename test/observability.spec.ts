@@ -14,7 +14,7 @@ import {
 import { parse as parseYaml } from 'yaml';
 
 /**
- * Issue 34: the alert rules (deploy/prometheus/alerts.yml) and the dashboard
+ * The alert rules (deploy/prometheus/alerts.yml) and the dashboard
  * (deploy/grafana/baton.json) read metrics the services really expose. A real gateway, projector
  * and worker are scraped; every expression must parse as PromQL and name only metrics one of them
  * serves. The metrics the rules were written for move as they claim: sessions by state and

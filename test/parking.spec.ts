@@ -1,4 +1,4 @@
-// Issue 18, capacity: an execution whose session is idle is parked (the worker closes the agent
+// Capacity: an execution whose session is idle is parked (the worker closes the agent
 // cleanly and frees its slot, the ACP session id is kept), and the next prompt — or an explicit
 // resume — starts a new execution that loads that session. Every part a real process:
 // redis-server, a projector with a short park period, a worker with ONE slot, a gateway.
@@ -165,7 +165,7 @@ it('an explicit resume loads the parked ACP session (session/load) when the agen
 });
 
 it('work that is only possibly finished neither headlines background nor holds parking; the park retires it', async () => {
-  // Issue 30: claude-monitor-plain, a real plain-client recording: a Monitor whose every
+  // claude-monitor-plain, a real plain-client recording: a Monitor whose every
   // task-notification cycle may be an event, so it stays listed, possibly finished, for the
   // rest of the execution.
   const { client, s, views } = await stack.watch('t-maybe');

@@ -1,4 +1,4 @@
-// Issue 18, permissions answered by people, with every part a real process: redis-server, a
+// Permissions answered by people, with every part a real process: redis-server, a
 // projector (whose clock denies a request nobody answers), a worker hosting a replay agent that
 // asks permission mid-turn (libs/acp/fixtures/generic-turn.jsonl, under the default `ask` policy),
 // a gateway; clients answer over the CLI, WebSocket (@baton/client) and REST.
@@ -64,7 +64,7 @@ it('a person answers over the CLI; a second answer (WS, REST) is refused and cha
     message: 'the agent asks permission: Edit src/a.ts',
   });
   expect(s().activity.state).toBe('running');
-  // Issue 30: the headline says it waits for you, not that the agent generates.
+  // The headline says it waits for you, not that the agent generates.
   expect(s().activity).toMatchObject({ foregroundActivity: null, waitingForPerson: true });
   expect(sub.view!.activity.foregroundActivity).toBeNull();
   expect(s().permissions).toEqual([

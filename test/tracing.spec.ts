@@ -14,7 +14,7 @@ import {
 import { taskKey, type TaskView } from '@baton/protocol';
 
 /**
- * Issue 34: one trace per prompt across processes. A real gateway, projector and worker export to
+ * One trace per prompt across processes. A real gateway, projector and worker export to
  * an OTLP/HTTP receiver inside the test; a prompt to a replayed agent must show as one connected
  * trace — the gateway's request and submit, the owner's decision and dispatch, the worker's turn
  * with its milestones — and still so when the owner that decides is not the one that was running

@@ -18,7 +18,7 @@ import {
 } from './support';
 
 /**
- * Issue 31, item 3: a Cluster of three masters without replicas, one of them killed (SIGKILL) for
+ * A Cluster of three masters without replicas, one of them killed (SIGKILL) for
  * longer than the cluster's node timeout (so the others mark it failed, as in production). Only
  * that master's shards may be affected. The master killed holds the projectors' heartbeat key and
  * the tenant's task list, the keys every shard's work would otherwise lean on.

@@ -2,10 +2,11 @@ import { token, waitFor } from '@baton/testing';
 import { LEASE_MS, clusterWithProjectors, leasesLostIn, type ClusterBaton } from './support';
 
 /**
- * Issue 17, item 2: on a Redis Cluster, losing one master costs only the shards that live on it.
+ * On a Redis Cluster, losing one master costs only the shards that live on it.
  * Three masters (`cluster-require-full-coverage no`, so the others keep serving their slots), a
  * real projector and a real gateway. The master killed is the one holding the projectors'
- * heartbeat key (the key every ownership round used to start with), the worst one to lose.
+ * heartbeat key (every ownership round writes it: a round that waited on it would stall every
+ * shard), the worst one to lose.
  * What must survive: tasks on the two live masters keep deciding and publishing (a prompt is
  * answered with its decision, which the gateway learns from the published update), and their
  * shards' leases are never dropped; the dead master's tasks answer `unavailable`, quickly; once

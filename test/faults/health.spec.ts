@@ -9,7 +9,7 @@ import {
 } from '@baton/testing';
 
 /**
- * Issue 19: /healthz tells the truth. A real projector process and a real worker process answer
+ * /healthz tells the truth. A real projector process and a real worker process answer
  * 200 while Redis answers them, 503 with the reason while it is killed or paused (SIGSTOP: it
  * keeps its connections and answers nothing), and 200 again once it is back.
  */

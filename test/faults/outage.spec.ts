@@ -17,7 +17,7 @@ import {
 } from '@baton/testing';
 
 /**
- * Issue 17, item 1: a Redis outage longer than the execution lease. Redis (AOF, fsync always) is
+ * A Redis outage longer than the execution lease. Redis (AOF, fsync always) is
  * killed with SIGKILL and restarted on the same port and data dir while 4 agents are mid-turn;
  * a projector process owns the tasks and a worker process hosts the agents, both real. Nobody
  * could renew or check a lease during the outage, so nothing may be declared lost for it: the

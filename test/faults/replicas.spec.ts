@@ -4,7 +4,7 @@ import { readAll, token, waitFor } from '@baton/testing';
 import { LEASE_MS, clusterWithProjectors, type ClusterBaton } from './support';
 
 /**
- * Issue 17, item 3: a Cluster of 3 masters, each with 2 replicas, loses a master under load. A
+ * A Cluster of 3 masters, each with 2 replicas, loses a master under load. A
  * replica is promoted by the cluster (the other one follows it) and Baton resumes on it by itself
  * (no process restarted, nothing done by hand). Replication is asynchronous, so the gateway
  * acknowledges a client's command only once a replica has it (GATEWAY_ACK_REPLICAS=1, Redis

@@ -12,7 +12,7 @@ import {
 } from '@baton/testing';
 
 /**
- * Issue 17, items 4 and 5: no client request blocks for the length of an outage, and what it is
+ * No client request blocks for the length of an outage, and what it is
  * told is the truth. A real gateway reaches Redis through a link the test can stall (a network
  * that stops answering: no error, only silence) or that loses Redis altogether (killed with
  * SIGKILL). While the fault holds, every request — prompts over REST and WebSocket, a view read —

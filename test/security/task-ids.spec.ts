@@ -1,4 +1,4 @@
-// Attacks on task ids (issue 13): probing an id tells nothing (a task of another tenant and a
+// Attacks on task ids: probing an id tells nothing (a task of another tenant and a
 // task nobody has answer with the same bytes on /ws, /ahp, REST and the CLI), reading never
 // claims (no squatting by subscribing), and two tenants with one task id have two tasks.
 import { executionQueue } from '@baton/jobs';

@@ -56,7 +56,7 @@ describe('the tri-state indicator', () => {
     expect(sessionIndicator(session()).activity).toBe('idle');
   });
 
-  it('does not call work busy that is only possibly finished (issue 30)', () => {
+  it('does not call work busy that is only possibly finished', () => {
     const maybe = { ...shell, possiblyFinished: true as const };
     expect(sessionIndicator(session({}, [maybe])).activity).toBe('idle');
     expect(sessionIndicator(session({}, [maybe, { ...shell, id: 'shell:2' }])).activity).toBe(
@@ -72,7 +72,7 @@ describe('the tri-state indicator', () => {
     expect(taskIndicator(view).activity).toBe('idle');
   });
 
-  it('says "waits for you", not a spinner, while the agent waits for a person (issue 30)', () => {
+  it('says "waits for you", not a spinner, while the agent waits for a person', () => {
     const waiting = session({ state: 'running', waitingForPerson: true }, [shell]);
     expect(sessionIndicator(waiting).activity).toBe('waiting');
     expect(sessionIndicator(waiting).text).toBe('waits for you');

@@ -527,7 +527,7 @@ describe('the live activity page in a browser', () => {
       .filter({ hasText: 'Needs you: the agent asks permission: Edit src/a.ts' })
       .waitFor();
     await row('t3', 's1').locator('.session-needs').filter({ hasText: 'needs you' }).waitFor();
-    // The headline says it waits for you, not a spinner (issue 30).
+    // The headline says it waits for you, not a spinner.
     await indicator(row('t3', 's1'), 'Waits for you').waitFor();
     await page
       .locator('[data-task="t3"] .task-needs')

@@ -146,8 +146,8 @@ describe('claude-agent-acp 0.101.0, every client profile × scenario (real recor
       // A session whose turn ended is promptable, whatever work is (possibly) still shown.
       const s = run.o.session(SESSION);
       if (s.turn === null) expect(admissionGate(s, 'human')).toEqual({ open: true, mode: 'turn' });
-      // Issue 30: with every listed item possibly finished, nothing is known to run: the
-      // headline no longer says background, and the idle bound may park the session.
+      // With every listed item possibly finished, nothing is known to run: the headline does
+      // not say background, and the idle bound may park the session.
       if (s.turn === null && !s.generating) {
         expect(sessionActivity(s).foregroundActivity).toBeNull();
         const x = s.execution!;

@@ -92,7 +92,7 @@ describe('codex-acp 0.16.0 (real recordings) through the codex dialect and fold/
       expect(steps.every((s) => s.subagents === 0)).toBe(true);
       // A command left running past its turn is listed, possibly finished: Codex never says
       // when it ends, so nothing is known to run and the headline does not claim background
-      // work (issue 30); the session waits for input either way.
+      // work; the session waits for input either way.
       expect(steps.at(-1)).toMatchObject({ state: 'waiting_for_input', foreground: null });
       const shown = sessionView(o.session(SESSION)).backgroundWork;
       if (long) {

@@ -10,7 +10,7 @@ import {
 } from '../src';
 import { CLAUDE_CAPS, GENERIC_CAPS, Owner, startedSession, runningSession } from '@baton/testing';
 
-// Each case of issue 14 that used to strand a session or stay silent, as a named example. The
+// Each case that could strand a session or leave it silent, as a named example. The
 // property over generated histories (properties.spec.ts, "liveness") proves the general claim.
 
 const outcomes = (o: Owner, promptId: string) => o.decisionsFor(promptId);

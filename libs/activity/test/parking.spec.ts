@@ -1,7 +1,7 @@
 import { decide, parkable, parkedView, sessionView } from '../src';
 import { CLAUDE_CAPS, Owner } from '@baton/testing';
 
-/** Issue 18: an idle session's execution is parked (its ACP session kept) to free a worker slot. */
+/** An idle session's execution is parked (its ACP session kept) to free a worker slot. */
 function idle() {
   const o = new Owner();
   const x = o.execution('s1', 'e1', 1);

@@ -15,7 +15,7 @@ import {
   runningSession,
 } from '@baton/testing';
 
-/** Issue 18: permission requests are the user's. */
+/** A session whose agent asks permission: permission requests are the user's to answer. */
 function asking(policy: 'ask' | 'allow-once' | 'deny' = 'ask') {
   const { o, x, p } = runningSession(CLAUDE_CAPS, 'a');
   x.fact('permission.requested', {
@@ -194,7 +194,7 @@ describe('permission requests', () => {
   });
 });
 
-describe('the headline while the agent waits for a person (issue 30)', () => {
+describe('the headline while the agent waits for a person', () => {
   const lastActivity = (o: Owner) => {
     const u = o.updates.filter((x) => x.type === 'session.activity').at(-1);
     return u?.type === 'session.activity' ? u.data : undefined;

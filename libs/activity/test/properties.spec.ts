@@ -156,11 +156,11 @@ const action = fc.oneof(
   }),
 );
 /**
- * Issue 18's actions, mixed into the others in a scenario of their own (`permissionScenario`), so
- * that the distribution the earlier properties were tuned on stays as it was.
+ * The permission actions, mixed into the others in a scenario of their own (`permissionScenario`),
+ * so that they leave alone the distribution the other properties were tuned on.
  */
 const permissionAction = fc.oneof(
-  // Issue 18: the agent asks permission (under `ask`, or a policy the worker answers at once); a
+  // Permissions: the agent asks permission (under `ask`, or a policy the worker answers at once); a
   // person answers (sometimes a request already answered, or an option never offered); the
   // owner's timeout denies; the worker hands the owner's answer to the agent.
   stepKind(2, 'permAsk', {
@@ -314,7 +314,7 @@ export function run(
         break;
       case 'bgEnd': {
         if (gen === 0) break;
-        // Issue 30: without identity, half the time a plain client's "some work finished" that
+        // Work without identity: half the time a plain client's "some work finished" that
         // names the registrations it could be — all of them, or one that it may not be at all
         // (a Monitor event). Drawn from `n`, so the histories the other properties were tuned
         // on keep their shape.

@@ -211,7 +211,7 @@ describe('background work', () => {
       expect(activity(o).foregroundActivity).toBeNull();
     });
 
-    it('once every listed item is possibly finished the headline stops saying background, admission is as strict, and the idle bound parks the session, retiring them (issue 30)', () => {
+    it('once every listed item is possibly finished the headline stops saying background, admission is as strict, and the idle bound parks the session, retiring them', () => {
       const { o, x } = plain();
       x.fact('agent.session', { acpSessionId: 'acp-1', loadable: true, loaded: false });
       x.shell('shell:1', false, 't1');

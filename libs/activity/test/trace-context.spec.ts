@@ -3,9 +3,10 @@ import { Owner } from '@baton/testing';
 import { outbox, snapshotOf, stateFromSnapshot } from '../src';
 
 /**
- * A prompt's trace context (issue 34) is data the core carries, not a decision it makes: what
- * the submit entry brought is what its delivery says, through a queue and a snapshot reload (a
- * new owner after a failover), and nothing is made up where the entry had none.
+ * A prompt's trace context (one trace per prompt, across processes) is data the core carries,
+ * not a decision it makes: what the submit entry brought is what its delivery says, through a
+ * queue and a snapshot reload (a new owner after a failover), and nothing is made up where the
+ * entry had none.
  */
 
 const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';

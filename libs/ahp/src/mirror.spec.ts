@@ -325,7 +325,7 @@ describe('Baton view → AHP chat actions (pure mapping)', () => {
     expect(m.ahp.turns.map((t) => [t.state, t.duration])).toEqual([['complete', 2000]]);
   });
 
-  it('a chat whose agent waits for a person is InputNeeded in the catalog, in a turn or outside one (issue 30)', () => {
+  it('a chat whose agent waits for a person is InputNeeded in the catalog, in a turn or outside one', () => {
     const request = {
       requestId: 'r1',
       options: [{ optionId: 'allow', name: 'Allow', kind: 'allow_once' as const }],

@@ -31,7 +31,7 @@ describe('the board', () => {
     expect(boardGroupOf(view('a', {}, 'waiting'))).toBe('idle');
   });
 
-  it('work that is only possibly finished is not "background" (issue 30)', () => {
+  it('work that is only possibly finished is not "background"', () => {
     const withWork = (possiblyFinished: boolean) => {
       const v = view('a');
       const work = { kind: 'shell', id: 'w', label: 'w', command: 'make', startedAt: 'x' };

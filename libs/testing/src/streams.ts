@@ -65,7 +65,8 @@ const step = fc.record({
     stepKind(1, 'reset'),
     stepKind(3, 'watchdog'),
     stepKind(1, 'delete', { rare: fc.nat(6) }),
-    // Issue 14's lifecycle: timers, an operator, execution requests, and the task's status.
+    // Liveness (no session stranded): timers, an operator, execution requests, and the task's
+    // status.
     stepKind(2, 'lifecycle', {
       op: fc.constantFrom(
         'cancelGrace',
@@ -78,7 +79,7 @@ const step = fc.record({
         'deleteTask',
       ),
     }),
-    // Issue 18: the agent asks permission; a person answers, the timeout denies, the worker
+    // Permissions: the agent asks permission; a person answers, the timeout denies, the worker
     // hands the answer over.
     stepKind(2, 'permission', {
       n: fc.nat(2),

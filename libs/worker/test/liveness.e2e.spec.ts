@@ -19,9 +19,10 @@ import {
 } from '@baton/testing';
 
 /**
- * Issue 14's stranded sessions, with every part real: a projector process owns the tasks and its
- * clocks bound every wait, a worker process hosts agents that misbehave on purpose (they take a
- * prompt and never answer it, and ignore session/cancel), and a gateway double writes commands.
+ * The ways a session could be stranded, with every part real: a projector process owns the tasks
+ * and its clocks bound every wait, a worker process hosts agents that misbehave on purpose (they
+ * take a prompt and never answer it, and ignore session/cancel), and a gateway double writes
+ * commands.
  * What must survive: no session stays running; each prompt's outcome says what happened; the
  * agent's whole process group is gone once the owner stopped its execution.
  */

@@ -65,7 +65,7 @@ type Ref = ReturnType<typeof newRef>;
 /** The profiles these workers run: replays, and commands that misbehave on purpose. */
 const PROFILES: Record<string, AgentProfileInput> = {
   // The default `ask` would wait for a person at generic-turn's permission request; these tests
-  // are about hosting (issue 18's e2e, test/permissions.spec.ts, answers it).
+  // are about hosting (test/permissions.spec.ts, end to end, covers permissions).
   replay: { kind: 'replay', permissionPolicy: 'deny' },
   'replay-raw': {
     kind: 'replay',
@@ -185,7 +185,8 @@ describe('one worker process', () => {
     const facts = factsOf(entries, ref.executionId);
     const [first, ...all] = facts;
     const last = all.pop();
-    // The worker's own report of the ACP session (issue 18), once; the rest is the dialect's.
+    // The worker's own report of the ACP session (what parking resumes), once; the rest is the
+    // dialect's.
     expect(all.filter((f) => f.type === 'agent.session')).toHaveLength(1);
     const rest = all.filter((f) => f.type !== 'agent.session');
     expect(first).toMatchObject({

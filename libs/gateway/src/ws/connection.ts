@@ -39,8 +39,8 @@ export interface SocketEvents {
  * The gateway's WebSocket, which ws makes for each upgrade (its `WebSocket` option). It holds its
  * connection and its tenant place, and hands ws's events to its adapter's functions, shared by
  * every socket, instead of listeners: an emitter's listeners live in a dictionary of each socket
- * (~100 bytes for four), and a WeakMap from socket to connection cost an entry more (issue 28:
- * an idle connection's heap). Events of a socket with no connection yet go to listeners as usual.
+ * (~100 bytes for four), and a WeakMap from socket to connection would cost an entry more: both
+ * on an idle connection's heap. Events of a socket with no connection yet go to listeners as usual.
  */
 export class GatewaySocket extends WebSocket {
   connection: Connection | undefined;

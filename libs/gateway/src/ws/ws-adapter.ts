@@ -85,10 +85,10 @@ export class BatonWsAdapter implements WebSocketAdapter<Endpoint, Endpoint> {
   /**
    * The tenant whose connection place each admitted TCP socket holds until its handshake is done
    * (its WebSocket holds it then, and gives it back at its close), given back if the socket closes
-   * first: a listener on the socket's `close` for the connection's life, its third after Nest's
-   * and ws's, grew Node's listener array by ~150 bytes (issue 28). With the socket events below,
-   * one function for every socket: a closure per connection would keep its context for the
-   * connection's life (issue 20: an idle connection's heap).
+   * first, through the socket events below: a listener on the socket's `close` for the
+   * connection's life, its third after Nest's and ws's, would grow Node's listener array by ~150
+   * bytes. One function serves every socket: a closure per connection would keep its context for
+   * the connection's life. Both would weigh on an idle connection's heap.
    */
   private readonly places = new WeakMap<Duplex, string>();
   private readonly releasePlace: (socket: Duplex) => void;
