@@ -1,5 +1,6 @@
 import { builtinProfiles } from '@baton/config';
 import { serviceLogger } from '@baton/health';
+import { quietDuringOutages } from '@baton/store';
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
@@ -91,7 +92,9 @@ export function resolveOptions(o: GatewayOptions): ResolvedOptions {
  */
 export async function startGateway(options: GatewayOptions): Promise<GatewayHandle> {
   const opts = resolveOptions(options);
-  const log = serviceLogger('gateway', opts.instanceId, opts.logLevel);
+  const log = serviceLogger('gateway', opts.instanceId, opts.logLevel, {
+    logMethod: quietDuringOutages,
+  });
   const metrics = new GatewayMetrics();
   const nestLogger = new NestPinoLogger(log);
   const app = await NestFactory.create<NestExpressApplication>(

@@ -3,6 +3,7 @@ import {
   maxId,
   EventStore,
   logAvailability,
+  quietDuringOutages,
   redisTargetFromUrl,
   type FencedError,
   type Lease,
@@ -82,7 +83,10 @@ class Projector implements ShardHost {
     this.periods = opts.periods;
     this.limits = opts.limits;
     // Synchronous: a lease change is on record before anything is written under it.
-    this.log = serviceLogger('projector', opts.instanceId, opts.logLevel, { sync: true });
+    this.log = serviceLogger('projector', opts.instanceId, opts.logLevel, {
+      sync: true,
+      logMethod: quietDuringOutages,
+    });
     this.metrics = new Metrics(() => [...this.runners.values()].map((r) => r.stats()));
     const logged = logAvailability(this.log);
     this.store = EventStore.connect(

@@ -16,6 +16,7 @@ import {
   connectRedis,
   isUnavailableError,
   logAvailability,
+  quietDuringOutages,
   redisTargetFromUrl,
 } from '@baton/store';
 import { UnrecoverableError, WaitingError, Worker, type ConnectionOptions } from 'bullmq';
@@ -50,7 +51,11 @@ export async function startWorker(
 ): Promise<WorkerHandle> {
   const { logger, ...rest } = input;
   const opts = resolveOptions(rest);
-  const log = logger ?? serviceLogger('worker', opts.instanceId, opts.logLevel);
+  const log =
+    logger ??
+    serviceLogger('worker', opts.instanceId, opts.logLevel, {
+      logMethod: quietDuringOutages,
+    });
   const target = redisTargetFromUrl(opts.redisUrl);
   const metrics = new WorkerMetrics(opts.instanceId);
   const logged = logAvailability(log);
