@@ -1,6 +1,7 @@
 import { compactTranscript, TranscriptEvent, type CompactedEvent } from '@baton/transcript';
 import { promisify } from 'node:util';
 import { deflate, inflate } from 'node:zlib';
+import { idTime } from '../ids';
 import { InvalidEntryError } from '../errors';
 import { zodReason } from '../stored';
 import { field, Refused, type Decode, type Fields, type Page, type StoreContext } from './shared';
@@ -285,8 +286,8 @@ export class Transcripts {
     let cursor = after;
     for (;;) {
       const page = await this.pageAcross(taskId, cursor, count, decodeLive, fromChunk);
-      yield { items: page.items.filter((e) => msOf(e.id) <= untilMs), lastId: page.lastId };
-      if (page.lastId === cursor || msOf(page.lastId) > untilMs) return;
+      yield { items: page.items.filter((e) => idTime(e.id) <= untilMs), lastId: page.lastId };
+      if (page.lastId === cursor || idTime(page.lastId) > untilMs) return;
       cursor = page.lastId;
     }
   }
@@ -315,8 +316,6 @@ export class Transcripts {
     return chunk;
   }
 }
-
-const msOf = (id: string): number => Number(id.slice(0, id.indexOf('-')));
 
 const rowOf = (e: CompactedEvent): ChunkRow =>
   e.lastId === e.id
