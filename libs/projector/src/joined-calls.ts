@@ -3,7 +3,8 @@
  * {@link JoinedCalls.call}, and once the turn is over (setImmediate: the replies that came back
  * together, and what their tasks did with them, are through) the calls go out in batches of at
  * most `most` tasks, each task once per batch (a task has one step in flight; were it here twice,
- * the second call waits for the next batch, which keeps their order). A batch's answer holds one
+ * the second call waits for the next batch: batches go out in order on one connection, so Redis
+ * runs a task's calls in the order they were made). A batch's answer holds one
  * reply per call, an Error for a call that failed alone; a batch that fails fails every call in it.
  */
 export class JoinedCalls<I extends { readonly taskId: string }, R> {

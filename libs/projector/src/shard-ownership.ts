@@ -70,9 +70,9 @@ export class ShardOwnership {
   private async balance(): Promise<void> {
     const bound = this.ttlMs / 2;
     const [beat, ...reads] = await Promise.allSettled([
-      within(this.store.projectors.heartbeat(this.instanceId, this.ttlMs), bound),
+      answerWithin(this.store.projectors.heartbeat(this.instanceId, this.ttlMs), bound),
       ...Array.from({ length: this.store.keys.shards }, (_, s) =>
-        within(this.store.leases.read(s), bound),
+        answerWithin(this.store.leases.read(s), bound),
       ),
     ]);
     const unreadable = new Set<number>();
@@ -109,7 +109,7 @@ export class ShardOwnership {
     const acquire = p.acquire.filter((s) => !unreadable.has(s));
     const results = await Promise.allSettled(
       acquire.map((shard) =>
-        within(this.store.leases.acquire(shard, this.instanceId, this.ttlMs), bound),
+        answerWithin(this.store.leases.acquire(shard, this.instanceId, this.ttlMs), bound),
       ),
     );
     for (const [i, settled] of results.entries()) {
@@ -226,7 +226,7 @@ export class ShardOwnership {
 }
 
 /** `p`, or a rejection once `ms` have passed without its answer (it may still land later). */
-function within<T>(p: Promise<T>, ms: number): Promise<T> {
+function answerWithin<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
     p,
