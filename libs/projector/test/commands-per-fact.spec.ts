@@ -5,7 +5,8 @@
 import type { EventStore } from '@baton/store';
 import type { ProjectorHandle } from '../src/projector';
 import { TaskPlayer, UpdatePredictor } from '../../../bench/replay-facts';
-import { freshPrefix, metricSum, redisForFile, waitFor } from './support';
+import { waitFor } from '@baton/testing';
+import { freshPrefix, metricSum, redisForFile } from './support';
 
 jest.setTimeout(120_000);
 
@@ -73,7 +74,7 @@ it(`costs at most ${MAX_COMMANDS_PER_FACT} Redis commands per fact, each fact it
     );
   const published_ = async () => {
     const want = expected;
-    await waitFor(`${want} updates published`, async () => (await published()) >= want, 30_000, 5);
+    await waitFor(async () => (await published()) >= want, `${want} updates published`, 30_000);
   };
   // Warm-up: every task loaded, its executions started.
   for (let r = 0; r < 10; r++) await round();

@@ -3,6 +3,7 @@
 // submission (stream) order. Coarse: none while the turn runs; then one at a time as turns end.
 import type { EntryOf } from '@baton/protocol';
 import type { EventStore, StoredEntry, StoredInboxMessage } from '@baton/store';
+import { waitFor } from '@baton/testing';
 import {
   CLAUDE_CAPS,
   GENERIC_CAPS,
@@ -13,7 +14,6 @@ import {
   readStream,
   redisForFile,
   sameJson,
-  waitFor,
   type CommandType,
   type Data,
   type FactType,
@@ -31,8 +31,8 @@ beforeAll(async () => {
   store = redis.store(prefix, SHARDS);
   redis.spawn({ prefix, shards: SHARDS, id: 'ds-p' });
   await waitFor(
-    'the projector owns every shard',
     async () => (await store.leases.list()).length === SHARDS,
+    'the projector owns every shard',
   );
 });
 
@@ -95,10 +95,9 @@ class Session {
   async nextDelivery() {
     let got: StoredInboxMessage[] = [];
     await waitFor(
-      `a delivery on ${this.taskId}`,
       async () => (got = await this.inbox()).length > 0,
+      `a delivery on ${this.taskId}`,
       30_000,
-      20,
     );
     expect(got).toHaveLength(1);
     const m = got[0]!.message;
@@ -135,8 +134,8 @@ function submitOrder(entries: StoredEntry[], promptIds: readonly string[]): stri
 async function burstAnswered(s: Session) {
   const burst = await s.submitConcurrently();
   await waitFor(
-    'every prompt of the burst answered',
     async () => decisions(await s.stream(), burst).length === N,
+    'every prompt of the burst answered',
   );
   const entries = await s.stream();
   return { order: submitOrder(entries, burst), answers: decisions(entries, burst) };
@@ -166,10 +165,10 @@ it('handoff: 50 concurrent prompts to a session idle in the foreground with atte
     },
   });
   await s.fact('foreground.idle', { origin: 'human', admissionGeneration: 1 });
-  await waitFor('the view shows the session in the background', async () => {
+  await waitFor(async () => {
     const v = await store.views.read(s.taskId);
     return v?.sessions[0]?.activity.foregroundActivity === 'background';
-  });
+  }, 'the view shows the session in the background');
 
   const { order, answers } = await burstAnswered(s);
   const admitted = answers.filter((e) => e.type === 'prompt.admitted');
@@ -189,10 +188,10 @@ it('handoff: 50 concurrent prompts to a session idle in the foreground with atte
   expect(handed).toMatchObject({ promptId: order[0], mode: 'handoff', admissionGeneration: 2 });
   await new Promise((r) => setTimeout(r, 300));
   expect(await s.inbox()).toEqual([]);
-  await waitFor('the view shows the queue in submission order', async () => {
+  await waitFor(async () => {
     const v = await store.views.read(s.taskId);
     return sameJson(v, foldAll(s.taskId, await s.stream()).view);
-  });
+  }, 'the view shows the queue in submission order');
   const view = await store.views.read(s.taskId);
   expect(view!.sessions[0]!.queue.entries.map((q) => q.promptId)).toEqual(order.slice(1));
 });
@@ -231,8 +230,10 @@ it('coarse: 50 concurrent prompts while a turn runs — none admitted, all queue
       running = e.data.admissionGeneration;
     } else if (e.type === 'turn.ended' && e.data.admissionGeneration === running) running = null;
   }
-  await waitFor('the final view equals the fold', async () =>
-    sameJson(await store.views.read(s.taskId), foldAll(s.taskId, await s.stream()).view),
+  await waitFor(
+    async () =>
+      sameJson(await store.views.read(s.taskId), foldAll(s.taskId, await s.stream()).view),
+    'the final view equals the fold',
   );
   const view = await store.views.read(s.taskId);
   expect(view!.sessions[0]!.queue.entries).toEqual([]);

@@ -4,6 +4,7 @@
 import { stateFromSnapshot } from '@baton/activity';
 import { compareIds, type EventStore } from '@baton/store';
 import { startProjector, type ProjectorHandle, type ProjectorOptions } from '../src/projector';
+import { waitFor } from '@baton/testing';
 import {
   GENERIC_CAPS,
   Task,
@@ -12,7 +13,6 @@ import {
   metricSum,
   freshPrefix,
   redisForFile,
-  waitFor,
 } from './support';
 
 jest.setTimeout(60_000);
@@ -52,7 +52,7 @@ it('puts a quiet task at rest away after a snapshot, and loads it again on its n
   const { store, p } = await setup();
   const t = new Task(store, 'short');
   await t.runOneTurn('a');
-  await waitFor('the task put away', () => !held(p, 'short'));
+  await waitFor(() => !held(p, 'short'), 'the task put away');
   expect(await metric(p, 'baton_projector_tasks_evicted_total')).toBe(1);
   expect(await metric(p, 'baton_projector_tasks_held')).toBe(0);
   // Put away only once its snapshot held everything it had folded.
@@ -65,14 +65,14 @@ it('puts a quiet task at rest away after a snapshot, and loads it again on its n
   // Its next entry brings it back: a second execution runs a second prompt.
   const loaded = await metric(p, 'baton_projector_tasks_loaded_total');
   await secondPrompt(store, 'short', 'b');
-  await waitFor('the second admission', () => admitted(t, 'b'));
+  await waitFor(() => admitted(t, 'b'), 'the second admission');
   expect(await metric(p, 'baton_projector_tasks_loaded_total')).toBe(loaded + 1);
   // Admitted under the next generation: the reloaded state remembered the first.
   const admissions = (await t.stream()).filter((e) => e.entry.type === 'prompt.admitted');
   expect(
     admissions.map((e) => (e.entry.data as { admissionGeneration: number }).admissionGeneration),
   ).toEqual([1, 2]);
-  await waitFor('published', async () => (await t.exact()).length === 0);
+  await waitFor(async () => (await t.exact()).length === 0, 'published');
   expect(await t.exact()).toEqual([]);
 });
 
@@ -80,7 +80,7 @@ it('puts a task away only once its snapshot covers the entries it refused, so a 
   const { store, p } = await setup();
   const t = new Task(store, 'refused');
   await t.runOneTurn('a');
-  await waitFor('the task put away', () => !held(p, 'refused'));
+  await waitFor(() => !held(p, 'refused'), 'the task put away');
   // An entry of another schema version (dead-lettered on read), with the note that wakes its owner.
   const loaded = await metric(p, 'baton_projector_tasks_loaded_total');
   const bad = (await store.redis.xadd(
@@ -90,10 +90,10 @@ it('puts a task away only once its snapshot covers the entries it refused, so a 
     JSON.stringify({ v: 999, taskId: 'refused', type: 'from.the.future', data: {} }),
   ))!;
   await store.redis.xadd(store.keys.feed(store.shardOf('refused')), '*', 't', 'refused', 'l', bad);
-  await waitFor('the task loaded for it', async () => {
+  await waitFor(async () => {
     return (await metric(p, 'baton_projector_tasks_loaded_total')) > loaded;
-  });
-  await waitFor('the task put away again', () => !held(p, 'refused'));
+  }, 'the task loaded for it');
+  await waitFor(() => !held(p, 'refused'), 'the task put away again');
   expect((await store.snapshots.read('refused'))?.id).toBe(bad);
   const dead = (await store.deadLetters.read(store.shardOf('refused'))).items;
   expect(dead.map((d) => d.sourceId)).toEqual([bad]);
@@ -105,19 +105,19 @@ it('keeps a task with a queued prompt or a timer to raise, while a quiet one bes
   // A prompt with no execution to run it waits in the queue (for as long as it takes).
   const queued = new Task(store, 'queued');
   await queued.submit('q');
-  await waitFor('queued', () => queued.has('prompt.queued'));
+  await waitFor(() => queued.has('prompt.queued'), 'queued');
   // An execution requested and never started: its start bound is a timer of the owner.
   const requested = new Task(store, 'requested');
   await requested.command('execution.request', { commandId: 'c-x', executionId: 'requested-x1' });
-  await waitFor('requested', () => requested.has('execution.requested'));
+  await waitFor(() => requested.has('execution.requested'), 'requested');
   const witness = new Task(store, 'witness');
   await witness.runOneTurn('w');
-  await waitFor('the witness put away', () => !held(p, 'witness'));
+  await waitFor(() => !held(p, 'witness'), 'the witness put away');
   expect(held(p, 'queued')).toBe(true);
   expect(held(p, 'requested')).toBe(true);
   // The timer still fires (no worker started the execution), and then the task is at rest.
-  await waitFor('the request expired', () => requested.has('execution.request_expired'));
-  await waitFor('the expired request put away', () => !held(p, 'requested'));
+  await waitFor(() => requested.has('execution.request_expired'), 'the request expired');
+  await waitFor(() => !held(p, 'requested'), 'the expired request put away');
   expect(held(p, 'queued')).toBe(true);
   for (const t of [queued, requested, witness]) expect(await t.exact()).toEqual([]);
 });
@@ -130,29 +130,24 @@ it('a new owner puts away at once the tasks quiet since before it took the shard
   await old.runOneTurn('o');
   const lastOf = async (t: Task) => (await t.stream()).at(-1)!.id;
   await waitFor(
-    'its snapshot',
     async () => (await store.snapshots.read('old'))?.id === (await lastOf(old)),
+    'its snapshot',
   );
   const oldAt = Number((await lastOf(old)).split('-')[0]);
-  await waitFor(
-    'the old task quiet for the idle period',
-    () => Date.now() - oldAt > IDLE,
-    30_000,
-    200,
-  );
+  await waitFor(() => Date.now() - oldAt > IDLE, 'the old task quiet for the idle period', 30_000);
   const fresh = new Task(store, 'fresh');
   await fresh.runOneTurn('f');
   await waitFor(
-    'its snapshot',
     async () => (await store.snapshots.read('fresh'))?.id === (await lastOf(fresh)),
+    'its snapshot',
   );
   await first.p.stop();
   const second = await startProjector(ownerOptions(store, { periods: { evictIdle: IDLE } }));
   redis.stopsAfter(second);
   await second.ready();
-  await waitFor('the old task put away', () => !held(second, 'old'));
+  await waitFor(() => !held(second, 'old'), 'the old task put away');
   expect(held(second, 'fresh')).toBe(true);
-  await waitFor('the fresh one too, once quiet for the period', () => !held(second, 'fresh'));
+  await waitFor(() => !held(second, 'fresh'), 'the fresh one too, once quiet for the period');
   for (const t of [old, fresh]) expect(await t.exact()).toEqual([]);
 });
 
@@ -223,14 +218,14 @@ async function restingShards() {
   for (const [i, t] of short.entries()) await t.runOneTurn(`k${i}`);
   const queued = new Task(store, 'waiting');
   await queued.submit('q');
-  await waitFor('queued', () => queued.has('prompt.queued'));
-  await waitFor('the short tasks put away', () => short.every((t) => !held(first.p, t.taskId)));
+  await waitFor(() => queued.has('prompt.queued'), 'queued');
+  await waitFor(() => short.every((t) => !held(first.p, t.taskId)), 'the short tasks put away');
   await waitFor(
-    'the put-away tasks out of the live set',
     async () => (await live(store)).length === 1,
+    'the put-away tasks out of the live set',
   );
   // The owner cuts its feeds behind the notes it has handled.
-  await waitFor('the feeds cut', async () => (await feedLengths(store)).every((n) => n === 0));
+  await waitFor(async () => (await feedLengths(store)).every((n) => n === 0), 'the feeds cut');
   return { ...first, short, queued };
 }
 
@@ -291,10 +286,10 @@ it('a takeover loads the live tasks and replays the notes nobody handled, not ev
   await second.ready();
   // The live tasks, and the one the replayed feed names: not the one at rest.
   expect(await admitted(back, 'again')).toBe(true);
-  await waitFor('the older writer’s prompt decided', () => decided(short[0]!, 'older'));
+  await waitFor(() => decided(short[0]!, 'older'), 'the older writer’s prompt decided');
   expect(await metric(second, 'baton_projector_tasks_loaded_total')).toBe(3);
   expect(held(second, 'gone-3')).toBe(false);
-  await waitFor('published', async () => (await back.exact()).length === 0);
+  await waitFor(async () => (await back.exact()).length === 0, 'published');
   for (const t of [...short, queued]) expect(await t.exact()).toEqual([]);
 });
 
@@ -310,20 +305,20 @@ it('a new owner loads a task whose notes the feed lost: its append put it in the
   await second.ready();
   expect(await admitted(back, 'lost')).toBe(true);
   expect(await metric(second, 'baton_projector_tasks_loaded_total')).toBe(2);
-  for (const t of short) await waitFor('exact', async () => (await t.exact()).length === 0);
+  for (const t of short) await waitFor(async () => (await t.exact()).length === 0, 'exact');
 });
 
 it('a running owner loads a live task whose note it never read, within the reconcile period', async () => {
   const { store, p } = await setup({ periods: { reconcile: 500 } });
   const t = new Task(store, 'unread');
   await t.runOneTurn('a');
-  await waitFor('put away', () => !held(p, 'unread'));
-  await waitFor('out of the live set', async () => !(await live(store)).includes('unread'));
+  await waitFor(() => !held(p, 'unread'), 'put away');
+  await waitFor(async () => !(await live(store)).includes('unread'), 'out of the live set');
   // A prompt appended as append-4.lua does it, but its feed note lost (MAXLEN while the owner
   // lagged): only the live set names the task.
   await olderWriterPrompt(store, 'unread', 'b', false);
   await store.redis.sadd(store.keys.shardLive(store.shardOf('unread')), 'unread');
-  await waitFor('the prompt decided', () => decided(t, 'b'));
+  await waitFor(() => decided(t, 'b'), 'the prompt decided');
   expect(await t.exact()).toEqual([]);
 });
 
@@ -331,10 +326,10 @@ it('a running owner that counts fewer notes read than the feed added has every h
   const { store } = await setup({ periods: { reconcile: 500 } });
   const busy = new Task(store, 'busy');
   await busy.submit('q');
-  await waitFor('queued', () => busy.has('prompt.queued'));
+  await waitFor(() => busy.has('prompt.queued'), 'queued');
   await waitFor(
-    'its snapshot at its end (no step left to take)',
     async () => (await store.snapshots.read('busy'))?.id === (await store.lastId('busy')),
+    'its snapshot at its end (no step left to take)',
   );
   // A second prompt whose note goes before the owner reads it (added and deleted at once, as a
   // writer's MAXLEN takes it from a feed nobody keeps up with): the task is held, so the live set
@@ -350,7 +345,7 @@ it('a running owner that counts fewer notes read than the feed added has every h
   );
   // Another note, read: the owner is at the feed's end again.
   await new Task(store, 'witness').submit('w');
-  await waitFor('the lost prompt decided', () => decided(busy, 'lost'), 15_000);
+  await waitFor(() => decided(busy, 'lost'), 'the lost prompt decided', 15_000);
   expect(await busy.exact()).toEqual([]);
 });
 
@@ -369,7 +364,7 @@ it('starts the live set, once, from the task set of earlier versions: their firs
   await second.ready();
   expect(await metric(second, 'baton_projector_tasks_loaded_total')).toBe(4);
   // Those at rest go again, out of the live set: the next owner loads the one with work.
-  await waitFor('put away again', async () => (await live(store)).length === 1);
+  await waitFor(async () => (await live(store)).length === 1, 'put away again');
   expect(await live(store)).toEqual(['waiting']);
 });
 
@@ -381,12 +376,12 @@ it('keeps the note of an older writer in the feed until its task is recorded liv
   await store.redis.set(store.keys.shardLive(shard), 'not a set');
   const { noteId: note } = await olderWriterPrompt(store, 'older', 'o');
   const t = new Task(store, 'older');
-  await waitFor('queued', () => t.has('prompt.queued'));
+  await waitFor(() => t.has('prompt.queued'), 'queued');
   await new Promise((r) => setTimeout(r, 1_000)); // ten renew ticks
   expect(await store.redis.xrange(store.keys.feed(shard), note!, note!)).toHaveLength(1);
   await store.redis.del(store.keys.shardLive(shard));
-  await waitFor('recorded live', async () => (await live(store)).includes('older'));
-  await waitFor('the feed cut', async () => (await store.redis.xlen(store.keys.feed(shard))) === 0);
+  await waitFor(async () => (await live(store)).includes('older'), 'recorded live');
+  await waitFor(async () => (await store.redis.xlen(store.keys.feed(shard))) === 0, 'the feed cut');
   expect(held(p, 'older')).toBe(true);
 });
 
@@ -395,14 +390,14 @@ it('trims the retained history of a task put away once the retention has passed,
   const { store, p } = await setup({ periods: { retention: RETENTION } });
   const t = new Task(store, 'kept');
   await t.runOneTurn('a');
-  await waitFor('put away', () => !held(p, 'kept'));
+  await waitFor(() => !held(p, 'kept'), 'put away');
   // A second turn, later: a checkpoint at its end, the one the trim can cut at.
   await secondExecution(store, 'kept').runOneTurn('b');
   const entries = await t.stream();
   const lastId = entries.at(-1)!.id;
-  await waitFor('put away again, snapshot at its end', async () => {
+  await waitFor(async () => {
     return !held(p, 'kept') && (await store.snapshots.read('kept'))?.id === lastId;
-  });
+  }, 'put away again, snapshot at its end');
   const shard = store.shardOf('kept');
   const due = Number(await store.redis.zscore(store.keys.shardTrims(shard), 'kept'));
   expect(due).toBeGreaterThanOrEqual(Number(lastId.split('-')[0]) + RETENTION);
@@ -410,8 +405,8 @@ it('trims the retained history of a task put away once the retention has passed,
   expect((await t.stream()).length).toBe(entries.length);
   const loaded = await metric(p, 'baton_projector_tasks_loaded_total');
   await waitFor(
-    'the trim, once due',
     async () => (await metric(p, 'baton_projector_tasks_trimmed_total')) === 1,
+    'the trim, once due',
     15_000,
   );
   // Cut at the newest checkpoint: everything before it went, and nothing was loaded for it.

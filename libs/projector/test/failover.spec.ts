@@ -1,6 +1,7 @@
 // Proofs with real projector processes and a real redis-server: kill -9 under traffic, and a
 // paused projector (SIGSTOP past its leases) that resumes.
-import { freshPrefix, redisForFile, waitFor } from './support';
+import { waitFor } from '@baton/testing';
+import { freshPrefix, redisForFile } from './support';
 import { Traffic, counts, drainAndCheck, drive, owners, simTasks, stopAllTraffic } from './traffic';
 
 jest.setTimeout(240_000);
@@ -13,15 +14,15 @@ it('kill -9 of one of three projectors under traffic: its shards are taken over,
   const store = redis.store(prefix, SHARDS);
   const ps = ['a', 'b', 'c'].map((n) => redis.spawn({ prefix, shards: SHARDS, id: `fo-${n}` }));
   const ids = ps.map((p) => p.id);
-  await waitFor('three projectors share the shards', async () => {
+  await waitFor(async () => {
     const c = counts(await owners(store), ids);
     return c.every((n) => n === SHARDS / 3);
-  });
+  }, 'three projectors share the shards');
 
   const traffic = new Traffic(store, simTasks('fo', 200), 'fo');
   await traffic.startExecutions();
   const stop = drive(traffic, 15);
-  await waitFor('traffic flowing', () => traffic.turnsEnded > 100, 60_000);
+  await waitFor(() => traffic.turnsEnded > 100, 'traffic flowing', 60_000);
 
   const victim = ps[0]!;
   const victimShards = [...(await owners(store))]
@@ -32,19 +33,18 @@ it('kill -9 of one of three projectors under traffic: its shards are taken over,
   victim.signal('SIGKILL');
   await victim.exited;
   await waitFor(
-    "the killed projector's shards owned again",
     async () => {
       const o = await owners(store);
       return victimShards.every((s) => o.has(s) && o.get(s) !== victim.id);
     },
+    "the killed projector's shards owned again",
     30_000,
-    20,
   );
   const takeoverMs = Date.now() - killedAt;
   const turnsAtTakeover = traffic.turnsEnded;
   await waitFor(
-    'traffic flowing after the takeover',
     () => traffic.turnsEnded > turnsAtTakeover + 100,
+    'traffic flowing after the takeover',
     60_000,
   );
   await stop();
@@ -64,8 +64,9 @@ it('fencing: a projector paused past its leases writes nothing under them once r
   const store = redis.store(prefix, SHARDS);
   const a = redis.spawn({ prefix, shards: SHARDS, id: 'fe-a' });
   const b = redis.spawn({ prefix, shards: SHARDS, id: 'fe-b' });
-  await waitFor('two projectors share the shards', async () =>
-    counts(await owners(store), [a.id, b.id]).every((n) => n === SHARDS / 2),
+  await waitFor(
+    async () => counts(await owners(store), [a.id, b.id]).every((n) => n === SHARDS / 2),
+    'two projectors share the shards',
   );
   const started = await a.waitForLog((l) => l.msg === 'projector started', 'start');
   const metricsPort = started.metricsPort as number;
@@ -73,25 +74,23 @@ it('fencing: a projector paused past its leases writes nothing under them once r
   const traffic = new Traffic(store, simTasks('fe', 60), 'fe');
   await traffic.startExecutions();
   const stop = drive(traffic, 6);
-  await waitFor('traffic flowing', () => traffic.turnsEnded > 50, 60_000);
+  await waitFor(() => traffic.turnsEnded > 50, 'traffic flowing', 60_000);
 
   const aShards = [...(await owners(store))].filter(([, o]) => o === a.id).map(([s]) => s);
   a.signal('SIGSTOP');
   await waitFor(
-    "the paused projector's shards taken over",
     async () => {
       const o = await owners(store);
       return aShards.every((s) => o.get(s) === b.id);
     },
+    "the paused projector's shards taken over",
     30_000,
-    20,
   );
   // Traffic for its former shards piles up in its sockets while it sleeps.
   const turns = traffic.turnsEnded;
-  await waitFor('traffic flowing without it', () => traffic.turnsEnded > turns + 50, 60_000);
+  await waitFor(() => traffic.turnsEnded > turns + 50, 'traffic flowing without it', 60_000);
   a.signal('SIGCONT');
   await waitFor(
-    'the resumed projector noticed every lost lease',
     () =>
       aShards.every((s) =>
         a.logs.some(
@@ -100,11 +99,13 @@ it('fencing: a projector paused past its leases writes nothing under them once r
             (l.shard === s || (l.shards as number[] | undefined)?.includes(s)),
         ),
       ),
+    'the resumed projector noticed every lost lease',
     30_000,
   );
   // It rejoins and gets its share back, under new epochs.
-  await waitFor('balanced again', async () =>
-    counts(await owners(store), [a.id, b.id]).every((n) => n === SHARDS / 2),
+  await waitFor(
+    async () => counts(await owners(store), [a.id, b.id]).every((n) => n === SHARDS / 2),
+    'balanced again',
   );
   await stop();
   await drainAndCheck(store, traffic, [a, b], SHARDS);

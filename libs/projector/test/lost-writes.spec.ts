@@ -9,7 +9,8 @@ import { snapshotOf } from '@baton/activity';
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, compareIds, connectRedis } from '@baton/store';
 import { startProjector, type ProjectorHandle } from '../src/projector';
-import { Task, foldAll, freshPrefix, metricSum, waitFor } from './support';
+import { waitFor } from '@baton/testing';
+import { Task, foldAll, freshPrefix, metricSum } from './support';
 
 jest.setTimeout(60_000);
 
@@ -65,13 +66,13 @@ async function setup() {
 async function loseWritesSince(store: EventStore, taskId: string, kept: string) {
   await redis.kill();
   await redis.restart();
-  await waitFor('Redis back from its dump', async () => {
+  await waitFor(async () => {
     try {
       return (await store.lastId(taskId)) === kept;
     } catch {
       return false;
     }
-  });
+  }, 'Redis back from its dump');
 }
 
 /**
@@ -81,8 +82,8 @@ async function loseWritesSince(store: EventStore, taskId: string, kept: string) 
 async function savedWithQueuedPrompt(store: EventStore, taskId: string, key: string) {
   const t = new Task(store, taskId);
   await t.submit(key);
-  await waitFor('queued', () => t.has('prompt.queued'));
-  await waitFor('published', async () => (await t.exact()).length === 0);
+  await waitFor(() => t.has('prompt.queued'), 'queued');
+  await waitFor(async () => (await t.exact()).length === 0, 'published');
   await store.redis.save();
   return { t, kept: await store.lastId(taskId) };
 }
@@ -100,14 +101,14 @@ it('loads a task again from what Redis holds when Redis lost entries its owner h
 
   // What it loses: an execution requested, and the owner's decision on it (folded by the owner).
   await t.command('execution.request', { commandId: 'c-x', executionId: 'lost-x1' });
-  await waitFor('requested', () => t.has('execution.requested'));
+  await waitFor(() => t.has('execution.requested'), 'requested');
   await loseWritesSince(store, 'lost', kept);
   expect(await t.has('execution.requested')).toBe(false);
 
   // The start bound comes due: the owner, deciding on what it folded, finds the stream behind it.
-  await waitFor('the owner found Redis behind it', async () => {
+  await waitFor(async () => {
     return (await metric('baton_projector_errors_total', { op: 'redis_lost_writes' })) > 0;
-  });
+  }, 'the owner found Redis behind it');
   // Once past the bound, the owner has nothing to decide on what Redis holds: no conflicts
   // repeat, nothing is appended, and no snapshot covers entries that are gone.
   await new Promise((r) => setTimeout(r, 2_500));
@@ -122,8 +123,8 @@ it('loads a task again from what Redis holds when Redis lost entries its owner h
 
   // The task goes on: an execution starts and the waiting prompt is admitted to it, gapless.
   await t.start();
-  await waitFor('admitted', () => admitted(t, 'a'));
-  await waitFor('published', async () => (await t.exact()).length === 0);
+  await waitFor(() => admitted(t, 'a'), 'admitted');
+  await waitFor(async () => (await t.exact()).length === 0, 'published');
 });
 
 it('publishes gapless from what Redis holds when Redis lost entries and updates its owner had published', async () => {
@@ -135,18 +136,18 @@ it('publishes gapless from what Redis holds when Redis lost entries and updates 
 
   // What it loses: a second prompt, queued and published by the owner.
   await t.submit('c');
-  await waitFor('the second queued', async () => (await t.stream()).length === 4);
-  await waitFor('published', async () => (await t.exact()).length === 0);
+  await waitFor(async () => (await t.stream()).length === 4, 'the second queued');
+  await waitFor(async () => (await t.exact()).length === 0, 'published');
   await loseWritesSince(store, 'unpublished', kept);
 
   // An execution starts: the owner folds it after what it holds and admits the first prompt, with
   // updates numbered after those Redis lost; Redis answers with a gap, and the owner loads the task
   // again and admits it from what Redis holds.
   await t.start();
-  await waitFor('admitted', () => admitted(t, 'b'));
+  await waitFor(() => admitted(t, 'b'), 'admitted');
   expect(await metric('baton_projector_errors_total', { op: 'redis_lost_writes' })).toBe(lost + 1);
   expect((await t.stream()).some((e) => JSON.stringify(e.entry).includes('p-c'))).toBe(false);
-  await waitFor('published', async () => (await t.exact()).length === 0);
+  await waitFor(async () => (await t.exact()).length === 0, 'published');
 });
 
 /**
@@ -182,19 +183,19 @@ it.each([
     // A prompt now: the owner loads that snapshot, finds the stream does not hold its entry,
     // loads again and, finding the same snapshot, replays the stream.
     await t.submit('e');
-    await waitFor('the prompt queued', () => t.has('prompt.queued'));
+    await waitFor(() => t.has('prompt.queued'), 'the prompt queued');
     expect(await metric('baton_projector_errors_total', { op: 'redis_lost_writes' })).toBe(
       lost + 1,
     );
     const stream = await t.stream();
     expect(stream.map((e) => e.entry.type)).toEqual(['prompt.submit', 'prompt.queued']);
     expect(JSON.stringify(stream)).not.toContain('p-gone');
-    await waitFor('published', async () => (await t.exact()).length === 0);
+    await waitFor(async () => (await t.exact()).length === 0, 'published');
     // The next snapshot takes the place of that one, and the stream stays whole.
     const last = stream[stream.length - 1]!.id;
-    await waitFor('a snapshot of the stream', async () => {
+    await waitFor(async () => {
       return (await store.snapshots.read(taskId))?.id === last;
-    });
+    }, 'a snapshot of the stream');
     expect(await store.lastId(taskId)).toBe(last);
     expect(await t.exact()).toEqual([]);
   },
@@ -209,8 +210,8 @@ it('hands a prompt to its execution again when Redis lost the admission and the 
 
   // What it loses: the execution's start, the admission and the prompt in its inbox.
   await t.start();
-  await waitFor('admitted', () => admitted(t, 'h'));
-  await waitFor('handed to the execution', async () => (await inbox()).length === 1);
+  await waitFor(() => admitted(t, 'h'), 'admitted');
+  await waitFor(async () => (await inbox()).length === 1, 'handed to the execution');
   await loseWritesSince(store, 'handed', kept);
   expect(await inbox()).toEqual([]);
 
@@ -218,8 +219,8 @@ it('hands a prompt to its execution again when Redis lost the admission and the 
   // its last folded entry gone, loads the task again, admits the prompt again — under the same
   // generation, the same delivery it made before the loss — and hands it over again.
   await t.start();
-  await waitFor('admitted again', () => admitted(t, 'h'));
-  await waitFor('handed to the execution again', async () => (await inbox()).length === 1);
+  await waitFor(() => admitted(t, 'h'), 'admitted again');
+  await waitFor(async () => (await inbox()).length === 1, 'handed to the execution again');
   expect(await metric('baton_projector_errors_total', { op: 'redis_lost_writes' })).toBe(lost + 1);
-  await waitFor('published', async () => (await t.exact()).length === 0);
+  await waitFor(async () => (await t.exact()).length === 0, 'published');
 });

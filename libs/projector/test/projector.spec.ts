@@ -5,6 +5,7 @@ import { decide, fold, stateFromSnapshot, taskView } from '@baton/activity';
 import { SCHEMA_VERSION, groupOf, type StreamEntry } from '@baton/protocol';
 import { startProjector, type ProjectorHandle, type ProjectorOptions } from '../src/projector';
 import { ProjectorOptionsError } from '../src/options';
+import { waitFor } from '@baton/testing';
 import {
   CLAUDE_CAPS,
   GENERIC_CAPS,
@@ -16,7 +17,6 @@ import {
   redisForFile,
   sameJson,
   updateProblems,
-  waitFor,
 } from './support';
 
 jest.setTimeout(60_000);
@@ -77,7 +77,7 @@ it('admits, hands the prompt to the execution inbox, publishes gapless updates a
   const t = new Task(store, 'basic');
   await t.start();
   await t.submit('a');
-  await waitFor('delivery', async () => (await t.inbox()).length === 1);
+  await waitFor(async () => (await t.inbox()).length === 1, 'delivery');
   expect((await t.inbox())[0]).toEqual({
     v: SCHEMA_VERSION,
     type: 'prompt.deliver',
@@ -92,7 +92,7 @@ it('admits, hands the prompt to the execution inbox, publishes gapless updates a
       text: 'prompt a',
     },
   });
-  await waitFor('view', () => t.viewMatchesFold());
+  await waitFor(() => t.viewMatchesFold(), 'view');
   const entries = await t.stream();
   const admitted = entries.find((e) => e.entry.type === 'prompt.admitted')!.entry;
   expect(admitted.writer).toEqual({
@@ -118,7 +118,7 @@ it('a new owner delivers again a claim its predecessor decided but never handed 
 
   const p = await projector({ prefix, shards: 2 });
   await p.ready();
-  await waitFor('re-delivery', async () => (await t.inbox()).length > 0);
+  await waitFor(async () => (await t.inbox()).length > 0, 're-delivery');
   expect(await t.inbox()).toEqual([
     expect.objectContaining({
       type: 'prompt.deliver',
@@ -127,7 +127,7 @@ it('a new owner delivers again a claim its predecessor decided but never handed 
   ]);
   // Nothing was decided twice.
   expect((await t.stream()).filter((e) => e.entry.type === 'prompt.admitted')).toHaveLength(1);
-  await waitFor('view', () => t.viewMatchesFold());
+  await waitFor(() => t.viewMatchesFold(), 'view');
 });
 
 it('a write refused by the fence (the lease was taken meanwhile) drops the shard at once', async () => {
@@ -141,13 +141,13 @@ it('a write refused by the fence (the lease was taken meanwhile) drops the shard
   await p.ready();
   const t = new Task(store, 'fenced');
   await t.start();
-  await waitFor('view', async () => (await store.views.read(t.taskId)) !== null);
+  await waitFor(async () => (await store.views.read(t.taskId)) !== null, 'view');
   // Another owner takes the shard (as if ours had lapsed while we were paused).
   await store.redis.del(store.keys.lease(0));
   const thief = await store.leases.acquire(0, 'thief', 60_000);
   expect(thief.acquired).toBe(true);
   await t.submit('a');
-  await waitFor('the shard dropped', () => p.ownedShards().length === 0);
+  await waitFor(() => p.ownedShards().length === 0, 'the shard dropped');
   expect(await metric(p, 'baton_projector_fenced_writes_total')).toBeGreaterThanOrEqual(1);
   expect(await metric(p, 'baton_projector_lease_changes_total', { change: 'lost' })).toBe(1);
   const decisions = (await t.stream()).filter((e) => e.entry.writer.role === 'projector');
@@ -164,14 +164,16 @@ it('declares an execution lost when its lease lapses, or when it holds none at a
   await orphan.start(GENERIC_CAPS, null);
   const healthy = new Task(store, 'healthy');
   await healthy.start(GENERIC_CAPS, 600_000);
-  await waitFor('lapsed lost', () => lapsed.has('execution.lost'), 30_000);
-  await waitFor('orphan lost', () => orphan.has('execution.lost'), 30_000);
-  await waitFor('lease dropped', async () =>
-    (await store.executions.leases(store.shardOf('lapsed'))).every((l) => l.taskId !== 'lapsed'),
+  await waitFor(() => lapsed.has('execution.lost'), 'lapsed lost', 30_000);
+  await waitFor(() => orphan.has('execution.lost'), 'orphan lost', 30_000);
+  await waitFor(
+    async () =>
+      (await store.executions.leases(store.shardOf('lapsed'))).every((l) => l.taskId !== 'lapsed'),
+    'lease dropped',
   );
   await waitFor(
-    'views',
     async () => (await lapsed.viewMatchesFold()) && (await orphan.viewMatchesFold()),
+    'views',
   );
   const v = await store.views.read('lapsed');
   expect(v!.sessions[0]!.activity.state).toBe('failed');
@@ -194,14 +196,10 @@ it('watchdog: a silent dispatched turn fails if the agent never spoke, and is ad
     await t.startRunning();
   }
   await slow.fact('foreground.output', { channel: 'message' });
-  await waitFor('mute abandoned', () => mute.has('turn.abandoned'), 30_000);
-  await waitFor('slow advised', () => slow.has('turn.stalled'), 30_000);
+  await waitFor(() => mute.has('turn.abandoned'), 'mute abandoned', 30_000);
+  await waitFor(() => slow.has('turn.stalled'), 'slow advised', 30_000);
   // The failed turn's execution is stopped (the default policy), through its inbox.
-  await waitFor('mute stopped', async () =>
-    (await mute.inbox()).some(
-      (m) => m.type === 'execution.stop' && m.data.reason === 'turn_abandoned',
-    ),
-  );
+  await waitFor(() => mute.stopSent('turn_abandoned'), 'mute stopped');
   // Three more stall periods: still one advisory while the agent stays silent.
   await new Promise((r) => setTimeout(r, 1_000));
   expect((await slow.stream()).filter((e) => e.entry.type === 'turn.stalled')).toHaveLength(1);
@@ -218,26 +216,22 @@ it('clocks bound every other wait: an unanswered cancel, output outside a turn, 
   await deaf.startRunning();
   await deaf.fact('foreground.output', { channel: 'message' });
   await deaf.command('session.cancel', { commandId: 'cancel-1' });
-  await waitFor('cancel timed out', () => deaf.has('turn.cancel_timed_out'), 30_000);
-  await waitFor('deaf stopped', async () =>
-    (await deaf.inbox()).some(
-      (m) => m.type === 'execution.stop' && m.data.reason === 'cancel_timeout',
-    ),
-  );
+  await waitFor(() => deaf.has('turn.cancel_timed_out'), 'cancel timed out', 30_000);
+  await waitFor(() => deaf.stopSent('cancel_timeout'), 'deaf stopped');
   // Output after the turn ended decays after the quiet period.
   const chatty = new Task(store, 'chatty');
   await chatty.startRunning();
   await chatty.fact('turn.ended', { admissionGeneration: 1, stopReason: 'end_turn' });
   await chatty.fact('foreground.output', { channel: 'message' });
-  await waitFor('quiesced', () => chatty.has('foreground.quiesced'), 30_000);
-  await waitFor('chatty view', () => chatty.viewMatchesFold());
+  await waitFor(() => chatty.has('foreground.quiesced'), 'quiesced', 30_000);
+  await waitFor(() => chatty.viewMatchesFold(), 'chatty view');
   const v = await store.views.read('chatty');
   expect(v!.sessions[0]!.activity.foregroundActivity).toBeNull();
   // A requested execution nobody starts fails no_worker.
   const orphan = new Task(store, 'orphan');
   await orphan.command('execution.request', { commandId: 'req-1', executionId: 'orphan-x1' });
-  await waitFor('request expired', () => orphan.has('execution.request_expired'), 30_000);
-  await waitFor('orphan view', () => orphan.viewMatchesFold());
+  await waitFor(() => orphan.has('execution.request_expired'), 'request expired', 30_000);
+  await waitFor(() => orphan.viewMatchesFold(), 'orphan view');
   expect((await store.views.read('orphan'))!.sessions[0]!.activity.attention).toMatchObject({
     kind: 'failed',
     reason: 'no_worker',
@@ -255,10 +249,12 @@ it('snapshots every K entries and trims behind them (no retention); a new owner 
     for (let i = from; i < to; i++) {
       await t.submit(`k${i}`);
       const g = i + 1;
-      await waitFor('delivery', async () =>
-        (await t.inbox()).some(
-          (m) => m.type === 'prompt.deliver' && m.data.admissionGeneration === g,
-        ),
+      await waitFor(
+        async () =>
+          (await t.inbox()).some(
+            (m) => m.type === 'prompt.deliver' && m.data.admissionGeneration === g,
+          ),
+        'delivery',
       );
       await t.fact('prompt.dispatched', { promptId: `p-k${i}`, admissionGeneration: g });
       await t.fact('foreground.output', { channel: 'message' });
@@ -272,25 +268,27 @@ it('snapshots every K entries and trims behind them (no retention); a new owner 
     }
   };
   await play(0, 12);
-  await waitFor('a snapshot and a trimmed stream', async () => {
+  await waitFor(async () => {
     const snap = await store.snapshots.read('snap');
     return snap !== null && (await store.redis.xlen(store.keys.taskStream('snap'))) < 12 * 7;
-  });
+  }, 'a snapshot and a trimmed stream');
   await waitFor(
-    'view',
     async () =>
       (await store.views.read('snap'))?.seq === (await store.lastUpdateSeq('snap')) &&
       (await store.lastUpdateSeq('snap')) > 0,
+    'view',
   );
   await p1.stop();
   // Traffic while nobody owns the shard; then a new owner.
   await t.submit('while-down');
   const p2 = await projector({ prefix, shards: 1, snapshotEntries: 25, periods: { retention: 0 } });
   await p2.ready();
-  await waitFor('while-down delivered', async () =>
-    (await t.inbox()).some(
-      (m) => m.type === 'prompt.deliver' && m.data.promptId === 'p-while-down',
-    ),
+  await waitFor(
+    async () =>
+      (await t.inbox()).some(
+        (m) => m.type === 'prompt.deliver' && m.data.promptId === 'p-while-down',
+      ),
+    'while-down delivered',
   );
   await t.fact('prompt.dispatched', { promptId: 'p-while-down', admissionGeneration: 13 });
   await t.fact('turn.ended', { admissionGeneration: 13, stopReason: 'end_turn' });
@@ -306,8 +304,9 @@ it('snapshots every K entries and trims behind them (no retention); a new owner 
     state = f.state;
     expected.push(...groupOf(id, f.updates));
   }
-  await waitFor('view equals snapshot + tail', async () =>
-    sameJson(await store.views.read('snap'), taskView(state)),
+  await waitFor(
+    async () => sameJson(await store.views.read('snap'), taskView(state)),
+    'view equals snapshot + tail',
   );
   const published = (await store.readUpdates(0, '0-0', 10_000)).items.map((u) => u.update);
   expect(published.map((u) => u.seq)).toEqual(published.map((_, i) => i + 1));
@@ -325,8 +324,8 @@ it('snapshots a quiet task after the snapshot period', async () => {
   const t = new Task(store, 'quiet');
   await t.start();
   await waitFor(
-    'snapshot',
     async () => (await store.snapshots.read('quiet'))?.id === (await store.lastId('quiet')),
+    'snapshot',
   );
 });
 
@@ -354,12 +353,12 @@ it('a snapshot of another state version is never read: the stream rebuilds the t
   // (Not ready(): a task that cannot be rebuilt never catches up, by design.)
   const p = await projector({ prefix, shards: 1 });
   // Rebuilt from its stream: the prompt is admitted and delivered, the view is the fold's.
-  await waitFor('delivery', async () => (await t.inbox()).length === 1);
-  await waitFor('view', () => t.viewMatchesFold());
+  await waitFor(async () => (await t.inbox()).length === 1, 'delivery');
+  await waitFor(() => t.viewMatchesFold(), 'view');
   // Trimmed behind a snapshot it cannot read: nothing is published for it rather than a guess.
   await waitFor(
-    'the failure counted',
     async () => (await metric(p, 'baton_projector_errors_total')) > 0,
+    'the failure counted',
   );
   expect(await store.views.read('old-trimmed')).toBeNull();
 });
@@ -369,13 +368,13 @@ it('cancels a running turn and stops the execution of a reset session through th
   const t = new Task(store, 'cancel');
   await t.startRunning();
   await t.command('session.cancel', { commandId: 'cancel-1', observedGeneration: 1 });
-  await waitFor('cancel delivered', async () => (await t.inbox()).length === 2);
+  await waitFor(async () => (await t.inbox()).length === 2, 'cancel delivered');
   expect((await t.inbox())[1]).toMatchObject({
     type: 'turn.cancel',
     data: { admissionGeneration: 1, reason: 'user' },
   });
   await t.command('session.reset', { commandId: 'reset-1' });
-  await waitFor('stop delivered', async () => (await t.inbox()).length === 3);
+  await waitFor(async () => (await t.inbox()).length === 3, 'stop delivered');
   expect((await t.inbox())[2]).toMatchObject({
     type: 'execution.stop',
     data: { reason: 'session_reset' },
@@ -394,10 +393,10 @@ it('ready() waits for a backlog, including tasks whose feed notes were trimmed a
     for (let i = 0; i < 10; i++) await t.fact('foreground.output', { channel: 'message' });
     await t.fact('foreground.idle', { origin: 'task-notification' });
   }
-  await waitFor('views', async () => {
+  await waitFor(async () => {
     for (const t of tasks) if (!(await t.viewMatchesFold())) return false;
     return true;
-  });
+  }, 'views');
   await p1.stop();
   // A backlog while nobody owns the shards.
   for (const t of tasks.slice(0, 5)) await t.submit('a');
@@ -434,7 +433,7 @@ it('serves Prometheus metrics and its health over HTTP', async () => {
   const { store, p } = await projectorOnFreshStore({ shards: 2, metricsPort: 0 });
   const t = new Task(store, 'metrics');
   await t.start();
-  await waitFor('view', async () => (await store.views.read('metrics')) !== null);
+  await waitFor(async () => (await store.views.read('metrics')) !== null, 'view');
   const res = await fetch(`http://127.0.0.1:${p.metricsPort}/metrics`);
   expect(res.status).toBe(200);
   const body = await res.text();
@@ -478,13 +477,13 @@ it('a new owner stops an execution that a newer one replaced before its stop was
 
   const p = await projector({ prefix, shards: 2 });
   await p.ready();
-  await waitFor('the stop to the replaced execution', async () => (await t.inbox()).length > 0);
+  await waitFor(async () => (await t.inbox()).length > 0, 'the stop to the replaced execution');
   expect(await t.inbox()).toEqual([
     expect.objectContaining({ type: 'execution.stop', data: { reason: 'session_reset' } }),
   ]);
   // Its end settles it; the newer execution was never told to stop.
   await t.fact('execution.ended', { reason: 'cancelled' });
-  await waitFor('view', () => t.viewMatchesFold());
+  await waitFor(() => t.viewMatchesFold(), 'view');
   const owed = foldAll(t.taskId, await t.stream()).state.sessions.s1!;
   expect(owed.replacedStops).toBeUndefined();
   expect(owed.execution).toMatchObject({ id: 'replaced-x2', stopping: null });
@@ -505,7 +504,7 @@ it('decides what it reads in one step in stream order: a prompt sent while archi
       data: { commandId: `c-${type}` },
     }) as StreamEntry;
   await store.append(t.taskId, [taskCommand('task.archive')]);
-  await waitFor('archived', () => t.has('task.archived'));
+  await waitFor(() => t.has('task.archived'), 'archived');
   // One append: the owner reads the prompt and the unarchive after it in one step.
   await store.append(t.taskId, [
     t.gateway.command(t.taskId, 's1', 'prompt.submit', {
@@ -517,7 +516,7 @@ it('decides what it reads in one step in stream order: a prompt sent while archi
     }),
     taskCommand('task.unarchive'),
   ]);
-  await waitFor('unarchived', () => t.has('task.unarchived'));
+  await waitFor(() => t.has('task.unarchived'), 'unarchived');
   const decisions = (await t.stream())
     .map((e) => e.entry)
     .filter((e) => e.writer.role === 'projector' && e.type !== 'task.archived');
@@ -526,7 +525,7 @@ it('decides what it reads in one step in stream order: a prompt sent while archi
     ['task.unarchived', null],
   ]);
   expect(decisions[0]!.data).toMatchObject({ reason: 'task_archived' });
-  await waitFor('view', () => t.viewMatchesFold());
+  await waitFor(() => t.viewMatchesFold(), 'view');
 });
 
 it('tells the prompt an agent was running when its task is deleted', async () => {
@@ -534,7 +533,7 @@ it('tells the prompt an agent was running when its task is deleted', async () =>
   const t = new Task(store, 'deleted-running');
   await t.start();
   await t.submit('a');
-  await waitFor('admission', () => t.has('prompt.admitted'));
+  await waitFor(() => t.has('prompt.admitted'), 'admission');
   await t.fact('prompt.dispatched', { promptId: 'p-a', admissionGeneration: 1 });
   await store.append(t.taskId, [
     {
@@ -545,8 +544,8 @@ it('tells the prompt an agent was running when its task is deleted', async () =>
       data: { commandId: 'c-delete' },
     } as StreamEntry,
   ]);
-  await waitFor('deleted', () => t.has('task.deleted'));
-  await waitFor('view', () => t.viewMatchesFold());
+  await waitFor(() => t.has('task.deleted'), 'deleted');
+  await waitFor(() => t.viewMatchesFold(), 'view');
   const told = ((await readUpdatesByTask(store, 2)).get(t.taskId) ?? []).filter(
     (u) => u.type === 'prompt.decided' && u.data.promptId === 'p-a',
   );

@@ -1,7 +1,8 @@
 // Rebalance with real projector processes: one instance owns every shard, two more join and take
 // their share from it without stopping it, then the first stops gracefully (SIGTERM) and hands
 // its shards over. No shard is ever written by two instances under one epoch.
-import { freshPrefix, redisForFile, waitFor } from './support';
+import { waitFor } from '@baton/testing';
+import { freshPrefix, redisForFile } from './support';
 import { Traffic, counts, drainAndCheck, drive, owners, simTasks, stopAllTraffic } from './traffic';
 
 jest.setTimeout(240_000);
@@ -37,21 +38,20 @@ it('1 instance, then 3, then 2 after a graceful stop: balanced within one at eac
   try {
     const a = spawn('rb-a');
     await waitFor(
-      'a owns every shard',
       async () => counts(await owners(store), [a.id])[0] === SHARDS,
+      'a owns every shard',
     );
     const traffic = new Traffic(store, simTasks('rb', 60), 'rb');
     await traffic.startExecutions();
     const stop = drive(traffic, 6);
-    await waitFor('traffic flowing', () => traffic.turnsEnded > 30, 60_000);
+    await waitFor(() => traffic.turnsEnded > 30, 'traffic flowing', 60_000);
 
     const b = spawn('rb-b');
     const c = spawn('rb-c');
     await waitFor(
-      'three instances balanced',
       async () => counts(await owners(store), [a.id, b.id, c.id]).every((x) => x === SHARDS / 3),
+      'three instances balanced',
       60_000,
-      25,
     );
     // a kept running while it gave shards up: each released by a itself (one per tick, by design),
     // none lost to a lapsed lease. (Its own log says so: a count sampled from Redis can see two
@@ -60,7 +60,7 @@ it('1 instance, then 3, then 2 after a graceful stop: balanced within one at eac
     expect(released.length).toBeGreaterThanOrEqual(SHARDS - SHARDS / 3);
     expect(a.logs.filter((l) => l.msg.startsWith('lease lost'))).toEqual([]);
     let turns = traffic.turnsEnded;
-    await waitFor('traffic flowing with three', () => traffic.turnsEnded > turns + 30, 60_000);
+    await waitFor(() => traffic.turnsEnded > turns + 30, 'traffic flowing with three', 60_000);
 
     const aShards = [...(await owners(store))].filter(([, o]) => o === a.id).map(([s]) => s);
     a.signal('SIGTERM');
@@ -70,11 +70,12 @@ it('1 instance, then 3, then 2 after a graceful stop: balanced within one at eac
         a.logs.some((l) => l.msg === 'lease released' && l.shard === s && l.why === 'shutdown'),
       ).toBe(true);
     }
-    await waitFor('two instances balanced', async () =>
-      counts(await owners(store), [b.id, c.id]).every((x) => x === SHARDS / 2),
+    await waitFor(
+      async () => counts(await owners(store), [b.id, c.id]).every((x) => x === SHARDS / 2),
+      'two instances balanced',
     );
     turns = traffic.turnsEnded;
-    await waitFor('traffic flowing with two', () => traffic.turnsEnded > turns + 30, 60_000);
+    await waitFor(() => traffic.turnsEnded > turns + 30, 'traffic flowing with two', 60_000);
     await stop();
     await drainAndCheck(store, traffic, [a, b, c], SHARDS);
     expect(clashes).toEqual([]);

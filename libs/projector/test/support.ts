@@ -16,7 +16,7 @@ import {
 import { startRedis, type RedisServer } from '@baton/redis-server';
 import { EventStore, connectRedis, type StoredEntry } from '@baton/store';
 import type { Registry } from 'prom-client';
-import { CLAUDE_CAPS, GENERIC_CAPS } from '@baton/testing';
+import { CLAUDE_CAPS, GENERIC_CAPS, waitFor } from '@baton/testing';
 import { startProjector, type ProjectorHandle, type ProjectorOptions } from '../src/projector';
 
 const ROOT = join(__dirname, '..', '..', '..');
@@ -150,20 +150,6 @@ export async function reap(p: ProjectorProcess): Promise<void> {
   clearTimeout(t);
 }
 
-export async function waitFor(
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  timeoutMs = 30_000,
-  intervalMs = 50,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
-
 let prefixes = 0;
 export function freshPrefix(): string {
   prefixes += 1;
@@ -277,13 +263,19 @@ export class Task {
   async startRunning(key = 'a') {
     await this.start();
     await this.submit(key);
-    await waitFor('delivery', async () => (await this.inbox()).length === 1);
+    await waitFor(async () => (await this.inbox()).length === 1, 'delivery');
     await this.fact('prompt.dispatched', { promptId: `p-${key}`, admissionGeneration: 1 });
   }
   /** What the owner handed to the execution, in order. */
   async inbox() {
     return (await this.store.inbox.read(this.taskId, this.x.executionId)).items.map(
       (i) => i.message,
+    );
+  }
+  /** Whether the owner has told this execution's worker to stop it, for `reason`. */
+  async stopSent(reason: string) {
+    return (await this.inbox()).some(
+      (m) => m.type === 'execution.stop' && m.data.reason === reason,
     );
   }
   async viewMatchesFold() {
@@ -300,7 +292,7 @@ export class Task {
       (await this.stream()).find(
         (e) => e.entry.type === 'prompt.admitted' && e.entry.data.promptId === `p-${key}`,
       );
-    await waitFor('admission', async () => (await admitted()) !== undefined);
+    await waitFor(async () => (await admitted()) !== undefined, 'admission');
     const entry = (await admitted())!.entry;
     const generation = entry.type === 'prompt.admitted' ? entry.data.admissionGeneration : 0;
     await this.fact('prompt.dispatched', { promptId: `p-${key}`, admissionGeneration: generation });

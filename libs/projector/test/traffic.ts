@@ -3,6 +3,7 @@
 // processes do. Per task, every append waits for the previous one (the writer's contract).
 import type { StreamEntry } from '@baton/protocol';
 import type { EventStore, StoredEntry } from '@baton/store';
+import { waitFor } from '@baton/testing';
 import {
   GENERIC_CAPS,
   Writer,
@@ -12,7 +13,6 @@ import {
   readUpdatesByTask,
   sameJson,
   updateProblems,
-  waitFor,
   writerViolations,
   type ProjectorProcess,
 } from './support';
@@ -208,17 +208,15 @@ export async function drainAndCheck(
   shards: number,
 ) {
   await waitFor(
-    'every submitted prompt delivered, run and ended',
     async () => {
       await traffic.workerRound();
       return traffic.pendingTurns() === 0 && traffic.turnsEnded >= traffic.submitted;
     },
+    'every submitted prompt delivered, run and ended',
     120_000,
-    100,
   );
   const streams = new Map<string, StoredEntry[]>();
   await waitFor(
-    'every view equals the from-scratch fold of its stream',
     async () => {
       for (const x of traffic.tasks) {
         const entries = await readStream(store, x.taskId);
@@ -228,8 +226,8 @@ export async function drainAndCheck(
       }
       return true;
     },
+    'every view equals the from-scratch fold of its stream',
     120_000,
-    500,
   );
   const published = await readUpdatesByTask(store, shards);
   const problems: string[] = [];
