@@ -425,7 +425,7 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
         `Redis ${mb(units.redisBytesPerSession)} per active session-day with the default retention (below, + ${kb(viewAndUpdates)} of view and updates).`,
       `**Redis per active session-day, by family** (bench/session-day.ts: one session's stream played from the recordings with a checkpoint every ${(checkpointEveryMs(NOW) / 60_000).toFixed(0)} min of facts and the spans between them, MEMORY USAGE per key; the demo recordings' frames through the worker's transcript reducer and, a second of frames a write, into the raw-frame log, the transcript compacted by the store a recording a range; a day at their pace). ` +
         `Units: ${dayUnits.streamBytesPerFact.toFixed(0)} B per stream entry, ${dayUnits.spanBytesPerFact.toFixed(1)} B of history span per entry, ${kb(dayUnits.checkpointBytes)} per checkpoint, transcript ${dayUnits.transcriptBytesPerSecond.toFixed(0)} B/s as written (a delta an entry), ${dayUnits.transcriptCompactedBytesPerSecond.toFixed(0)} B/s compacted, raw frames ${dayUnits.rawFrameBytesPerSecond.toFixed(0)} B/s.\n\n` +
-        `| family | before (raw entries for the retention, raw frames until their length bound) | now (PROJECTOR_HOT_WINDOW_MS 1 h: raw entries and transcript deltas for it, the transcript compacted behind it; raw frames 1 h) |\n|---|---|---|\n` +
+        `| family | before (raw entries for the retention, raw frames until their length bound) | now (PROJECTOR_HOT_WINDOW_MS 30 min: raw entries and transcript deltas for it, the transcript compacted behind it; raw frames 30 min) |\n|---|---|---|\n` +
         Object.keys(day)
           .map((k) => `| ${k} | ${mb(dayBefore[k]!)} | ${mb(day[k]!)} |`)
           .join('\n') +

@@ -65,8 +65,8 @@ export const BEFORE: Retention = {
 /** The defaults now (PROJECTOR_HOT_WINDOW_MS, the store's rawFramesRetentionMs). */
 export const NOW: Retention = {
   retentionMs: 86_400_000,
-  hotWindowMs: 3_600_000,
-  rawFramesMs: 3_600_000,
+  hotWindowMs: 1_800_000,
+  rawFramesMs: 1_800_000,
   snapshotMs: 30_000,
 };
 

@@ -129,7 +129,7 @@ export const PROJECTOR = {
   ),
   PROJECTOR_HOT_WINDOW_MS: setting(
     int(0, 365 * 86_400_000),
-    '3600000',
+    '1800000',
     'How long raw task-stream entries and transcript deltas are kept; older entries are answered by the history spans (kept for PROJECTOR_RETENTION_MS), older transcript kept as whole items (0, or not below the retention: all kept raw)',
   ),
   PROJECTOR_STALL_MS: setting(

@@ -49,7 +49,7 @@ export interface EventStoreOptions {
    */
   rawFramesMaxLen?: number;
   /**
-   * How long raw frames are kept (default 1 hour, as the projector's hot window: the transcript
+   * How long raw frames are kept (default 30 min, as the projector's hot window: the transcript
    * and the history keep the day); 0: until the length bound cuts them.
    */
   rawFramesRetentionMs?: number;
@@ -124,7 +124,7 @@ export class EventStore {
       updatesMaxLen: options.updatesMaxLen ?? 100_000,
       inboxMaxLen: options.inboxMaxLen ?? 1_000,
       rawFramesMaxLen: options.rawFramesMaxLen ?? 10_000,
-      rawFramesRetentionMs: options.rawFramesRetentionMs ?? 3_600_000,
+      rawFramesRetentionMs: options.rawFramesRetentionMs ?? 1_800_000,
       transcriptMaxLen: options.transcriptMaxLen ?? 100_000,
       transcriptRetentionMs: options.transcriptRetentionMs ?? 86_400_000,
       deadLettersMaxLen: options.deadLettersMaxLen ?? 10_000,
