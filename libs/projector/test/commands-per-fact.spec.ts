@@ -14,14 +14,15 @@ const SHARDS = 4;
 const TASKS = 16;
 const ROUNDS = 40;
 /**
- * The bound, over 8.8 measured here (11.2 before the shard's joined reads and publications).
- * Per fact: the append — EVALSHA, the dedupe HMGET and HSET, the XADD, its feed note and the live
- * set's SADD (6); an XADD per update (0.84 here); and the owner's calls for the tasks of a shard
+ * The bound, over 7.6 measured here (11.2 before the shard's joined reads and publications, 8.5
+ * while every append added its task to the live set). Per fact: the append — EVALSHA, the dedupe
+ * HMGET and HSET, the XADD and its feed note (5; the live set's SADD only with the dedupe hash's
+ * renewal, a quarter of its TTL apart, or after a put-away); an XADD per update (0.67 here); and the owner's calls for the tasks of a shard
  * that step in the same turn, joined: one XREAD of their streams, and one publication (EVALSHA, the lease HMGET, the
  * seqs HMGET and HSET, the views HSET); the feed XREADs. In a round, the first note wakes the
  * owner alone and the other fifteen come in its next read, so about four tasks share each call.
  */
-const MAX_COMMANDS_PER_FACT = 9.5;
+const MAX_COMMANDS_PER_FACT = 8.5;
 
 const redis = redisForFile();
 let store: EventStore;

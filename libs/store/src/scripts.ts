@@ -141,10 +141,10 @@ const SCRIPTS = {
   >(1),
   liveInit: declare<[live: string, tasks: string, marker: string], [], 0 | 1>(3),
   tasksPutAway: declare<
-    [lease: string, live: string, trims: string, stream: string, snapshot: string],
+    [lease: string, live: string, trims: string, stream: string, snapshot: string, dedupe: string],
     [fence: string, taskId: string, foldedId: StreamId, trimDue: Ms | ''],
     0 | 1
-  >(5),
+  >(6),
   trimDue: declare<
     [
       lease: string,

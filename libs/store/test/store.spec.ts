@@ -1104,6 +1104,18 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     const appended = inShard[0]!;
     await store.append(appended, [fact(appended, 'w', 1)]);
     expect(await store.shardTasks.listLive(s)).toEqual([appended, t].sort());
+    // Put away, a task leaves the live set; its next append puts it back, though the append only
+    // adds it with its dedupe hash's renewal (which the put-away made due).
+    const owned = await mustAcquire(store, s, 'owner-live', 60_000);
+    const folded = await store.lastId(appended);
+    await store.redis.hset(store.keys.snapshot(appended), 'id', folded);
+    expect(await store.shardTasks.putAway(owned, { taskId: appended, foldedId: folded })).toBe(
+      true,
+    );
+    expect(await store.shardTasks.listLive(s)).toEqual([t]);
+    await store.append(appended, [fact(appended, 'w', 2)]);
+    expect(await store.shardTasks.listLive(s)).toEqual([appended, t].sort());
+    await store.leases.release(owned);
     // The live set starts, once, from the task set of earlier versions.
     const older = inShard.slice(1, 3);
     await store.redis.sadd(store.keys.shardTasks(s), ...older);

@@ -179,6 +179,7 @@ export class ShardTasks {
         keys.shardTrims(lease.shard),
         keys.taskStream(t.taskId),
         keys.snapshot(t.taskId),
+        keys.taskDedupe(t.taskId),
       ],
       [
         fenceToken(lease),

@@ -2,6 +2,9 @@
   Idempotent batch append to one task stream, plus a note in the shard's feed, and the task in the
   shard's live set: a new owner loads every task there, so a task with entries no owner has folded
   is found whatever became of its note (the feed is bounded, and cut behind what an owner read).
+  A task leaves the live set only when its owner puts it away (tasksPutAway-6.lua), which also
+  drops the hash's renewal stamp; so the task is added back with the expiry's renewal, not by
+  every append: an append that finds the stamp gone (put away, or the hash expired) renews.
 
   Contract: for one task, each writer's seqs increase in the order its appends reach Redis, and a
   writer retries an append until it is acknowledged before appending later seqs to that task. Then
@@ -77,8 +80,10 @@ if last then
     fields[#fields + 1] = now
   end
   redis.call('HSET', dedupeKey, unpack(fields))
-  if renew then redis.call('PEXPIRE', dedupeKey, dedupeTtlMs) end
-  redis.call('SADD', liveKey, taskId)
+  if renew then
+    redis.call('PEXPIRE', dedupeKey, dedupeTtlMs)
+    redis.call('SADD', liveKey, taskId)
+  end
   baton_note_feed(feedKey, feedMaxLen, taskId, last)
 end
 return out

@@ -1,6 +1,7 @@
 --[[
   Put a task of a shard away, fenced by the lease: it leaves the set a new owner loads at its
-  takeover (its snapshot holds all it is, and its next entry's feed note brings it back), and, when
+  takeover (its snapshot holds all it is, and its next entry's feed note brings it back; the
+  append's dedupe hash loses its renewal stamp, so that append puts the task back), and, when
   its stream keeps entries for the history's retention, its trim is scheduled (an owner trims only
   the tasks it holds).
 
@@ -17,6 +18,7 @@
     KEYS[3] shard trim schedule (zset: task id -> server time in ms its retention trim is due)
     KEYS[4] task stream
     KEYS[5] task snapshot hash
+    KEYS[6] the task's append dedupe hash (its renewal stamp is dropped)
 
     ARGV[1] fencing token: <epoch>:<owner> of the writer's lease
     ARGV[2] task id
@@ -27,7 +29,7 @@
     1 when put away, 0 when Redis does not hold the task as folded (it stays listed)
     errors: "FENCED ..."
 ]]
-local leaseKey, liveKey, trimsKey, streamKey, snapshotKey = unpack(KEYS, 1, 5)
+local leaseKey, liveKey, trimsKey, streamKey, snapshotKey, dedupeKey = unpack(KEYS, 1, 6)
 
 local token, taskId, foldedId, trimDue = unpack(ARGV, 1, 4)
 
@@ -38,5 +40,7 @@ if fenced then return redis.error_reply(fenced) end
 if (redis.call('HGET', snapshotKey, 'id') or '0-0') ~= foldedId then return 0 end
 if baton_last_id(streamKey) ~= foldedId then return 0 end
 redis.call('SREM', liveKey, taskId)
+-- Not a writer instance: append-4.lua's RENEWED.
+redis.call('HDEL', dedupeKey, '\0renewed')
 if trimDue ~= '' then redis.call('ZADD', trimsKey, trimDue, taskId) end
 return 1
