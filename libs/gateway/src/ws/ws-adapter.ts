@@ -80,7 +80,14 @@ export class BatonWsAdapter implements WebSocketAdapter<Endpoint, Endpoint> {
   private readonly endpoints = new Map<string, Endpoint>();
   private attached = false;
   private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    void this.upgrade(req, socket, head);
+    // Nothing an upgrade brings may end the process: a failure of ours is logged and the
+    // socket closed (an unhandled rejection would stop the gateway for every client).
+    this.upgrade(req, socket, head).catch((err: unknown) => {
+      this.s.log.error({ err }, 'WebSocket upgrade failed');
+      this.s.metrics.errors.inc({ code: 'internal' });
+      this.releasePlace(socket);
+      socket.destroy();
+    });
   };
   /**
    * The tenant whose connection place each admitted TCP socket holds until its handshake is done
@@ -181,13 +188,19 @@ export class BatonWsAdapter implements WebSocketAdapter<Endpoint, Endpoint> {
     // A function of the module, not a closure here: a closure would share this call's context
     // and keep the upgrade request (headers and all, ~1 KB) for as long as the socket lives.
     socket.on('error', destroyOnError);
-    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    // The request target is the client's: one that is no URL is refused, as HTTP would.
+    const target = targetOf(req);
+    if (!target) {
+      refuse(socket, 400, 'the request target is not a URL path');
+      return;
+    }
+    const path = target.pathname;
     const endpoint = this.endpoints.get(path)?.factory;
     if (!endpoint) {
       refuse(socket, 404, `no WebSocket endpoint at ${path}; there are /ws and /ahp`);
       return;
     }
-    const admission = await this.admit(req, socket, endpoint);
+    const admission = await this.admit(req, target, socket, endpoint);
     if (!admission) return;
     if (socket.destroyed) {
       this.releasePlace(socket);
@@ -197,8 +210,16 @@ export class BatonWsAdapter implements WebSocketAdapter<Endpoint, Endpoint> {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       // ws handles the socket's errors from here on.
       socket.off('error', destroyOnError);
-      this.connect(ws, req, endpoint, admission);
       connected = true;
+      try {
+        this.connect(ws, req, endpoint, admission);
+      } catch (err) {
+        // A connection that could not be set up is closed, its place given back at once.
+        this.s.log.error({ err, path }, 'WebSocket connection setup failed');
+        this.s.metrics.errors.inc({ code: 'internal' });
+        this.releasePlace(socket);
+        ws.close(1011, 'internal error');
+      }
     });
     // ws completes a handshake at once (there is no verifyClient), and the WebSocket then holds
     // the place. A refused handshake destroyed the socket; were one ever completed later, the
@@ -211,11 +232,12 @@ export class BatonWsAdapter implements WebSocketAdapter<Endpoint, Endpoint> {
   /** Authenticates the upgrade and holds the tenant's place for as long as its socket lives. */
   private async admit(
     req: IncomingMessage,
+    target: URL,
     socket: Duplex,
     endpoint: ConnectionFactory,
   ): Promise<Admission | undefined> {
     let admission: Admission;
-    if (endpoint.inProtocolAuth && hasNoToken(req)) {
+    if (endpoint.inProtocolAuth && hasNoToken(req, target)) {
       // No token at all: the client authenticates in-protocol; until then it can do nothing that
       // reads or writes a tenant's state (libs/gateway/src/ahp).
       admission = { principal: anonymous(), anonymous: true };
@@ -269,9 +291,18 @@ function destroyOnError(this: Duplex): void {
   this.destroy();
 }
 
-function hasNoToken(req: IncomingMessage): boolean {
+function hasNoToken(req: IncomingMessage, target: URL): boolean {
   if (req.headers.authorization !== undefined) return false;
-  return !new URL(req.url ?? '/', 'http://x').searchParams.has('token');
+  return !target.searchParams.has('token');
+}
+
+/** The upgrade's request target as a URL, or undefined when it is not one. */
+function targetOf(req: IncomingMessage): URL | undefined {
+  try {
+    return new URL(req.url ?? '/', 'http://x');
+  } catch {
+    return undefined;
+  }
 }
 
 const toBuffer = (data: RawData): Buffer =>
@@ -282,6 +313,7 @@ const toBuffer = (data: RawData): Buffer =>
       : Buffer.from(data as ArrayBuffer);
 
 const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
   401: 'Unauthorized',
   404: 'Not Found',
   429: 'Too Many Requests',
