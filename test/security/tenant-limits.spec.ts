@@ -1,6 +1,7 @@
 // Per-tenant limits on one gateway: connections (both endpoints together) and subscriptions (every
 // connection, both endpoints). Over a limit: a clear refusal, and nothing else affected.
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { chatUri } from '@baton/ahp';
 import { Client, spawnGateway, loneGatewayForFile, tokenFor, waitFor } from '@baton/testing';
 
@@ -170,4 +171,37 @@ it('the settings are validated at start', async () => {
   });
   await expect(bad).rejects.toThrow(/GATEWAY_MAX_CONNECTIONS_PER_TENANT="0"/);
   await expect(bad).rejects.toThrow(/GATEWAY_MAX_SUBSCRIPTIONS_PER_TENANT="lots"/);
+});
+
+it('upgrades that fail after their token was checked give their place back', async () => {
+  const tok = tokenFor('conn-failed');
+  const { port } = new URL(lone.gw.url);
+  /** An upgrade with a good token that fails: a bad handshake key, or a client that goes away. */
+  const failing = (how: 'bad key' | 'gone') =>
+    new Promise<void>((resolve) => {
+      const socket = connect(Number(port), '127.0.0.1', () => {
+        socket.write(
+          `GET /ws HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${tok}\r\n` +
+            'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n' +
+            `Sec-WebSocket-Key: ${how === 'bad key' ? 'short' : 'dGhlIHNhbXBsZSBub25jZQ=='}\r\n\r\n`,
+        );
+        if (how === 'gone') socket.destroy();
+      });
+      socket.on('error', () => undefined);
+      // Read the answer: a socket whose data is never read never sees its end, nor closes.
+      socket.resume();
+      socket.on('close', () => resolve());
+    });
+  for (let i = 0; i < 5; i++) await Promise.all([failing('bad key'), failing('gone')]);
+  // Ten failed upgrades, three places: all three come back (a place is given back when the
+  // gateway sees the socket close, a moment after the client does), and no fourth.
+  const held: Client[] = [];
+  for (let i = 0; i < 3; i++) {
+    held.push(
+      await waitFor(() => Client.connect(lone.gw.wsUrl, tok), `connection ${i + 1} of 3`, 15_000),
+    );
+  }
+  expect((await upgrade(tok, '/ws')).status).toBe(429);
+  expect(await ping(held[2]!)).toEqual({ pong: true });
+  await Promise.all(held.map((c) => c.close()));
 });
