@@ -5,14 +5,18 @@
 //   lease written before its first fact, as a worker does. Every fact is folded here too
 //   (UpdatePredictor), which tells which update seqs its append makes the owner publish; each of
 //   them is stamped with the time just before the append call.
-// - raw: the same facts' JSON, pipelined XADD to plain streams (the raw relay forwards each entry
-//   as seq 1, 2, … of its task), stamped just before the pipeline is sent.
-// - peer: the same facts, each emitted as seq 1, 2, … of its task to the task's room with
-//   `io.to(task).emit('update', …)` by a socket.io server that serves no clients but shares the
-//   redis-streams adapter with the peer's nodes (bench/e2e-peer.ts): how a producer process pushes
-//   live updates with socket.io (the adapter has no separate emitter). Each emit is one XADD to
-//   the adapter's stream; each is stamped just before its emit. An emit returns nothing to wait
-//   for, so a backlog shows in the latencies, not in the load's lag.
+// - raw and peer carry Baton's payload: the same facts are folded (UpdatePredictor, under the
+//   client's task id) into the very updates Baton's owner publishes for them, and each update is
+//   what goes out, so their clients get what Baton's clients get for the same facts (the same
+//   messages, seqs and sizes; a fact that makes no update sends nothing).
+// - raw: each update's JSON, pipelined XADD to plain streams (the raw relay forwards each entry
+//   as the gateway frames an update), stamped just before the pipeline is sent.
+// - peer: each update emitted to its task's room with `io.to(task).emit('update', update)` by a
+//   socket.io server that serves no clients but shares the redis-streams adapter with the peer's
+//   nodes (bench/e2e-peer.ts): how a producer process pushes live updates with socket.io (the
+//   adapter has no separate emitter). Each emit is one XADD to the adapter's stream; each is
+//   stamped just before its emit. An emit returns nothing to wait for, so a backlog shows in the
+//   latencies, not in the load's lag.
 //
 // Config: argv[2] is JSON {redisUrl, prefix, shards, tasks, sessions, rawPrefix, peer?}.
 // stdin: {"run": {mode, rate, ms, file}} plays `rate` facts/s for `ms` and answers with what it
@@ -51,7 +55,6 @@ const batonIds = taskIds.map((id) => taskKey('bench', id));
 interface Lane {
   players: TaskPlayer[];
   predictors: UpdatePredictor[];
-  rawSeq: number[];
   /** Facts played so far in this mode: fact i goes to task i % tasks. */
   played: number;
 }
@@ -60,7 +63,6 @@ function lane(seedBase: number, ids: string[]): Lane {
   return {
     players: ids.map((id, t) => new TaskPlayer(id, cfg.sessions, writer, seedBase + t)),
     predictors: ids.map((id) => new UpdatePredictor(id)),
-    rawSeq: taskIds.map(() => 0),
     played: 0,
   };
 }
@@ -107,10 +109,13 @@ async function sendRaw(batch: Map<number, PlayedFact[]>, stamps: Stamps): Promis
   for (const [t, facts] of batch) {
     const key = `${cfg.rawPrefix}:${taskIds[t]}`;
     for (const f of facts) {
-      p.xadd(key, '*', 'e', JSON.stringify(f.entry));
-      seqs.push([t, ++l.rawSeq[t]!]);
+      for (const u of l.predictors[t]!.updates(f.entry)) {
+        p.xadd(key, '*', 'e', JSON.stringify(u));
+        seqs.push([t, u.seq]);
+      }
     }
   }
+  if (seqs.length === 0) return;
   const at = now();
   await p.exec();
   for (const [t, s] of seqs) stamps.add(t, s, at);
@@ -121,9 +126,10 @@ function sendPeer(batch: Map<number, PlayedFact[]>, stamps: Stamps): Promise<voi
   for (const [t, facts] of batch) {
     const taskId = taskIds[t]!;
     for (const f of facts) {
-      const seq = ++l.rawSeq[t]!;
-      stamps.add(t, seq, now());
-      producer!.to(taskId).emit('update', { taskId, seq, data: f.entry });
+      for (const u of l.predictors[t]!.updates(f.entry)) {
+        stamps.add(t, u.seq, now());
+        producer!.to(taskId).emit('update', u);
+      }
     }
   }
   return Promise.resolve();

@@ -3,10 +3,10 @@
 // like Baton's.
 //
 // argv[2] is JSON {mode, redisUrl, ...}:
-// - fanout {keys: string[]}: one blocked XREAD over the task streams the raw load writes;
-//   each entry is parsed and sent, as an `update` frame numbered per task (seq 1, 2, …), to the
-//   WebSocket clients that named its task (?task=), each client's frames of one XREAD batch in
-//   one corked write (as the gateway does). Prints {url}.
+// - fanout {keys: string[]}: one blocked XREAD over the task streams the raw load writes, each
+//   entry one of Baton's updates; each is parsed and sent, framed as the gateway frames an update
+//   (serialized once for all), to the WebSocket clients that named its task (?task=), each
+//   client's frames of one XREAD batch in one corked write (as the gateway does). Prints {url}.
 // - front {name}: a WebSocket server taking `prompt` messages: each is XADDed to a request stream;
 //   a blocked XREAD of its reply stream answers the client by id. Prints {url}.
 // - decide: a blocked XREAD of the request stream; each request is parsed and answered with an
@@ -83,7 +83,6 @@ async function fanout() {
   const redis = connectRedis({ url: cfg.redisUrl });
   const wss = await listen();
   const subscribers = new Map<string, Set<WebSocket>>();
-  const seqs = new Map<string, number>();
   const taskOf = new Map<string, string>();
   for (const k of keys) taskOf.set(k, k.slice(k.lastIndexOf(':') + 1));
   wss.on('connection', (ws, req) => {
@@ -101,11 +100,9 @@ async function fanout() {
       const taskId = taskOf.get(key)!;
       const subs = subscribers.get(taskId);
       for (const [, fields] of entries) {
-        const fact = JSON.parse(fields[1]!) as unknown;
-        const seq = (seqs.get(taskId) ?? 0) + 1;
-        seqs.set(taskId, seq);
-        const frame = `{"v":1,"type":"update","update":${JSON.stringify({ v: 1, taskId, seq, type: 'raw', data: fact })}}`;
+        const update = JSON.parse(fields[1]!) as unknown;
         if (!subs) continue;
+        const frame = `{"v":1,"type":"update","update":${JSON.stringify(update)}}`;
         for (const ws of subs) {
           if (!corked.has(ws)) {
             cork(ws);

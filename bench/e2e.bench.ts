@@ -566,7 +566,7 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
         ),
         versus('Baton, 1 projector + 1 gateway: p99', bat.p99, 'ms', raw.p99, { atMost: 15 }),
         versus(
-          `peer: socket.io 4.8 + @socket.io/redis-streams-adapter 0.3, ${PEER_NODES} nodes, a producer emitting each fact to its task's room, ${label}: append → receive p50 (${peer.n.toLocaleString('en-US')} deliveries)`,
+          `peer: socket.io 4.8 + @socket.io/redis-streams-adapter 0.3, ${PEER_NODES} nodes, a producer emitting Baton's updates for each fact to its task's room, ${label}: append → receive p50 (${peer.n.toLocaleString('en-US')} deliveries)`,
           peer.p50,
           'ms',
           raw.p50,

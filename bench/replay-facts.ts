@@ -28,7 +28,7 @@ import {
   type FactBody,
 } from '@baton/acp';
 import { decide, fold, initialTaskState, type TaskState } from '@baton/activity';
-import type { StreamEntry } from '@baton/protocol';
+import type { StreamEntry, Update } from '@baton/protocol';
 
 const COALESCE_MS = 250;
 
@@ -183,12 +183,20 @@ export class UpdatePredictor {
 
   /** Folds the fact; returns the seqs of the updates it produces. */
   apply(entry: StreamEntry): number[] {
+    return this.updates(entry).map((u) => u.seq);
+  }
+
+  /**
+   * Folds the fact; returns the updates it produces, as the owner publishes them (under the task
+   * id the predictor was made with: a client's task id gives what the gateway sends its clients).
+   */
+  updates(entry: StreamEntry): Update[] {
     const before = this.state;
     const f = fold(before, entry);
     this.state = f.state;
     if (f.state !== before && decide(this.state).length > 0) {
       throw new Error(`bench: the owner of ${entry.taskId} would decide after ${entry.type}`);
     }
-    return f.updates.map((u) => u.seq);
+    return f.updates;
   }
 }
