@@ -1,5 +1,6 @@
 // Child process of bench/e2e.bench.ts: the WebSocket clients, each subscribed to one task, in a
-// process of their own so that the servers are measured without them. Every update frame a
+// process of their own so that the servers are measured without them (one such process per lane,
+// so that no lane's saturation is another lane's clients at their limit). Every update frame a
 // client receives is recorded as (task index, seq, receive time on CLOCK_MONOTONIC in ms).
 // stdin commands (one JSON per line), each answered with one JSON line:
 // - {"connect": {group, kind: "baton"|"raw"|"peer", urls, token, tasks, perTask}}: perTask clients

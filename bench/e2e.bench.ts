@@ -216,7 +216,8 @@ class Bench {
   constructor(
     readonly dir: string,
     readonly load: Proc,
-    readonly clients: Proc,
+    /** Each lane's clients process (a process per lane: none is held back by another's clients). */
+    readonly clients: Partial<Record<Mode, Proc>>,
     readonly groups: Partial<Record<Mode, string>>,
   ) {}
 
@@ -247,7 +248,7 @@ class Bench {
   ): Promise<{ drained: boolean; resyncs: number; missing: number }> {
     const end = nowMs() + ms;
     for (;;) {
-      const c = (await this.clients.ask({ count: this.groups[mode]! })) as {
+      const c = (await this.clients[mode]!.ask({ count: this.groups[mode]! })) as {
         received: number;
         resyncs: number;
       };
@@ -264,7 +265,7 @@ class Bench {
   /** The receipts since the last call, as latencies (ms), sorted; and the raw receipts. */
   async receipts(mode: Mode): Promise<{ latencies: Float64Array; raw: Float64Array }> {
     const file = this.file();
-    await this.clients.ask({ dump: { group: this.groups[mode]!, file } });
+    await this.clients[mode]!.ask({ dump: { group: this.groups[mode]!, file } });
     const r = readTriples(file);
     const lat = new Float64Array(r.length / 3);
     let n = 0;
@@ -296,8 +297,8 @@ class Bench {
   }
 }
 
-async function startClients(): Promise<Proc> {
-  const clients = spawnNode('clients', 'bench/e2e-clients.ts', {});
+async function startClients(name: string): Promise<Proc> {
+  const clients = spawnNode(name, 'bench/e2e-clients.ts', {});
   await clients.next();
   // The clocks must agree: the clients' reading lies between two of ours.
   const before = nowMs();
@@ -419,7 +420,9 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           );
           return { proc: r, url: String((await r.next()).url) };
         })(),
-        startClients().then(track),
+        Promise.all(MODES.map((m) => startClients(`clients-${m}`).then(track))).then(
+          ([baton, raw, peer]) => ({ baton: baton!, raw: raw!, peer: peer! }),
+        ),
         startLoad(d1, 'raw1', true).then(track),
       ]);
       const peerUrls = await Promise.all(
@@ -433,7 +436,7 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
         }),
       );
       await waitBalanced(store1, 1);
-      await clients.ask({
+      await clients.baton.ask({
         connect: {
           group: 'baton',
           kind: 'baton',
@@ -443,7 +446,7 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           perTask: SUBSCRIBERS,
         },
       });
-      await clients.ask({
+      await clients.raw.ask({
         connect: {
           group: 'raw',
           kind: 'raw',
@@ -454,7 +457,7 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
         },
       });
       // Client k of each task on node k % 2: the subscribers split evenly over the two nodes.
-      await clients.ask({
+      await clients.peer.ask({
         connect: {
           group: 'peer',
           kind: 'peer',
@@ -681,7 +684,9 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
       );
       details.push(`Saturation steps (${STEP_MS / 1000} s each): ${steps.join('; ')}.`);
       await store1.close();
-      await clients.ask({ close: true }).catch(() => undefined);
+      await Promise.all(
+        Object.values(clients).map((c) => c.ask({ close: true }).catch(() => undefined)),
+      );
       await stopAll();
     }
 
@@ -701,7 +706,7 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
             spawnGateway(d3, `e2e3-g${i + 1}`).then((g) => (track(g.proc), g)),
           ),
         ),
-        startClients().then(track),
+        startClients('clients-baton').then(track),
         startLoad(d3, 'raw3').then(track),
       ]);
       await waitBalanced(store3, MANY_PROJECTORS);
@@ -715,7 +720,7 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           perTask: SUBSCRIBERS,
         },
       });
-      const b3 = new Bench(dir, load3, clients3, { baton: 'baton', raw: 'raw' });
+      const b3 = new Bench(dir, load3, { baton: clients3 }, { baton: 'baton' });
       await b3.play('baton', RATE, WARMUP_MS);
       await b3.drain('baton', 10_000);
       await b3.receipts('baton');
