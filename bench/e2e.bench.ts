@@ -5,10 +5,14 @@
  * hop too, run in the same suite, interleaved with Baton's windows.
  *
  * 1. Latency append → client receive at 1,000 facts/s, 100 tasks × 10 subscribers, 1 projector
- *    + 1 gateway, beside the raw pipeline at the same rate (windows interleaved).
- * 2. Saturation: the rate steps up until p99 ≥ 100 ms or the backlog grows, Baton and raw.
- * 3. The same latency with 3 projectors + 2 gateways; then kill -9 of the projector holding the
- *    most shards, under that load: time until every one of its tasks publishes again.
+ *    + 1 gateway, beside the raw pipeline and the peer (socket.io + its Redis streams adapter) at
+ *    the same rate (windows interleaved); server CPU per fact, Baton's against the peer's. Every
+ *    lane delivers the same messages, Baton's updates for the facts played (raw and peer are sent
+ *    them ready-made), each lane to a clients process of its own.
+ * 2. Saturation: the rate steps up until p99 ≥ 100 ms or the backlog grows, for each lane.
+ * 3. The same latency, and CPU per fact against 1 + 1, with 3 projectors + 2 gateways; then kill
+ *    -9 of the projector holding the most shards, under that load: time until every one of its
+ *    tasks publishes again.
  * 4. Admission round trip (prompt on a WebSocket → reply with its decision) at 100 prompts/s over
  *    1,000 sessions, beside a raw request → XADD → decider process → XADD → reply round trip.
  * 5. Scaling: catch-up of a backlog by 1, 2 and 3 projector processes.
@@ -32,7 +36,7 @@ import {
   type RedisClient,
 } from '@baton/store';
 import { percentile, runAsScript, versus, type BenchResult } from './lib';
-import { recordUnits } from './units';
+import { readUnits, recordUnits } from './units';
 import {
   nowMs,
   spawnGateway,
@@ -386,6 +390,12 @@ async function step(b: Bench, mode: Mode, rate: number, ms: number, meter: CpuMe
 
 const fmtMs = (v: number) => `${v.toFixed(2)} ms`;
 
+/** CPU µs per fact of the named processes and redis-server, from a CpuMeter's totals. */
+function serverCpuPerFact(cpu: Map<string, number>, names: string[], facts: number): number {
+  const sec = [...names, 'redis-server'].reduce((a, n) => a + (cpu.get(n) ?? NaN), 0);
+  return (sec * 1e6) / facts;
+}
+
 export async function runE2eBench(): Promise<{ results: BenchResult[]; details: string }> {
   const server = await startRedis();
   const redis = connectRedis({ url: server.url });
@@ -401,6 +411,8 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
   try {
     // ---- 1 + 2: one projector, one gateway; raw pipeline and the peer beside it -----------
     let raw: Window = { p50: NaN, p99: NaN, n: 0 };
+    /** Server CPU per fact (µs) of 1 projector + 1 gateway + redis-server, for the 3 + 2 figure. */
+    let onePlusOneCpu = NaN;
     if (want('one')) {
       progress('1 projector + 1 gateway, the raw pipeline and the socket.io peer');
       const d1: Deployment = { redisUrl: server.url, prefix: 'e2e1', shards: SHARDS };
@@ -599,6 +611,20 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           .map(([c, k]) => `${c} ${(k / n).toFixed(2)}`);
         return `${(sum(m) / n).toFixed(1)} (${top.join(', ')})`;
       };
+      // Server CPU per fact: what serving the lane's clients costs, its load and clients apart.
+      const peerNodes = Array.from({ length: PEER_NODES }, (_, i) => `peer${i + 1}`);
+      const batonServerCpu = serverCpuPerFact(cpu.baton, ['e2e1-p1', 'e2e1-g1'], facts);
+      const peerServerCpu = serverCpuPerFact(cpu.peer, peerNodes, facts);
+      onePlusOneCpu = batonServerCpu;
+      results.push(
+        versus(
+          `server CPU per fact at ${RATE.toLocaleString('en-US')} facts/s, ${SUBSCRIBERS} watchers per task: Baton (projector + gateway + redis-server) vs the peer (its ${PEER_NODES} nodes + redis-server)`,
+          batonServerCpu,
+          'µs',
+          peerServerCpu,
+          { atMost: peerServerCpu },
+        ),
+      );
       const reqPerFact = (mode: 'baton' | 'raw') =>
         sum(requests[mode].calls) / requests[mode].facts;
       results.push(
@@ -728,10 +754,11 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
       const meter3 = new CpuMeter(() => running, redis);
       const cpu3 = new Map<string, number>();
       let ms3 = 0;
+      let facts3 = 0;
       for (let w = 0; w < WINDOWS; w++) {
         await meter3.start();
         const t0 = nowMs();
-        await b3.play('baton', RATE, WINDOW_MS);
+        facts3 += (await b3.play('baton', RATE, WINDOW_MS)).sent;
         const d = await b3.drain('baton', 10_000);
         if (!d.drained) throw new Error(`bench: 3 projectors did not deliver everything`);
         ms3 += nowMs() - t0;
@@ -752,6 +779,28 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           atMost: 2,
         }),
         versus('Baton, 3 projectors + 2 gateways: p99', three.p99, 'ms', raw.p99, { atMost: 15 }),
+      );
+      // Against 1 + 1 of this run; or, when part 1 did not run, of the last run that recorded it.
+      let one = onePlusOneCpu;
+      let oneFrom = 'part 1 of this run';
+      if (Number.isNaN(one)) {
+        const u = readUnits().e2e;
+        one = u
+          ? u.values.projectorCpuPerFactUs! +
+            u.values.gatewayCpuPerFactUs! +
+            u.values.redisCpuPerFactUs!
+          : NaN;
+        oneFrom = u ? `the e2e run of ${u.at.slice(0, 16).replace('T', ' ')} UTC` : 'no run';
+      }
+      const servers3 = [...projectors.map((p) => p.name), ...gateways.map((g) => g.proc.name)];
+      results.push(
+        versus(
+          `CPU per fact with ${MANY_PROJECTORS} projectors + ${MANY_GATEWAYS} gateways (all projectors + gateways + redis-server) at ${RATE.toLocaleString('en-US')} facts/s, vs 1 + 1 (${oneFrom})`,
+          serverCpuPerFact(cpu3, servers3, facts3),
+          'µs',
+          one,
+          { atMost: 1.3 * one },
+        ),
       );
 
       // Failover: kill -9 the projector holding the most shards while the load goes on.
