@@ -185,7 +185,7 @@ describe('deploy/kubernetes', () => {
     });
     // The metric the worker autoscaler reads is one a worker really exposes.
     const metrics = readFileSync(join(ROOT, 'libs', 'worker', 'src', 'metrics.ts'), 'utf8');
-    expect(metrics).toContain("name: 'baton_worker_executions_waiting'");
+    expect(metrics).toContain("'baton_worker_executions_waiting'");
     // Graceful shutdown: as long as compose gives each role (stop_grace_period) or more.
     expect(
       podSpec(named('Deployment', 'worker')).terminationGracePeriodSeconds,

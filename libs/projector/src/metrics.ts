@@ -1,5 +1,4 @@
 import { ServiceMetrics } from '@baton/health';
-import { Counter, Gauge } from 'prom-client';
 
 /** Per-shard figures read at scrape time. */
 export interface ShardStats {
@@ -21,123 +20,84 @@ export const headlineKey = (state: string, attention: string): string =>
   `${state}${SEP}${attention}`;
 
 export class Metrics extends ServiceMetrics {
-  readonly entriesFolded: Counter<'shard'>;
-  readonly decisions: Counter<'type' | 'outcome'>;
-  readonly leaseChanges: Counter<'change'>;
-  readonly updatesPublished: Counter<'shard'>;
-  readonly inboxMessages: Counter<'type'>;
-  readonly fencedWrites: Counter<'shard'>;
-  readonly snapshots: Counter<'shard'>;
-  readonly timers: Counter<'type'>;
-  readonly errors: Counter<'op'>;
-  readonly tasksLoaded: Counter<'shard'>;
-  readonly tasksEvicted: Counter<'shard'>;
-  readonly tasksTrimmed: Counter<'shard'>;
+  readonly entriesFolded = this.counter(
+    'baton_projector_entries_folded_total',
+    'Task stream entries folded (replays after a takeover included)',
+    ['shard'],
+  );
+  readonly decisions = this.counter(
+    'baton_projector_decisions_total',
+    'Decisions by type and outcome (appended, conflict: retried after catching up, fenced: lease lost)',
+    ['type', 'outcome'],
+  );
+  readonly leaseChanges = this.counter(
+    'baton_projector_lease_changes_total',
+    'Shard lease changes of this instance (acquired, released, lost)',
+    ['change'],
+  );
+  readonly updatesPublished = this.counter(
+    'baton_projector_updates_published_total',
+    'Client updates published (seqs already published by a previous owner are not counted)',
+    ['shard'],
+  );
+  readonly inboxMessages = this.counter(
+    'baton_projector_inbox_messages_total',
+    'Messages handed to execution inboxes',
+    ['type'],
+  );
+  readonly fencedWrites = this.counter(
+    'baton_projector_fenced_writes_total',
+    'Writes refused because this instance no longer held the shard lease',
+    ['shard'],
+  );
+  readonly snapshots = this.counter('baton_projector_snapshots_total', 'Task snapshots written', [
+    'shard',
+  ]);
+  readonly timers = this.counter(
+    'baton_projector_timers_total',
+    'Timers raised into decisions (execution_lease_expired, watchdog)',
+    ['type'],
+  );
+  readonly errors = this.counter(
+    'baton_projector_errors_total',
+    'Operations that failed and will be retried',
+    ['op'],
+  );
+  readonly tasksLoaded = this.counter(
+    'baton_projector_tasks_loaded_total',
+    'Tasks taken into memory (a shard taken over, a new task, a task put away that came back)',
+    ['shard'],
+  );
+  readonly tasksEvicted = this.counter(
+    'baton_projector_tasks_evicted_total',
+    'Tasks put away (at rest and quiet for PROJECTOR_EVICT_IDLE_MS; their snapshot kept)',
+    ['shard'],
+  );
+  readonly tasksTrimmed = this.counter(
+    'baton_projector_tasks_trimmed_total',
+    'Retention trims of tasks put away (PROJECTOR_RETENTION_MS after their last entry)',
+    ['shard'],
+  );
+
   constructor(stats: () => ShardStats[]) {
     super('baton_projector_');
-    const registers = [this.registry];
-    this.entriesFolded = new Counter({
-      name: 'baton_projector_entries_folded_total',
-      help: 'Task stream entries folded (replays after a takeover included)',
-      labelNames: ['shard'],
-      registers,
-    });
-    this.decisions = new Counter({
-      name: 'baton_projector_decisions_total',
-      help: 'Decisions by type and outcome (appended, conflict: retried after catching up, fenced: lease lost)',
-      labelNames: ['type', 'outcome'],
-      registers,
-    });
-    this.leaseChanges = new Counter({
-      name: 'baton_projector_lease_changes_total',
-      help: 'Shard lease changes of this instance (acquired, released, lost)',
-      labelNames: ['change'],
-      registers,
-    });
-    this.updatesPublished = new Counter({
-      name: 'baton_projector_updates_published_total',
-      help: 'Client updates published (seqs already published by a previous owner are not counted)',
-      labelNames: ['shard'],
-      registers,
-    });
-    this.inboxMessages = new Counter({
-      name: 'baton_projector_inbox_messages_total',
-      help: 'Messages handed to execution inboxes',
-      labelNames: ['type'],
-      registers,
-    });
-    this.fencedWrites = new Counter({
-      name: 'baton_projector_fenced_writes_total',
-      help: 'Writes refused because this instance no longer held the shard lease',
-      labelNames: ['shard'],
-      registers,
-    });
-    this.snapshots = new Counter({
-      name: 'baton_projector_snapshots_total',
-      help: 'Task snapshots written',
-      labelNames: ['shard'],
-      registers,
-    });
-    this.timers = new Counter({
-      name: 'baton_projector_timers_total',
-      help: 'Timers raised into decisions (execution_lease_expired, watchdog)',
-      labelNames: ['type'],
-      registers,
-    });
-    this.errors = new Counter({
-      name: 'baton_projector_errors_total',
-      help: 'Operations that failed and will be retried',
-      labelNames: ['op'],
-      registers,
-    });
-    this.tasksLoaded = new Counter({
-      name: 'baton_projector_tasks_loaded_total',
-      help: 'Tasks taken into memory (a shard taken over, a new task, a task put away that came back)',
-      labelNames: ['shard'],
-      registers,
-    });
-    this.tasksEvicted = new Counter({
-      name: 'baton_projector_tasks_evicted_total',
-      help: 'Tasks put away (at rest and quiet for PROJECTOR_EVICT_IDLE_MS; their snapshot kept)',
-      labelNames: ['shard'],
-      registers,
-    });
-    this.tasksTrimmed = new Counter({
-      name: 'baton_projector_tasks_trimmed_total',
-      help: 'Retention trims of tasks put away (PROJECTOR_RETENTION_MS after their last entry)',
-      labelNames: ['shard'],
-      registers,
-    });
-    const held = new Gauge({
-      name: 'baton_projector_tasks_held',
-      help: 'Tasks held in memory, all owned shards together',
-      registers,
-      collect() {
+    this.gauge(
+      'baton_projector_tasks_held',
+      'Tasks held in memory, all owned shards together',
+      [],
+      (g) => {
         let n = 0;
         for (const s of stats()) n += s.tasks;
-        this.set(n);
+        g.set(n);
       },
-    });
-    void held;
-    const owned = new Gauge({
-      name: 'baton_projector_owned_shards',
-      help: 'Shards this instance owns',
-      registers,
-      collect() {
-        this.set(stats().length);
-      },
-    });
-    void owned;
+    );
+    this.gauge('baton_projector_owned_shards', 'Shards this instance owns', [], (g) =>
+      g.set(stats().length),
+    );
     const perShard = (name: string, help: string, pick: (s: ShardStats) => number) =>
-      new Gauge({
-        name,
-        help,
-        labelNames: ['shard'],
-        registers,
-        collect() {
-          this.reset();
-          for (const s of stats()) this.set({ shard: String(s.shard) }, pick(s));
-        },
+      this.gauge(name, help, ['shard'], (g) => {
+        g.reset();
+        for (const s of stats()) g.set({ shard: String(s.shard) }, pick(s));
       });
     perShard('baton_projector_shard_tasks', 'Tasks held in memory per owned shard', (s) => s.tasks);
     perShard(
@@ -145,23 +105,21 @@ export class Metrics extends ServiceMetrics {
       "Prompts waiting in the sessions' queues, per owned shard",
       (s) => s.queuedPrompts,
     );
-    const sessions = new Gauge({
-      name: 'baton_projector_sessions',
-      help: 'Sessions of the tasks held, by coarse state and attention kind ("none": nothing to see to)',
-      labelNames: ['state', 'attention'],
-      registers,
-      collect() {
-        this.reset();
+    this.gauge(
+      'baton_projector_sessions',
+      'Sessions of the tasks held, by coarse state and attention kind ("none": nothing to see to)',
+      ['state', 'attention'],
+      (g) => {
+        g.reset();
         const total = new Map<string, number>();
         for (const s of stats())
           for (const [key, n] of s.sessions) total.set(key, (total.get(key) ?? 0) + n);
         for (const [key, n] of total) {
           const [state, attention] = key.split(SEP) as [string, string];
-          this.set({ state, attention }, n);
+          g.set({ state, attention }, n);
         }
       },
-    });
-    void sessions;
+    );
     perShard(
       'baton_projector_shard_tasks_behind',
       'Tasks with appended entries not folded yet, per owned shard',

@@ -1,40 +1,35 @@
 import { ServiceMetrics, within } from '@baton/health';
-import { Counter, Gauge } from 'prom-client';
 
 /** How long a scrape waits for the queue's depth before it answers with the last one. */
 const QUEUE_COUNT_WAIT_MS = 1_000;
 
 /** What a worker exposes to Prometheus. */
 export class WorkerMetrics extends ServiceMetrics {
-  readonly running = new Gauge({
-    name: 'baton_worker_executions_running',
-    help: 'Agent executions this worker hosts now',
-    registers: [this.registry],
-  });
-  readonly started = new Counter({
-    name: 'baton_worker_executions_started_total',
-    help: 'Agent executions started',
-    registers: [this.registry],
-  });
-  readonly refused = new Counter({
-    name: 'baton_worker_jobs_refused_total',
-    help: 'Execution jobs refused (dead-lettered, nothing run): bad shape, unknown profile, wrong tenant',
-    registers: [this.registry],
-  });
-  readonly ended = new Counter({
-    name: 'baton_worker_executions_ended_total',
-    help: 'Agent executions ended, by reason',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
+  readonly running = this.gauge(
+    'baton_worker_executions_running',
+    'Agent executions this worker hosts now',
+  );
+  readonly started = this.counter(
+    'baton_worker_executions_started_total',
+    'Agent executions started',
+  );
+  readonly refused = this.counter(
+    'baton_worker_jobs_refused_total',
+    'Execution jobs refused (dead-lettered, nothing run): bad shape, unknown profile, wrong tenant',
+  );
+  readonly ended = this.counter(
+    'baton_worker_executions_ended_total',
+    'Agent executions ended, by reason',
+    ['reason'],
+  );
 
   /** The executions queue's depth when scraped (what an autoscaler adds workers on). */
   private countWaiting: (() => Promise<number>) | undefined;
-  readonly waiting = new Gauge({
-    name: 'baton_worker_executions_waiting',
-    help: 'Executions waiting for a worker slot: the whole queue, as this worker sees it',
-    registers: [this.registry],
-    collect: async () => {
+  readonly waiting = this.gauge(
+    'baton_worker_executions_waiting',
+    'Executions waiting for a worker slot: the whole queue, as this worker sees it',
+    [],
+    async (g) => {
       if (!this.countWaiting) return;
       // Redis away: the last value stays, and /metrics still answers. The queue's connection
       // retries a command for as long as Redis is gone, so the scrape waits a bounded time for it
@@ -44,9 +39,9 @@ export class WorkerMetrics extends ServiceMetrics {
         QUEUE_COUNT_WAIT_MS,
         undefined,
       );
-      if (n !== undefined) this.waiting.set(n);
+      if (n !== undefined) g.set(n);
     },
-  });
+  );
 
   /** Reports the queue's depth from `count` at each scrape. */
   watchQueue(count: () => Promise<number>): void {
