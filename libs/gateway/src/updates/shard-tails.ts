@@ -61,10 +61,6 @@ export class ShardTails {
     return [...this.pos.keys()];
   }
 
-  has(shard: number): boolean {
-    return this.pos.has(shard);
-  }
-
   /** Reads `shard` after `from` (an entry id), from now on. */
   add(shard: number, from: string): void {
     if (this.closed) return;
