@@ -218,6 +218,9 @@ export class BatonWsAdapter implements WebSocketAdapter<Endpoint, Endpoint> {
         this.s.log.error({ err, path }, 'WebSocket connection setup failed');
         this.s.metrics.errors.inc({ code: 'internal' });
         this.releasePlace(socket);
+        // Without its events, the socket has no error listener: a frame the client sends while it
+        // closes must not raise one nobody hears.
+        ws.on('error', () => undefined);
         ws.close(1011, 'internal error');
       }
     });
