@@ -10,7 +10,7 @@
  * bytes per recorded second. The transcript is then compacted by the store as the owner
  * compacts it behind the hot window (each recording one
  * compacted range, the recordings played 40 times over: the owner's ranges are a checkpoint
- * interval, 15 min, and zlib does better on them, so this is an upper bound), MEMORY USAGE of the
+ * interval, a quarter of the hot window (7.5 min by default), and zlib does better on them, so this is an upper bound), MEMORY USAGE of the
  * compacted front per recorded second. A
  * day is then what each family keeps of 86,400 s at that pace: the stream what the hot window
  * (and the checkpoint interval) keeps, spans the whole day, the transcript its hot window (and a
