@@ -3,7 +3,13 @@
 // for more than that role needs. Then the same credentials over a Cluster and over TLS, where
 // Baton must keep working. (The one-process run's own server is tried as another local user in
 // libs/redis-server/test/embedded.spec.ts; a job injected with valid credentials in profiles.spec.ts.)
-import { freePort, startRedis, startRedisCluster, type RedisServer } from '@baton/redis-server';
+import {
+  freePort,
+  redisAnswers,
+  startRedis,
+  startRedisCluster,
+  type RedisServer,
+} from '@baton/redis-server';
 import { EventStore, redisTargetFromUrl, type RedisClient } from '@baton/store';
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -384,17 +390,10 @@ describe('Redis over TLS with the compose users', () => {
       { stdio: 'ignore' },
     );
     const tls = { ca: readFileSync(f('ca.crt')), servername: 'localhost' };
-    await waitFor(async () => {
-      const c = client({ host: '127.0.0.1', port, tls, username: 'health', password: 'health' });
-      try {
-        await c.connect();
-        return (await c.ping()) === 'PONG';
-      } catch {
-        return false;
-      } finally {
-        c.disconnect();
-      }
-    }, 'redis-server on TLS');
+    await waitFor(
+      () => redisAnswers({ host: '127.0.0.1', port, tls, username: 'health', password: 'health' }),
+      'redis-server on TLS',
+    );
 
     // Plain TCP to the TLS port gets nothing.
     const plain = client({

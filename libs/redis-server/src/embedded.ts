@@ -2,17 +2,23 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseRedisUrl, unixSocketUrl } from '@baton/store';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { RedisLaunchError, launchRedis, type LaunchedRedis } from './launch';
 
 export class RedisUnavailableError extends Error {
   override name = 'RedisUnavailableError';
 }
 
-/** True when the Redis server at `url` (not a Cluster) answers PING within `timeoutMs`. */
-export async function redisAnswers(url: string, timeoutMs = 1_000): Promise<boolean> {
+/**
+ * True when the Redis server at `target` (a URL, or connection options such as a TLS CA; not a
+ * Cluster) answers PING within `timeoutMs`.
+ */
+export async function redisAnswers(
+  target: string | RedisOptions,
+  timeoutMs = 1_000,
+): Promise<boolean> {
   const client = new Redis({
-    ...parseRedisUrl(url),
+    ...(typeof target === 'string' ? parseRedisUrl(target) : target),
     lazyConnect: true,
     connectTimeout: timeoutMs,
     maxRetriesPerRequest: 0,
