@@ -1,3 +1,4 @@
+import { acpTokenCounts } from '@baton/protocol';
 import type {
   Capped,
   Diff,
@@ -976,19 +977,12 @@ function toolInput(raw: unknown, max: number): ToolInput | undefined {
   return input;
 }
 
+/** The turn's tokens as the transcript shows them (the thought tokens are the usage's alone). */
 function tokensOf(usage: unknown): Tokens | undefined {
-  if (!isRec(usage)) return undefined;
-  const t: Tokens = {};
-  const set = (k: keyof Tokens, v: unknown) => {
-    const n = num(v);
-    if (n !== undefined) t[k] = n;
-  };
-  set('input', usage.inputTokens);
-  set('output', usage.outputTokens);
-  set('cachedRead', usage.cachedReadTokens);
-  set('cachedWrite', usage.cachedWriteTokens);
-  set('total', usage.totalTokens);
-  return Object.keys(t).length > 0 ? t : undefined;
+  const counts = acpTokenCounts(usage);
+  if (counts === undefined) return undefined;
+  const { thought: _thought, ...tokens } = counts;
+  return Object.keys(tokens).length > 0 ? tokens : undefined;
 }
 
 /** The reducer of each ACP shape. Claude's and Codex's v1 differ in facts, not in the reducer. */

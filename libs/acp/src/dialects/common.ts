@@ -1,3 +1,4 @@
+import { acpTokenCounts } from '@baton/protocol';
 import type { FactBody, FactBodyOf } from '../facts';
 import { asId, rec, str, text, type JsonRecord } from '../json';
 
@@ -175,18 +176,6 @@ export const readUpdate = (
 
 /** The prompt answer's `usage` (ACP PromptResponse): the turn's tokens, if it reports any. */
 export const turnUsageFact = (usage: unknown): FactBodyOf<'usage.reported'> | undefined => {
-  const u = rec(usage);
-  if (u === undefined) return undefined;
-  const tokens: NonNullable<FactBodyOf<'usage.reported'>['data']['tokens']> = {};
-  const set = (k: keyof typeof tokens, v: unknown) => {
-    const n = count(v);
-    if (n !== undefined) tokens[k] = n;
-  };
-  set('input', u.inputTokens);
-  set('output', u.outputTokens);
-  set('thought', u.thoughtTokens);
-  set('cachedRead', u.cachedReadTokens);
-  set('cachedWrite', u.cachedWriteTokens);
-  set('total', u.totalTokens);
-  return Object.keys(tokens).length > 0 ? { type: 'usage.reported', data: { tokens } } : undefined;
+  const tokens = acpTokenCounts(usage);
+  return tokens === undefined ? undefined : { type: 'usage.reported', data: { tokens } };
 };
