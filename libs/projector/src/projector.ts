@@ -7,6 +7,8 @@ import {
   redisTargetFromUrl,
   type FencedError,
   type Lease,
+  type Page,
+  type StoredEntry,
   type StreamTail,
   type FeedNote,
 } from '@baton/store';
@@ -19,8 +21,10 @@ import {
   type ProjectorOptionsInput,
   type ResolvedOptions,
 } from './options';
+import { JoinedCalls } from './joined-calls';
 import { ShardOwnership } from './shard-ownership';
 import { ShardRunner, type ShardHost } from './shard';
+import { TASK_PAGE } from './task-owner';
 
 export type ProjectorOptions = ProjectorOptionsInput;
 
@@ -43,6 +47,8 @@ export interface ProjectorHandle {
 
 /** How long a released shard waits for its steps in flight before the lease goes anyway. */
 const RELEASE_WAIT_MS = 2_000;
+/** Tasks per joined read: bounds its reply (each task's page up to TASK_PAGE entries). */
+const READ_MANY_TASKS = 16;
 
 class Projector implements ShardHost {
   readonly store: EventStore;
@@ -73,6 +79,11 @@ class Projector implements ShardHost {
   private lastTicked = performance.now();
   private server: HealthServer | null = null;
   metricsPort: number | null = null;
+  /** Every shard's task reads of one turn, joined (ShardHost.readAfterFolded). */
+  private readonly reads = new JoinedCalls<{ taskId: string; foldedId: string }, Page<StoredEntry>>(
+    (reads) => this.store.readTasksAfterFolded(reads, TASK_PAGE),
+    READ_MANY_TASKS,
+  );
   // Concurrency limit of task steps.
   private active = 0;
   private readonly waiting: (() => void)[] = [];
@@ -163,6 +174,10 @@ class Projector implements ShardHost {
 
   nextWriterSeq(): number {
     return ++this.writerSeq;
+  }
+
+  readAfterFolded(taskId: string, foldedId: string): Promise<Page<StoredEntry>> {
+    return this.reads.call({ taskId, foldedId });
   }
 
   reachableSince(): number {

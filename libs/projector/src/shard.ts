@@ -18,7 +18,7 @@ import type { Logger } from '@baton/health';
 import { headlineKey, type Metrics, type ShardStats } from './metrics';
 import type { Limits, Periods } from './options';
 import { JoinedCalls } from './joined-calls';
-import { TASK_PAGE, TaskOwner, type Published, type TaskContext } from './task-owner';
+import { TaskOwner, type Published, type TaskContext } from './task-owner';
 
 /** Slack on a put-away task's trim time, for the projector's clock against the server's. */
 const TRIM_SLACK_MS = 1_000;
@@ -27,8 +27,6 @@ const TRIM_SWEEP_MS = 10_000;
 const TRIM_BATCH = 100;
 /** Updates per publishMany call (each task's own call carries at most PUBLISH_CHUNK of them). */
 const PUBLISH_MANY_UPDATES = 1_000;
-/** Tasks per joined read: bounds its reply (each task's page up to TASK_PAGE entries). */
-const READ_MANY_TASKS = 16;
 
 /** What a shard needs from the projector that owns it. */
 export interface ShardHost {
@@ -50,6 +48,11 @@ export interface ShardHost {
   limit<T>(fn: () => Promise<T>): Promise<T>;
   /** A write of this shard was fenced: the projector drops it. */
   lost(shard: number, epoch: number, err: FencedError): void;
+  /**
+   * A task's entries after the last it folded: the reads of all shards' tasks in one turn go
+   * together (one XREAD of their streams on a single Redis, one per shard on a Cluster).
+   */
+  readAfterFolded(taskId: string, foldedId: string): Promise<Page<StoredEntry>>;
 }
 
 /**
@@ -94,10 +97,6 @@ export class ShardRunner implements TaskContext {
     PUBLISH_MANY_TASKS,
     (step) => step.updates.length,
     PUBLISH_MANY_UPDATES,
-  );
-  private readonly reads = new JoinedCalls<{ taskId: string; foldedId: string }, Page<StoredEntry>>(
-    (reads) => this.store.readTasksAfterFolded(this.shard, reads, TASK_PAGE),
-    READ_MANY_TASKS,
   );
 
   constructor(
@@ -161,9 +160,9 @@ export class ShardRunner implements TaskContext {
   publish(step: Publication): Promise<Published> {
     return this.publications.call(step);
   }
-  /** The reads of the shard's tasks in one turn go in one command (XREAD of their streams). */
+  /** Read with every shard's reads of this turn (the projector's; see ShardHost). */
   readAfterFolded(taskId: string, foldedId: string): Promise<Page<StoredEntry>> {
-    return this.reads.call({ taskId, foldedId });
+    return this.host.readAfterFolded(taskId, foldedId);
   }
   busy(delta: 1 | -1): void {
     this.running += delta;

@@ -205,15 +205,15 @@ export class EventStore {
   }
 
   /**
-   * {@link readTaskAfterFolded} of several tasks of `shard` (each once) in one round trip and one
-   * command: each answer is its task's page, or the {@link StreamBehindError} it would throw.
+   * {@link readTaskAfterFolded} of several tasks (each once, of any shards) in one round trip: one
+   * XREAD on a single Redis, one per shard on a Cluster (sent together). Each answer is its task's
+   * page, or the {@link StreamBehindError} it would throw.
    */
   readTasksAfterFolded(
-    shard: number,
     reads: readonly { taskId: string; foldedId: string }[],
     count = 1_000,
   ): Promise<(Page<StoredEntry> | StreamBehindError)[]> {
-    return this.tasks.readManyAfterFolded(shard, reads, count);
+    return this.tasks.readManyAfterFolded(reads, count);
   }
 
   /** Whether the task stream holds an entry with id `id`. */

@@ -372,7 +372,6 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       Number(/cmdstat_xread:calls=(\d+)/.exec(await store.redis.info('commandstats'))?.[1] ?? 0);
     const before = kind === 'single' ? await calls() : 0;
     const r = await store.readTasksAfterFolded(
-      shard,
       [
         { taskId: a, foldedId: ia[1]! },
         { taskId: b, foldedId: ib[1]! },
@@ -391,18 +390,28 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
     expect(r[0]).toMatchObject({ lastId: ia[2] });
     expect(r[1]).toMatchObject({ lastId: ib[1] });
     // As readTaskAfterFolded reads them, page for page.
-    const [whole] = await store.readTasksAfterFolded(shard, [{ taskId: a, foldedId: '0-0' }]);
+    const [whole] = await store.readTasksAfterFolded([{ taskId: a, foldedId: '0-0' }]);
     expect(whole).toEqual(await store.readTaskAfterFolded(a, '0-0'));
-    expect((await store.readTasksAfterFolded(shard, [{ taskId: a, foldedId: ia[3]! }]))[0]).toEqual(
+    expect((await store.readTasksAfterFolded([{ taskId: a, foldedId: ia[3]! }]))[0]).toEqual(
       await store.readTaskAfterFolded(a, ia[3]!),
     );
-    expect((await store.readTasksAfterFolded(shard, [{ taskId: b, foldedId: ib[0]! }]))[0]).toEqual(
+    expect((await store.readTasksAfterFolded([{ taskId: b, foldedId: ib[0]! }]))[0]).toEqual(
       await store.readTaskAfterFolded(b, ib[0]!),
     );
+    // Tasks of other shards join the read: one XREAD on a single Redis, one per shard on a
+    // Cluster; each answer as if read alone.
     const other = names.find((t) => store.shardOf(t) !== shard)!;
-    await expect(
-      store.readTasksAfterFolded(shard, [{ taskId: other, foldedId: '0-0' }]),
-    ).rejects.toThrow(/is in shard/);
+    const io = await appendFacts(other, 2);
+    const before2 = kind === 'single' ? await calls() : 0;
+    const across = await store.readTasksAfterFolded([
+      { taskId: a, foldedId: ia[2]! },
+      { taskId: other, foldedId: io[0]! },
+    ]);
+    if (kind === 'single') expect(await calls()).toBe(before2 + 1);
+    expect(across).toEqual([
+      await store.readTaskAfterFolded(a, ia[2]!),
+      await store.readTaskAfterFolded(other, io[0]!),
+    ]);
   });
 
   it('after Redis lost writes: a reader whose last folded entry is gone is told, and a snapshot at an entry the stream does not hold is replaced, never cut at', async () => {

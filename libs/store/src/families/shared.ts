@@ -109,13 +109,13 @@ export class StoreContext {
   }
 
   /**
-   * {@link pageAfterKnown} of several streams of `shard` (each once) in one XREAD: each reads from
-   * its known entry, inclusive (from the start for '0-0'), and one that no longer holds it gets a
-   * {@link StreamBehindError} in its place; the others are read as if alone.
+   * {@link pageAfterKnown} of several streams (each once, each of its `shard`) in one XREAD, so
+   * of one slot on a Cluster: each reads from its known entry, inclusive (from the start for
+   * '0-0'), and one that no longer holds it gets a {@link StreamBehindError} in its place; the
+   * others are read as if alone.
    */
   async pagesAfterKnown<T>(
-    shard: number,
-    reads: readonly { key: string; knownId: string; decode: Decode<T> }[],
+    reads: readonly { key: string; shard: number; knownId: string; decode: Decode<T> }[],
     count: number,
   ): Promise<(Page<T> | StreamBehindError)[]> {
     const keys = reads.map((r) => r.key);
@@ -124,7 +124,7 @@ export class StoreContext {
       [string, XEntry[]][] | null;
     const byKey = new Map(reply ?? []);
     return Promise.all(
-      reads.map(async ({ key, knownId, decode }) => {
+      reads.map(async ({ key, shard, knownId, decode }) => {
         const raw = byKey.get(key) ?? [];
         if (knownId === '0-0') {
           return this.decodePage(key, shard, knownId, raw.slice(0, count), decode);

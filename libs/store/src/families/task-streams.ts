@@ -3,6 +3,7 @@ import { InvalidEntryError, type StreamBehindError } from '../errors';
 import { withReplicas, type ScriptArgs, type ScriptKeys } from '../scripts';
 import { decodeStoredEntry, zodReason } from '../stored';
 import type { StreamTail } from '../tail';
+import { isCluster } from '../connection';
 import { nextId } from '../ids';
 import { fenceToken, stampedWithFence, type Lease } from './leases';
 import { field, Refused, type Decode, type Page, type StoreContext } from './shared';
@@ -128,27 +129,36 @@ export class TaskStreams {
 
   /** See {@link EventStore.readTasksAfterFolded}. */
   async readManyAfterFolded(
-    shard: number,
     reads: readonly { taskId: string; foldedId: string }[],
     count: number,
   ): Promise<(Page<StoredEntry> | StreamBehindError)[]> {
     if (reads.length === 0) return [];
     const seen = new Set<string>();
     for (const { taskId } of reads) {
-      const s = this.ctx.shardOf(taskId);
-      if (s !== shard) throw new Error(`task ${taskId} is in shard ${s}, not ${shard}`);
       if (seen.has(taskId)) throw new Error(`task ${taskId} twice in one read`);
       seen.add(taskId);
     }
-    return this.ctx.pagesAfterKnown(
-      shard,
-      reads.map(({ taskId, foldedId }) => ({
-        key: this.ctx.keys.taskStream(taskId),
-        knownId: foldedId,
-        decode: decoderOf(taskId),
-      })),
-      count,
+    const streams = reads.map(({ taskId, foldedId }) => ({
+      key: this.ctx.keys.taskStream(taskId),
+      shard: this.ctx.shardOf(taskId),
+      knownId: foldedId,
+      decode: decoderOf(taskId),
+    }));
+    // One XREAD reads streams of one slot on a Cluster: there, one per shard, side by side.
+    if (!isCluster(this.ctx.redis)) return this.ctx.pagesAfterKnown(streams, count);
+    const byShard = new Map<number, number[]>();
+    streams.forEach((s, i) => byShard.set(s.shard, [...(byShard.get(s.shard) ?? []), i]));
+    const out: (Page<StoredEntry> | StreamBehindError)[] = new Array(reads.length);
+    await Promise.all(
+      [...byShard.values()].map(async (at) => {
+        const pages = await this.ctx.pagesAfterKnown(
+          at.map((i) => streams[i]!),
+          count,
+        );
+        at.forEach((i, k) => (out[i] = pages[k]!));
+      }),
     );
+    return out;
   }
 
   /** See {@link EventStore.hasEntry}. */
