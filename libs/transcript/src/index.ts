@@ -2,3 +2,4 @@ export * from './schema';
 export * from './reducer';
 export * from './fold';
 export * from './recording';
+export * from './usage';

@@ -1,4 +1,3 @@
-import { acpTokenCounts } from '@baton/protocol';
 import type {
   Capped,
   Diff,
@@ -10,6 +9,7 @@ import type {
   Tokens,
   TranscriptEvent,
 } from './schema';
+import { acpTokenCounts } from './usage';
 
 /**
  * ACP frames in, transcript events out. The reducer reads only conversation: prompts' content,

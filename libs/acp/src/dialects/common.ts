@@ -1,4 +1,4 @@
-import { acpTokenCounts } from '@baton/protocol';
+import { acpTokenCounts } from '@baton/transcript';
 import type { FactBody, FactBodyOf } from '../facts';
 import { asId, rec, str, text, type JsonRecord } from '../json';
 
