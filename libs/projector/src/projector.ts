@@ -28,6 +28,8 @@ import { TASK_PAGE } from './task-owner';
 
 export type ProjectorOptions = ProjectorOptionsInput;
 
+type TaskRead = { readonly taskId: string; readonly foldedId: string };
+
 export interface ProjectorHandle {
   readonly instanceId: string;
   /** Shards this instance owns now, ascending. */
@@ -79,11 +81,11 @@ class Projector implements ShardHost {
   private lastTicked = performance.now();
   private server: HealthServer | null = null;
   metricsPort: number | null = null;
-  /** Every shard's task reads of one turn, joined (ShardHost.readAfterFolded). */
-  private readonly reads = new JoinedCalls<{ taskId: string; foldedId: string }, Page<StoredEntry>>(
-    (reads) => this.store.readTasksAfterFolded(reads, TASK_PAGE),
-    READ_MANY_TASKS,
-  );
+  /**
+   * Task reads of one turn, joined (ShardHost.readAfterFolded) by read group: every shard's on a
+   * single Redis, each shard's alone on a Cluster, so a slow master holds back only its own.
+   */
+  private readonly reads = new Map<number, JoinedCalls<TaskRead, Page<StoredEntry>>>();
   // Concurrency limit of task steps.
   private active = 0;
   private readonly waiting: (() => void)[] = [];
@@ -177,7 +179,16 @@ class Projector implements ShardHost {
   }
 
   readAfterFolded(taskId: string, foldedId: string): Promise<Page<StoredEntry>> {
-    return this.reads.call({ taskId, foldedId });
+    const group = this.store.readGroupOf(taskId);
+    let reads = this.reads.get(group);
+    if (reads === undefined) {
+      reads = new JoinedCalls<TaskRead, Page<StoredEntry>>(
+        (batch) => this.store.readTasksAfterFolded(batch, TASK_PAGE),
+        READ_MANY_TASKS,
+      );
+      this.reads.set(group, reads);
+    }
+    return reads.call({ taskId, foldedId });
   }
 
   reachableSince(): number {

@@ -1,6 +1,7 @@
 import type { StreamEntry, Update } from '@baton/protocol';
 import {
   connectRedis,
+  isCluster,
   type ConnectOptions,
   type RedisClient,
   type RedisTarget,
@@ -163,6 +164,14 @@ export class EventStore {
     return this.keys.shardOf(taskId);
   }
 
+  /**
+   * Tasks whose reads one {@link readTasksAfterFolded} serves from one Redis: all on a single
+   * Redis (group 0), a shard's on a Cluster, where each shard's slot has its own master.
+   */
+  readGroupOf(taskId: string): number {
+    return isCluster(this.redis) ? this.keys.shardOf(taskId) : 0;
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Task streams and shard feeds
   // ---------------------------------------------------------------------------------------------
@@ -207,12 +216,14 @@ export class EventStore {
   /**
    * {@link readTaskAfterFolded} of several tasks (each once, of any shards) in one round trip: one
    * XREAD on a single Redis, one per shard on a Cluster (sent together). Each answer is its task's
-   * page, or the {@link StreamBehindError} it would throw.
+   * page, the {@link StreamBehindError} it would throw, or (on a Cluster) the error of its shard's
+   * read: one master that fails fails only its own shard's reads. A caller that must not wait for
+   * a slow master either joins only the reads of one {@link readGroupOf}.
    */
   readTasksAfterFolded(
     reads: readonly { taskId: string; foldedId: string }[],
     count = 1_000,
-  ): Promise<(Page<StoredEntry> | StreamBehindError)[]> {
+  ): Promise<(Page<StoredEntry> | StreamBehindError | Error)[]> {
     return this.tasks.readManyAfterFolded(reads, count);
   }
 

@@ -412,6 +412,26 @@ describe.each(['single', 'cluster'] as const)('event store on %s Redis', (kind) 
       await store.readTaskAfterFolded(a, ia[2]!),
       await store.readTaskAfterFolded(other, io[0]!),
     ]);
+    // Reads one Redis serves together share a read group: all on a single Redis, a shard's on
+    // a Cluster.
+    expect(store.readGroupOf(a)).toBe(store.readGroupOf(b));
+    expect(store.readGroupOf(other) === store.readGroupOf(a)).toBe(kind === 'single');
+    // A shard's read that fails (here: its stream is not a stream) fails on a Cluster only its
+    // own shard's answers; on a single Redis the one XREAD fails as a whole.
+    const broken = names.find((t) => store.shardOf(t) !== shard && t !== other)!;
+    await store.redis.set(store.keys.taskStream(broken), 'not a stream');
+    const mixed = store.readTasksAfterFolded([
+      { taskId: a, foldedId: ia[2]! },
+      { taskId: broken, foldedId: '0-0' },
+    ]);
+    if (kind === 'single') await expect(mixed).rejects.toThrow(/WRONGTYPE/);
+    else {
+      const [fine, failed] = await mixed;
+      expect(fine).toEqual(await store.readTaskAfterFolded(a, ia[2]!));
+      expect(failed).toBeInstanceOf(Error);
+      expect(String(failed)).toMatch(/WRONGTYPE/);
+    }
+    await store.redis.del(store.keys.taskStream(broken));
   });
 
   it('after Redis lost writes: a reader whose last folded entry is gone is told, and a snapshot at an entry the stream does not hold is replaced, never cut at', async () => {

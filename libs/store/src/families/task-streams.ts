@@ -131,7 +131,7 @@ export class TaskStreams {
   async readManyAfterFolded(
     reads: readonly { taskId: string; foldedId: string }[],
     count: number,
-  ): Promise<(Page<StoredEntry> | StreamBehindError)[]> {
+  ): Promise<(Page<StoredEntry> | StreamBehindError | Error)[]> {
     if (reads.length === 0) return [];
     const seen = new Set<string>();
     for (const { taskId } of reads) {
@@ -148,14 +148,20 @@ export class TaskStreams {
     if (!isCluster(this.ctx.redis)) return this.ctx.pagesAfterKnown(streams, count);
     const byShard = new Map<number, number[]>();
     streams.forEach((s, i) => byShard.set(s.shard, [...(byShard.get(s.shard) ?? []), i]));
-    const out: (Page<StoredEntry> | StreamBehindError)[] = new Array(reads.length);
+    const out: (Page<StoredEntry> | StreamBehindError | Error)[] = new Array(reads.length);
     await Promise.all(
       [...byShard.values()].map(async (at) => {
-        const pages = await this.ctx.pagesAfterKnown(
-          at.map((i) => streams[i]!),
-          count,
-        );
-        at.forEach((i, k) => (out[i] = pages[k]!));
+        try {
+          const pages = await this.ctx.pagesAfterKnown(
+            at.map((i) => streams[i]!),
+            count,
+          );
+          at.forEach((i, k) => (out[i] = pages[k]!));
+        } catch (err) {
+          // A shard's master down fails its own reads, not the other shards' in this call.
+          const error = err instanceof Error ? err : new Error(String(err));
+          for (const i of at) out[i] = error;
+        }
       }),
     );
     return out;
