@@ -1,3 +1,5 @@
+import type { Capabilities } from '@baton/protocol';
+import { sharedCapabilities } from './shared-capabilities';
 import type { TaskState } from './state';
 
 /**
@@ -34,6 +36,13 @@ export function stateFromSnapshot(stored: unknown, taskId: string): TaskState | 
     s.sessions === null
   ) {
     return null;
+  }
+  // Sessions share one copy of each capabilities payload, as a fold from the stream holds them.
+  const sessions = s.sessions as Record<string, { execution: { capabilities: unknown } | null }>;
+  for (const session of Object.values(sessions)) {
+    const x = session?.execution;
+    if (x && typeof x.capabilities === 'object' && x.capabilities !== null)
+      x.capabilities = sharedCapabilities(x.capabilities as Capabilities);
   }
   return s as TaskState;
 }

@@ -4,6 +4,7 @@ import type { SessionState } from '../state';
 import { copySession, copyExecution, isLive, isCurrent, answered, appended } from './draft';
 import type { Draft, SessionHandlers } from './draft';
 import { stop, retireExecution, endExecution } from './effects';
+import { sharedCapabilities } from '../shared-capabilities';
 
 /**
  * Executions: an execution starts, negotiates, ends or is lost; requested, parked, or its request
@@ -65,7 +66,7 @@ export const executions = {
     const d = copySession(s);
     const x = copyExecution(s.execution!);
     x.phase = 'ready';
-    x.capabilities = e.data;
+    x.capabilities = sharedCapabilities(e.data);
     d.execution = x;
     return d;
   },
