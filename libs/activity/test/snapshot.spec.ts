@@ -40,6 +40,11 @@ describe('capabilities shared between sessions', () => {
     const c = negotiated(o, 's3', { ...CLAUDE_CAPS, agent: { name: 'other' } });
     expect(c).not.toBe(a);
     expect(c.agent).toEqual({ name: 'other' });
+    // A large payload stays its session's own: the table holds small ones only.
+    const large = { ...CLAUDE_CAPS, _meta: { note: 'x'.repeat(20_000) } };
+    const d = negotiated(o, 's4', large);
+    expect(negotiated(o, 's5', large)).not.toBe(d);
+    expect(Object.isFrozen(d)).toBe(false);
     // A state read back from its snapshot (JSON) shares them as the fold does, and is equal.
     const stored = JSON.parse(JSON.stringify(snapshotOf(o.state))) as unknown;
     const restored = stateFromSnapshot(stored, o.state.taskId)!;
