@@ -3,10 +3,10 @@ import type { Capabilities } from '@baton/protocol';
 /** Distinct capabilities kept; past it the table starts over (what it holds stays valid). */
 const MOST = 256;
 /**
- * A payload larger than this (as JSON) is kept by its session alone: the table may outlive the
+ * A payload longer than this (characters of its JSON) is kept by its session alone: the table may outlive the
  * sessions of what it holds, and must stay small (typical payloads are ~1 KB).
  */
-const MOST_BYTES = 16 * 1024;
+const MOST_CHARS = 16 * 1024;
 
 const table = new Map<string, Capabilities>();
 
@@ -28,7 +28,7 @@ function freeze<T>(v: T): T {
  */
 export function sharedCapabilities(caps: Capabilities): Capabilities {
   const key = JSON.stringify(caps);
-  if (key.length > MOST_BYTES) return caps;
+  if (key.length > MOST_CHARS) return caps;
   const known = table.get(key);
   if (known !== undefined) return known;
   if (table.size >= MOST) table.clear();

@@ -1,6 +1,6 @@
 /**
- * Calls of tasks made in one turn of the event loop (a shard's publications; every shard's
- * reads), sent together: a task asks with
+ * Calls of tasks made in one turn of the event loop (a shard's publications; the reads of a read
+ * group: every shard's on a single Redis, a shard's on a Cluster), sent together: a task asks with
  * {@link JoinedCalls.call}, and once the turn is over (setImmediate: the replies that came back
  * together, and what their tasks did with them, are through) the calls go out in batches of at
  * most `most` tasks, each task once per batch (a task has one step in flight; were it here twice,

@@ -165,8 +165,9 @@ export class EventStore {
   }
 
   /**
-   * Tasks whose reads one {@link readTasksAfterFolded} serves from one Redis: all on a single
-   * Redis (group 0), a shard's on a Cluster, where each shard's slot has its own master.
+   * Tasks whose reads one {@link readTasksAfterFolded} serves in one command: all on a single
+   * Redis (group 0), a shard's on a Cluster, where a shard's keys share one slot (and several
+   * shards may share a master: a slow master holds back each of its shards' groups alone).
    */
   readGroupOf(taskId: string): number {
     return isCluster(this.redis) ? this.keys.shardOf(taskId) : 0;
