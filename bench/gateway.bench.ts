@@ -484,7 +484,7 @@ async function gatewayMetric(url: string, name: string): Promise<number> {
  * gateway that reads only what it serves costs 1/G of one gateway serving everyone (plus its
  * fixed cost); one that read every shard would cost about as much as that one.
  */
-export async function scaleOut(redisUrl: string): Promise<BenchResult[]> {
+async function scaleOut(redisUrl: string): Promise<BenchResult[]> {
   const prefix = 'scale';
   const d = { redisUrl, prefix, shards: SCALE_SHARDS };
   const store = EventStore.connect({ url: redisUrl }, { shards: SCALE_SHARDS, prefix });

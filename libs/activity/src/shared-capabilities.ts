@@ -3,8 +3,8 @@ import type { Capabilities } from '@baton/protocol';
 /** Distinct capabilities kept; past it the table starts over (what it holds stays valid). */
 const MOST = 256;
 /**
- * A payload longer than this (characters of its JSON) is kept by its session alone: the table may outlive the
- * sessions of what it holds, and must stay small (typical payloads are ~1 KB).
+ * A payload longer than this (characters of its JSON) is kept by its session alone: the table
+ * may outlive the sessions of what it holds, and must stay small (typical payloads are ~1 KB).
  */
 const MOST_CHARS = 16 * 1024;
 

@@ -147,7 +147,11 @@ export class TaskStreams {
     // One XREAD reads streams of one slot on a Cluster: there, one per shard, side by side.
     if (!isCluster(this.ctx.redis)) return this.ctx.pagesAfterKnown(streams, count);
     const byShard = new Map<number, number[]>();
-    streams.forEach((s, i) => byShard.set(s.shard, [...(byShard.get(s.shard) ?? []), i]));
+    streams.forEach((s, i) => {
+      const at = byShard.get(s.shard);
+      if (at) at.push(i);
+      else byShard.set(s.shard, [i]);
+    });
     const out: (Page<StoredEntry> | StreamBehindError | Error)[] = new Array(reads.length);
     await Promise.all(
       [...byShard.values()].map(async (at) => {
