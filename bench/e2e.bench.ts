@@ -367,6 +367,13 @@ function summary(lat: Float64Array[]): Window {
   return { p50: percentile(all, 50), p99: percentile(all, 99), n: all.length };
 }
 
+/** The processes that serve each lane's clients (redis-server apart): its server CPU. */
+const SERVERS: Record<Mode, string[]> = {
+  baton: ['e2e1-p1', 'e2e1-g1'],
+  raw: ['relay'],
+  peer: Array.from({ length: PEER_NODES }, (_, i) => `peer${i + 1}`),
+};
+
 /** One step of the saturation ladder: the rate is held if p99 < limit and nothing piles up. */
 async function step(b: Bench, mode: Mode, rate: number, ms: number, meter: CpuMeter) {
   await meter.start();
@@ -385,7 +392,17 @@ async function step(b: Bench, mode: Mode, rate: number, ms: number, meter: CpuMe
   const w = summary([latencies]);
   const held =
     d.drained && d.resyncs === 0 && r.achieved >= 0.97 * rate && r.lagMs < 100 && w.p99 < P99_LIMIT;
-  return { ...w, held, achieved: r.achieved, lagMs: r.lagMs, drained: d.drained, busiest };
+  // Over the step and its drain: what the facts sent cost the lane's servers, backlog included.
+  const cpuPerFact = serverCpuPerFact(cpu, SERVERS[mode], r.sent);
+  return {
+    ...w,
+    held,
+    achieved: r.achieved,
+    lagMs: r.lagMs,
+    drained: d.drained,
+    busiest,
+    cpuPerFact,
+  };
 }
 
 const fmtMs = (v: number) => `${v.toFixed(2)} ms`;
@@ -612,9 +629,8 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
         return `${(sum(m) / n).toFixed(1)} (${top.join(', ')})`;
       };
       // Server CPU per fact: what serving the lane's clients costs, its load and clients apart.
-      const peerNodes = Array.from({ length: PEER_NODES }, (_, i) => `peer${i + 1}`);
-      const batonServerCpu = serverCpuPerFact(cpu.baton, ['e2e1-p1', 'e2e1-g1'], facts);
-      const peerServerCpu = serverCpuPerFact(cpu.peer, peerNodes, facts);
+      const batonServerCpu = serverCpuPerFact(cpu.baton, SERVERS.baton, facts);
+      const peerServerCpu = serverCpuPerFact(cpu.peer, SERVERS.peer, facts);
       onePlusOneCpu = batonServerCpu;
       results.push(
         versus(
@@ -665,6 +681,12 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
 
       // Saturation: step up until a rate is not held.
       const best: Record<Mode, number> = { baton: 0, raw: 0, peer: 0 };
+      /** Server CPU per fact (µs) of each rate held, by lane. */
+      const heldCpu: Record<Mode, Map<number, number>> = {
+        baton: new Map(),
+        raw: new Map(),
+        peer: new Map(),
+      };
       const steps: string[] = [];
       const alive: Record<Mode, boolean> = { baton: true, raw: true, peer: true };
       for (const rate of LADDER) {
@@ -673,7 +695,7 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           let s = await step(b1, mode, rate, STEP_MS, meter);
           const say = (retry: boolean) =>
             steps.push(
-              `${mode} ${rate.toLocaleString('en-US')}/s${retry ? ' again' : ''}: p50 ${fmtMs(s.p50)}, p99 ${fmtMs(s.p99)}, sent at ${Math.round(s.achieved).toLocaleString('en-US')}/s (lag ${s.lagMs.toFixed(0)} ms)${s.drained ? '' : ', backlog'}, busiest: ${s.busiest} → ${s.held ? 'held' : 'NOT held'}`,
+              `${mode} ${rate.toLocaleString('en-US')}/s${retry ? ' again' : ''}: p50 ${fmtMs(s.p50)}, p99 ${fmtMs(s.p99)}, sent at ${Math.round(s.achieved).toLocaleString('en-US')}/s (lag ${s.lagMs.toFixed(0)} ms)${s.drained ? '' : ', backlog'}, server CPU ${Math.round(s.cpuPerFact)} µs/fact, busiest: ${s.busiest} → ${s.held ? 'held' : 'NOT held'}`,
             );
           say(false);
           // The machine is shared: a stall elsewhere can break one step. A rate fails on two.
@@ -682,8 +704,10 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
             s = await step(b1, mode, rate, STEP_MS, meter);
             say(true);
           }
-          if (s.held) best[mode] = rate;
-          else alive[mode] = false;
+          if (s.held) {
+            best[mode] = rate;
+            heldCpu[mode].set(rate, s.cpuPerFact);
+          } else alive[mode] = false;
         }
         if (!alive.baton && !alive.raw && !alive.peer) break;
       }
@@ -708,6 +732,21 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
         ),
         versus('Baton vs the peer: highest rate held', best.baton, 'facts/s', best.peer),
       );
+      // What a fact costs when a process is busy: each wake-up then serves many of them, which
+      // a quiet 1,000 facts/s hardly lets happen (a server there pays its wake-ups per fact).
+      const both = Math.min(best.baton, best.peer);
+      const batonBusy = heldCpu.baton.get(both);
+      const peerBusy = heldCpu.peer.get(both);
+      if (both > 0 && batonBusy !== undefined && peerBusy !== undefined) {
+        results.push(
+          versus(
+            `server CPU per fact at ${both.toLocaleString('en-US')} facts/s, the highest step both held (its step and drain): Baton (projector + gateway + redis-server) vs the peer (its ${PEER_NODES} nodes + redis-server)`,
+            batonBusy,
+            'µs',
+            peerBusy,
+          ),
+        );
+      }
       details.push(`Saturation steps (${STEP_MS / 1000} s each): ${steps.join('; ')}.`);
       await store1.close();
       await Promise.all(
