@@ -402,6 +402,8 @@ async function step(b: Bench, mode: Mode, rate: number, ms: number, meter: CpuMe
     drained: d.drained,
     busiest,
     cpuPerFact,
+    cpu,
+    sent: r.sent,
   };
 }
 
@@ -669,15 +671,16 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
         ratio: sum(commands.baton) / sum(commands.raw),
         atMost: 4,
       });
-      // CPU per fact of each role, for the capacity model (bench/capacity.bench.ts).
+      // CPU per fact of each role, for the capacity model (bench/capacity.bench.ts): quiet, at
+      // 1,000 facts/s, and busy, at the highest rate Baton holds (recorded after the ladder).
       const cpuPerFact = (name: string) => ((cpu.baton.get(name) ?? NaN) * 1e6) / facts;
-      recordUnits('e2e', {
+      const units: Record<string, number> = {
         projectorCpuPerFactUs: cpuPerFact('e2e1-p1'),
         gatewayCpuPerFactUs: cpuPerFact('e2e1-g1'),
         redisCpuPerFactUs: cpuPerFact('redis-server'),
         updatesPerFact: bat.n / SUBSCRIBERS / facts,
         othersCpuShare: (cpu.baton.get('others') ?? 0) / (measuredMs.baton / 1e3),
-      });
+      };
 
       // Saturation: step up until a rate is not held.
       const best: Record<Mode, number> = { baton: 0, raw: 0, peer: 0 };
@@ -707,6 +710,15 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
           if (s.held) {
             best[mode] = rate;
             heldCpu[mode].set(rate, s.cpuPerFact);
+            if (mode === 'baton') {
+              const busy = (name: string) => ((s.cpu.get(name) ?? NaN) * 1e6) / s.sent;
+              Object.assign(units, {
+                busyFactsPerSecond: rate,
+                projectorBusyCpuPerFactUs: busy('e2e1-p1'),
+                gatewayBusyCpuPerFactUs: busy('e2e1-g1'),
+                redisBusyCpuPerFactUs: busy('redis-server'),
+              });
+            }
           } else alive[mode] = false;
         }
         if (!alive.baton && !alive.raw && !alive.peer) break;
@@ -748,6 +760,7 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
         );
       }
       details.push(`Saturation steps (${STEP_MS / 1000} s each): ${steps.join('; ')}.`);
+      recordUnits('e2e', units);
       await store1.close();
       await Promise.all(
         Object.values(clients).map((c) => c.ask({ close: true }).catch(() => undefined)),
