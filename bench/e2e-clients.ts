@@ -3,8 +3,9 @@
 // so that no lane's saturation is another lane's clients at their limit). Every update frame a
 // client receives is recorded as (task index, seq, receive time on CLOCK_MONOTONIC in ms).
 // stdin commands (one JSON per line), each answered with one JSON line:
-// - {"connect": {group, kind: "baton"|"raw"|"peer", urls, token, tasks, perTask}}: perTask clients
-//   per task, client k of a task on urls[k % urls.length]; baton clients subscribe with the /ws
+// - {"connect": {group, kind: "baton"|"raw"|"peer", urls, token, tasks, perTask, route?}}: perTask
+//   clients per task, client k of a task on urls[k % urls.length] (or, routed, every client of
+//   task t on urls[route[t]]); baton clients subscribe with the /ws
 //   protocol and wait for the reply, raw clients name their task in the URL (?task=), peer clients
 //   are socket.io-client sockets (WebSocket transport) that name their task in the handshake
 //   query and record each `update` event (socket.io parses the frame before the handler runs).
@@ -52,6 +53,11 @@ interface Connect {
   token: string;
   tasks: string[];
   perTask: number;
+  /**
+   * Watchers routed: every client of tasks[t] on urls[route[t]] (a gateway per shard, say);
+   * without it client k of a task is on urls[k % urls.length].
+   */
+  route?: number[];
 }
 
 function seqOf(text: string): number {
@@ -67,7 +73,7 @@ async function connect(c: Connect) {
   for (const [t, taskId] of c.tasks.entries()) {
     const index = Number(taskId.slice(taskId.lastIndexOf('-') + 1));
     for (let k = 0; k < c.perTask; k++, j++) {
-      const base = c.urls[k % c.urls.length]!;
+      const base = c.urls[c.route ? c.route[t]! : k % c.urls.length]!;
       if (c.kind === 'peer') {
         opened.push(peer(base, taskId, index, rec));
         if (j % 50 === 49) await Promise.all(opened.slice(-50));
