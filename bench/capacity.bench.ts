@@ -332,9 +332,9 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
     // share of the updates), from INFO used_memory deltas: noise can put it under zero.
     const viewAndUpdates = Math.max(0, pj.redisFixedPerSession - dayUnits.snapshotBytes);
     // A planned process runs at up to 70% of a core: busy, each of its wake-ups serving many
-    // facts. Its CPU per fact is the one measured at the highest rate one projector and one
-    // gateway held (e2e saturation), not at a quiet 1,000 facts/s, where every hop wakes per fact;
-    // those quiet costs are given beside the plan.
+    // facts. The table charges the CPU per fact measured at the highest rate one projector and
+    // one gateway held (e2e saturation, 100 tasks: many facts per task and step), a lower bound;
+    // the line under it the quiet 1,000 facts/s costs, where every hop wakes per fact, the upper.
     const units: Units = {
       projectorCpuPerFactUs: u('e2e', 'projectorBusyCpuPerFactUs'),
       gatewayCpuPerFactUs: u('e2e', 'gatewayBusyCpuPerFactUs'),
@@ -413,9 +413,14 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
     ];
     // A unit no suite has recorded (bench/units.json deleted, a suite never run) leaves no model:
     // say which suites to run rather than print a table of NaN.
+    const recordedAs: Partial<Record<keyof Units, string>> = {
+      projectorCpuPerFactUs: 'projectorBusyCpuPerFactUs',
+      gatewayCpuPerFactUs: 'gatewayBusyCpuPerFactUs',
+      redisCpuPerFactUs: 'redisBusyCpuPerFactUs',
+    };
     const missing = Object.entries(units)
       .filter(([, v]) => !Number.isFinite(v))
-      .map(([k]) => k);
+      .map(([k]) => recordedAs[k as keyof Units] ?? k);
     if (missing.length > 0) {
       const suiteOf = (k: string) =>
         k.startsWith('worker') ? 'worker' : k === 'gatewayCpuPerUpdateReadUs' ? 'gateway' : 'e2e';
@@ -431,7 +436,7 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
     const details = [
       `**Capacity model** (bench/capacity.ts). Assumed load: each active session appends ${sessionRate.toFixed(2)} facts/s (the bundled recordings of real sessions at their own pace, demo-*.jsonl; all recordings together give ${rates.all.toFixed(1)} facts/s, their fixtures being compressed), each session its own task with ${WATCHERS} watchers. ` +
         `A machine is ${MACHINE.cores} cores and ${MACHINE.memoryBytes / GB} GB: one Node process per core at ≤ ${MACHINE.cpuTarget * 100}% of it, processes holding ≤ ${MACHINE.memoryTarget * 100}% of the memory, ${MACHINE.processBaseBytes / 2 ** 20} MB base each; a Redis master uses ≤ ${REDIS.cpuTarget * 100}% of its main thread and ${REDIS.memoryBytes / GB} GB maxmemory (one per such machine; replicas not counted).`,
-      `Units: CPU per fact — projector ${fmtUs(units.projectorCpuPerFactUs)}, gateway ${fmtUs(units.gatewayCpuPerFactUs)} (fan-out to ${WATCHERS} watchers), Redis ${fmtUs(units.redisCpuPerFactUs)} (${when('e2e')}, 1 projector + 1 gateway at ${u('e2e', 'busyFactsPerSecond').toLocaleString('en-US')} facts/s, the highest rate they held: a planned process is busy; at a quiet 1,000 facts/s, where each hop wakes per fact, ${fmtUs(quietUnits.projectorCpuPerFactUs)}, ${fmtUs(quietUnits.gatewayCpuPerFactUs)} and ${fmtUs(quietUnits.redisCpuPerFactUs)}); worker ${fmtUs(units.workerCpuPerFactUs)} (${when('worker')}). ` +
+      `Units: CPU per fact — projector ${fmtUs(units.projectorCpuPerFactUs)}, gateway ${fmtUs(units.gatewayCpuPerFactUs)} (fan-out to ${WATCHERS} watchers), Redis ${fmtUs(units.redisCpuPerFactUs)} (${when('e2e')}, 1 projector + 1 gateway at ${u('e2e', 'busyFactsPerSecond').toLocaleString('en-US')} facts/s over 100 tasks, the highest rate they held: a planned process is busy, but a plan past that rate per process, or with fewer facts per task, extrapolates, so the table is a lower bound; at a quiet 1,000 facts/s, where each hop wakes per fact, ${fmtUs(quietUnits.projectorCpuPerFactUs)}, ${fmtUs(quietUnits.gatewayCpuPerFactUs)} and ${fmtUs(quietUnits.redisCpuPerFactUs)}, the upper bound below); worker ${fmtUs(units.workerCpuPerFactUs)} (${when('worker')}). ` +
         `Memory — projector ${kb(units.projectorBytesPerSession)} per session, gateway ${kb(units.gatewayBytesPerConnection)} per connection (heap; RSS deltas of this process are not reliable after the runs before it), worker ${kb(units.workerBytesPerExecution)} per execution, agent process excluded (${when('worker')}); ` +
         `Redis ${mb(units.redisBytesPerSession)} per active session-day with the default retention (below, + ${kb(viewAndUpdates)} of view and updates).`,
       `**Redis per active session-day, by family** (bench/session-day.ts: one session's stream played from the recordings with a checkpoint every ${(checkpointEveryMs(NOW) / 60_000).toFixed(0)} min of facts and the spans between them, MEMORY USAGE per key; the demo recordings' frames through the worker's transcript reducer and, a second of frames a write, into the raw-frame log, the transcript compacted by the store a recording a range; a day at their pace). ` +
@@ -451,12 +456,12 @@ export async function runCapacityBench(): Promise<{ results: BenchResult[]; deta
           })
           .join('; ') +
         '. The count that holds the load is the least fixed point of that cost (bench/capacity.ts).',
-      `At the quiet costs instead (every process as idle as at 1,000 facts/s on one projector, which a process at ${MACHINE.cpuTarget * 100}% of a core is not: an upper bound): ` +
+      `At the quiet costs instead (every fact costing what it costs at 1,000 facts/s on one projector, each hop waking for it, which a process at ${MACHINE.cpuTarget * 100}% of a core does not: the upper bound): ` +
         quiet
           .map((p) => {
             const n = (r: string) =>
               p.roles.find((x) => x.role === r)!.processes.toLocaleString('en-US');
-            return `${p.load.activeSessions.toLocaleString('en-US')} sessions, ${n('projector')} projector and ${n('gateway')} gateway processes, Redis ${p.redis.kind} (${p.redis.cores.toFixed(1)} cores)`;
+            return `${p.load.activeSessions.toLocaleString('en-US')} sessions, ${n('projector')} projector and ${n('gateway')} gateway processes (BATON_SHARDS ≥ ${p.shardsNeeded}), Redis ${p.redis.kind} (${p.redis.cores.toFixed(1)} cores, bound by ${p.redis.boundBy})`;
           })
           .join('; ') +
         '.',
