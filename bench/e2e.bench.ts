@@ -367,14 +367,6 @@ function summary(lat: Float64Array[]): Window {
   return { p50: percentile(all, 50), p99: percentile(all, 99), n: all.length };
 }
 
-/** The units recorded at the highest saturation step Baton held (for the capacity model). */
-const BUSY_UNITS = [
-  'busyFactsPerSecond',
-  'projectorBusyCpuPerFactUs',
-  'gatewayBusyCpuPerFactUs',
-  'redisBusyCpuPerFactUs',
-] as const;
-
 /** The processes that serve each lane's clients (redis-server apart): its server CPU. */
 const SERVERS: Record<Mode, string[]> = {
   baton: ['e2e1-p1', 'e2e1-g1'],
@@ -421,6 +413,12 @@ const fmtMs = (v: number) => `${v.toFixed(2)} ms`;
 function serverCpuPerFact(cpu: Map<string, number>, names: string[], facts: number): number {
   const sec = [...names, 'redis-server'].reduce((a, n) => a + (cpu.get(n) ?? NaN), 0);
   return (sec * 1e6) / facts;
+}
+
+/** CPU µs per fact of each of Baton's roles in part 1, from a CpuMeter's totals. */
+function roleCpuPerFact(cpu: Map<string, number>, facts: number) {
+  const of = (name: string) => ((cpu.get(name) ?? NaN) * 1e6) / facts;
+  return { projector: of('e2e1-p1'), gateway: of('e2e1-g1'), redis: of('redis-server') };
 }
 
 export async function runE2eBench(): Promise<{ results: BenchResult[]; details: string }> {
@@ -681,11 +679,11 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
       });
       // CPU per fact of each role, for the capacity model (bench/capacity.bench.ts): quiet, at
       // 1,000 facts/s, and busy, at the highest rate Baton holds (recorded after the ladder).
-      const cpuPerFact = (name: string) => ((cpu.baton.get(name) ?? NaN) * 1e6) / facts;
+      const quiet = roleCpuPerFact(cpu.baton, facts);
       const units: Record<string, number> = {
-        projectorCpuPerFactUs: cpuPerFact('e2e1-p1'),
-        gatewayCpuPerFactUs: cpuPerFact('e2e1-g1'),
-        redisCpuPerFactUs: cpuPerFact('redis-server'),
+        projectorCpuPerFactUs: quiet.projector,
+        gatewayCpuPerFactUs: quiet.gateway,
+        redisCpuPerFactUs: quiet.redis,
         updatesPerFact: bat.n / SUBSCRIBERS / facts,
         othersCpuShare: (cpu.baton.get('others') ?? 0) / (measuredMs.baton / 1e3),
       };
@@ -719,12 +717,12 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
             best[mode] = rate;
             heldCpu[mode].set(rate, s.cpuPerFact);
             if (mode === 'baton') {
-              const busy = (name: string) => ((s.cpu.get(name) ?? NaN) * 1e6) / s.sent;
+              const busy = roleCpuPerFact(s.cpu, s.sent);
               Object.assign(units, {
                 busyFactsPerSecond: rate,
-                projectorBusyCpuPerFactUs: busy('e2e1-p1'),
-                gatewayBusyCpuPerFactUs: busy('e2e1-g1'),
-                redisBusyCpuPerFactUs: busy('redis-server'),
+                projectorBusyCpuPerFactUs: busy.projector,
+                gatewayBusyCpuPerFactUs: busy.gateway,
+                redisBusyCpuPerFactUs: busy.redis,
               });
             }
           } else alive[mode] = false;
@@ -768,12 +766,9 @@ export async function runE2eBench(): Promise<{ results: BenchResult[]; details: 
         );
       }
       details.push(`Saturation steps (${STEP_MS / 1000} s each): ${steps.join('; ')}.`);
-      if (best.baton === 0) {
-        // No step held (a loaded machine): the busy costs stay those of the last run that had one.
-        const last = readUnits().e2e?.values;
-        for (const k of BUSY_UNITS) if (last?.[k] !== undefined) units[k] = last[k];
-      }
-      recordUnits('e2e', units);
+      // What this run did not measure (the busy costs, when no step held on a loaded machine)
+      // stays what the last run that did measured.
+      recordUnits('e2e', { ...readUnits().e2e?.values, ...units });
       await store1.close();
       await Promise.all(
         Object.values(clients).map((c) => c.ask({ close: true }).catch(() => undefined)),
